@@ -1,0 +1,131 @@
+// dlstage catalog list: the datasets users can stage, with what is cheaply
+// known of their sources (one stat each; trees are never walked).
+#include <algorithm>
+#include <iostream>
+#include <sstream>
+
+#include <toml++/toml.h>
+
+#include "cli/commands.hpp"
+#include "lib/config.hpp"
+#include "lib/config_paths.hpp"
+#include "lib/error.hpp"
+#include "lib/size.hpp"
+#include "lib/source_facts.hpp"
+#include "lib/strings.hpp"
+
+namespace dlstage::cli {
+
+namespace {
+void print_help()
+{
+    std::cout << "Usage: dlstage catalog list [--json]\n"
+                 "List the datasets of the catalog: name, source, format, mode, allowed tiers\n"
+                 "(the first is the default), size and files where known.  Sizes come from one\n"
+                 "stat of a file, image or tar shards; a directory's size shows as '-'.\n"
+                 "\n"
+                 "  --json     print a JSON array instead of a table\n";
+}
+
+struct Row {
+    const Dataset* dataset;
+    SourceFacts facts;
+};
+
+std::string size_cell(const SourceFacts& facts)
+{
+    switch (facts.state) {
+    case SourceFacts::State::Missing: return "missing";
+    case SourceFacts::State::Unreadable: return "unreadable";
+    case SourceFacts::State::Present: break;
+    }
+    return facts.bytes ? format_size(*facts.bytes) : "-";
+}
+
+std::string files_cell(const SourceFacts& facts)
+{
+    return facts.files ? std::to_string(*facts.files) : "-";
+}
+
+std::string format_cell(const Row& row)
+{
+    const Format format = row.facts.state == SourceFacts::State::Present ? row.facts.format
+                                                                          : row.dataset->known_format();
+    return to_string(format);
+}
+
+void print_table(const std::vector<Row>& rows)
+{
+    const std::vector<std::string> header = {"NAME", "SOURCE", "FORMAT", "MODE", "TIERS", "SIZE", "FILES"};
+    std::vector<std::vector<std::string>> cells = {header};
+    for (const Row& row : rows)
+        cells.push_back({row.dataset->name, row.dataset->source, format_cell(row), to_string(row.dataset->mode),
+                         join(row.dataset->tiers, ","), size_cell(row.facts), files_cell(row.facts)});
+    std::vector<std::size_t> width(header.size(), 0);
+    for (const auto& line : cells)
+        for (std::size_t c = 0; c < line.size(); ++c)
+            width[c] = std::max(width[c], line[c].size());
+    for (const auto& line : cells) {
+        std::string out;
+        for (std::size_t c = 0; c < line.size(); ++c)
+            out += c + 1 < line.size() ? line[c] + std::string(width[c] - line[c].size() + 2, ' ') : line[c];
+        std::cout << out << "\n";
+    }
+}
+
+void print_json(const std::vector<Row>& rows)
+{
+    toml::array list;
+    for (const Row& row : rows) {
+        toml::array tiers;
+        for (const auto& tier : row.dataset->tiers)
+            tiers.push_back(tier);
+        toml::table entry{{"name", row.dataset->name},       {"source", row.dataset->source},
+                          {"format", format_cell(row)},      {"mode", to_string(row.dataset->mode)},
+                          {"tiers", std::move(tiers)},       {"description", row.dataset->description},
+                          {"available", row.facts.state == SourceFacts::State::Present}};
+        if (row.facts.bytes)
+            entry.insert("bytes", static_cast<std::int64_t>(*row.facts.bytes));
+        if (row.facts.files)
+            entry.insert("files", static_cast<std::int64_t>(*row.facts.files));
+        if (!row.facts.problem.empty())
+            entry.insert("problem", row.facts.problem);
+        list.push_back(std::move(entry));
+    }
+    std::cout << toml::json_formatter{list} << "\n";
+}
+}  // namespace
+
+int cmd_catalog(const GlobalOptions& options, const std::vector<std::string>& args)
+{
+    if (args.empty())
+        return usage_error("catalog needs a subcommand: list", "catalog");
+    if (args[0] == "-h" || args[0] == "--help") {
+        print_help();
+        return kExitOk;
+    }
+    if (args[0] != "list")
+        return usage_error("unknown catalog subcommand '" + args[0] + "' (known: list)", "catalog");
+    bool json = false;
+    for (std::size_t i = 1; i < args.size(); ++i) {
+        if (args[i] == "--json")
+            json = true;
+        else if (args[i] == "-h" || args[i] == "--help") {
+            print_help();
+            return kExitOk;
+        } else
+            return usage_error("catalog list: unexpected argument '" + args[i] + "'", "catalog");
+    }
+
+    const Config config = load_config(choose_config_path(options.config_path, true));
+    std::vector<Row> rows;
+    for (const auto& entry : config.datasets)
+        rows.push_back({&entry.second, probe_source(entry.second)});
+    if (json)
+        print_json(rows);
+    else
+        print_table(rows);
+    return kExitOk;
+}
+
+}  // namespace dlstage::cli

@@ -1,0 +1,25 @@
+// The `dlstage` command: one function per subcommand, sharing the core
+// library with the plugin.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace dlstage::cli {
+
+enum ExitCode { kExitOk = 0, kExitFailure = 1, kExitUsage = 2 };
+
+struct GlobalOptions {
+    std::string config_path;  // from --config; "" means $DLSTAGE_CONFIG or the default
+};
+
+int cmd_check_config(const GlobalOptions& options, const std::vector<std::string>& args);
+int cmd_catalog(const GlobalOptions& options, const std::vector<std::string>& args);
+
+// "dlstage: MESSAGE" on stderr.
+void print_error(const std::string& message);
+
+// A usage error: the message, a pointer to --help, exit code 2.
+int usage_error(const std::string& message, const std::string& command);
+
+}  // namespace dlstage::cli

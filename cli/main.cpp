@@ -1,0 +1,121 @@
+// dlstage: the command users and admins run on login and compute nodes.
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "build-aux/config.h"
+#include "cli/commands.hpp"
+#include "lib/config_paths.hpp"
+#include "lib/error.hpp"
+
+namespace dlstage::cli {
+
+void print_error(const std::string& message)
+{
+    std::cerr << kMessagePrefix << message << "\n";
+}
+
+int usage_error(const std::string& message, const std::string& command)
+{
+    print_error(message);
+    std::cerr << "Try 'dlstage " << (command.empty() ? "" : command + " ") << "--help' for more information.\n";
+    return kExitUsage;
+}
+
+namespace {
+void print_help()
+{
+    std::cout << "Usage: dlstage [OPTIONS] COMMAND [ARGS...]\n"
+                 "Stage deep-learning datasets to fast node-local storage for Slurm jobs.\n"
+                 "\n"
+                 "Commands:\n"
+                 "  check-config [FILE]    check a configuration file and list every problem\n"
+                 "  catalog list [--json]  list the datasets that can be staged\n"
+                 "\n"
+                 "Options:\n"
+                 "  -c, --config=FILE      configuration file (default: $DLSTAGE_CONFIG, else\n"
+                 "                         "
+              << default_config_path()
+              << ")\n"
+                 "  -h, --help             show this help and exit\n"
+                 "  -V, --version          show the version and exit\n"
+                 "\n"
+                 "Jobs ask for data with: sbatch --stage-data=NAME[:TIER][,...] job.sh\n"
+                 "Exit status: 0 success, 1 failure, 2 usage error.  See dlstage(1).\n";
+}
+
+using Command = int (*)(const GlobalOptions&, const std::vector<std::string>&);
+
+const std::map<std::string, Command>& commands()
+{
+    static const std::map<std::string, Command> table = {
+        {"check-config", cmd_check_config},
+        {"catalog", cmd_catalog},
+    };
+    return table;
+}
+
+// Takes -c/--config out of args (it may stand before or after the command,
+// as with Slurm's commands).  Returns a usage message, or "".
+std::string take_config_option(std::vector<std::string>& args, GlobalOptions& options)
+{
+    for (std::size_t i = 0; i < args.size();) {
+        const std::string arg = args[i];
+        if (arg == "--")
+            break;
+        if (arg == "-c" || arg == "--config") {
+            if (i + 1 >= args.size() || args[i + 1].empty())
+                return "option " + arg + " needs a FILE";
+            options.config_path = args[i + 1];
+            args.erase(args.begin() + static_cast<long>(i), args.begin() + static_cast<long>(i) + 2);
+        } else if (arg.rfind("--config=", 0) == 0) {
+            options.config_path = arg.substr(std::strlen("--config="));
+            if (options.config_path.empty())
+                return "option --config needs a FILE";
+            args.erase(args.begin() + static_cast<long>(i));
+        } else {
+            ++i;
+        }
+    }
+    return "";
+}
+
+int run(int argc, char** argv)
+{
+    GlobalOptions options;
+    std::vector<std::string> args(argv + 1, argv + argc);
+    if (const std::string problem = take_config_option(args, options); !problem.empty())
+        return usage_error(problem, "");
+    if (args.empty())
+        return usage_error("no command given", "");
+    const std::string& first = args.front();
+    if (first == "-h" || first == "--help") {
+        print_help();
+        return kExitOk;
+    }
+    if (first == "-V" || first == "--version") {
+        std::cout << PACKAGE_NAME << " " << PACKAGE_VERSION << "\n";
+        return kExitOk;
+    }
+    if (first[0] == '-')
+        return usage_error("unknown option '" + first + "'", "");
+    const auto command = commands().find(first);
+    if (command == commands().end())
+        return usage_error("unknown command '" + first + "' (commands: check-config, catalog)", "");
+    return command->second(options, std::vector<std::string>(args.begin() + 1, args.end()));
+}
+}  // namespace
+}  // namespace dlstage::cli
+
+int main(int argc, char** argv)
+{
+    try {
+        return dlstage::cli::run(argc, argv);
+    } catch (const std::exception& e) {
+        dlstage::cli::print_error(e.what());
+        return dlstage::cli::kExitFailure;
+    }
+}

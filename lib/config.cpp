@@ -1,0 +1,503 @@
+#include "lib/config.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <toml++/toml.h>
+
+#include "lib/error.hpp"
+#include "lib/strings.hpp"
+
+namespace dlstage {
+
+std::string to_string(Scope scope)
+{
+    return scope == Scope::Node ? "node" : "shared";
+}
+
+std::string to_string(Cleanup cleanup)
+{
+    switch (cleanup) {
+    case Cleanup::JobEnd: return "job-end";
+    case Cleanup::Cache: return "cache";
+    case Cleanup::Keep: return "keep";
+    }
+    return "?";
+}
+
+std::string to_string(Format format)
+{
+    switch (format) {
+    case Format::Auto: return "auto";
+    case Format::Dir: return "dir";
+    case Format::File: return "file";
+    case Format::Tar: return "tar";
+    case Format::Squashfs: return "squashfs";
+    }
+    return "?";
+}
+
+std::string to_string(Mode mode)
+{
+    switch (mode) {
+    case Mode::Copy: return "copy";
+    case Mode::Extract: return "extract";
+    case Mode::Mount: return "mount";
+    }
+    return "?";
+}
+
+Format Dataset::known_format() const
+{
+    if (format != Format::Auto)
+        return format;
+    if (ends_with(source, ".sqfs") || ends_with(source, ".squashfs"))
+        return Format::Squashfs;
+    static const char* const tar_suffixes[] = {".tar", ".tar.gz", ".tgz", ".tar.zst", ".tar.xz",
+                                               ".tar.bz2"};
+    const bool is_glob = source.find_first_of("*?[") != std::string::npos;
+    for (const char* suffix : tar_suffixes)
+        if (ends_with(source, suffix))
+            return Format::Tar;
+    return is_glob ? Format::Tar : Format::Auto;
+}
+
+const Tier* Config::find_tier(std::string_view name) const
+{
+    const auto it = tiers.find(std::string(name));
+    return it == tiers.end() ? nullptr : &it->second;
+}
+
+const Dataset* Config::find_dataset(std::string_view name) const
+{
+    const auto it = datasets.find(std::string(name));
+    return it == datasets.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> Config::tier_names() const
+{
+    std::vector<std::string> names;
+    for (const auto& entry : tiers)
+        names.push_back(entry.first);
+    return names;
+}
+
+std::vector<std::string> Config::dataset_names() const
+{
+    std::vector<std::string> names;
+    for (const auto& entry : datasets)
+        names.push_back(entry.first);
+    return names;
+}
+
+std::string dataset_env_name(std::string_view dataset_name)
+{
+    std::string env = "DLSTAGE_";
+    for (const char c : dataset_name)
+        env += std::isalnum(static_cast<unsigned char>(c))
+                   ? static_cast<char>(std::toupper(static_cast<unsigned char>(c)))
+                   : '_';
+    return env;
+}
+
+namespace {
+
+const char* type_name(toml::node_type type)
+{
+    switch (type) {
+    case toml::node_type::string: return "a string";
+    case toml::node_type::integer: return "an integer";
+    case toml::node_type::floating_point: return "a number";
+    case toml::node_type::boolean: return "a boolean";
+    case toml::node_type::array: return "an array";
+    case toml::node_type::table: return "a table";
+    default: return "a date or time";
+    }
+}
+
+template <typename E>
+using Choices = std::vector<std::pair<std::string, E>>;
+
+// Walks the parsed document, collecting every problem rather than stopping
+// at the first: an admin fixing a file wants the whole list at once.
+class Loader {
+public:
+    explicit Loader(std::string file) : file_(std::move(file)) {}
+
+    Config load(const toml::table& root)
+    {
+        Config config;
+        config.file = file_;
+        check_keys(root, "", {"site", "tiers", "datasets"});
+        if (const auto* site = table_at(root, "site", "site"))
+            load_site(*site, config.site);
+        if (const auto* tiers = table_at(root, "tiers", "tiers"))
+            load_tiers(*tiers, config);
+        if (config.tiers.empty() && !has_problem_under("tiers"))
+            problem(root.source(), "tiers", "no tiers defined: add a [tiers.NAME] table with a path");
+        if (const auto* datasets = table_at(root, "datasets", "datasets"))
+            load_datasets(*datasets, config);
+        check_site_against_tiers(root, config);
+        return config;
+    }
+
+    std::vector<ConfigProblem> problems;
+
+private:
+    std::string file_;
+    toml::source_region default_tier_where_;
+
+    void problem(const toml::source_region& where, const std::string& key, const std::string& message)
+    {
+        problems.push_back({file_, static_cast<int>(where.begin.line), key, message});
+    }
+
+    bool has_problem_under(const std::string& prefix) const
+    {
+        return std::any_of(problems.begin(), problems.end(),
+                           [&](const ConfigProblem& p) { return starts_with(p.key, prefix); });
+    }
+
+    static std::string dotted(const std::string& prefix, std::string_view key)
+    {
+        return prefix.empty() ? std::string(key) : prefix + "." + std::string(key);
+    }
+
+    // Unknown keys are errors: a typo such as "max_byte" must not silently
+    // leave a tier without its limit.
+    void check_keys(const toml::table& table, const std::string& prefix,
+                    const std::vector<std::string>& allowed)
+    {
+        for (auto&& [key, value] : table) {
+            (void)value;
+            const std::string name(key.str());
+            if (std::find(allowed.begin(), allowed.end(), name) == allowed.end())
+                problem(key.source(), dotted(prefix, name),
+                        "unknown key" + did_you_mean(name, allowed) + " (known: " + join(allowed, ", ") +
+                            ")");
+        }
+    }
+
+    const toml::table* table_at(const toml::table& parent, std::string_view key, const std::string& name)
+    {
+        const toml::node* node = parent.get(key);
+        if (!node)
+            return nullptr;
+        if (!node->is_table()) {
+            problem(node->source(), name, std::string("must be a table, not ") + type_name(node->type()));
+            return nullptr;
+        }
+        return node->as_table();
+    }
+
+    // The node at key, or nullptr; reports a missing required key at the
+    // line of the table that should hold it.
+    const toml::node* node_at(const toml::table& table, std::string_view key, const std::string& name,
+                              bool required)
+    {
+        const toml::node* node = table.get(key);
+        if (!node && required)
+            problem(table.source(), name, "missing required key");
+        return node;
+    }
+
+    std::optional<std::string> string_at(const toml::table& table, std::string_view key,
+                                         const std::string& name, bool required)
+    {
+        const toml::node* node = node_at(table, key, name, required);
+        if (!node)
+            return std::nullopt;
+        if (!node->is_string()) {
+            problem(node->source(), name, std::string("must be a string, not ") + type_name(node->type()));
+            return std::nullopt;
+        }
+        return std::string(node->as_string()->get());
+    }
+
+    template <typename E>
+    E choice_at(const toml::table& table, std::string_view key, const std::string& name,
+                const Choices<E>& choices, E fallback)
+    {
+        const auto text = string_at(table, key, name, false);
+        if (!text)
+            return fallback;
+        std::vector<std::string> names;
+        for (const auto& [choice_name, value] : choices) {
+            if (*text == choice_name)
+                return value;
+            names.push_back(choice_name);
+        }
+        problem(table.get(key)->source(), name,
+                "must be one of " + join(names, ", ") + ", not " + quoted(*text) + did_you_mean(*text, names));
+        return fallback;
+    }
+
+    void load_site(const toml::table& table, SiteSettings& site)
+    {
+        check_keys(table, "site", {"state_dir", "launcher", "default_tier", "allow_paths"});
+        if (auto dir = string_at(table, "state_dir", "site.state_dir", false)) {
+            if (dir->empty() || dir->front() != '/')
+                problem(table.get("state_dir")->source(), "site.state_dir",
+                        "must be an absolute path, not " + quoted(*dir));
+            else
+                site.state_dir = *dir;
+        }
+        if (auto launcher = string_at(table, "launcher", "site.launcher", false)) {
+            if (trim(*launcher).empty())
+                problem(table.get("launcher")->source(), "site.launcher",
+                        "must not be empty (e.g. \"srun --mpi=pmix --overlap --ntasks-per-node=1\")");
+            else
+                site.launcher = *launcher;
+        }
+        if (auto tier = string_at(table, "default_tier", "site.default_tier", false)) {
+            site.default_tier = *tier;
+            default_tier_where_ = table.get("default_tier")->source();
+        }
+        if (const toml::node* node = node_at(table, "allow_paths", "site.allow_paths", false)) {
+            if (!node->is_boolean())
+                problem(node->source(), "site.allow_paths",
+                        std::string("must be true or false, not ") + type_name(node->type()));
+            else
+                site.allow_paths = node->as_boolean()->get();
+        }
+    }
+
+    void load_tiers(const toml::table& tiers, Config& config)
+    {
+        for (auto&& [key, value] : tiers) {
+            const std::string name(key.str());
+            const std::string prefix = "tiers." + name;
+            if (!is_simple_name(name, false)) {
+                problem(key.source(), prefix,
+                        "a tier name must be letters, digits, '_' or '-', starting with a letter or digit");
+                continue;
+            }
+            if (!value.is_table()) {
+                problem(value.source(), prefix, std::string("must be a table, not ") + type_name(value.type()));
+                continue;
+            }
+            if (auto tier = load_tier(name, *value.as_table(), prefix))
+                config.tiers.emplace(name, std::move(*tier));
+        }
+    }
+
+    std::optional<Tier> load_tier(const std::string& name, const toml::table& table, const std::string& prefix)
+    {
+        check_keys(table, prefix, {"path", "scope", "cleanup", "max_bytes", "max_inodes"});
+        Tier tier;
+        tier.name = name;
+        tier.scope = choice_at<Scope>(table, "scope", prefix + ".scope",
+                                      {{"node", Scope::Node}, {"shared", Scope::Shared}}, Scope::Node);
+        tier.cleanup = choice_at<Cleanup>(
+            table, "cleanup", prefix + ".cleanup",
+            {{"job-end", Cleanup::JobEnd}, {"cache", Cleanup::Cache}, {"keep", Cleanup::Keep}},
+            Cleanup::JobEnd);
+        load_max_bytes(table, prefix, tier);
+        load_max_inodes(table, prefix, tier);
+
+        const auto path = string_at(table, "path", prefix + ".path", true);
+        if (!path)
+            return std::nullopt;
+        const auto& where = table.get("path")->source();
+        try {
+            tier.path = PathTemplate::parse(*path);
+        } catch (const Error& e) {
+            problem(where, prefix + ".path", e.what());
+            return std::nullopt;
+        }
+        if (tier.cleanup == Cleanup::JobEnd && !tier.path.uses('j'))
+            problem(where, prefix + ".path",
+                    "cleanup = \"job-end\" needs %j in the path, or two jobs would share (and delete) "
+                    "one directory");
+        if (tier.scope == Scope::Shared && tier.path.uses('n'))
+            problem(where, prefix + ".path", "scope = \"shared\" means one copy for all nodes: drop %n");
+        return tier;
+    }
+
+    void load_max_bytes(const toml::table& table, const std::string& prefix, Tier& tier)
+    {
+        const toml::node* node = node_at(table, "max_bytes", prefix + ".max_bytes", false);
+        if (!node)
+            return;
+        try {
+            if (node->is_integer() && node->as_integer()->get() > 0)
+                tier.max_bytes = ByteLimit::of_bytes(static_cast<std::uint64_t>(node->as_integer()->get()));
+            else if (node->is_string())
+                tier.max_bytes = ByteLimit::parse(node->as_string()->get());
+            else
+                problem(node->source(), prefix + ".max_bytes",
+                        "must be a size such as \"100G\" or a share such as \"50%\"");
+        } catch (const Error& e) {
+            problem(node->source(), prefix + ".max_bytes", e.what());
+        }
+    }
+
+    void load_max_inodes(const toml::table& table, const std::string& prefix, Tier& tier)
+    {
+        const toml::node* node = node_at(table, "max_inodes", prefix + ".max_inodes", false);
+        if (!node)
+            return;
+        if (!node->is_integer() || node->as_integer()->get() <= 0)
+            problem(node->source(), prefix + ".max_inodes", "must be a positive integer, e.g. 2000000");
+        else
+            tier.max_inodes = static_cast<std::uint64_t>(node->as_integer()->get());
+    }
+
+    void load_datasets(const toml::table& datasets, Config& config)
+    {
+        std::map<std::string, std::string> env_owner;  // DLSTAGE_X -> dataset
+        for (auto&& [key, value] : datasets) {
+            const std::string name(key.str());
+            const std::string prefix = "datasets." + name;
+            if (!is_simple_name(name, true)) {
+                problem(key.source(), prefix,
+                        "a dataset name must be letters, digits, '_', '-' or '.', starting with a letter "
+                        "or digit");
+                continue;
+            }
+            const std::string env = dataset_env_name(name);
+            if (env == kDatasetsEnvName) {
+                problem(key.source(), prefix, std::string("the name is reserved: ") + kDatasetsEnvName +
+                                                  " lists the staged datasets");
+                continue;
+            }
+            // Reported, but the dataset is still checked: its other
+            // problems belong in the same list.
+            if (auto [it, fresh] = env_owner.emplace(env, name); !fresh)
+                problem(key.source(), prefix,
+                        "both '" + it->second + "' and '" + name + "' would be exported as " + env +
+                            ": rename one");
+            if (!value.is_table()) {
+                problem(value.source(), prefix, std::string("must be a table, not ") + type_name(value.type()));
+                continue;
+            }
+            if (auto dataset = load_dataset(name, *value.as_table(), prefix, config))
+                config.datasets.emplace(name, std::move(*dataset));
+        }
+    }
+
+    std::optional<Dataset> load_dataset(const std::string& name, const toml::table& table,
+                                        const std::string& prefix, const Config& config)
+    {
+        check_keys(table, prefix, {"source", "format", "mode", "tiers", "description"});
+        Dataset dataset;
+        dataset.name = name;
+        dataset.format = choice_at<Format>(table, "format", prefix + ".format",
+                                           {{"auto", Format::Auto},
+                                            {"dir", Format::Dir},
+                                            {"file", Format::File},
+                                            {"tar", Format::Tar},
+                                            {"squashfs", Format::Squashfs}},
+                                           Format::Auto);
+        dataset.mode = choice_at<Mode>(table, "mode", prefix + ".mode",
+                                       {{"copy", Mode::Copy}, {"extract", Mode::Extract}, {"mount", Mode::Mount}},
+                                       Mode::Copy);
+        dataset.description = string_at(table, "description", prefix + ".description", false).value_or("");
+        load_dataset_tiers(table, prefix, config, dataset);
+
+        const auto source = string_at(table, "source", prefix + ".source", true);
+        if (!source)
+            return std::nullopt;
+        if (source->empty() || source->front() != '/') {
+            problem(table.get("source")->source(), prefix + ".source",
+                    "must be an absolute path, not " + quoted(*source));
+            return std::nullopt;
+        }
+        dataset.source = *source;
+        check_mode_fits_format(table, prefix, dataset);
+        return dataset;
+    }
+
+    void load_dataset_tiers(const toml::table& table, const std::string& prefix, const Config& config,
+                            Dataset& dataset)
+    {
+        const std::string key = prefix + ".tiers";
+        const toml::node* node = node_at(table, "tiers", key, true);
+        if (!node)
+            return;
+        const toml::array* array = node->as_array();
+        if (!array || array->empty()) {
+            problem(node->source(), key, "must be a non-empty list of tier names, e.g. [\"shm\", \"ssd\"]");
+            return;
+        }
+        for (const toml::node& element : *array) {
+            if (!element.is_string()) {
+                problem(element.source(), key, std::string("must list tier names, not ") + type_name(element.type()));
+                continue;
+            }
+            const std::string tier(element.as_string()->get());
+            if (!config.find_tier(tier))
+                problem(element.source(), key,
+                        "unknown tier " + quoted(tier) + did_you_mean(tier, config.tier_names()) +
+                            " (known: " + join(config.tier_names(), ", ") + ")");
+            else if (std::find(dataset.tiers.begin(), dataset.tiers.end(), tier) != dataset.tiers.end())
+                problem(element.source(), key, "tier " + quoted(tier) + " is listed twice");
+            else
+                dataset.tiers.push_back(tier);
+        }
+    }
+
+    void check_mode_fits_format(const toml::table& table, const std::string& prefix, const Dataset& dataset)
+    {
+        const Format format = dataset.known_format();
+        const toml::node* where = table.get("mode") ? table.get("mode") : table.get("source");
+        if (dataset.mode == Mode::Extract && format != Format::Tar && format != Format::Squashfs)
+            problem(where->source(), prefix + ".mode",
+                    "mode = \"extract\" needs tar shards or a squashfs image; set format = \"tar\" or "
+                    "\"squashfs\" if the source name does not show it");
+        if (dataset.mode == Mode::Mount && format != Format::Squashfs)
+            problem(where->source(), prefix + ".mode",
+                    "mode = \"mount\" needs a squashfs image (.sqfs); build one with 'dlstage pack'");
+    }
+
+    void check_site_against_tiers(const toml::table& root, const Config& config)
+    {
+        const std::string& tier = config.site.default_tier;
+        if (tier.empty() || config.find_tier(tier) || config.tiers.empty())
+            return;
+        (void)root;
+        problem(default_tier_where_, "site.default_tier",
+                "unknown tier " + quoted(tier) + did_you_mean(tier, config.tier_names()) + " (known: " +
+                    join(config.tier_names(), ", ") + ")");
+    }
+};
+
+}  // namespace
+
+Config parse_config(std::string_view text, const std::string& source_name)
+{
+    toml::table root;
+    try {
+        root = toml::parse(text, source_name);
+    } catch (const toml::parse_error& e) {
+        throw ConfigError({{source_name, static_cast<int>(e.source().begin.line), "",
+                            std::string(e.description())}});
+    }
+    Loader loader(source_name);
+    Config config = loader.load(root);
+    if (!loader.problems.empty()) {
+        std::stable_sort(loader.problems.begin(), loader.problems.end(),
+                         [](const ConfigProblem& a, const ConfigProblem& b) { return a.line < b.line; });
+        throw ConfigError(std::move(loader.problems));
+    }
+    return config;
+}
+
+Config load_config(const std::string& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+        throw Error("cannot read configuration file " + path + ": " + std::strerror(errno));
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (in.bad())
+        throw Error("cannot read configuration file " + path + ": " + std::strerror(errno));
+    return parse_config(text.str(), path);
+}
+
+}  // namespace dlstage

@@ -1,0 +1,82 @@
+// The site configuration (dlstage.toml): site settings, storage tiers and
+// the dataset catalog.  One loader for the plugin, the stager, the command
+// and the policies.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lib/path_template.hpp"
+#include "lib/size.hpp"
+
+namespace dlstage {
+
+enum class Scope { Node, Shared };
+enum class Cleanup { JobEnd, Cache, Keep };
+enum class Format { Auto, Dir, File, Tar, Squashfs };
+enum class Mode { Copy, Extract, Mount };
+
+std::string to_string(Scope scope);
+std::string to_string(Cleanup cleanup);
+std::string to_string(Format format);
+std::string to_string(Mode mode);
+
+struct Tier {
+    std::string name;
+    PathTemplate path;
+    Scope scope = Scope::Node;
+    Cleanup cleanup = Cleanup::JobEnd;
+    ByteLimit max_bytes;
+    std::optional<std::uint64_t> max_inodes;
+};
+
+struct Dataset {
+    std::string name;
+    std::string source;               // absolute path, or a glob for tar shards
+    Format format = Format::Auto;
+    Mode mode = Mode::Copy;
+    std::vector<std::string> tiers;   // allowed tiers, in order of preference
+    std::string description;
+    bool from_catalog = true;         // false: an absolute path the user gave
+
+    // The format once "auto" is decided from the source name: a .sqfs or
+    // .squashfs image, tar shards (.tar, .tar.gz, .tgz, .tar.zst or a glob),
+    // or Auto when only a stat can tell a file from a directory.
+    Format known_format() const;
+};
+
+struct SiteSettings {
+    std::string state_dir = "/var/spool/dlstage";
+    std::string launcher = "srun --mpi=pmix --overlap --ntasks-per-node=1";
+    std::string default_tier;  // empty: a dataset's first allowed tier
+    bool allow_paths = true;   // may users stage absolute paths not in the catalog?
+};
+
+struct Config {
+    std::string file;  // where it was loaded from
+    SiteSettings site;
+    std::map<std::string, Tier> tiers;
+    std::map<std::string, Dataset> datasets;
+
+    const Tier* find_tier(std::string_view name) const;
+    const Dataset* find_dataset(std::string_view name) const;
+    std::vector<std::string> tier_names() const;
+    std::vector<std::string> dataset_names() const;
+};
+
+// DLSTAGE_<NAME>: the name upper-cased, every other character '_'.
+std::string dataset_env_name(std::string_view dataset_name);
+
+// The variable listing the staged dataset names; no dataset may map onto it.
+inline constexpr const char* kDatasetsEnvName = "DLSTAGE_DATASETS";
+
+// Parse and check a whole configuration.  Throws ConfigError with every
+// problem found (file, line, key), or Error if the file cannot be read.
+Config load_config(const std::string& path);
+Config parse_config(std::string_view text, const std::string& source_name);
+
+}  // namespace dlstage

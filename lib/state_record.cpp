@@ -1,0 +1,91 @@
+#include "lib/state_record.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <sstream>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lib/error.hpp"
+#include "lib/strings.hpp"
+
+namespace dlstage {
+
+namespace {
+[[noreturn]] void fail(const std::string& what, const std::string& path, int err)
+{
+    throw Error("cannot " + what + " " + path + ": " + std::strerror(err));
+}
+
+void make_parents(const std::string& path)
+{
+    for (std::size_t pos = path.find('/', 1); pos != std::string::npos; pos = path.find('/', pos + 1)) {
+        const std::string dir = path.substr(0, pos);
+        if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+            fail("create directory", dir, errno);
+    }
+}
+
+void write_all(int fd, const std::string& data, const std::string& path)
+{
+    std::size_t done = 0;
+    while (done < data.size()) {
+        const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            fail("write", path, errno);
+        done += static_cast<std::size_t>(n);
+    }
+}
+}  // namespace
+
+std::string job_state_dir(const std::string& state_dir, const std::string& job_id)
+{
+    return state_dir + "/jobs/" + job_id;
+}
+
+std::string node_record_path(const std::string& state_dir, const std::string& job_id, const std::string& node,
+                             const std::string& event)
+{
+    return job_state_dir(state_dir, job_id) + "/" + node + "." + event + ".toml";
+}
+
+void write_record(const std::string& path, const toml::table& record)
+{
+    make_parents(path);
+    std::ostringstream text;
+    text << record << "\n";
+    const std::string tmp = path + ".tmp." + std::to_string(getpid());
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0)
+        fail("create", tmp, errno);
+    try {
+        write_all(fd, text.str(), tmp);
+        if (fsync(fd) != 0)
+            fail("sync", tmp, errno);
+    } catch (...) {
+        ::close(fd);
+        ::unlink(tmp.c_str());
+        throw;
+    }
+    ::close(fd);
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+        const int err = errno;
+        ::unlink(tmp.c_str());
+        fail("replace", path, err);
+    }
+}
+
+toml::table read_record(const std::string& path)
+{
+    try {
+        return toml::parse_file(path);
+    } catch (const toml::parse_error& e) {
+        throw Error("cannot read state record " + path + ": " + std::string(e.description()));
+    }
+}
+
+}  // namespace dlstage

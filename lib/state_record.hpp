@@ -1,0 +1,26 @@
+// State records: small TOML files that the prolog, the stager and the
+// epilog write about a job, and `dlstage status` reads (roadmap).  Each is
+// written whole or not at all: a temporary file in the same directory,
+// fsync, rename.
+#pragma once
+
+#include <string>
+
+#include <toml++/toml.h>
+
+namespace dlstage {
+
+// <state_dir>/jobs/<job_id>
+std::string job_state_dir(const std::string& state_dir, const std::string& job_id);
+
+// <state_dir>/jobs/<job_id>/<node>.<event>.toml, e.g. n1.prolog.toml
+std::string node_record_path(const std::string& state_dir, const std::string& job_id, const std::string& node,
+                             const std::string& event);
+
+// Creates missing parent directories (mode 0755) and replaces the file
+// atomically.  Throws Error naming the path.
+void write_record(const std::string& path, const toml::table& record);
+
+toml::table read_record(const std::string& path);
+
+}  // namespace dlstage

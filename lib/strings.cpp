@@ -1,0 +1,126 @@
+#include "lib/strings.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+
+namespace dlstage {
+
+std::vector<std::string> split(std::string_view text, char sep)
+{
+    std::vector<std::string> parts;
+    std::size_t start = 0;
+    for (;;) {
+        const std::size_t pos = text.find(sep, start);
+        if (pos == std::string_view::npos) {
+            parts.emplace_back(text.substr(start));
+            return parts;
+        }
+        parts.emplace_back(text.substr(start, pos - start));
+        start = pos + 1;
+    }
+}
+
+std::string join(const std::vector<std::string>& parts, std::string_view sep)
+{
+    std::string out;
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+        if (i > 0)
+            out += sep;
+        out += parts[i];
+    }
+    return out;
+}
+
+std::string trim(std::string_view text)
+{
+    const auto is_space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
+    while (!text.empty() && is_space(text.front()))
+        text.remove_prefix(1);
+    while (!text.empty() && is_space(text.back()))
+        text.remove_suffix(1);
+    return std::string(text);
+}
+
+bool starts_with(std::string_view text, std::string_view prefix)
+{
+    return text.substr(0, prefix.size()) == prefix;
+}
+
+bool ends_with(std::string_view text, std::string_view suffix)
+{
+    return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
+}
+
+std::string quoted(std::string_view value)
+{
+    std::string out = "'";
+    for (const char c : value) {
+        const auto u = static_cast<unsigned char>(c);
+        if (u < 0x20 || u == 0x7f) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\x%02x", u);
+            out += buf;
+        } else {
+            out += c;
+        }
+    }
+    return out + "'";
+}
+
+namespace {
+// Optimal string alignment distance: insertions, deletions, substitutions
+// and transpositions of neighbours ("clenaup") each cost one.
+std::size_t edit_distance(std::string_view a, std::string_view b)
+{
+    std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+    for (std::size_t i = 0; i <= a.size(); ++i)
+        d[i][0] = i;
+    for (std::size_t j = 0; j <= b.size(); ++j)
+        d[0][j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+        for (std::size_t j = 1; j <= b.size(); ++j) {
+            const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+            d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+                d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+        }
+    }
+    return d[a.size()][b.size()];
+}
+}  // namespace
+
+std::string closest_match(std::string_view word, const std::vector<std::string>& candidates)
+{
+    // Allow one edit per four characters, at least one, at most three: close
+    // enough to catch typos, far enough not to suggest nonsense.
+    const std::size_t limit = std::min<std::size_t>(3, std::max<std::size_t>(1, word.size() / 4));
+    std::string best;
+    std::size_t best_distance = limit + 1;
+    for (const auto& candidate : candidates) {
+        const std::size_t d = edit_distance(word, candidate);
+        if (d < best_distance) {
+            best = candidate;
+            best_distance = d;
+        }
+    }
+    return best;
+}
+
+std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates)
+{
+    const std::string match = closest_match(word, candidates);
+    return match.empty() ? "" : " (did you mean '" + match + "'?)";
+}
+
+bool is_simple_name(std::string_view name, bool allow_dot)
+{
+    if (name.empty() || !std::isalnum(static_cast<unsigned char>(name.front())))
+        return false;
+    return std::all_of(name.begin(), name.end(), [allow_dot](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' ||
+               (allow_dot && c == '.');
+    });
+}
+
+}  // namespace dlstage

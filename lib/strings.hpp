@@ -1,0 +1,31 @@
+// Small string helpers shared by the config loader, the spec parser and
+// the command line.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dlstage {
+
+std::vector<std::string> split(std::string_view text, char sep);
+std::string join(const std::vector<std::string>& parts, std::string_view sep);
+std::string trim(std::string_view text);
+bool starts_with(std::string_view text, std::string_view prefix);
+bool ends_with(std::string_view text, std::string_view suffix);
+
+// Quote a value for a message: 'value', with control bytes shown as \xNN so
+// a hostile or broken value cannot break the one-line message.
+std::string quoted(std::string_view value);
+
+// The closest candidate within a small edit distance, or "" if none is
+// close: used for "did you mean 'max_bytes'?" hints.
+std::string closest_match(std::string_view word, const std::vector<std::string>& candidates);
+
+// " (did you mean 'x'?)" or "".
+std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates);
+
+// True for names made of [A-Za-z0-9_.-] starting with a letter or digit.
+bool is_simple_name(std::string_view name, bool allow_dot);
+
+}  // namespace dlstage

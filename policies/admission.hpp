@@ -1,0 +1,37 @@
+// May this dataset be staged to this tier?  A pure decision over facts that
+// the caller gathers: on the submit side the source facts alone, on a node
+// also the tier's file system (statvfs).  No I/O here, so every rule is
+// unit-tested with plain numbers.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "lib/config.hpp"
+#include "lib/source_facts.hpp"
+
+namespace dlstage::policy {
+
+// The tier's file system as statvfs sees it on a node; unknown on the
+// submit side.
+struct TierSpace {
+    std::optional<std::uint64_t> total_bytes;
+    std::optional<std::uint64_t> free_bytes;
+    std::optional<std::uint64_t> free_inodes;
+};
+
+struct Verdict {
+    bool allowed = true;
+    std::string reason;  // one line, when refused
+
+    static Verdict allow() { return {}; }
+    static Verdict refuse(std::string why) { return {false, std::move(why)}; }
+};
+
+// Checks the tier's max_bytes and max_inodes (a percentage only when the
+// file system is known) and, when known, the free bytes and inodes.
+// Unknown sizes pass: the node checks again once it knows more.
+Verdict admit(const Dataset& dataset, const Tier& tier, const SourceFacts& facts, const TierSpace& space);
+
+}  // namespace dlstage::policy

@@ -1,0 +1,82 @@
+// The SPANK entry points: a thin extern "C" shim.  Each callback catches
+// everything (no exception may cross into slurmd, slurmstepd or the
+// clients) and forwards to the file of its context:
+//   submit.cpp      allocator and local context (sbatch, salloc, srun)
+//   job_script.cpp  job_prolog / job_epilog (root, on every node)
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "lib/error.hpp"
+#include "spank/job_script.hpp"
+#include "spank/plugin_args.hpp"
+#include "spank/slurm_spank_api.hpp"
+#include "spank/submit.hpp"
+
+namespace {
+dlstage::spank::PluginArgs g_args;
+
+template <typename Fn>
+int guarded(const char* callback, Fn&& fn) noexcept
+{
+    try {
+        return fn();
+    } catch (const std::exception& e) {
+        slurm_error("%s%s: %s", dlstage::kMessagePrefix, callback, e.what());
+    } catch (...) {
+        slurm_error("%s%s: unexpected failure", dlstage::kMessagePrefix, callback);
+    }
+    return -1;
+}
+
+bool is_client()
+{
+    const spank_context_t ctx = spank_context();
+    return ctx == S_CTX_LOCAL || ctx == S_CTX_ALLOCATOR;
+}
+}  // namespace
+
+extern "C" {
+
+// The SPANK_PLUGIN() macro gives these internal linkage under C++.
+extern const char plugin_name[] = "dlstage";
+extern const char plugin_type[] = "spank";
+extern const unsigned int plugin_version = SLURM_VERSION_NUMBER;
+extern const unsigned int spank_plugin_version = 1;
+
+int slurm_spank_init(spank_t sp, int ac, char** av)
+{
+    return guarded("init", [&] {
+        g_args = dlstage::spank::parse_plugin_args(std::vector<std::string>(av, av + ac));
+        // Registered in every context: sbatch and salloc only learn of the
+        // option this way, and remote/job_script contexts need it
+        // registered to read its value back.  slurmd context has no
+        // options; a refusal there is expected.
+        const spank_err_t rc = spank_option_register(sp, dlstage::spank::stage_data_option_entry());
+        if (rc != ESPANK_SUCCESS && spank_context() != S_CTX_SLURMD) {
+            slurm_error("%scannot register --stage-data: %s", dlstage::kMessagePrefix, spank_strerror(rc));
+            return -1;
+        }
+        return 0;
+    });
+}
+
+int slurm_spank_init_post_opt(spank_t sp, int /*ac*/, char** /*av*/)
+{
+    return guarded("init_post_opt", [&] {
+        if (!is_client())
+            return 0;
+        dlstage::spank::SlurmSpankApi api(sp);
+        return dlstage::spank::validate_submission(api, g_args);
+    });
+}
+
+int slurm_spank_job_prolog(spank_t sp, int /*ac*/, char** /*av*/)
+{
+    return guarded("job_prolog", [&] {
+        dlstage::spank::SlurmSpankApi api(sp);
+        return dlstage::spank::job_prolog(api, g_args);
+    });
+}
+
+}  // extern "C"

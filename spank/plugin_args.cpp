@@ -1,0 +1,29 @@
+#include "spank/plugin_args.hpp"
+
+#include "lib/error.hpp"
+#include "lib/strings.hpp"
+
+namespace dlstage::spank {
+
+PluginArgs parse_plugin_args(const std::vector<std::string>& args)
+{
+    static const std::vector<std::string> known = {"config"};
+    PluginArgs parsed;
+    for (const std::string& arg : args) {
+        const std::size_t eq = arg.find('=');
+        if (eq == std::string::npos || eq == 0)
+            throw Error("plugstack.conf argument " + quoted(arg) + " must be key=value (known keys: " +
+                        join(known, ", ") + ")");
+        const std::string key = arg.substr(0, eq);
+        const std::string value = arg.substr(eq + 1);
+        if (key != "config")
+            throw Error("unknown plugstack.conf argument " + quoted(key) + did_you_mean(key, known) +
+                        " (known keys: " + join(known, ", ") + ")");
+        if (value.empty() || value.front() != '/')
+            throw Error("plugstack.conf argument config= must be an absolute path, not " + quoted(value));
+        parsed.config_path = value;
+    }
+    return parsed;
+}
+
+}  // namespace dlstage::spank

@@ -1,0 +1,58 @@
+#!/bin/sh
+# dlstage catalog list: every dataset with its source facts, as a table
+# and as JSON.
+. "${top_srcdir:-.}/tests/cli/lib.sh"
+set -e
+
+mkdir -p "$work/tree/sub" "$work/shards"
+printf 'abc' > "$work/tree/sub/f"
+head -c 3000 /dev/zero > "$work/one.bin"
+head -c 1000 /dev/zero > "$work/shards/s-0.tar"
+head -c 2000 /dev/zero > "$work/shards/s-1.tar"
+cat > "$work/dlstage.toml" <<TOML
+[tiers.shm]
+path = "/dev/shm/dlstage/%j"
+[tiers.ssd]
+path = "/local/dlstage/%j"
+[datasets.tree]
+source = "$work/tree"
+tiers = ["shm", "ssd"]
+[datasets.one]
+source = "$work/one.bin"
+tiers = ["ssd"]
+[datasets.shards]
+source = "$work/shards/s-*.tar"
+mode = "extract"
+tiers = ["ssd"]
+[datasets.gone]
+source = "$work/nothing-here"
+tiers = ["shm"]
+TOML
+
+run --config "$work/dlstage.toml" catalog list
+expect_status 0 "list"
+expect_out "NAME    SOURCE" "header"
+line() { printf '%s\n' "$out" | grep "^$1 " | tr -s ' '; }
+[ "$(line tree)" = "tree $work/tree dir copy shm,ssd - -" ] || fail "tree row: $(line tree)"
+[ "$(line one)" = "one $work/one.bin file copy ssd 2.9 KiB 1" ] || fail "file row: $(line one)"
+[ "$(line shards)" = "shards $work/shards/s-*.tar tar extract ssd 2.9 KiB -" ] || fail "shards row: $(line shards)"
+[ "$(line gone)" = "gone $work/nothing-here auto copy shm missing -" ] || fail "missing row: $(line gone)"
+[ "$(printf '%s\n' "$out" | wc -l)" -eq 5 ] || fail "4 datasets and a header"
+
+# Options may follow the command, as with Slurm's commands.
+run catalog list --json --config "$work/dlstage.toml"
+expect_status 0 "json"
+printf '%s' "$out" | python3 -c '
+import json, sys
+rows = {r["name"]: r for r in json.load(sys.stdin)}
+assert rows["one"]["bytes"] == 3000 and rows["one"]["files"] == 1, rows["one"]
+assert rows["shards"]["bytes"] == 3000 and "files" not in rows["shards"], rows["shards"]
+assert rows["gone"]["available"] is False and "No such file" in rows["gone"]["problem"], rows["gone"]
+assert rows["tree"]["tiers"] == ["shm", "ssd"], rows["tree"]
+' || fail "json content"
+
+run --config "$top_srcdir/tests/cli/data/broken.toml" catalog list
+expect_status 1 "broken config"
+expect_err "and 5 more: run 'dlstage check-config'" "broken config summary"
+
+finish

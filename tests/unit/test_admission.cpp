@@ -1,0 +1,92 @@
+#include <boost/test/unit_test.hpp>
+
+#include "policies/admission.hpp"
+
+using namespace dlstage;
+using dlstage::policy::admit;
+using dlstage::policy::TierSpace;
+
+namespace {
+const std::uint64_t GiB = 1ull << 30;
+
+Tier tier(const std::string& max_bytes, std::optional<std::uint64_t> max_inodes = std::nullopt)
+{
+    Tier t;
+    t.name = "shm";
+    t.path = PathTemplate::parse("/dev/shm/dlstage/%j");
+    if (!max_bytes.empty())
+        t.max_bytes = ByteLimit::parse(max_bytes);
+    t.max_inodes = max_inodes;
+    return t;
+}
+
+Dataset dataset(const std::string& source = "/p/imagenet")
+{
+    Dataset d;
+    d.name = "imagenet";
+    d.source = source;
+    d.tiers = {"shm", "ssd"};
+    return d;
+}
+
+SourceFacts facts(std::optional<std::uint64_t> bytes, std::optional<std::uint64_t> files)
+{
+    SourceFacts f;
+    f.bytes = bytes;
+    f.files = files;
+    return f;
+}
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(admission)
+
+BOOST_AUTO_TEST_CASE(absolute_limit)
+{
+    BOOST_TEST(admit(dataset(), tier("100G"), facts(100 * GiB, 1), {}).allowed);
+    const auto verdict = admit(dataset(), tier("100G"), facts(100 * GiB + 1, 1), {});
+    BOOST_TEST(!verdict.allowed);
+    BOOST_TEST(verdict.reason ==
+               "dataset 'imagenet' needs 100.0 GiB but tier 'shm' allows at most 100.0 GiB (max_bytes = 100.0 "
+               "GiB); allowed tiers: ssd");
+}
+
+BOOST_AUTO_TEST_CASE(percent_limit_needs_the_file_system)
+{
+    TierSpace node;
+    node.total_bytes = 64 * GiB;
+    BOOST_TEST(admit(dataset(), tier("50%"), facts(40 * GiB, 1), {}).allowed);  // submit side: unknown
+    const auto verdict = admit(dataset(), tier("50%"), facts(40 * GiB, 1), node);
+    BOOST_TEST(!verdict.allowed);
+    BOOST_TEST(verdict.reason.find("allows at most 32.0 GiB (max_bytes = 50%)") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(free_space_and_inodes_on_the_node)
+{
+    TierSpace node;
+    node.free_bytes = 10 * GiB;
+    node.free_inodes = 500;
+    BOOST_TEST(admit(dataset(), tier(""), facts(11 * GiB, 1), node).reason.find("has only 10.0 GiB free") !=
+               std::string::npos);
+    BOOST_TEST(admit(dataset(), tier(""), facts(GiB, 501), node).reason.find("only 500 free inodes") !=
+               std::string::npos);
+    BOOST_TEST(admit(dataset(), tier(""), facts(GiB, 500), node).allowed);
+}
+
+BOOST_AUTO_TEST_CASE(inode_limit_advises_an_image)
+{
+    const auto verdict = admit(dataset(), tier("", 1000000), facts(std::nullopt, 1281167), {});
+    BOOST_TEST(!verdict.allowed);
+    BOOST_TEST(verdict.reason ==
+               "dataset 'imagenet' has 1281167 files but tier 'shm' allows at most 1000000 (max_inodes); stage a "
+               "squashfs image or tar shards instead (built by 'dlstage pack')");
+    // An image gets no advice to become an image.
+    const auto image = admit(dataset("/p/x.sqfs"), tier("", 0), facts(1, 1), {});
+    BOOST_TEST(image.reason.find("squashfs image or tar") == std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(unknown_sizes_pass)
+{
+    BOOST_TEST(admit(dataset(), tier("1K", 1), facts(std::nullopt, std::nullopt), {}).allowed);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,265 @@
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "lib/config.hpp"
+#include "lib/error.hpp"
+#include "tests/unit/tmpdir.hpp"
+
+using namespace dlstage;
+
+namespace {
+const std::string kTiers = R"(
+[tiers.shm]
+path = "/dev/shm/dlstage/%j"
+max_bytes = "50%"
+max_inodes = 2000000
+
+[tiers.ssd]
+path = "/local/dlstage/%j"
+cleanup = "job-end"
+max_bytes = "100G"
+)";
+
+// Problems of a configuration text, as "LINE KEY: MESSAGE" strings.
+std::vector<ConfigProblem> problems_of(const std::string& text)
+{
+    try {
+        parse_config(text, "t.toml");
+    } catch (const ConfigError& e) {
+        return e.problems();
+    }
+    return {};
+}
+
+bool has_problem(const std::vector<ConfigProblem>& problems, int line, const std::string& key,
+                 const std::string& fragment)
+{
+    return std::any_of(problems.begin(), problems.end(), [&](const ConfigProblem& p) {
+        return p.line == line && p.key == key && p.message.find(fragment) != std::string::npos;
+    });
+}
+
+std::string dump(const std::vector<ConfigProblem>& problems)
+{
+    std::string out;
+    for (const auto& p : problems)
+        out += p.str() + "\n";
+    return out;
+}
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(config)
+
+BOOST_AUTO_TEST_CASE(the_shipped_example_is_valid)
+{
+    const char* srcdir = std::getenv("top_srcdir");
+    const Config config = load_config(std::string(srcdir ? srcdir : ".") + "/etc/dlstage.toml");
+    BOOST_TEST(config.tiers.size() == 2u);
+    BOOST_TEST(config.find_dataset("imagenet")->tiers.front() == "shm");
+    BOOST_TEST(to_string(config.find_dataset("imagenet-shards")->known_format()) == "tar");
+    BOOST_TEST(config.site.default_tier == "shm");
+}
+
+BOOST_AUTO_TEST_CASE(defaults_fill_what_is_left_out)
+{
+    const Config config = parse_config(kTiers + R"(
+[datasets.cifar]
+source = "/data/cifar10.sqfs"
+tiers = ["ssd"]
+)",
+                                       "t.toml");
+    BOOST_TEST(config.site.state_dir == "/var/spool/dlstage");
+    BOOST_TEST(config.site.launcher == "srun --mpi=pmix --overlap --ntasks-per-node=1");
+    BOOST_TEST(config.site.allow_paths);
+    const Tier& shm = *config.find_tier("shm");
+    BOOST_TEST(to_string(shm.scope) == "node");
+    BOOST_TEST(to_string(shm.cleanup) == "job-end");
+    BOOST_TEST(shm.max_bytes.str() == "50%");
+    BOOST_TEST(*shm.max_inodes == 2000000u);
+    BOOST_TEST(config.find_tier("ssd")->max_bytes.bytes == 100ull << 30);
+    const Dataset& cifar = *config.find_dataset("cifar");
+    BOOST_TEST(to_string(cifar.mode) == "copy");
+    BOOST_TEST(to_string(cifar.known_format()) == "squashfs");
+    BOOST_TEST(!config.find_dataset("nope"));
+}
+
+BOOST_AUTO_TEST_CASE(unknown_keys_are_errors_with_a_suggestion)
+{
+    const auto problems = problems_of(R"([site]
+launchr = "srun"
+
+[tiers.shm]
+path = "/dev/shm/dlstage/%j"
+max_byte = "10G"
+
+[extra]
+x = 1
+)");
+    BOOST_TEST(has_problem(problems, 2, "site.launchr", "did you mean 'launcher'?"), dump(problems));
+    BOOST_TEST(has_problem(problems, 6, "tiers.shm.max_byte", "did you mean 'max_bytes'?"), dump(problems));
+    BOOST_TEST(has_problem(problems, 8, "extra", "unknown key"), dump(problems));
+    BOOST_TEST(problems.size() == 3u, dump(problems));
+}
+
+BOOST_AUTO_TEST_CASE(wrong_types_name_both_types)
+{
+    const auto problems = problems_of(kTiers + R"(
+[datasets.a]
+source = 3
+tiers = "shm"
+description = false
+)");
+    BOOST_TEST(has_problem(problems, 13, "datasets.a.source", "must be a string, not an integer"), dump(problems));
+    BOOST_TEST(has_problem(problems, 14, "datasets.a.tiers", "non-empty list"), dump(problems));
+    BOOST_TEST(has_problem(problems, 15, "datasets.a.description", "not a boolean"), dump(problems));
+}
+
+BOOST_AUTO_TEST_CASE(missing_required_keys_are_named)
+{
+    const auto problems = problems_of(R"([tiers.shm]
+scope = "node"
+
+[datasets.a]
+description = "x"
+)");
+    BOOST_TEST(has_problem(problems, 1, "tiers.shm.path", "missing required key"), dump(problems));
+    BOOST_TEST(has_problem(problems, 4, "datasets.a.source", "missing required key"), dump(problems));
+    BOOST_TEST(has_problem(problems, 4, "datasets.a.tiers", "missing required key"), dump(problems));
+}
+
+BOOST_AUTO_TEST_CASE(no_tiers_at_all_is_an_error)
+{
+    const auto problems = problems_of("[site]\nstate_dir = \"/s\"\n");
+    BOOST_TEST(problems.size() == 1u);
+    BOOST_TEST(problems[0].message.find("no tiers defined") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(syntax_errors_carry_the_line)
+{
+    const auto problems = problems_of("[site]\nstate_dir = \"/s\"\nlauncher = \n");
+    BOOST_TEST(problems.size() == 1u);
+    BOOST_TEST(problems[0].line == 3);
+    BOOST_TEST(problems[0].str().rfind("t.toml:3: ", 0) == 0u, problems[0].str());
+}
+
+BOOST_AUTO_TEST_CASE(enum_values_are_checked)
+{
+    const auto problems = problems_of(R"([tiers.shm]
+path = "/dev/shm/dlstage/%j"
+scope = "nod"
+cleanup = "never"
+)");
+    BOOST_TEST(has_problem(problems, 3, "tiers.shm.scope", "not 'nod' (did you mean 'node'?)"), dump(problems));
+    BOOST_TEST(has_problem(problems, 4, "tiers.shm.cleanup", "job-end, cache, keep"), dump(problems));
+}
+
+BOOST_AUTO_TEST_CASE(tier_rules)
+{
+    const auto problems = problems_of(R"([tiers.a]
+path = "/dev/shm/dlstage"
+[tiers.b]
+path = "/p/shared/%n/%j"
+scope = "shared"
+[tiers.c]
+path = "/x/%j"
+max_bytes = "150%"
+max_inodes = -1
+[tiers."bad name"]
+path = "/y/%j"
+[tiers.d]
+path = "/cache/%u"
+cleanup = "cache"
+)");
+    BOOST_TEST(has_problem(problems, 2, "tiers.a.path", "needs %j"), dump(problems));
+    BOOST_TEST(has_problem(problems, 4, "tiers.b.path", "drop %n"), dump(problems));
+    BOOST_TEST(has_problem(problems, 8, "tiers.c.max_bytes", "at most 100%"), dump(problems));
+    BOOST_TEST(has_problem(problems, 9, "tiers.c.max_inodes", "positive integer"), dump(problems));
+    BOOST_TEST(has_problem(problems, 10, "tiers.bad name", "a tier name must be"), dump(problems));
+    BOOST_TEST(problems.size() == 5u, dump(problems));  // tiers.d is fine: a cache needs no %j
+}
+
+BOOST_AUTO_TEST_CASE(dataset_rules)
+{
+    const auto problems = problems_of(kTiers + R"(
+[datasets.a]
+source = "relative/path"
+tiers = ["shm"]
+[datasets.b]
+source = "/d/tree"
+tiers = ["shm", "nvme", "shm"]
+mode = "extract"
+[datasets.c]
+source = "/d/shards-*.tar"
+tiers = ["ssd"]
+mode = "mount"
+[datasets.datasets]
+source = "/d/x"
+tiers = ["ssd"]
+[datasets.img-net]
+source = "/d/y"
+tiers = ["ssd"]
+[datasets.img_net]
+source = "/d/z"
+tiers = ["ssd"]
+[datasets.e]
+source = "/d/tree2"
+format = "tar"
+mode = "extract"
+tiers = ["ssd"]
+)");
+    BOOST_TEST(has_problem(problems, 13, "datasets.a.source", "absolute path"), dump(problems));
+    BOOST_TEST(has_problem(problems, 17, "datasets.b.tiers", "unknown tier 'nvme'"), dump(problems));
+    BOOST_TEST(has_problem(problems, 17, "datasets.b.tiers", "listed twice"), dump(problems));
+    BOOST_TEST(has_problem(problems, 18, "datasets.b.mode", "needs tar shards or a squashfs image"), dump(problems));
+    BOOST_TEST(has_problem(problems, 22, "datasets.c.mode", "needs a squashfs image"), dump(problems));
+    BOOST_TEST(has_problem(problems, 23, "datasets.datasets", "reserved"), dump(problems));
+    BOOST_TEST(has_problem(problems, 29, "datasets.img_net", "DLSTAGE_IMG_NET"), dump(problems));
+    BOOST_TEST(problems.size() == 7u, dump(problems));  // datasets.e: format = "tar" makes extract fine
+}
+
+BOOST_AUTO_TEST_CASE(site_rules)
+{
+    const auto problems = problems_of(R"([site]
+state_dir = "spool"
+launcher = "  "
+default_tier = "shmm"
+allow_paths = "yes"
+)" + kTiers);
+    BOOST_TEST(has_problem(problems, 2, "site.state_dir", "absolute path"), dump(problems));
+    BOOST_TEST(has_problem(problems, 3, "site.launcher", "must not be empty"), dump(problems));
+    BOOST_TEST(has_problem(problems, 4, "site.default_tier", "did you mean 'shm'?"), dump(problems));
+    BOOST_TEST(has_problem(problems, 5, "site.allow_paths", "true or false"), dump(problems));
+}
+
+BOOST_AUTO_TEST_CASE(problems_are_sorted_by_line_and_summarised)
+{
+    try {
+        parse_config("[zzz]\n[tiers.a]\npath = \"x\"\n", "t.toml");
+        BOOST_FAIL("no exception");
+    } catch (const ConfigError& e) {
+        BOOST_TEST(e.problems().size() == 2u);
+        BOOST_TEST(e.problems()[0].line <= e.problems()[1].line);
+        BOOST_TEST(std::string(e.what()).find("and 1 more: run 'dlstage check-config'") != std::string::npos);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(unreadable_file_is_an_error_naming_it)
+{
+    try {
+        load_config("/nonexistent/dlstage.toml");
+        BOOST_FAIL("no exception");
+    } catch (const Error& e) {
+        BOOST_TEST(std::string(e.what()) ==
+                   "cannot read configuration file /nonexistent/dlstage.toml: No such file or directory");
+    }
+}
+
+BOOST_AUTO_TEST_CASE(env_names)
+{
+    BOOST_TEST(dataset_env_name("imagenet") == "DLSTAGE_IMAGENET");
+    BOOST_TEST(dataset_env_name("coco.2017-val") == "DLSTAGE_COCO_2017_VAL");
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,45 @@
+#include <boost/test/unit_test.hpp>
+
+#include "lib/strings.hpp"
+
+using namespace dlstage;
+
+BOOST_AUTO_TEST_SUITE(strings)
+
+BOOST_AUTO_TEST_CASE(split_keeps_empty_parts)
+{
+    const auto parts = split("a,,b,", ',');
+    BOOST_TEST(parts.size() == 4u);
+    BOOST_TEST(parts[1].empty());
+    BOOST_TEST(parts[2] == "b");
+    BOOST_TEST(join(parts, "|") == "a||b|");
+}
+
+BOOST_AUTO_TEST_CASE(quoted_shows_control_bytes)
+{
+    BOOST_TEST(quoted("a b") == "'a b'");
+    BOOST_TEST(quoted(std::string("x\ny\x1b", 4)) == "'x\\x0ay\\x1b'");
+}
+
+BOOST_AUTO_TEST_CASE(suggests_only_close_matches)
+{
+    const std::vector<std::string> keys = {"path", "scope", "cleanup", "max_bytes", "max_inodes"};
+    BOOST_TEST(closest_match("max_byte", keys) == "max_bytes");
+    BOOST_TEST(closest_match("scop", keys) == "scope");
+    BOOST_TEST(closest_match("colour", keys).empty());
+    BOOST_TEST(did_you_mean("xyz", keys).empty());
+    BOOST_TEST(did_you_mean("clenaup", keys) == " (did you mean 'cleanup'?)");
+}
+
+BOOST_AUTO_TEST_CASE(simple_names)
+{
+    BOOST_TEST(is_simple_name("imagenet-1k", false));
+    BOOST_TEST(is_simple_name("coco.2017", true));
+    BOOST_TEST(!is_simple_name("coco.2017", false));
+    BOOST_TEST(!is_simple_name("-x", true));
+    BOOST_TEST(!is_simple_name("", true));
+    BOOST_TEST(!is_simple_name("a b", true));
+    BOOST_TEST(!is_simple_name("a/b", true));
+}
+
+BOOST_AUTO_TEST_SUITE_END()

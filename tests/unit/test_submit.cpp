@@ -1,0 +1,91 @@
+#include <boost/test/unit_test.hpp>
+
+#include "spank/submit.hpp"
+#include "tests/unit/fake_spank.hpp"
+#include "tests/unit/tmpdir.hpp"
+
+using namespace dlstage;
+
+namespace {
+// A site with real sources in a temporary directory.
+struct Site {
+    test::TempDir dir;
+    spank::PluginArgs args;
+    test::FakeSpank api;
+
+    explicit Site(const std::string& extra = "")
+    {
+        dir.write("small.bin", std::string(2048, 'x'));
+        dir.write("big.bin", std::string(8192, 'x'));
+        args.config_path = dir.write("dlstage.toml", R"(
+[tiers.shm]
+path = "/dev/shm/dlstage/%j"
+max_bytes = "4K"
+[tiers.ssd]
+path = "/local/dlstage/%j"
+[datasets.small]
+source = ")" + dir / "small.bin" + R"("
+tiers = ["shm"]
+[datasets.big]
+source = ")" + dir / "big.bin" + R"("
+tiers = ["shm", "ssd"]
+[datasets.gone]
+source = ")" + dir / "missing" + R"("
+tiers = ["shm"]
+)" + extra);
+    }
+
+    int submit(const std::optional<std::string>& value)
+    {
+        api.stage_data = value;
+        api.errors.clear();
+        return spank::validate_submission(api, args);
+    }
+};
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(submit)
+
+BOOST_AUTO_TEST_CASE(no_option_means_no_work_even_with_a_broken_config)
+{
+    Site site;
+    site.args.config_path = "/nonexistent.toml";
+    BOOST_TEST(site.submit(std::nullopt) == 0);
+    BOOST_TEST(site.api.errors.empty());
+}
+
+BOOST_AUTO_TEST_CASE(valid_request_is_accepted)
+{
+    Site site;
+    BOOST_TEST(site.submit("small:shm,big:ssd") == 0);
+    BOOST_TEST(site.api.errors.empty());
+}
+
+BOOST_AUTO_TEST_CASE(unknown_dataset_is_refused_with_one_line)
+{
+    Site site;
+    BOOST_TEST(site.submit("x") == -1);
+    BOOST_TEST(site.api.errors.size() == 1u);
+    BOOST_TEST(site.api.errors[0] == "unknown dataset 'x' (known: big, gone, small)");
+}
+
+BOOST_AUTO_TEST_CASE(tier_limits_and_missing_sources_are_refused)
+{
+    Site site;
+    BOOST_TEST(site.submit("big:shm") == -1);
+    BOOST_TEST(site.api.errors[0].find("allows at most 4.0 KiB") != std::string::npos);
+    BOOST_TEST(site.submit("gone") == -1);
+    BOOST_TEST(site.api.errors[0].find("No such file or directory (ask your site admins)") != std::string::npos);
+    BOOST_TEST(site.submit("/nonexistent/data:ssd") == -1);
+    BOOST_TEST(site.api.errors[0] == "cannot stage 'data': /nonexistent/data: No such file or directory");
+}
+
+BOOST_AUTO_TEST_CASE(broken_config_is_reported_as_such)
+{
+    Site site("[oops]\n");
+    BOOST_TEST(site.submit("small") == -1);
+    BOOST_TEST(site.api.errors[0].find("site configuration is broken") != std::string::npos);
+    BOOST_TEST(site.api.errors[0].find("oops: unknown key") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
