@@ -14,7 +14,13 @@
 #include "spank/submit.hpp"
 
 namespace {
-dlstage::spank::PluginArgs g_args;
+// Every callback gets the plugstack.conf arguments; parse them there rather
+// than once in init: slurmd does not call slurm_spank_init before
+// job_prolog/job_epilog.
+dlstage::spank::PluginArgs plugin_args(int ac, char** av)
+{
+    return dlstage::spank::parse_plugin_args(std::vector<std::string>(av, av + ac));
+}
 
 template <typename Fn>
 int guarded(const char* callback, Fn&& fn) noexcept
@@ -47,7 +53,7 @@ extern const unsigned int spank_plugin_version = 1;
 int slurm_spank_init(spank_t sp, int ac, char** av)
 {
     return guarded("init", [&] {
-        g_args = dlstage::spank::parse_plugin_args(std::vector<std::string>(av, av + ac));
+        plugin_args(ac, av);  // refuse a bad plugstack.conf line at once, in every process
         // Registered in every context: sbatch and salloc only learn of the
         // option this way, and remote/job_script contexts need it
         // registered to read its value back.  slurmd context has no
@@ -61,21 +67,21 @@ int slurm_spank_init(spank_t sp, int ac, char** av)
     });
 }
 
-int slurm_spank_init_post_opt(spank_t sp, int /*ac*/, char** /*av*/)
+int slurm_spank_init_post_opt(spank_t sp, int ac, char** av)
 {
     return guarded("init_post_opt", [&] {
         if (!is_client())
             return 0;
         dlstage::spank::SlurmSpankApi api(sp);
-        return dlstage::spank::validate_submission(api, g_args);
+        return dlstage::spank::validate_submission(api, plugin_args(ac, av));
     });
 }
 
-int slurm_spank_job_prolog(spank_t sp, int /*ac*/, char** /*av*/)
+int slurm_spank_job_prolog(spank_t sp, int ac, char** av)
 {
     return guarded("job_prolog", [&] {
         dlstage::spank::SlurmSpankApi api(sp);
-        return dlstage::spank::job_prolog(api, g_args);
+        return dlstage::spank::job_prolog(api, plugin_args(ac, av));
     });
 }
 

@@ -1,0 +1,22 @@
+#!/usr/bin/env bats
+# After everything above: no node drained or down, no job stuck.
+
+load helpers
+
+@test "no node is drained or down" {
+    run sinfo -h -N -o '%N %T'
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "${#lines[@]}" -eq "${DLSTAGE_TEST_NODES:-3}" ]
+    ! grep -Eiq 'drain|down|fail' <<<"$output"
+}
+
+@test "no job is left pending or running" {
+    local i
+    for ((i = 0; i < 60; i++)); do
+        [ -z "$(squeue -h -t pending,running,completing -o %i)" ] && return 0
+        sleep 0.5
+    done
+    squeue
+    return 1
+}
