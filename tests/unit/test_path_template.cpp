@@ -2,6 +2,7 @@
 
 #include "lib/error.hpp"
 #include "lib/path_template.hpp"
+#include "tests/unit/error_of.hpp"
 
 using namespace dlstage;
 
@@ -10,12 +11,7 @@ const TemplateValues kValues{"1234", "alice", "n7"};
 
 std::string message_of(const std::string& text, const TemplateValues& values)
 {
-    try {
-        PathTemplate::parse(text).expand(values);
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "";
+    return test::error_of([&] { PathTemplate::parse(text).expand(values); });
 }
 }  // namespace
 

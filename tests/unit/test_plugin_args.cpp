@@ -2,6 +2,7 @@
 
 #include "lib/error.hpp"
 #include "spank/plugin_args.hpp"
+#include "tests/unit/error_of.hpp"
 
 using namespace dlstage;
 using dlstage::spank::parse_plugin_args;
@@ -9,12 +10,7 @@ using dlstage::spank::parse_plugin_args;
 namespace {
 std::string error_of(const std::vector<std::string>& args)
 {
-    try {
-        parse_plugin_args(args);
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "";
+    return test::error_of([&] { parse_plugin_args(args); });
 }
 }  // namespace
 

@@ -2,6 +2,7 @@
 
 #include "lib/error.hpp"
 #include "lib/stage_spec.hpp"
+#include "tests/unit/error_of.hpp"
 
 using namespace dlstage;
 
@@ -30,12 +31,7 @@ tiers = ["scratch", "shm"]
 
 std::string error_of(const Config& config, const std::string& value)
 {
-    try {
-        plan_stage(config, value);
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "";
+    return test::error_of([&] { plan_stage(config, value); });
 }
 }  // namespace
 
