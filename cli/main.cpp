@@ -34,6 +34,7 @@ void print_help()
                  "Commands:\n"
                  "  check-config [FILE]    check a configuration file and list every problem\n"
                  "  catalog list [--json]  list the datasets that can be staged\n"
+                 "  stage [SPEC...]        stage datasets to every node of the current job\n"
                  "\n"
                  "Options:\n"
                  "  -c, --config=FILE      configuration file (default: $DLSTAGE_CONFIG, else\n"
@@ -54,6 +55,7 @@ const std::map<std::string, Command>& commands()
     static const std::map<std::string, Command> table = {
         {"check-config", cmd_check_config},
         {"catalog", cmd_catalog},
+        {"stage", cmd_stage},
     };
     return table;
 }
@@ -104,7 +106,7 @@ int run(int argc, char** argv)
         return usage_error("unknown option '" + first + "'", "");
     const auto command = commands().find(first);
     if (command == commands().end())
-        return usage_error("unknown command '" + first + "' (commands: check-config, catalog)", "");
+        return usage_error("unknown command '" + first + "' (commands: check-config, catalog, stage)", "");
     return command->second(options, std::vector<std::string>(args.begin() + 1, args.end()));
 }
 }  // namespace

@@ -18,9 +18,11 @@ std::string choose_config_path(const std::string& explicit_path, bool allow_env)
     if (!explicit_path.empty())
         return explicit_path;
     if (allow_env) {
-        const char* env = std::getenv("DLSTAGE_CONFIG");
-        if (env && *env)
-            return env;
+        for (const char* name : {"DLSTAGE_CONFIG", "SLURM_SPANK_DLSTAGE_CONFIG"}) {
+            const char* env = std::getenv(name);
+            if (env && *env)
+                return env;
+        }
     }
     return default_config_path();
 }

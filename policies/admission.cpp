@@ -23,6 +23,17 @@ std::string fewer_files_advice(const Dataset& dataset)
 }
 }  // namespace
 
+Verdict supported(const Dataset& dataset, const Tier& tier)
+{
+    if (dataset.mode == Mode::Mount)
+        return Verdict::refuse("dataset " + quoted(dataset.name) +
+                               " uses mode = \"mount\", which this version of dlstage cannot stage yet");
+    if (tier.scope == Scope::Shared)
+        return Verdict::refuse("tier " + quoted(tier.name) +
+                               " has scope = \"shared\", which this version of dlstage cannot stage to yet");
+    return Verdict::allow();
+}
+
 Verdict admit(const Dataset& dataset, const Tier& tier, const SourceFacts& facts, const TierSpace& space)
 {
     const std::string what = "dataset " + quoted(dataset.name);

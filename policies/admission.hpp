@@ -29,6 +29,11 @@ struct Verdict {
     static Verdict refuse(std::string why) { return {false, std::move(why)}; }
 };
 
+// Can this version stage the dataset to the tier at all?  (Mount mode and
+// shared-scope tiers come later; until then they are refused up front,
+// on the submit side, rather than failing a running job.)
+Verdict supported(const Dataset& dataset, const Tier& tier);
+
 // Checks the tier's max_bytes and max_inodes (a percentage only when the
 // file system is known) and, when known, the free bytes and inodes.
 // Unknown sizes pass: the node checks again once it knows more.

@@ -1,46 +1,25 @@
 #include "spank/job_script.hpp"
 
+#include <cerrno>
+#include <cstring>
 #include <ctime>
-#include <pwd.h>
+#include <set>
+#include <sys/statvfs.h>
 
 #include "lib/config.hpp"
 #include "lib/config_paths.hpp"
 #include "lib/error.hpp"
+#include "lib/safe_fs.hpp"
 #include "lib/stage_spec.hpp"
 #include "lib/state_record.hpp"
+#include "lib/strings.hpp"
+#include "policies/admission.hpp"
+#include "spank/job_facts.hpp"
+#include "spank/source_facts_env.hpp"
 
 namespace dlstage::spank {
 
 namespace {
-struct JobFacts {
-    std::string job_id;
-    std::string node;
-    std::string user;
-    std::uint32_t uid = 0;
-};
-
-// In job_script context spank_get_item answers only job id, uid and gid;
-// the node and the user name come from slurmd's environment.
-JobFacts job_facts(SpankApi& api)
-{
-    JobFacts facts;
-    const auto job_id = api.job_id();
-    const auto uid = api.job_uid();
-    if (!job_id || !uid)
-        throw Error("slurmd did not provide the job id or user id");
-    facts.job_id = std::to_string(*job_id);
-    facts.uid = *uid;
-    facts.node = api.getenv("SLURMD_NODENAME");
-    facts.user = api.getenv("SLURM_JOB_USER");
-    if (facts.user.empty()) {
-        if (const passwd* pw = getpwuid(*uid))
-            facts.user = pw->pw_name;
-    }
-    if (facts.node.empty())
-        throw Error("SLURMD_NODENAME is not set in the prolog environment");
-    return facts;
-}
-
 toml::table base_record(const JobFacts& job, const std::string& stage_data, const char* event)
 {
     return toml::table{
@@ -56,7 +35,7 @@ toml::table base_record(const JobFacts& job, const std::string& stage_data, cons
 
 toml::array planned_datasets(const std::vector<StageItem>& items, const JobFacts& job)
 {
-    const TemplateValues values{job.job_id, job.user, job.node};
+    const TemplateValues values = job.values();
     toml::array datasets;
     for (const StageItem& item : items)
         datasets.push_back(toml::table{
@@ -68,6 +47,72 @@ toml::array planned_datasets(const std::vector<StageItem>& items, const JobFacts
         });
     return datasets;
 }
+
+// A tier whose root is broken: no job can stage here, so the node should
+// not get jobs that ask for it.
+struct BrokenTier : Error {
+    using Error::Error;
+};
+
+void prepare_directories(const std::vector<StageItem>& items, const JobFacts& job)
+{
+    std::set<std::string> done;
+    for (const StageItem& item : items) {
+        const std::string dir = tier_directory(item, job.values());
+        if (!done.insert(dir).second)
+            continue;
+        const PrepareResult result = prepare_job_dir(item.tier.path.root(), dir, job.uid, job.gid);
+        if (result.status == PrepareResult::Status::BrokenTier)
+            throw BrokenTier("tier " + quoted(item.tier.name) + " is broken on " + job.node + ": " + result.message);
+        if (result.status == PrepareResult::Status::UserProblem)
+            throw Error(result.message);
+    }
+}
+
+// What the submit side learnt of each source, against this node's tier.
+void check_space(SpankApi& api, const std::vector<StageItem>& items, const JobFacts& job)
+{
+    const auto facts = decode_facts(api.getenv(std::string("SPANK_") + kFactsVar));
+    for (const StageItem& item : items) {
+        const auto known = facts.find(item.dataset.name);
+        if (known == facts.end())
+            continue;
+        const std::string dir = tier_directory(item, job.values());
+        struct statvfs fs {};
+        if (statvfs(dir.c_str(), &fs) != 0)
+            throw Error("cannot check free space of " + dir + ": " + std::strerror(errno));
+        policy::TierSpace space;
+        space.total_bytes = static_cast<std::uint64_t>(fs.f_blocks) * fs.f_frsize;
+        space.free_bytes = static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize;
+        if (fs.f_files > 0)
+            space.free_inodes = fs.f_favail;
+        const policy::Verdict verdict = policy::admit(item.dataset, item.tier, known->second, space);
+        if (!verdict.allowed)
+            throw Error(verdict.reason + " on " + job.node);
+    }
+}
+
+void write_node_record(SpankApi& api, const Config& config, const JobFacts& job, const char* event,
+                       const toml::table& record)
+{
+    try {
+        write_record(node_record_path(config.site.state_dir, job.job_id, job.node, event), record);
+    } catch (const Error& e) {
+        api.error("job " + job.job_id + ": cannot write its state record: " + e.what());
+    }
+}
+
+// The configuration, or nothing (logged): a broken configuration is the
+// admins' to fix, not the node's, so it never drains.
+std::optional<Config> load_or_log(SpankApi& api, const PluginArgs& args, const JobFacts& job)
+{
+    try {
+        return load_config(choose_config_path(args.config_path, false));
+    } catch (const Error& e) {
+        api.error("job " + job.job_id + " on " + job.node + ": " + e.what());
+        return std::nullopt;
+    }
+}
 }  // namespace
 
 int job_prolog(SpankApi& api, const PluginArgs& args)
@@ -76,32 +121,66 @@ int job_prolog(SpankApi& api, const PluginArgs& args)
     if (!stage_data)
         return 0;
     const JobFacts job = job_facts(api);
-    Config config;
-    try {
-        config = load_config(choose_config_path(args.config_path, false));
-    } catch (const Error& e) {
-        // A broken configuration is the admins' to fix, not the node's:
-        // log it loudly, keep the node in service.
-        api.error("job " + job.job_id + " on " + job.node + ": " + e.what());
+    const auto config = load_or_log(api, args, job);
+    if (!config)
         return 0;
-    }
     toml::table record = base_record(job, *stage_data, "prolog");
+    int rc = 0;
     try {
-        record.insert("datasets", planned_datasets(plan_stage(config, *stage_data), job));
-        record.insert("status", "accepted");
-        api.info("job " + job.job_id + " on " + job.node + ": stage-data=" + *stage_data + " accepted");
+        const auto items = plan_stage(*config, *stage_data);
+        record.insert("datasets", planned_datasets(items, job));
+        prepare_directories(items, job);
+        check_space(api, items, job);
+        record.insert("status", "ready");
+        api.info("job " + job.job_id + " on " + job.node + ": stage-data=" + *stage_data + " prepared");
+    } catch (const BrokenTier& e) {
+        record.insert_or_assign("status", "broken");
+        record.insert_or_assign("message", e.what());
+        api.error(e.what());
+        rc = -1;
     } catch (const Error& e) {
-        // Valid at submit time, so the configuration changed since: not the
-        // node's fault.  Record it, do not drain.
-        record.insert("status", "refused");
-        record.insert("message", e.what());
+        // The user's problem (or a configuration changed since submit):
+        // recorded for the stager to report; the node stays in service.
+        record.insert_or_assign("status", "failed");
+        record.insert_or_assign("message", e.what());
         api.error("job " + job.job_id + " on " + job.node + ": " + e.what());
     }
+    write_node_record(api, *config, job, "prolog", record);
+    return rc;
+}
+
+int job_epilog(SpankApi& api, const PluginArgs& args)
+{
+    const auto stage_data = api.stage_data_option();
+    if (!stage_data)
+        return 0;
+    const JobFacts job = job_facts(api);
+    const auto config = load_or_log(api, args, job);
+    if (!config)
+        return 0;
+    toml::table record = base_record(job, *stage_data, "epilog");
+    toml::array problems;
+    std::uint64_t removed = 0;
     try {
-        write_record(node_record_path(config.site.state_dir, job.job_id, job.node, "prolog"), record);
+        std::set<std::string> done;
+        for (const StageItem& item : plan_stage(*config, *stage_data)) {
+            const std::string dir = tier_directory(item, job.values());
+            if (item.tier.cleanup != Cleanup::JobEnd || !done.insert(dir).second)
+                continue;
+            const RemoveResult result = remove_tree_within(item.tier.path.root(), dir);
+            removed += result.removed;
+            for (const std::string& problem : result.problems)
+                problems.push_back(problem);
+        }
     } catch (const Error& e) {
-        api.error("job " + job.job_id + ": cannot write its state record: " + e.what());
+        problems.push_back(std::string(e.what()));
     }
+    for (const auto& problem : problems)
+        api.error("job " + job.job_id + " on " + job.node + ": cleanup: " + problem.value_or(std::string()));
+    record.insert("status", problems.empty() ? "cleaned" : "incomplete");
+    record.insert("removed", static_cast<std::int64_t>(removed));
+    record.insert("problems", problems);
+    write_node_record(api, *config, job, "epilog", record);
     return 0;
 }
 

@@ -2,9 +2,11 @@
 // of the job (PrologFlags=Alloc), each in a fresh process.
 //
 // Root code here never reads dataset content: it resolves the request,
-// prepares per-job directories and writes state records.  A problem the
-// user caused must never drain the node, so user problems are recorded and
-// the callback still succeeds.
+// prepares and removes per-job directories (never following a symlink,
+// never leaving the tier root) and writes state records.  A problem the
+// user caused must never drain the node: it is recorded, the stager reports
+// it and the job fails.  Only a broken tier (its root missing or not a
+// directory) drains the node, because no job could stage there.
 #pragma once
 
 #include "spank/plugin_args.hpp"
@@ -12,7 +14,11 @@
 
 namespace dlstage::spank {
 
-// Always 0 for requests that are merely wrong; -1 only for a broken node.
+// 0, or -1 for a broken tier (slurmd drains the node).
 int job_prolog(SpankApi& api, const PluginArgs& args);
+
+// Removes the job's data from tiers with cleanup = "job-end".  Idempotent;
+// trouble is logged and recorded, never a drain.
+int job_epilog(SpankApi& api, const PluginArgs& args);
 
 }  // namespace dlstage::spank

@@ -3,6 +3,8 @@
 // clients) and forwards to the file of its context:
 //   submit.cpp      allocator and local context (sbatch, salloc, srun)
 //   job_script.cpp  job_prolog / job_epilog (root, on every node)
+//   step.cpp        job start as the user: local_user_init (srun), task_init
+#include <cstdlib>
 #include <exception>
 #include <string>
 #include <vector>
@@ -11,6 +13,7 @@
 #include "spank/job_script.hpp"
 #include "spank/plugin_args.hpp"
 #include "spank/slurm_spank_api.hpp"
+#include "spank/step.hpp"
 #include "spank/submit.hpp"
 
 namespace {
@@ -35,6 +38,10 @@ int guarded(const char* callback, Fn&& fn) noexcept
     return -1;
 }
 
+// srun inside an existing job (sbatch, salloc) must not stage again: only an
+// srun that creates its job does.  Decided at init, before srun allocates.
+bool g_inside_allocation = false;
+
 bool is_client()
 {
     const spank_context_t ctx = spank_context();
@@ -54,6 +61,8 @@ int slurm_spank_init(spank_t sp, int ac, char** av)
 {
     return guarded("init", [&] {
         plugin_args(ac, av);  // refuse a bad plugstack.conf line at once, in every process
+        if (spank_context() == S_CTX_LOCAL)
+            g_inside_allocation = std::getenv("SLURM_JOB_ID") != nullptr;
         // Registered in every context: sbatch and salloc only learn of the
         // option this way, and remote/job_script contexts need it
         // registered to read its value back.  slurmd context has no
@@ -82,6 +91,30 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char** av)
     return guarded("job_prolog", [&] {
         dlstage::spank::SlurmSpankApi api(sp);
         return dlstage::spank::job_prolog(api, plugin_args(ac, av));
+    });
+}
+
+int slurm_spank_local_user_init(spank_t sp, int ac, char** av)
+{
+    return guarded("local_user_init", [&] {
+        dlstage::spank::SlurmSpankApi api(sp);
+        return dlstage::spank::local_user_init(api, plugin_args(ac, av), g_inside_allocation);
+    });
+}
+
+int slurm_spank_task_init(spank_t sp, int ac, char** av)
+{
+    return guarded("task_init", [&] {
+        dlstage::spank::SlurmSpankApi api(sp);
+        return dlstage::spank::task_init(api, plugin_args(ac, av));
+    });
+}
+
+int slurm_spank_job_epilog(spank_t sp, int ac, char** av)
+{
+    return guarded("job_epilog", [&] {
+        dlstage::spank::SlurmSpankApi api(sp);
+        return dlstage::spank::job_epilog(api, plugin_args(ac, av));
     });
 }
 

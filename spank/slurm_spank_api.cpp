@@ -1,6 +1,9 @@
 #include "spank/slurm_spank_api.hpp"
 
+#include <cerrno>
 #include <cstdlib>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "lib/error.hpp"
 
@@ -75,12 +78,85 @@ std::optional<std::uint32_t> SlurmSpankApi::job_uid()
     return static_cast<std::uint32_t>(uid);
 }
 
+std::optional<std::uint32_t> SlurmSpankApi::job_gid()
+{
+    gid_t gid = 0;
+    if (spank_get_item(handle_, S_JOB_GID, &gid) != ESPANK_SUCCESS)
+        return std::nullopt;
+    return static_cast<std::uint32_t>(gid);
+}
+
+std::optional<std::uint32_t> SlurmSpankApi::job_nnodes()
+{
+    uint32_t nnodes = 0;
+    if (spank_get_item(handle_, S_JOB_NNODES, &nnodes) != ESPANK_SUCCESS)
+        return std::nullopt;
+    return nnodes;
+}
+
+bool SlurmSpankApi::is_batch_step()
+{
+    uint32_t step = 0;
+    return spank_get_item(handle_, S_JOB_STEPID, &step) == ESPANK_SUCCESS && step == SLURM_BATCH_SCRIPT;
+}
+
 std::string SlurmSpankApi::getenv(const std::string& name)
 {
+    if (spank_context() == S_CTX_REMOTE) {
+        char value[4096];
+        if (spank_getenv(handle_, name.c_str(), value, sizeof value) == ESPANK_SUCCESS)
+            return value;
+        return "";
+    }
     // job_script context has no job environment to ask: slurmd passes the
     // job's facts in the prolog's own environment.
     const char* value = std::getenv(name.c_str());
     return value ? value : "";
+}
+
+std::vector<std::string> SlurmSpankApi::job_env()
+{
+    char** env = nullptr;
+    std::vector<std::string> out;
+    if (spank_get_item(handle_, S_JOB_ENV, &env) == ESPANK_SUCCESS && env)
+        for (char** e = env; *e; ++e)
+            out.emplace_back(*e);
+    return out;
+}
+
+bool SlurmSpankApi::setenv(const std::string& name, const std::string& value)
+{
+    return spank_setenv(handle_, name.c_str(), value.c_str(), 1) == ESPANK_SUCCESS;
+}
+
+bool SlurmSpankApi::job_control_setenv(const std::string& name, const std::string& value)
+{
+    return spank_job_control_setenv(handle_, name.c_str(), value.c_str(), 1) == ESPANK_SUCCESS;
+}
+
+int SlurmSpankApi::run(const std::vector<std::string>& argv, const std::vector<std::string>& env)
+{
+    std::vector<char*> args, envp;
+    for (const std::string& a : argv)
+        args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    for (const std::string& e : env)
+        envp.push_back(const_cast<char*>(e.c_str()));
+    envp.push_back(nullptr);
+    const pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        execve(args[0], args.data(), envp.data());
+        _exit(127);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;
 }
 
 void SlurmSpankApi::error(const std::string& message)

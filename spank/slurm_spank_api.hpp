@@ -7,6 +7,7 @@
 // spank.h has no extern "C" guard of its own: without this its callback
 // prototypes get C++ linkage and clash with our extern "C" definitions.
 extern "C" {
+#include <slurm/slurm.h>  // SLURM_BATCH_SCRIPT
 #include <slurm/spank.h>
 }
 
@@ -28,7 +29,14 @@ public:
     std::optional<std::string> stage_data_option() override;
     std::optional<std::uint32_t> job_id() override;
     std::optional<std::uint32_t> job_uid() override;
+    std::optional<std::uint32_t> job_gid() override;
+    std::optional<std::uint32_t> job_nnodes() override;
+    bool is_batch_step() override;
     std::string getenv(const std::string& name) override;
+    std::vector<std::string> job_env() override;
+    bool setenv(const std::string& name, const std::string& value) override;
+    bool job_control_setenv(const std::string& name, const std::string& value) override;
+    int run(const std::vector<std::string>& argv, const std::vector<std::string>& env) override;
     void error(const std::string& message) override;
     void info(const std::string& message) override;
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace dlstage::spank {
 
@@ -24,10 +25,28 @@ public:
 
     virtual std::optional<std::uint32_t> job_id() = 0;
     virtual std::optional<std::uint32_t> job_uid() = 0;
+    virtual std::optional<std::uint32_t> job_gid() = 0;
+    virtual std::optional<std::uint32_t> job_nnodes() = 0;
+    virtual bool is_batch_step() = 0;  // remote context: the step running the batch script
 
-    // In job_script context the job's facts come from the process
-    // environment (SLURMD_NODENAME, SLURM_JOB_USER); "" when unset.
+    // A variable of the job's environment in remote context (slurmstepd);
+    // of the process environment elsewhere (job_script: SLURMD_NODENAME,
+    // SLURM_JOB_USER, SPANK_*; clients: the user's shell).  "" when unset.
     virtual std::string getenv(const std::string& name) = 0;
+
+    // Remote context: the whole job environment (NAME=value entries), and
+    // setting a variable in it for the task about to start.
+    virtual std::vector<std::string> job_env() = 0;
+    virtual bool setenv(const std::string& name, const std::string& value) = 0;
+
+    // Client side: a variable that reaches job_prolog/job_epilog as
+    // SPANK_<name> (how submit-time facts travel to the nodes).
+    virtual bool job_control_setenv(const std::string& name, const std::string& value) = 0;
+
+    // Runs a command (no shell) with exactly this environment and waits;
+    // its output goes where the caller's goes.  The exit status, 128+signal
+    // if killed, -1 if it could not start.
+    virtual int run(const std::vector<std::string>& argv, const std::vector<std::string>& env) = 0;
 
     // Logging; the "dlstage: " prefix is added here.  In the client this
     // is what the user reads; in slurmd it goes to the slurmd log.

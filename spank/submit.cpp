@@ -7,14 +7,18 @@
 #include "lib/stage_spec.hpp"
 #include "lib/strings.hpp"
 #include "policies/admission.hpp"
+#include "spank/source_facts_env.hpp"
+#include "spank/step.hpp"
 
 namespace dlstage::spank {
 
 namespace {
 // The source as the submitting user sees it: sbatch runs as that user, so
 // a source they cannot read is refused here, before any root code runs.
-void check_source(const StageItem& item)
+SourceFacts check_source(const StageItem& item)
 {
+    if (const auto verdict = policy::supported(item.dataset, item.tier); !verdict.allowed)
+        throw Error(verdict.reason);
     const SourceFacts facts = probe_source(item.dataset);
     if (facts.state != SourceFacts::State::Present)
         throw Error("cannot stage " + quoted(item.dataset.name) + ": " + facts.problem +
@@ -22,18 +26,24 @@ void check_source(const StageItem& item)
     const policy::Verdict verdict = policy::admit(item.dataset, item.tier, facts, policy::TierSpace{});
     if (!verdict.allowed)
         throw Error(verdict.reason);
+    return facts;
 }
 }  // namespace
 
 int validate_submission(SpankApi& api, const PluginArgs& args)
 {
     const auto value = api.stage_data_option();
-    if (!value)
+    if (!value || api.getenv(kStagerStepVar) == "1")
         return 0;
     try {
         const Config config = load_config(choose_config_path(args.config_path, false));
+        std::map<std::string, SourceFacts> facts;
         for (const StageItem& item : plan_stage(config, *value))
-            check_source(item);
+            facts[item.dataset.name] = check_source(item);
+        // For the prolog's space check on each node; and the configuration
+        // for `dlstage stage` in the job (SLURM_SPANK_DLSTAGE_CONFIG).
+        api.job_control_setenv(kFactsVar, encode_facts(facts));
+        api.job_control_setenv("DLSTAGE_CONFIG", choose_config_path(args.config_path, false));
         return 0;
     } catch (const ConfigError& e) {
         api.error("the site configuration is broken, staging is unavailable: " + std::string(e.what()));

@@ -45,7 +45,7 @@ load helpers
 }
 
 @test "dataset larger than the tier's max_bytes: refused with the alternatives" {
-    assert_refused huge:shm "dataset 'huge' needs 100.0 MiB but tier 'shm' allows at most 64.0 MiB (max_bytes = 64.0 MiB); allowed tiers: ssd"
+    assert_refused huge:shm "dataset 'huge' needs 100.0 MiB but tier 'shm' allows at most 80.0 MiB (max_bytes = 80.0 MiB); allowed tiers: ssd"
 }
 
 @test "absolute path the user can read: accepted; one that does not exist: refused" {

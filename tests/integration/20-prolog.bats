@@ -13,7 +13,7 @@ expect_prolog_records() {
         wait_for_file "$record" 30
         [ "$(record_value "$record" 'r["node"]')" = "$node" ]
         [ "$(record_value "$record" 'r["stage_data"]')" = "$spec" ]
-        [ "$(record_value "$record" 'r["status"]')" = accepted ]
+        [ "$(record_value "$record" 'r["status"]')" = ready ]
         [ "$(record_value "$record" 'r["user"]')" = "$VCLUSTER_USER" ]
         [ "$(record_value "$record" 'r["uid"]')" = "$(id -u "$VCLUSTER_USER")" ]
         [ "$(record_value "$record" 'r["datasets"][0]["directory"]')" = "/dev/shm/dlstage/$job" ]
@@ -49,6 +49,6 @@ expect_prolog_records() {
     [ "$status" -eq 0 ]
     job=${lines[-1]}
     for node in n1 n2; do
-        grep -q "dlstage: job $job on $node: stage-data=sample accepted" "$VCLUSTER_DIR/log/slurmd-$node.log"
+        grep -q "dlstage: job $job on $node: stage-data=sample prepared" "$VCLUSTER_DIR/log/slurmd-$node.log"
     done
 }

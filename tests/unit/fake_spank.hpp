@@ -16,14 +16,49 @@ public:
     std::optional<std::string> stage_data;
     std::optional<std::uint32_t> id = 42;
     std::optional<std::uint32_t> uid = 1000;
-    std::map<std::string, std::string> env;
+    std::optional<std::uint32_t> gid = 1000;
+    std::optional<std::uint32_t> nnodes = 3;
+    bool batch_step = false;
+    std::map<std::string, std::string> env;  // getenv(); setenv() writes here too
+    std::map<std::string, std::string> control_env;
     std::vector<std::string> errors;
     std::vector<std::string> infos;
+    struct Run {
+        std::vector<std::string> argv;
+        std::vector<std::string> env;
+    };
+    std::vector<Run> runs;
+    int run_status = 0;
 
     spank::Context context() const override { return ctx; }
     std::optional<std::string> stage_data_option() override { return stage_data; }
     std::optional<std::uint32_t> job_id() override { return id; }
     std::optional<std::uint32_t> job_uid() override { return uid; }
+    std::optional<std::uint32_t> job_gid() override { return gid; }
+    std::optional<std::uint32_t> job_nnodes() override { return nnodes; }
+    bool is_batch_step() override { return batch_step; }
+    std::vector<std::string> job_env() override
+    {
+        std::vector<std::string> out;
+        for (const auto& [k, v] : env)
+            out.push_back(k + "=" + v);
+        return out;
+    }
+    bool setenv(const std::string& name, const std::string& value) override
+    {
+        env[name] = value;
+        return true;
+    }
+    bool job_control_setenv(const std::string& name, const std::string& value) override
+    {
+        control_env[name] = value;
+        return true;
+    }
+    int run(const std::vector<std::string>& argv, const std::vector<std::string>& run_env) override
+    {
+        runs.push_back({argv, run_env});
+        return run_status;
+    }
     std::string getenv(const std::string& name) override
     {
         const auto it = env.find(name);

@@ -90,3 +90,19 @@ BOOST_AUTO_TEST_CASE(unknown_sizes_pass)
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(support)
+
+BOOST_AUTO_TEST_CASE(mount_mode_and_shared_tiers_are_refused_until_built)
+{
+    Dataset d = dataset("/p/x.sqfs");
+    Tier t = tier("");
+    BOOST_TEST(dlstage::policy::supported(d, t).allowed);
+    d.mode = Mode::Mount;
+    BOOST_TEST(dlstage::policy::supported(d, t).reason.find("mode = \"mount\"") != std::string::npos);
+    d.mode = Mode::Copy;
+    t.scope = Scope::Shared;
+    BOOST_TEST(dlstage::policy::supported(d, t).reason.find("scope = \"shared\"") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

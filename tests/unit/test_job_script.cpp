@@ -1,15 +1,21 @@
 #include <boost/test/unit_test.hpp>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "lib/job_layout.hpp"
 #include "lib/state_record.hpp"
 #include "spank/job_script.hpp"
+#include "spank/source_facts_env.hpp"
+#include "spank/step.hpp"
 #include "tests/unit/fake_spank.hpp"
 #include "tests/unit/tmpdir.hpp"
 
 using namespace dlstage;
 
 namespace {
+// A node whose tier lives in a temporary directory; the job belongs to the
+// caller, so the tests pass as root and as an ordinary user.
 struct Node {
     test::TempDir dir;
     spank::PluginArgs args;
@@ -18,32 +24,47 @@ struct Node {
     explicit Node(const std::string& datasets = "[datasets.imagenet]\nsource = \"/p/imagenet\"\ntiers = [\"shm\"]\n")
     {
         api.ctx = spank::Context::JobScript;
+        api.uid = getuid();
+        api.gid = getgid();
         api.env = {{"SLURMD_NODENAME", "n2"}, {"SLURM_JOB_USER", "alice"}};
+        mkdir((dir / "tier").c_str(), 0755);
         args.config_path = dir.write("dlstage.toml", "[site]\nstate_dir = \"" + dir / "state" + R"("
 [tiers.shm]
-path = "/dev/shm/dlstage/%u/%j"
+path = ")" + dir / "tier/%u/%j" + R"("
 )" + datasets);
+        args.dlstage_path = "/opt/dlstage/bin/dlstage";
     }
 
-    std::string record_path() const { return node_record_path(dir / "state", "42", "n2", "prolog"); }
+    std::string job_dir() const { return dir / "tier/alice/42"; }
+    toml::table record(const char* event) const
+    {
+        return read_record(node_record_path(dir / "state", "42", "n2", event));
+    }
 };
+
+std::string status_of(const toml::table& record)
+{
+    return record["status"].value_or(std::string());
+}
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(job_script)
 
-BOOST_AUTO_TEST_CASE(prolog_records_the_resolved_request)
+BOOST_AUTO_TEST_CASE(prolog_prepares_a_private_directory_and_records_it)
 {
     Node node;
     node.api.stage_data = "imagenet";
     BOOST_TEST(spank::job_prolog(node.api, node.args) == 0);
-    const toml::table record = read_record(node.record_path());
-    BOOST_TEST(record["status"].value_or(std::string()) == "accepted");
+    struct stat st {};
+    BOOST_TEST(lstat(node.job_dir().c_str(), &st) == 0);
+    BOOST_TEST((st.st_mode & 07777) == 0700u);
+    BOOST_TEST(st.st_uid == getuid());
+    const toml::table record = node.record("prolog");
+    BOOST_TEST(status_of(record) == "ready");
     BOOST_TEST(record["stage_data"].value_or(std::string()) == "imagenet");
-    BOOST_TEST(record["node"].value_or(std::string()) == "n2");
     BOOST_TEST(record["user"].value_or(std::string()) == "alice");
-    BOOST_TEST(record["datasets"][0]["directory"].value_or(std::string()) == "/dev/shm/dlstage/alice/42");
+    BOOST_TEST(record["datasets"][0]["directory"].value_or(std::string()) == node.job_dir());
     BOOST_TEST(record["datasets"][0]["env"].value_or(std::string()) == "DLSTAGE_IMAGENET");
-    BOOST_TEST(node.api.infos.size() == 1u);
 }
 
 BOOST_AUTO_TEST_CASE(prolog_without_option_does_nothing)
@@ -52,6 +73,7 @@ BOOST_AUTO_TEST_CASE(prolog_without_option_does_nothing)
     BOOST_TEST(spank::job_prolog(node.api, node.args) == 0);
     struct stat st {};
     BOOST_TEST(stat((node.dir / "state").c_str(), &st) != 0);
+    BOOST_TEST(stat((node.dir / "tier/alice").c_str(), &st) != 0);
 }
 
 BOOST_AUTO_TEST_CASE(request_refused_by_a_changed_config_never_drains)
@@ -59,8 +81,8 @@ BOOST_AUTO_TEST_CASE(request_refused_by_a_changed_config_never_drains)
     Node node("");  // the catalog lost the dataset since submit
     node.api.stage_data = "imagenet";
     BOOST_TEST(spank::job_prolog(node.api, node.args) == 0);
-    const toml::table record = read_record(node.record_path());
-    BOOST_TEST(record["status"].value_or(std::string()) == "refused");
+    const toml::table record = node.record("prolog");
+    BOOST_TEST(status_of(record) == "failed");
     BOOST_TEST(record["message"].value_or(std::string()).find("unknown dataset 'imagenet'") == 0u);
     BOOST_TEST(node.api.errors.size() == 1u);
 }
@@ -71,9 +93,43 @@ BOOST_AUTO_TEST_CASE(hostile_user_name_cannot_escape_the_tier)
     node.api.stage_data = "imagenet";
     node.api.env["SLURM_JOB_USER"] = "..";
     BOOST_TEST(spank::job_prolog(node.api, node.args) == 0);
-    const toml::table record = read_record(node.record_path());
-    BOOST_TEST(record["status"].value_or(std::string()) == "refused");
+    const toml::table record = node.record("prolog");
+    BOOST_TEST(status_of(record) == "failed");
     BOOST_TEST(record["message"].value_or(std::string()).find("escape the tier root") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_planted_symlink_fails_the_job_not_the_node)
+{
+    Node node;
+    node.api.stage_data = "imagenet";
+    mkdir((node.dir / "tier/alice").c_str(), 0755);
+    mkdir((node.dir / "elsewhere").c_str(), 0755);
+    BOOST_REQUIRE(symlink((node.dir / "elsewhere").c_str(), node.job_dir().c_str()) == 0);
+    BOOST_TEST(spank::job_prolog(node.api, node.args) == 0);
+    BOOST_TEST(status_of(node.record("prolog")) == "failed");
+    BOOST_TEST(node.record("prolog")["message"].value_or(std::string()).find("symlink") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_broken_tier_drains)
+{
+    Node node;
+    node.api.stage_data = "imagenet";
+    rmdir((node.dir / "tier").c_str());
+    node.dir.write("tier", "not a directory");
+    BOOST_TEST(spank::job_prolog(node.api, node.args) == -1);
+    BOOST_TEST(status_of(node.record("prolog")) == "broken");
+}
+
+BOOST_AUTO_TEST_CASE(submit_time_facts_are_checked_against_free_space)
+{
+    Node node;
+    node.api.stage_data = "imagenet";
+    SourceFacts huge;
+    huge.bytes = 1ull << 62;  // no test machine has 4 EiB free
+    node.api.env["SPANK_DLSTAGE_FACTS"] = spank::encode_facts({{"imagenet", huge}});
+    BOOST_TEST(spank::job_prolog(node.api, node.args) == 0);
+    BOOST_TEST(status_of(node.record("prolog")) == "failed");
+    BOOST_TEST(node.record("prolog")["message"].value_or(std::string()).find("free on n2") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(broken_config_is_logged_not_fatal)
@@ -82,8 +138,118 @@ BOOST_AUTO_TEST_CASE(broken_config_is_logged_not_fatal)
     node.api.stage_data = "imagenet";
     node.args.config_path = node.dir / "missing.toml";
     BOOST_TEST(spank::job_prolog(node.api, node.args) == 0);
-    BOOST_TEST(node.api.errors.size() == 1u);
+    BOOST_TEST(spank::job_epilog(node.api, node.args) == 0);
+    BOOST_TEST(node.api.errors.size() == 2u);
     BOOST_TEST(node.api.errors[0].find("cannot read configuration file") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(epilog_removes_the_job_directory_and_is_idempotent)
+{
+    Node node;
+    node.api.stage_data = "imagenet";
+    BOOST_REQUIRE(spank::job_prolog(node.api, node.args) == 0);
+    mkdir((node.job_dir() + "/imagenet").c_str(), 0755);
+    node.dir.write("tier/alice/42/imagenet/a.jpg", "x");
+    node.dir.write("outside.txt", "keep");
+    BOOST_REQUIRE(symlink((node.dir / "outside.txt").c_str(), (node.job_dir() + "/imagenet/link").c_str()) == 0);
+    BOOST_TEST(spank::job_epilog(node.api, node.args) == 0);
+    struct stat st {};
+    BOOST_TEST(lstat(node.job_dir().c_str(), &st) != 0);
+    BOOST_TEST(stat((node.dir / "outside.txt").c_str(), &st) == 0);
+    const toml::table record = node.record("epilog");
+    BOOST_TEST(status_of(record) == "cleaned");
+    BOOST_TEST(record["removed"].value_or(0) == 4);
+    BOOST_TEST(spank::job_epilog(node.api, node.args) == 0);  // again: nothing left, still fine
+    BOOST_TEST(status_of(node.record("epilog")) == "cleaned");
+}
+
+BOOST_AUTO_TEST_CASE(epilog_keeps_data_of_keep_tiers)
+{
+    Node node("[datasets.imagenet]\nsource = \"/p/imagenet\"\ntiers = [\"keep\"]\n[tiers.keep]\npath = \"/never/used/%j\"\ncleanup = \"keep\"\n");
+    node.api.stage_data = "imagenet";
+    BOOST_TEST(spank::job_epilog(node.api, node.args) == 0);
+    BOOST_TEST(node.record("epilog")["removed"].value_or(-1) == 0);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(step)
+
+BOOST_AUTO_TEST_CASE(batch_step_stages_then_exports_from_the_markers)
+{
+    Node node;
+    node.api.ctx = spank::Context::Remote;
+    node.api.stage_data = "imagenet";
+    node.api.batch_step = true;
+    BOOST_REQUIRE(spank::job_prolog(node.api, node.args) == 0);
+    ReadyMarker marker;
+    marker.path = node.job_dir() + "/imagenet";
+    write_ready_marker(node.job_dir() + "/.ready-imagenet.toml", marker);
+
+    BOOST_TEST(spank::task_init(node.api, node.args) == 0);
+    BOOST_REQUIRE(node.api.runs.size() == 1u);
+    const auto& run = node.api.runs[0];
+    BOOST_TEST(run.argv == std::vector<std::string>({"/opt/dlstage/bin/dlstage", "stage", "--quiet"}));
+    const auto has = [&](const std::string& entry) {
+        return std::find(run.env.begin(), run.env.end(), entry) != run.env.end();
+    };
+    BOOST_TEST(has("DLSTAGE_STAGE_DATA=imagenet"));
+    BOOST_TEST(has("DLSTAGE_CONFIG=" + node.args.config_path));
+    BOOST_TEST(has("SLURMD_NODENAME=n2"));  // the job's own environment goes along
+    BOOST_TEST(node.api.env["DLSTAGE_IMAGENET"] == node.job_dir() + "/imagenet");
+    BOOST_TEST(node.api.env["DLSTAGE_DATASETS"] == "imagenet");
+}
+
+BOOST_AUTO_TEST_CASE(failed_staging_stops_the_batch_script)
+{
+    Node node;
+    node.api.ctx = spank::Context::Remote;
+    node.api.stage_data = "imagenet";
+    node.api.batch_step = true;
+    node.api.run_status = 1;
+    BOOST_TEST(spank::task_init(node.api, node.args) == -1);
+    BOOST_TEST(node.api.errors.back().find("the job script does not start") != std::string::npos);
+    BOOST_TEST(node.api.env.count("DLSTAGE_IMAGENET") == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(other_steps_only_export_and_unstaged_data_stays_unset)
+{
+    Node node;
+    node.api.ctx = spank::Context::Remote;
+    node.api.stage_data = "imagenet";
+    BOOST_TEST(spank::task_init(node.api, node.args) == 0);
+    BOOST_TEST(node.api.runs.empty());
+    BOOST_TEST(node.api.env.count("DLSTAGE_IMAGENET") == 0u);
+    BOOST_TEST(node.api.env.count("DLSTAGE_DATASETS") == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(the_stagers_own_step_does_nothing)
+{
+    Node node;
+    node.api.ctx = spank::Context::Remote;
+    node.api.stage_data = "imagenet";
+    node.api.batch_step = true;
+    node.api.env[spank::kStagerStepVar] = "1";
+    BOOST_TEST(spank::task_init(node.api, node.args) == 0);
+    BOOST_TEST(node.api.runs.empty());
+}
+
+BOOST_AUTO_TEST_CASE(srun_stages_only_the_job_it_created)
+{
+    Node node;
+    node.api.ctx = spank::Context::Local;
+    node.api.stage_data = "imagenet";
+    node.api.id = 77;
+    node.api.nnodes = 3;
+    BOOST_TEST(spank::local_user_init(node.api, node.args, true) == 0);
+    BOOST_TEST(node.api.runs.empty());
+    BOOST_TEST(spank::local_user_init(node.api, node.args, false) == 0);
+    BOOST_REQUIRE(node.api.runs.size() == 1u);
+    const auto& env = node.api.runs[0].env;
+    BOOST_TEST((std::find(env.begin(), env.end(), "SLURM_JOB_ID=77") != env.end()));
+    BOOST_TEST((std::find(env.begin(), env.end(), "SLURM_JOB_NUM_NODES=3") != env.end()));
+    node.api.run_status = 1;
+    BOOST_TEST(spank::local_user_init(node.api, node.args, false) == -1);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,5 +1,6 @@
 #include <boost/test/unit_test.hpp>
 
+#include "spank/source_facts_env.hpp"
 #include "spank/submit.hpp"
 #include "tests/unit/fake_spank.hpp"
 #include "tests/unit/tmpdir.hpp"
@@ -86,6 +87,29 @@ BOOST_AUTO_TEST_CASE(broken_config_is_reported_as_such)
     BOOST_TEST(site.submit("small") == -1);
     BOOST_TEST(site.api.errors[0].find("site configuration is broken") != std::string::npos);
     BOOST_TEST(site.api.errors[0].find("oops: unknown key") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(submit_facts)
+
+BOOST_AUTO_TEST_CASE(accepted_request_sends_facts_and_config_to_the_job)
+{
+    Site site;
+    BOOST_TEST(site.submit("small:shm,big:ssd") == 0);
+    BOOST_TEST(site.api.control_env["DLSTAGE_FACTS"] == "big=8192/1;small=2048/1");
+    BOOST_TEST(site.api.control_env["DLSTAGE_CONFIG"] == site.args.config_path);
+    const auto facts = spank::decode_facts(site.api.control_env["DLSTAGE_FACTS"]);
+    BOOST_TEST(*facts.at("big").bytes == 8192u);
+    BOOST_TEST(spank::decode_facts("x=-/-;garbage;y=12/3").at("y").files.value() == 3u);
+    BOOST_TEST(!spank::decode_facts("x=-/-").at("x").bytes.has_value());
+}
+
+BOOST_AUTO_TEST_CASE(the_stagers_own_srun_is_not_validated_again)
+{
+    Site site;
+    site.api.env["DLSTAGE_STAGER_STEP"] = "1";
+    BOOST_TEST(site.submit("no-such-dataset") == 0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

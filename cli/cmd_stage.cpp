@@ -1,0 +1,225 @@
+// dlstage stage [SPEC...]: stage datasets to every node of the current job.
+//
+// The plugin runs this before a batch script or srun's tasks start; users
+// run it in salloc (or any job script).  It starts dlstage-stager through
+// the site's launcher, one rank per node, and waits.
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <iostream>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli/commands.hpp"
+#include "lib/config.hpp"
+#include "lib/config_paths.hpp"
+#include "lib/error.hpp"
+#include "lib/stage_spec.hpp"
+#include "lib/strings.hpp"
+
+extern char** environ;
+
+namespace dlstage::cli {
+
+namespace {
+void print_help()
+{
+    std::cout << "Usage: dlstage stage [--quiet] [SPEC[,SPEC...]]...\n"
+                 "Stage datasets to every node of the current Slurm job (inside salloc, sbatch or\n"
+                 "srun).  SPEC is NAME[:TIER] as for --stage-data; without SPEC, the job's own\n"
+                 "--stage-data request.  Runs dlstage-stager through the site's launcher, one\n"
+                 "rank per node, and waits; exit 0 once every node holds the verified data.\n"
+                 "\n"
+                 "Environment: DLSTAGE_CHUNK_SIZE (default 4M), DLSTAGE_RATE_LIMIT (read bytes/s\n"
+                 "per node, default unlimited), DLSTAGE_PROGRESS (seconds between progress lines).\n";
+}
+
+std::string env_or(const char* name, const std::string& fallback)
+{
+    const char* value = std::getenv(name);
+    return value && *value ? value : fallback;
+}
+
+// The job's own request: the plugin passes it as DLSTAGE_STAGE_DATA; in a
+// salloc shell Slurm exports the option as ..._SLURM_SPANK_OPTION_dlstage_stage_data.
+std::string job_request()
+{
+    if (const std::string direct = env_or("DLSTAGE_STAGE_DATA", ""); !direct.empty())
+        return direct;
+    for (char** e = environ; *e; ++e) {
+        const std::string entry = *e;
+        const std::size_t eq = entry.find('=');
+        if (eq != std::string::npos && ends_with(entry.substr(0, eq), "SPANK_OPTION_dlstage_stage_data"))
+            return entry.substr(eq + 1);
+    }
+    return "";
+}
+
+std::string stager_path()
+{
+    char self[4096] = {};
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0)
+        throw Error(std::string("cannot find the dlstage executable: ") + std::strerror(errno));
+    // Installed side by side: the stager of this very dlstage.
+    const std::string exe(self, static_cast<std::size_t>(n));
+    return exe.substr(0, exe.rfind('/')) + "/dlstage-stager";
+}
+
+std::vector<std::string> launcher_command(const Config& config, const std::string& job_id, const std::string& nodes,
+                                          const std::string& config_path, const std::string& spec)
+{
+    std::vector<std::string> argv;
+    for (const std::string& word : split(trim(config.site.launcher), ' '))
+        if (!word.empty())
+            argv.push_back(word);
+    // One rank per node of the whole job; a job's own --ntasks or
+    // --cpus-per-task in the environment must not change that.
+    argv.insert(argv.end(), {"--jobid=" + job_id, "--nodes=" + nodes, "--ntasks=" + nodes, "--kill-on-bad-exit=1",
+                             "--job-name=dlstage-stage"});
+    argv.insert(argv.end(), {stager_path(), "--config", config_path, "--job", job_id});
+    if (const std::string chunk = env_or("DLSTAGE_CHUNK_SIZE", ""); !chunk.empty())
+        argv.insert(argv.end(), {"--chunk-size", chunk});
+    if (const std::string rate = env_or("DLSTAGE_RATE_LIMIT", ""); !rate.empty())
+        argv.insert(argv.end(), {"--rate-limit", rate});
+    if (const std::string progress = env_or("DLSTAGE_PROGRESS", ""); !progress.empty())
+        argv.insert(argv.end(), {"--progress", progress});
+    argv.push_back(spec);
+    return argv;
+}
+
+// What the launcher's stderr told about a failure, read as it passes through.
+struct LauncherReport {
+    bool stager_explained = false;  // a rank printed "dlstage: ... failed on NODE: ..."
+    std::string task_failure;       // srun's first "NODE: task N: REASON"
+};
+
+void watch_line(const std::string& line, LauncherReport& report)
+{
+    if (starts_with(line, kMessagePrefix) && line.find(" failed on ") != std::string::npos)
+        report.stager_explained = true;
+    const std::string srun_error = "srun: error: ";
+    if (report.task_failure.empty() && starts_with(line, srun_error) && line.find(": task ") != std::string::npos)
+        report.task_failure = line.substr(srun_error.size());
+}
+
+// Copies the child's stderr to ours line by line, watching for failures.
+void relay_stderr(int fd, LauncherReport& report)
+{
+    std::string pending;
+    char buf[4096];
+    for (;;) {
+        const ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        pending.append(buf, static_cast<std::size_t>(n));
+        for (std::size_t nl; (nl = pending.find('\n')) != std::string::npos; pending.erase(0, nl + 1)) {
+            const std::string line = pending.substr(0, nl);
+            std::cerr << line << "\n";
+            watch_line(line, report);
+        }
+    }
+    if (!pending.empty()) {
+        std::cerr << pending << "\n";
+        watch_line(pending, report);
+    }
+}
+
+int run_and_wait(const std::vector<std::string>& argv, LauncherReport& report)
+{
+    // The stager's own srun step must not stage again (the plugin sees this),
+    // and on an oversubscribed node a waiting rank should yield its core.
+    setenv("DLSTAGE_STAGER_STEP", "1", 1);
+    setenv("OMPI_MCA_mpi_yield_when_idle", env_or("OMPI_MCA_mpi_yield_when_idle", "1").c_str(), 1);
+    std::vector<char*> args;
+    for (const std::string& a : argv)
+        args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    int err_pipe[2];
+    if (pipe2(err_pipe, O_CLOEXEC) != 0)
+        throw Error(std::string("cannot start the launcher: ") + std::strerror(errno));
+    const pid_t pid = fork();
+    if (pid < 0)
+        throw Error(std::string("cannot start the launcher: ") + std::strerror(errno));
+    if (pid == 0) {
+        dup2(err_pipe[1], STDERR_FILENO);
+        execvp(args[0], args.data());
+        std::cerr << kMessagePrefix << "cannot run the launcher '" << argv[0] << "': " << std::strerror(errno)
+                  << " (site.launcher)\n";
+        _exit(127);
+    }
+    ::close(err_pipe[1]);
+    relay_stderr(err_pipe[0], report);
+    ::close(err_pipe[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR)
+            throw Error(std::string("cannot wait for the launcher: ") + std::strerror(errno));
+    }
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+void print_paths(const std::vector<StageItem>& items, const std::string& job_id)
+{
+    for (const StageItem& item : items) {
+        const std::string dir = item.tier.path.expand({job_id, "%u", "<node>"});
+        std::cerr << kMessagePrefix << item.env_name << " is set in each srun step (data in " << dir << "/"
+                  << item.dataset.name << " on every node)\n";
+    }
+}
+}  // namespace
+
+int cmd_stage(const GlobalOptions& options, const std::vector<std::string>& args)
+{
+    std::vector<std::string> specs;
+    bool quiet = false;
+    for (const std::string& arg : args) {
+        if (arg == "-h" || arg == "--help") {
+            print_help();
+            return kExitOk;
+        }
+        if (arg == "-q" || arg == "--quiet")
+            quiet = true;
+        else if (!arg.empty() && arg[0] == '-')
+            return usage_error("stage: unknown option '" + arg + "'", "stage");
+        else
+            specs.push_back(arg);
+    }
+    const std::string job_id = env_or("SLURM_JOB_ID", "");
+    const std::string nodes = env_or("SLURM_JOB_NUM_NODES", env_or("SLURM_NNODES", ""));
+    if (job_id.empty() || nodes.empty()) {
+        print_error("stage runs inside a Slurm job (salloc, sbatch, srun): SLURM_JOB_ID and SLURM_JOB_NUM_NODES are not set");
+        return kExitFailure;
+    }
+    const std::string spec = specs.empty() ? job_request() : join(specs, ",");
+    if (spec.empty())
+        return usage_error("stage: no SPEC given and the job has no --stage-data request", "stage");
+
+    const std::string config_path = choose_config_path(options.config_path, true);
+    const Config config = load_config(config_path);
+    const auto items = plan_stage(config, spec);  // refuse bad input before starting anything
+    LauncherReport report;
+    const int rc = run_and_wait(launcher_command(config, job_id, nodes, config_path, spec), report);
+    if (rc != 0) {
+        // A rank that failed said why; one that was killed could not: then
+        // srun's line names the node.
+        if (report.stager_explained)
+            print_error("staging " + spec + " failed; see the messages above");
+        else if (!report.task_failure.empty())
+            print_error("staging " + spec + " failed on " + report.task_failure.substr(0, report.task_failure.find(':')) +
+                        ": the stager ended early (" + report.task_failure + ")");
+        else
+            print_error("staging " + spec + " failed (launcher exit status " + std::to_string(rc) + ")");
+        return kExitFailure;
+    }
+    if (!quiet)
+        print_paths(items, job_id);
+    return kExitOk;
+}
+
+}  // namespace dlstage::cli

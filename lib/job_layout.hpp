@@ -1,0 +1,48 @@
+// Where one dataset of one job lives in a tier, as every party computes it:
+// the prolog (creates tier_dir), the stager (fills partial_dir, renames it to
+// dataset_dir, writes the ready marker last), the step (exports the path
+// from the marker) and the epilog (removes tier_dir).
+//
+//   /dev/shm/dlstage/123/                      tier_dir (prolog, 0700, the user's)
+//   /dev/shm/dlstage/123/imagenet/             dataset_dir: exactly the content
+//   /dev/shm/dlstage/123/.partial-imagenet/    being written; never read by jobs
+//   /dev/shm/dlstage/123/.incoming-imagenet/   archives waiting to be extracted
+//   /dev/shm/dlstage/123/.ready-imagenet.toml  written last, atomically
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "lib/stage_spec.hpp"
+
+namespace dlstage {
+
+struct DatasetLayout {
+    std::string tier_root;
+    std::string tier_dir;
+    std::string dataset_dir;
+    std::string partial_dir;
+    std::string incoming_dir;
+    std::string ready_marker;
+};
+
+DatasetLayout dataset_layout(const StageItem& item, const TemplateValues& values);
+
+// What the stager records once a dataset is complete and verified on a node.
+struct ReadyMarker {
+    std::string dataset;
+    std::string tier;
+    std::string source;
+    std::string path;  // what DLSTAGE_<NAME> holds: the file, or the directory
+    std::uint64_t bytes = 0;
+    std::uint64_t files = 0;
+};
+
+void write_ready_marker(const std::string& marker_path, const ReadyMarker& marker);
+
+// The marker, or nothing if there is none (not staged, or not yet).
+// Throws Error if it exists but cannot be parsed.
+std::optional<ReadyMarker> read_ready_marker(const std::string& marker_path);
+
+}  // namespace dlstage

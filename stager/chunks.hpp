@@ -1,0 +1,30 @@
+// Chunks: the unit that moves between nodes.  File data is cut into pieces
+// and packed into chunks of at most chunk_size bytes in plan order, so a
+// 110 KB image and a 40 GB file both travel in large messages: no per-file
+// message, no per-file collective.  Every rank computes the same layout
+// from the plan, so only data and a checksum cross the network.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "stager/plan.hpp"
+
+namespace dlstage::stager {
+
+struct Piece {
+    std::size_t entry = 0;       // index into Plan::entries (a file)
+    std::uint64_t offset = 0;    // within that file
+    std::uint64_t length = 0;
+};
+
+struct Chunk {
+    std::vector<Piece> pieces;
+    std::uint64_t bytes = 0;
+};
+
+inline constexpr std::uint64_t kDefaultChunkSize = 4ull << 20;
+
+std::vector<Chunk> layout_chunks(const Plan& plan, std::uint64_t chunk_size);
+
+}  // namespace dlstage::stager

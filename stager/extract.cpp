@@ -1,0 +1,726 @@
+#include "stager/extract.hpp"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <array>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <memory>
+#include <set>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "lib/error.hpp"
+#include "lib/strings.hpp"
+
+namespace dlstage::stager {
+
+// The tar reader reports entry types as AE_IF*; the squashfs check sees
+// st_mode.  One type check serves both because the values are the same.
+static_assert(AE_IFREG == S_IFREG && AE_IFDIR == S_IFDIR && AE_IFLNK == S_IFLNK && AE_IFCHR == S_IFCHR &&
+              AE_IFBLK == S_IFBLK && AE_IFIFO == S_IFIFO && AE_IFSOCK == S_IFSOCK);
+
+namespace {
+
+constexpr mode_t kSpecialBits = S_ISUID | S_ISGID | S_ISVTX;
+
+[[noreturn]] void refuse(const std::string& entry, const std::string& source, const std::string& why)
+{
+    throw Error("unsafe entry " + quoted(entry) + " in " + source + ": " + why);
+}
+
+[[noreturn]] void fail(const std::string& what, const std::string& path, int err)
+{
+    throw Error("cannot " + what + " " + path + ": " + std::strerror(err));
+}
+
+// --- names and link targets -------------------------------------------------
+
+enum class PathIssue { none, absolute, leaves, dot_dot };
+
+// Checks a path that must stay inside the destination and returns it without
+// empty and "." components ("./a//b/" -> "a/b"; "" is the destination itself).
+// Any ".." is an issue, even one that stays inside ("a/../b"): no honest
+// dataset needs one, and ARCHIVE_EXTRACT_SECURE_NODOTDOT refuses them anyway.
+// normalized is meaningful only when there is no issue.
+PathIssue inside_path(const std::string& path, std::string& normalized)
+{
+    normalized.clear();
+    if (!path.empty() && path.front() == '/')
+        return PathIssue::absolute;
+    int depth = 0;
+    bool dot_dot = false;
+    for (const std::string& part : split(path, '/')) {
+        if (part.empty() || part == ".")
+            continue;
+        if (part == "..") {
+            if (--depth < 0)
+                return PathIssue::leaves;
+            dot_dot = true;
+            continue;
+        }
+        ++depth;
+        normalized += normalized.empty() ? part : "/" + part;
+    }
+    return dot_dot ? PathIssue::dot_dot : PathIssue::none;
+}
+
+std::size_t depth_of(const std::string& normalized_dir)
+{
+    if (normalized_dir.empty())
+        return 0;
+    return split(normalized_dir, '/').size();
+}
+
+std::string parent_of(const std::string& normalized)
+{
+    const std::size_t slash = normalized.rfind('/');
+    return slash == std::string::npos ? "" : normalized.substr(0, slash);
+}
+
+// A symlink may only lead to somewhere inside the destination, judged from
+// the directory (relative to the destination) that holds it.  Its target may
+// climb with leading ".." but not after a name: "s/../.." looks harmless
+// lexically, yet if s is itself a link to "../..", the kernel climbs from
+// where s leads, and two links that each stay inside together leave.
+void check_symlink(const std::string& entry, const std::string& link_dir, const std::string& target,
+                   const std::string& source)
+{
+    const std::string what = "it is a symlink to " + quoted(target);
+    if (target.empty())
+        refuse(entry, source, "it is a symlink with an empty target");
+    if (target.front() == '/')
+        refuse(entry, source, what + ", an absolute path");
+    std::size_t depth = depth_of(link_dir);
+    bool after_name = false;
+    for (const std::string& part : split(target, '/')) {
+        if (part.empty() || part == ".")
+            continue;
+        if (part != "..") {
+            after_name = true;
+        } else if (after_name) {
+            refuse(entry, source, what + ", which has '..' after a name; use a plain relative target");
+        } else if (depth-- == 0) {
+            refuse(entry, source, what + ", which leaves the destination");
+        }
+    }
+}
+
+// Devices, fifos and sockets have no place in a dataset, and a device node
+// the job's user owns could open hardware the user must not touch.
+void check_type(mode_t type, const std::string& entry, const std::string& source)
+{
+    const char* what = nullptr;
+    switch (type) {
+    case S_IFREG:
+    case S_IFDIR:
+    case S_IFLNK:
+        return;
+    case S_IFCHR:
+    case S_IFBLK:
+        what = "a device node";
+        break;
+    case S_IFIFO:
+        what = "a fifo";
+        break;
+    case S_IFSOCK:
+        what = "a socket";
+        break;
+    default:
+        what = "of an unknown type";
+        break;
+    }
+    refuse(entry, source, std::string("it is ") + what + "; datasets hold only files, directories and links");
+}
+
+std::string join_path(const std::string& dir, const std::string& name)
+{
+    if (name.empty())
+        return dir;
+    return dir.back() == '/' ? dir + name : dir + "/" + name;
+}
+
+// --- tar ----------------------------------------------------------------------
+
+struct ReadFree {
+    void operator()(archive* a) const { archive_read_free(a); }
+};
+struct WriteFree {
+    void operator()(archive* a) const { archive_write_free(a); }
+};
+using Reader = std::unique_ptr<archive, ReadFree>;
+using Writer = std::unique_ptr<archive, WriteFree>;
+
+std::string message_of(archive* a)
+{
+    const char* text = archive_error_string(a);
+    return text ? text : "unknown error";
+}
+
+[[noreturn]] void cannot_read(archive* in, const std::string& source)
+{
+    throw Error("cannot read " + source + ": " + message_of(in));
+}
+
+[[noreturn]] void cannot_extract(archive* out, const std::string& entry, const std::string& source)
+{
+    throw Error("cannot extract " + quoted(entry) + " from " + source + ": " + message_of(out));
+}
+
+Reader open_archive(const std::string& path)
+{
+    Reader in(archive_read_new());
+    if (!in)
+        throw Error("cannot read " + path + ": out of memory");
+    archive_read_support_filter_all(in.get());
+    archive_read_support_format_tar(in.get());  // ustar, pax, gnu and v7
+    // Shards live on a parallel file system, which wants large reads.
+    if (archive_read_open_filename(in.get(), path.c_str(), 1 << 20) != ARCHIVE_OK)
+        cannot_read(in.get(), path);
+    return in;
+}
+
+// Our own checks come first so that errors name the entry; these flags are
+// the second line of defence.  ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS cannot
+// be among them: libarchive has no "relative to this directory" mode and we
+// may not chdir, so every path it sees is the absolute destination plus the
+// checked entry name.  No ARCHIVE_EXTRACT_OWNER and no name lookups: files
+// belong to the job's user, whatever the archive says.
+Writer open_disk_writer()
+{
+    Writer out(archive_write_disk_new());
+    if (!out)
+        throw Error("cannot extract: out of memory");
+    archive_write_disk_set_options(out.get(), ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_PERM |
+                                                  ARCHIVE_EXTRACT_SECURE_SYMLINKS |
+                                                  ARCHIVE_EXTRACT_SECURE_NODOTDOT);
+    return out;
+}
+
+// The destination with symlinks resolved: ARCHIVE_EXTRACT_SECURE_SYMLINKS
+// refuses to write through any symlink on the path, the destination's own
+// included (e.g. a tier below /var/run).
+std::string canonical_directory(const std::string& dest)
+{
+    char buf[PATH_MAX];
+    if (!realpath(dest.c_str(), buf))
+        fail("extract into", dest, errno);
+    struct stat st;
+    if (stat(buf, &st) != 0)
+        fail("extract into", dest, errno);
+    if (!S_ISDIR(st.st_mode))
+        fail("extract into", dest, ENOTDIR);
+    return buf;
+}
+
+class TarExtraction {
+public:
+    TarExtraction(const std::string& archive, const std::string& dest)
+        : source_(archive), dest_(canonical_directory(dest)), in_(open_archive(archive)), out_(open_disk_writer())
+    {
+    }
+
+    ExtractStats run()
+    {
+        archive_entry* entry = nullptr;
+        for (;;) {
+            const int r = archive_read_next_header(in_.get(), &entry);
+            if (r == ARCHIVE_EOF)
+                break;
+            // ARCHIVE_WARN is fine: e.g. a UTF-8 name in the C locale, which
+            // comes through as its raw bytes.
+            if (r < ARCHIVE_WARN)
+                cannot_read(in_.get(), source_);
+            extract(entry);
+        }
+        // libarchive sets the modes and times of the directories it created
+        // here, after everything inside them was written.
+        if (archive_write_close(out_.get()) != ARCHIVE_OK)
+            throw Error("cannot finish extracting " + source_ + " into " + dest_ + ": " + message_of(out_.get()));
+        restore_directory_times();
+        return stats_;
+    }
+
+private:
+    void extract(archive_entry* entry)
+    {
+        const char* raw = archive_entry_pathname(entry);
+        const std::string name = raw ? raw : "";
+        const std::string path = checked_path(name);
+        if (path.empty())
+            return;  // "./": the destination itself, whose mode is the caller's
+        const bool is_file = check_kind(entry, name, path);
+        strip_special_bits(entry, archive_entry_hardlink(entry) != nullptr);
+
+        archive_entry_set_pathname(entry, join_path(dest_, path).c_str());
+        if (const char* link = archive_entry_hardlink(entry))
+            archive_entry_set_hardlink(entry, join_path(dest_, normalized_link(link)).c_str());
+
+        if (archive_write_header(out_.get(), entry) != ARCHIVE_OK)
+            cannot_extract(out_.get(), name, source_);
+        copy_data(name);
+        if (archive_write_finish_entry(out_.get()) != ARCHIVE_OK)
+            cannot_extract(out_.get(), name, source_);
+
+        extracted_[path] = is_file;
+        remember_directory_times(entry, path);
+        ++stats_.entries;
+    }
+
+    void remember_directory_times(archive_entry* entry, const std::string& path)
+    {
+        if (archive_entry_filetype(entry) != S_IFDIR || archive_entry_hardlink(entry) ||
+            !archive_entry_mtime_is_set(entry)) {
+            directory_times_.erase(path);
+            return;
+        }
+        Times& times = directory_times_[path];
+        times[0].tv_nsec = UTIME_OMIT;
+        if (archive_entry_atime_is_set(entry))
+            times[0] = {archive_entry_atime(entry), archive_entry_atime_nsec(entry)};
+        times[1] = {archive_entry_mtime(entry), archive_entry_mtime_nsec(entry)};
+    }
+
+    // libarchive sets the times of a directory that already existed (from an
+    // earlier shard) at once, and the entries written into it afterwards move
+    // its mtime again; so every directory entry gets its times once more at
+    // the end, when nothing is written into it any more.
+    void restore_directory_times() const
+    {
+        for (const auto& [path, times] : directory_times_) {
+            const std::string full = join_path(dest_, path);
+            if (utimensat(AT_FDCWD, full.c_str(), times.data(), AT_SYMLINK_NOFOLLOW) != 0)
+                fail("set the times of", full, errno);
+        }
+    }
+
+    std::string checked_path(const std::string& name) const
+    {
+        if (name.empty())
+            refuse(name, source_, "it has no name");
+        std::string path;
+        switch (inside_path(name, path)) {
+        case PathIssue::none:
+            return path;
+        case PathIssue::absolute:
+            refuse(name, source_, "its path is absolute");
+        case PathIssue::leaves:
+            refuse(name, source_, "its path leaves the destination");
+        case PathIssue::dot_dot:
+            refuse(name, source_, "its path has a '..' component");
+        }
+        return path;
+    }
+
+    // Refuses what may not be extracted; true if the entry makes a file.
+    bool check_kind(archive_entry* entry, const std::string& name, const std::string& path) const
+    {
+        if (const char* link = archive_entry_hardlink(entry)) {
+            check_hardlink(name, link);
+            return true;
+        }
+        const mode_t type = archive_entry_filetype(entry);
+        check_type(type, name, source_);
+        if (type == S_IFLNK) {
+            const char* target = archive_entry_symlink(entry);
+            check_symlink(name, parent_of(path), target ? target : "", source_);
+        }
+        return type == S_IFREG;
+    }
+
+    // A hard link must name a file this archive already extracted: anything
+    // else could be a file outside the destination, and a hard link to a
+    // symlink is a copy of the symlink that resolves from another directory.
+    void check_hardlink(const std::string& name, const std::string& target) const
+    {
+        const std::string what = "it is a hard link to " + quoted(target);
+        std::string path;
+        switch (inside_path(target, path)) {
+        case PathIssue::none:
+            break;
+        case PathIssue::absolute:
+            refuse(name, source_, what + ", an absolute path");
+        case PathIssue::leaves:
+            refuse(name, source_, what + ", which leaves the destination");
+        case PathIssue::dot_dot:
+            refuse(name, source_, what + ", whose path has a '..' component");
+        }
+        const auto found = extracted_.find(path);
+        if (found == extracted_.end() || !found->second)
+            refuse(name, source_, what + ", which is not a file extracted before it");
+    }
+
+    static std::string normalized_link(const std::string& target)
+    {
+        std::string path;
+        inside_path(target, path);  // already checked
+        return path;
+    }
+
+    // A hard link entry repeats its file's mode, and its file was counted.
+    void strip_special_bits(archive_entry* entry, bool is_hardlink)
+    {
+        const mode_t perm = archive_entry_perm(entry);
+        if ((perm & kSpecialBits) == 0)
+            return;
+        archive_entry_set_perm(entry, perm & 0777);
+        if (!is_hardlink)
+            ++stats_.stripped;
+    }
+
+    void copy_data(const std::string& name)
+    {
+        const void* block = nullptr;
+        std::size_t size = 0;
+        la_int64_t offset = 0;
+        for (;;) {
+            const int r = archive_read_data_block(in_.get(), &block, &size, &offset);
+            if (r == ARCHIVE_EOF)
+                return;
+            if (r < ARCHIVE_WARN)
+                cannot_read(in_.get(), source_);
+            if (archive_write_data_block(out_.get(), block, size, offset) != ARCHIVE_OK)
+                cannot_extract(out_.get(), name, source_);
+            stats_.bytes += size;
+        }
+    }
+
+    const std::string source_;
+    const std::string dest_;
+    Reader in_;
+    Writer out_;
+    // Every path extracted so far (normalized) and whether it is a file.
+    std::unordered_map<std::string, bool> extracted_;
+    using Times = std::array<struct timespec, 2>;  // atime, mtime as utimensat takes them
+    std::unordered_map<std::string, Times> directory_times_;
+    ExtractStats stats_;
+};
+
+// --- squashfs -----------------------------------------------------------------
+
+class Fd {
+public:
+    explicit Fd(int fd = -1) : fd_(fd) {}
+    ~Fd()
+    {
+        if (fd_ >= 0)
+            ::close(fd_);
+    }
+    Fd(const Fd&) = delete;
+    Fd& operator=(const Fd&) = delete;
+    int get() const { return fd_; }
+    void reset(int fd = -1)
+    {
+        if (fd_ >= 0)
+            ::close(fd_);
+        fd_ = fd;
+    }
+
+private:
+    int fd_;
+};
+
+struct DirClose {
+    void operator()(DIR* d) const { closedir(d); }
+};
+using Dir = std::unique_ptr<DIR, DirClose>;
+
+std::string without_trailing_slashes(std::string path)
+{
+    while (path.size() > 1 && path.back() == '/')
+        path.pop_back();
+    return path;
+}
+
+std::pair<std::string, std::string> split_parent(const std::string& path)
+{
+    const std::size_t slash = path.rfind('/');
+    if (slash == std::string::npos)
+        return {".", path};
+    return {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)};
+}
+
+// An image may hold directories without read, write or search permission
+// for their owner; they are ours and about to go, so open them up.
+int open_dir_for_removal(int parent, const char* name)
+{
+    const int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+    int fd = openat(parent, name, flags);
+    if (fd < 0 && errno == EACCES && fchmodat(parent, name, S_IRWXU, 0) == 0)
+        fd = openat(parent, name, flags);
+    if (fd >= 0)
+        fchmod(fd, S_IRWXU);
+    return fd;
+}
+
+// Removes name below parent and everything inside it, never following a
+// symlink; true if nothing is left.
+bool remove_below(int parent, const char* name)
+{
+    if (unlinkat(parent, name, 0) == 0 || errno == ENOENT)
+        return true;
+    if (errno != EISDIR && errno != EPERM)
+        return false;
+    const int fd = open_dir_for_removal(parent, name);
+    if (fd < 0)
+        return false;
+    Dir dir(fdopendir(fd));
+    if (!dir) {
+        ::close(fd);
+        return false;
+    }
+    bool removed = true;
+    while (const dirent* e = readdir(dir.get())) {
+        if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0)
+            removed = remove_below(dirfd(dir.get()), e->d_name) && removed;
+    }
+    dir.reset();
+    return unlinkat(parent, name, AT_REMOVEDIR) == 0 && removed;
+}
+
+bool remove_tree(const std::string& path)
+{
+    const auto [parent, name] = split_parent(without_trailing_slashes(path));
+    const Fd parent_fd(open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    return parent_fd.get() >= 0 && remove_below(parent_fd.get(), name.c_str());
+}
+
+void require_new_destination(const std::string& image, const std::string& dest)
+{
+    struct stat st;
+    if (lstat(dest.c_str(), &st) == 0)
+        throw Error("cannot unpack " + image + " into " + dest + ": it already exists");
+    if (errno != ENOENT)
+        fail("unpack " + image + " into", dest, errno);
+    const std::string parent = split_parent(without_trailing_slashes(dest)).first;
+    if (stat(parent.c_str(), &st) != 0)
+        fail("unpack " + image + " into", dest, errno);
+    if (!S_ISDIR(st.st_mode))
+        fail("unpack " + image + " into", dest, ENOTDIR);
+}
+
+struct ChildResult {
+    int status = 0;      // as from waitpid
+    std::string output;  // its stdout and stderr, the tail only
+};
+
+// Runs argv (looked up in PATH, no shell) with stdin from /dev/null and
+// stdout and stderr captured.  Only async-signal-safe calls happen between
+// fork and exec: the stager has other threads.  An exec failure comes back
+// through a close-on-exec pipe, which a successful exec closes empty.
+ChildResult run_captured(const std::vector<std::string>& args)
+{
+    std::vector<char*> argv;
+    for (const std::string& arg : args)
+        argv.push_back(const_cast<char*>(arg.c_str()));
+    argv.push_back(nullptr);
+
+    const std::string& program = args.front();
+    int output[2];
+    int exec_error[2];
+    if (pipe2(output, O_CLOEXEC) != 0)
+        fail("run", program, errno);
+    Fd out_read(output[0]), out_write(output[1]);
+    if (pipe2(exec_error, O_CLOEXEC) != 0)
+        fail("run", program, errno);
+    Fd err_read(exec_error[0]), err_write(exec_error[1]);
+    const Fd null(open("/dev/null", O_RDONLY | O_CLOEXEC));
+    if (null.get() < 0)
+        fail("open", "/dev/null", errno);
+
+    const pid_t pid = fork();
+    if (pid < 0)
+        fail("run", program, errno);
+    if (pid == 0) {
+        if (dup2(null.get(), 0) >= 0 && dup2(out_write.get(), 1) >= 0 && dup2(out_write.get(), 2) >= 0)
+            execvp(argv[0], argv.data());
+        const int err = errno;
+        (void)!::write(err_write.get(), &err, sizeof err);
+        _exit(127);
+    }
+    out_write.reset();
+    err_write.reset();
+
+    ChildResult result;
+    constexpr std::size_t kKeep = 64 * 1024;  // enough for the last line
+    char buf[4096];
+    for (;;) {
+        const ssize_t n = ::read(out_read.get(), buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        result.output.append(buf, static_cast<std::size_t>(n));
+        if (result.output.size() > 2 * kKeep)
+            result.output.erase(0, result.output.size() - kKeep);
+    }
+    int err = 0;
+    ssize_t got;
+    while ((got = ::read(err_read.get(), &err, sizeof err)) < 0 && errno == EINTR) {
+    }
+    while (waitpid(pid, &result.status, 0) < 0) {
+        if (errno != EINTR)
+            fail("wait for", program, errno);
+    }
+    if (got == static_cast<ssize_t>(sizeof err))
+        fail("run", program, err);
+    return result;
+}
+
+// The last non-empty line of a program's output, made safe for a one-line
+// message.
+std::string last_line(const std::string& output)
+{
+    const std::size_t end = output.find_last_not_of(" \t\r\n");
+    if (end == std::string::npos)
+        return "";
+    const std::size_t newline = output.rfind('\n', end);
+    std::string line = output.substr(newline == std::string::npos ? 0 : newline + 1, end + 1 - (newline + 1));
+    for (char& c : line) {
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+            c = ' ';
+    }
+    return trim(line);
+}
+
+// A path as an argument that no program can take for an option.
+std::string not_an_option(const std::string& path)
+{
+    return starts_with(path, "-") ? "./" + path : path;
+}
+
+void run_unsquashfs(const std::string& image, const std::string& dest)
+{
+    const ChildResult child = run_captured(
+        {"unsquashfs", "-no-progress", "-quiet", "-no-xattrs", "-d", not_an_option(dest), not_an_option(image)});
+    if (WIFEXITED(child.status) && WEXITSTATUS(child.status) == 0)
+        return;
+    std::string how = WIFSIGNALED(child.status)
+                          ? "unsquashfs was killed by signal " + std::to_string(WTERMSIG(child.status))
+                          : "unsquashfs exited with status " + std::to_string(WEXITSTATUS(child.status));
+    const std::string line = last_line(child.output);
+    throw Error("cannot unpack " + image + ": " + how + (line.empty() ? "" : ": " + line));
+}
+
+// Walks what unsquashfs wrote, never following a symlink, and applies the
+// rules extract_tar applies before writing.  unsquashfs cannot be told to
+// leave devices out or to strip bits, so this happens afterwards; dest is
+// private to the job until the caller renames it into place.
+class TreeCheck {
+public:
+    TreeCheck(const std::string& image, const std::string& dest) : image_(image), dest_(dest) {}
+
+    ExtractStats run()
+    {
+        Fd root(open(dest_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        if (root.get() < 0)
+            fail("read", dest_, errno);
+        walk(root.get(), "");
+        return stats_;
+    }
+
+private:
+    void walk(int dir_fd, const std::string& rel_dir)
+    {
+        const int fd = fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
+        if (fd < 0)
+            fail("read", join_path(dest_, rel_dir), errno);
+        Dir dir(fdopendir(fd));
+        if (!dir) {
+            ::close(fd);
+            fail("read", join_path(dest_, rel_dir), errno);
+        }
+        errno = 0;
+        while (const dirent* e = readdir(dir.get())) {
+            if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0)
+                check(dir_fd, e->d_name, rel_dir);
+            errno = 0;
+        }
+        if (errno != 0)
+            fail("read", join_path(dest_, rel_dir), errno);
+    }
+
+    void check(int dir_fd, const char* name, const std::string& rel_dir)
+    {
+        const std::string rel = rel_dir.empty() ? name : rel_dir + "/" + name;
+        struct stat st;
+        if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+            fail("read", join_path(dest_, rel), errno);
+        const mode_t type = st.st_mode & S_IFMT;
+        check_type(type, rel, image_);
+        ++stats_.entries;
+        if (type == S_IFLNK) {
+            check_symlink(rel, rel_dir, read_link(dir_fd, name, rel), image_);
+            return;
+        }
+        if ((st.st_mode & kSpecialBits) != 0) {
+            // Not a symlink (checked above), so following is harmless.
+            if (fchmodat(dir_fd, name, st.st_mode & 0777, 0) != 0)
+                fail("change the mode of", join_path(dest_, rel), errno);
+            ++stats_.stripped;
+        }
+        if (type == S_IFREG && first_sight(st))
+            stats_.bytes += static_cast<std::uint64_t>(st.st_size);
+        if (type == S_IFDIR) {
+            const Fd sub(openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+            if (sub.get() < 0)
+                fail("read", join_path(dest_, rel), errno);
+            walk(sub.get(), rel);
+        }
+    }
+
+    // Hard-linked files hold their data once.
+    bool first_sight(const struct stat& st)
+    {
+        return st.st_nlink < 2 || seen_.insert({st.st_dev, st.st_ino}).second;
+    }
+
+    std::string read_link(int dir_fd, const char* name, const std::string& rel) const
+    {
+        std::vector<char> buf(PATH_MAX + 1);
+        const ssize_t n = readlinkat(dir_fd, name, buf.data(), buf.size());
+        if (n < 0)
+            fail("read the symlink", join_path(dest_, rel), errno);
+        if (static_cast<std::size_t>(n) == buf.size())
+            refuse(rel, image_, "its symlink target is longer than PATH_MAX");
+        return std::string(buf.data(), static_cast<std::size_t>(n));
+    }
+
+    const std::string& image_;
+    const std::string& dest_;
+    std::set<std::pair<dev_t, ino_t>> seen_;
+    ExtractStats stats_;
+};
+
+}  // namespace
+
+ExtractStats extract_tar(const std::string& archive, const std::string& dest)
+{
+    return TarExtraction(archive, dest).run();
+}
+
+ExtractStats extract_squashfs(const std::string& image, const std::string& dest)
+{
+    require_new_destination(image, dest);
+    try {
+        run_unsquashfs(image, dest);
+        return TreeCheck(image, dest).run();
+    } catch (const Error& e) {
+        if (!remove_tree(dest))
+            throw Error(std::string(e.what()) + "; also could not remove " + dest);
+        throw;
+    } catch (...) {
+        remove_tree(dest);
+        throw;
+    }
+}
+
+}  // namespace dlstage::stager

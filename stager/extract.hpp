@@ -1,0 +1,39 @@
+// Unpacking datasets that arrived as tar shards or squashfs images into a
+// node-local directory.
+//
+// The stager runs as the job's user, and archives come from users or dataset
+// maintainers, so every entry is treated as hostile: nothing may land outside
+// the destination, no link may point out of it, and no device, fifo, socket
+// or setuid/setgid/sticky bit may come out of it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace dlstage::stager {
+
+struct ExtractStats {
+    std::uint64_t entries = 0;   // entries written (files, dirs, symlinks, hardlinks)
+    std::uint64_t bytes = 0;     // file data bytes written
+    std::uint64_t stripped = 0;  // entries whose setuid/setgid/sticky bits were removed
+};
+
+// Unpacks one tar archive (ustar, pax or gnu; plain or compressed with any
+// filter libarchive detects) into dest, an existing directory, like `tar -x`:
+// a later archive overwrites files of the same name an earlier one left.
+// Keeps permission bits and mtimes, never owners.  Throws dlstage::Error
+// naming the archive and the entry for an absolute path or a ".." in a path,
+// a link that points out of dest, a hard link to anything but a file already
+// extracted from the same archive, a device node, fifo or socket, and
+// "cannot read ARCHIVE: ..." for a corrupt or truncated archive.  On an error
+// the entries before it stay in dest: the caller removes the whole directory.
+ExtractStats extract_tar(const std::string& archive, const std::string& dest);
+
+// Unpacks a squashfs image into dest, which must not exist yet (its parent
+// must), with unsquashfs, then checks the result by the rules of extract_tar
+// and strips setuid/setgid/sticky bits.  On any error dest is removed again.
+// unsquashfs run by anyone but root drops those bits itself, so stripped
+// counts only the ones it left.
+ExtractStats extract_squashfs(const std::string& image, const std::string& dest);
+
+}  // namespace dlstage::stager

@@ -1,0 +1,130 @@
+// dlstage-stager: one MPI rank per node of a job, run as the job's user by
+// `dlstage stage` through the site's launcher (srun).  Stages each dataset
+// of SPEC into this job's directory on every node.
+//
+// Any failure on any rank prints one line naming dataset, tier, node and
+// reason and exits at once; the launcher (srun --kill-on-bad-exit) then
+// stops every other rank: nothing hangs, and no marker is written for data
+// that is not complete everywhere.  (Not MPI_Abort: its banner, printed by
+// every rank, would bury the one line the user needs.)
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mpi.h>
+#include <pwd.h>
+#include <string>
+#include <unistd.h>
+
+#include "lib/config.hpp"
+#include "lib/error.hpp"
+#include "lib/size.hpp"
+#include "lib/stage_spec.hpp"
+#include "stager/stage_dataset.hpp"
+
+namespace {
+using namespace dlstage;
+
+struct Arguments {
+    std::string config;
+    std::string job_id;
+    std::string spec;
+    stager::ExchangeOptions exchange;
+    double progress_interval = 5.0;
+};
+
+[[noreturn]] void usage_error(const std::string& message)
+{
+    std::fprintf(stderr,
+                 "dlstage-stager: %s\n"
+                 "usage: dlstage-stager --config FILE --job ID [--chunk-size SIZE] [--rate-limit SIZE]\n"
+                 "                      [--progress SECONDS] SPEC\n"
+                 "Run by 'dlstage stage' through srun, one rank per node; see dlstage(1).\n",
+                 message.c_str());
+    MPI_Abort(MPI_COMM_WORLD, 2);
+    std::exit(2);
+}
+
+Arguments parse_arguments(int argc, char** argv)
+{
+    Arguments args;
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        const auto value = [&]() -> std::string {
+            if (i + 1 >= argc)
+                usage_error(arg + " needs a value");
+            return argv[++i];
+        };
+        if (arg == "--config")
+            args.config = value();
+        else if (arg == "--job")
+            args.job_id = value();
+        else if (arg == "--chunk-size")
+            args.exchange.chunk_size = parse_size(value());
+        else if (arg == "--rate-limit")
+            args.exchange.read_rate_limit = static_cast<double>(parse_size(value()));
+        else if (arg == "--progress")
+            args.progress_interval = std::atof(value().c_str());
+        else if (!arg.empty() && arg[0] == '-')
+            usage_error("unknown option " + arg);
+        else if (args.spec.empty())
+            args.spec = arg;
+        else
+            usage_error("only one SPEC (comma-separated) may be given");
+    }
+    if (args.config.empty() || args.job_id.empty() || args.spec.empty())
+        usage_error("--config, --job and SPEC are required");
+    if (args.exchange.chunk_size < 4096 || args.exchange.chunk_size > (1ull << 30))
+        usage_error("--chunk-size must be between 4K and 1G");
+    return args;
+}
+
+std::string node_name()
+{
+    if (const char* name = std::getenv("SLURMD_NODENAME"); name && *name)
+        return name;
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    return host;
+}
+
+std::string user_name()
+{
+    const passwd* pw = getpwuid(getuid());
+    if (!pw)
+        throw Error("cannot find the user name of uid " + std::to_string(getuid()));
+    return pw->pw_name;
+}
+
+[[noreturn]] void abort_all(const std::string& what, const std::string& node, const std::string& reason)
+{
+    std::fprintf(stderr, "dlstage: %s failed on %s: %s\n", what.c_str(), node.c_str(), reason.c_str());
+    std::fflush(stderr);
+    _exit(1);
+}
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    MPI_Init(&argc, &argv);
+    stager::NodeContext ctx;
+    MPI_Comm_rank(MPI_COMM_WORLD, &ctx.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &ctx.size);
+    ctx.node = node_name();
+    const Arguments args = parse_arguments(argc, argv);
+    ctx.progress_interval = args.progress_interval;
+
+    std::string what = "staging";
+    try {
+        const Config config = load_config(args.config);
+        ctx.state_dir = config.site.state_dir;
+        ctx.values = {args.job_id, user_name(), ctx.node};
+        for (const StageItem& item : plan_stage(config, args.spec)) {
+            what = "staging " + item.dataset.name + " to " + item.tier.name;
+            stager::stage_dataset(item, ctx, args.exchange);
+        }
+    } catch (const std::exception& e) {
+        abort_all(what, ctx.node, e.what());
+    }
+    MPI_Finalize();
+    return 0;
+}

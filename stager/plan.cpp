@@ -1,0 +1,278 @@
+#include "stager/plan.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lib/error.hpp"
+#include "lib/strings.hpp"
+
+namespace dlstage::stager {
+
+std::uint64_t Plan::total_bytes() const
+{
+    std::uint64_t sum = 0;
+    for (const Entry& e : entries)
+        sum += e.type == EntryType::File ? e.size : 0;
+    return sum;
+}
+
+std::uint64_t Plan::file_count() const
+{
+    return static_cast<std::uint64_t>(std::count_if(
+        entries.begin(), entries.end(), [](const Entry& e) { return e.type != EntryType::Dir; }));
+}
+
+namespace {
+[[noreturn]] void fail(const std::string& path, int err)
+{
+    throw Error("cannot read " + path + ": " + std::strerror(err));
+}
+
+Entry entry_from_stat(const std::string& rel, const struct stat& st)
+{
+    Entry e;
+    e.path = rel;
+    e.mode = st.st_mode & 07777;
+    e.mtime_sec = st.st_mtim.tv_sec;
+    e.mtime_nsec = static_cast<std::uint32_t>(st.st_mtim.tv_nsec);
+    if (S_ISREG(st.st_mode)) {
+        e.type = EntryType::File;
+        e.size = static_cast<std::uint64_t>(st.st_size);
+    } else if (S_ISDIR(st.st_mode)) {
+        e.type = EntryType::Dir;
+    } else if (S_ISLNK(st.st_mode)) {
+        e.type = EntryType::Symlink;
+    }
+    return e;
+}
+
+std::string read_link(const std::string& path)
+{
+    std::string target(4096, '\0');
+    const ssize_t n = readlink(path.c_str(), target.data(), target.size());
+    if (n < 0)
+        fail(path, errno);
+    target.resize(static_cast<std::size_t>(n));
+    return target;
+}
+
+// Depth-first, names sorted bytewise: a directory comes before its
+// contents, and every rank and every run sees the same order.
+void walk(const std::string& root, const std::string& rel, Plan& plan)
+{
+    const std::string dir_path = rel.empty() ? root : root + "/" + rel;
+    DIR* dir = opendir(dir_path.c_str());
+    if (!dir)
+        fail(dir_path, errno);
+    std::vector<std::string> names;
+    errno = 0;
+    while (const dirent* d = readdir(dir)) {
+        if (std::strcmp(d->d_name, ".") != 0 && std::strcmp(d->d_name, "..") != 0)
+            names.emplace_back(d->d_name);
+    }
+    const int err = errno;
+    closedir(dir);
+    if (err)
+        fail(dir_path, err);
+    std::sort(names.begin(), names.end());
+
+    for (const std::string& name : names) {
+        const std::string child_rel = rel.empty() ? name : rel + "/" + name;
+        const std::string child_path = root + "/" + child_rel;
+        struct stat st {};
+        if (lstat(child_path.c_str(), &st) != 0)
+            fail(child_path, errno);
+        if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode))
+            throw Error(quoted(child_path) + " is not a file, directory or symlink; datasets cannot hold "
+                        "devices, fifos or sockets");
+        Entry e = entry_from_stat(child_rel, st);
+        if (e.type == EntryType::Symlink)
+            e.target = read_link(child_path);
+        if (e.type == EntryType::File && access(child_path.c_str(), R_OK) != 0)
+            fail(child_path, errno);
+        plan.entries.push_back(e);
+        if (e.type == EntryType::Dir)
+            walk(root, child_rel, plan);
+    }
+}
+
+std::string base_name(const std::string& path)
+{
+    return path.substr(path.rfind('/') + 1);
+}
+
+void add_single_file(const std::string& path, Plan& plan)
+{
+    struct stat st {};
+    if (stat(path.c_str(), &st) != 0)
+        fail(path, errno);
+    if (!S_ISREG(st.st_mode))
+        throw Error(quoted(path) + " is not a regular file");
+    if (access(path.c_str(), R_OK) != 0)
+        fail(path, errno);
+    plan.entries.push_back(entry_from_stat(base_name(path), st));
+}
+
+// Tar shards: the glob's matches, sorted; each staged under its base name.
+Plan plan_shards(const Dataset& dataset)
+{
+    Plan plan;
+    plan.format = Format::Tar;
+    const std::string& pattern = dataset.source;
+    plan.source_root = pattern.substr(0, pattern.rfind('/'));
+    glob_t matches{};
+    const int rc = glob(pattern.c_str(), GLOB_ERR, nullptr, &matches);
+    std::vector<std::string> paths(matches.gl_pathv, matches.gl_pathv + (rc == 0 ? matches.gl_pathc : 0));
+    globfree(&matches);
+    if (rc == GLOB_NOMATCH)
+        throw Error("no tar shards match " + quoted(pattern));
+    if (rc != 0)
+        fail(pattern, errno ? errno : EIO);
+    std::sort(paths.begin(), paths.end());
+    for (const std::string& path : paths) {
+        if (path.substr(0, path.rfind('/')) != plan.source_root)
+            throw Error("tar shards must sit in one directory: " + quoted(pattern));
+        add_single_file(path, plan);
+    }
+    return plan;
+}
+}  // namespace
+
+Plan build_plan(const Dataset& dataset)
+{
+    const Format known = dataset.known_format();
+    if (known == Format::Tar && dataset.source.find_first_of("*?[") != std::string::npos)
+        return plan_shards(dataset);
+
+    struct stat st {};
+    if (stat(dataset.source.c_str(), &st) != 0)
+        fail(dataset.source, errno);
+    Plan plan;
+    if (S_ISDIR(st.st_mode)) {
+        if (known != Format::Auto && known != Format::Dir)
+            throw Error(quoted(dataset.source) + " is a directory, but the dataset's format is " +
+                        to_string(known));
+        plan.format = Format::Dir;
+        plan.source_root = dataset.source;
+        walk(dataset.source, "", plan);
+        return plan;
+    }
+    plan.format = known == Format::Auto ? Format::File : known;
+    plan.source_root = dataset.source.substr(0, dataset.source.rfind('/'));
+    if (plan.source_root.empty())
+        plan.source_root = "/";
+    plan.single_file = true;
+    add_single_file(dataset.source, plan);
+    return plan;
+}
+
+// --- wire format -------------------------------------------------------------
+// Little more than the fields in order; both ends are the same binary.
+
+namespace {
+class Writer {
+public:
+    template <typename T>
+    void put(T value)
+    {
+        out_.append(reinterpret_cast<const char*>(&value), sizeof value);
+    }
+    void put(const std::string& text)
+    {
+        put(static_cast<std::uint32_t>(text.size()));
+        out_ += text;
+    }
+    std::string take() { return std::move(out_); }
+
+private:
+    std::string out_;
+};
+
+class Reader {
+public:
+    explicit Reader(const std::string& in) : in_(in) {}
+    template <typename T>
+    T get()
+    {
+        T value;
+        need(sizeof value);
+        std::memcpy(&value, in_.data() + pos_, sizeof value);
+        pos_ += sizeof value;
+        return value;
+    }
+    std::string get_string()
+    {
+        const auto size = get<std::uint32_t>();
+        need(size);
+        std::string text = in_.substr(pos_, size);
+        pos_ += size;
+        return text;
+    }
+    bool done() const { return pos_ == in_.size(); }
+
+private:
+    void need(std::size_t n) const
+    {
+        if (in_.size() - pos_ < n)
+            throw Error("malformed staging plan (truncated)");
+    }
+    const std::string& in_;
+    std::size_t pos_ = 0;
+};
+
+constexpr std::uint32_t kPlanMagic = 0x444c5331;  // "DLS1"
+}  // namespace
+
+std::string serialize(const Plan& plan)
+{
+    Writer w;
+    w.put(kPlanMagic);
+    w.put(plan.source_root);
+    w.put(static_cast<std::uint8_t>(plan.format));
+    w.put(static_cast<std::uint8_t>(plan.single_file));
+    w.put(static_cast<std::uint64_t>(plan.entries.size()));
+    for (const Entry& e : plan.entries) {
+        w.put(static_cast<std::uint8_t>(e.type));
+        w.put(e.path);
+        w.put(e.mode);
+        w.put(e.mtime_sec);
+        w.put(e.mtime_nsec);
+        w.put(e.size);
+        w.put(e.target);
+    }
+    return w.take();
+}
+
+Plan deserialize(const std::string& bytes)
+{
+    Reader r(bytes);
+    if (r.get<std::uint32_t>() != kPlanMagic)
+        throw Error("malformed staging plan (bad magic)");
+    Plan plan;
+    plan.source_root = r.get_string();
+    plan.format = static_cast<Format>(r.get<std::uint8_t>());
+    plan.single_file = r.get<std::uint8_t>() != 0;
+    const auto count = r.get<std::uint64_t>();
+    for (std::uint64_t i = 0; i < count; ++i) {
+        Entry e;
+        e.type = static_cast<EntryType>(r.get<std::uint8_t>());
+        e.path = r.get_string();
+        e.mode = r.get<std::uint32_t>();
+        e.mtime_sec = r.get<std::int64_t>();
+        e.mtime_nsec = r.get<std::uint32_t>();
+        e.size = r.get<std::uint64_t>();
+        e.target = r.get_string();
+        plan.entries.push_back(std::move(e));
+    }
+    if (!r.done())
+        throw Error("malformed staging plan (trailing bytes)");
+    return plan;
+}
+
+}  // namespace dlstage::stager

@@ -1,0 +1,34 @@
+// Reads the pieces of a chunk from the source, as the user.  Each byte of
+// the dataset is read by exactly one rank for the whole job.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "stager/chunks.hpp"
+
+namespace dlstage::stager {
+
+class SourceReader {
+public:
+    explicit SourceReader(const Plan& plan) : plan_(plan) {}
+    ~SourceReader();
+    SourceReader(const SourceReader&) = delete;
+    SourceReader& operator=(const SourceReader&) = delete;
+
+    // Fills out (chunk.bytes long).  Throws Error when a file cannot be read
+    // or is shorter than planned (the source changed while staging).
+    void read(const Chunk& chunk, char* out);
+
+    std::uint64_t bytes_read() const { return bytes_read_; }
+
+private:
+    int fd_for(std::size_t entry);
+
+    const Plan& plan_;
+    std::size_t open_entry_ = static_cast<std::size_t>(-1);
+    int fd_ = -1;
+    std::uint64_t bytes_read_ = 0;
+};
+
+}  // namespace dlstage::stager

@@ -1,0 +1,258 @@
+#include "stager/stage_dataset.hpp"
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <mpi.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "lib/error.hpp"
+#include "lib/job_layout.hpp"
+#include "lib/safe_fs.hpp"
+#include "lib/size.hpp"
+#include "lib/state_record.hpp"
+#include "lib/strings.hpp"
+#include "policies/admission.hpp"
+#include "stager/extract.hpp"
+#include "stager/plan.hpp"
+
+namespace dlstage::stager {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+bool all_ranks(bool mine)
+{
+    int in = mine ? 1 : 0, out = 0;
+    MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    return out == 1;
+}
+
+std::uint64_t sum_over_ranks(std::uint64_t mine)
+{
+    unsigned long long in = mine, out = 0;
+    MPI_Allreduce(&in, &out, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+    return out;
+}
+
+bool exists(const std::string& path)
+{
+    struct stat st {};
+    return lstat(path.c_str(), &st) == 0;
+}
+
+// The prolog made tier_dir for this user; if it could not, its state record
+// says why, and that is the reason the user should read.
+void check_node_prepared(const DatasetLayout& layout, const NodeContext& ctx)
+{
+    struct stat st {};
+    const bool ok = lstat(layout.tier_dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == getuid();
+    if (ok)
+        return;
+    const std::string record = node_record_path(ctx.state_dir, ctx.values.job_id, ctx.node, "prolog");
+    try {
+        const toml::table prolog = read_record(record);
+        const std::string message = prolog["message"].value_or(std::string());
+        if (!message.empty())
+            throw Error(message);
+    } catch (const Error& e) {
+        if (exists(record))
+            throw;
+    }
+    throw Error("the job directory " + layout.tier_dir +
+                " was not prepared by the prolog (is PrologFlags=Alloc set and the plugin loaded?)");
+}
+
+// Leftovers of an earlier attempt in this job (a restage after a failure).
+void clear_leftovers(const DatasetLayout& layout)
+{
+    for (const std::string* path : {&layout.partial_dir, &layout.incoming_dir, &layout.dataset_dir}) {
+        const RemoveResult removed = remove_tree_within(layout.tier_dir, *path);
+        if (!removed.ok())
+            throw Error("cannot clear " + *path + ": " + removed.problems.front());
+    }
+    if (unlink(layout.ready_marker.c_str()) != 0 && errno != ENOENT)
+        throw Error("cannot remove " + layout.ready_marker + ": " + std::strerror(errno));
+}
+
+Plan broadcast_plan(const StageItem& item, const NodeContext& ctx)
+{
+    std::string bytes;
+    if (ctx.rank == 0)
+        bytes = serialize(build_plan(item.dataset));
+    unsigned long long size = bytes.size();
+    MPI_Bcast(&size, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
+    bytes.resize(size);
+    // Chunked: one MPI message holds at most INT_MAX bytes.
+    constexpr std::size_t kStep = 1u << 30;
+    for (std::size_t off = 0; off < size; off += kStep)
+        MPI_Bcast(bytes.data() + off, static_cast<int>(std::min<std::size_t>(kStep, size - off)), MPI_BYTE, 0,
+                  MPI_COMM_WORLD);
+    return deserialize(bytes);
+}
+
+void check_mode_fits_plan(const StageItem& item, const Plan& plan)
+{
+    const bool archive = plan.format == Format::Tar || plan.format == Format::Squashfs;
+    if (item.dataset.mode == Mode::Extract && !archive)
+        throw Error("mode = \"extract\" needs tar shards or a squashfs image, but " + item.dataset.source + " is a " +
+                    to_string(plan.format));
+}
+
+// The tier's file system on this node, against what the plan brings.  The
+// extracted size of archives is not known before extraction: their own size
+// is the floor.
+void check_space(const StageItem& item, const DatasetLayout& layout, const Plan& plan)
+{
+    struct statvfs fs {};
+    if (statvfs(layout.tier_dir.c_str(), &fs) != 0)
+        throw Error("cannot check free space of " + layout.tier_dir + ": " + std::strerror(errno));
+    policy::TierSpace space;
+    space.total_bytes = static_cast<std::uint64_t>(fs.f_blocks) * fs.f_frsize;
+    space.free_bytes = static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize;
+    if (fs.f_files > 0)
+        space.free_inodes = fs.f_favail;
+    SourceFacts facts;
+    facts.bytes = plan.total_bytes();
+    facts.files = plan.entry_count();
+    const policy::Verdict verdict = policy::admit(item.dataset, item.tier, facts, space);
+    if (!verdict.allowed)
+        throw Error(verdict.reason);
+}
+
+void extract_into(const DatasetLayout& layout, const Plan& plan)
+{
+    if (plan.format == Format::Squashfs) {
+        extract_squashfs(layout.incoming_dir + "/" + plan.entries.front().path, layout.partial_dir);
+    } else {
+        if (mkdir(layout.partial_dir.c_str(), 0755) != 0)
+            throw Error("cannot create " + layout.partial_dir + ": " + std::strerror(errno));
+        for (const Entry& shard : plan.entries) {
+            try {
+                extract_tar(layout.incoming_dir + "/" + shard.path, layout.partial_dir);
+            } catch (const Error& e) {
+                // Name the shard as the user knows it, not its node-local copy.
+                std::string message = e.what();
+                const std::string local = layout.incoming_dir + "/" + shard.path;
+                if (const std::size_t at = message.find(local); at != std::string::npos)
+                    message.replace(at, local.size(), plan.source_root + "/" + shard.path);
+                throw Error(message);
+            }
+        }
+    }
+    const RemoveResult removed = remove_tree_within(layout.tier_dir, layout.incoming_dir);
+    if (!removed.ok())
+        throw Error("cannot remove " + layout.incoming_dir + ": " + removed.problems.front());
+}
+
+std::string rate(std::uint64_t bytes, double seconds)
+{
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2f GB/s", seconds > 0 ? static_cast<double>(bytes) / seconds / 1e9 : 0.0);
+    return buf;
+}
+
+class Progress {
+public:
+    Progress(const StageItem& item, const Plan& plan, std::size_t chunks, const NodeContext& ctx)
+        : item_(item), total_(plan.total_bytes()), chunks_(chunks), ctx_(ctx), start_(Clock::now()), last_(start_)
+    {
+    }
+    void operator()(std::size_t done_chunks, std::uint64_t done_bytes)
+    {
+        if (ctx_.rank != 0 || done_chunks == chunks_)
+            return;
+        const auto now = Clock::now();
+        if (std::chrono::duration<double>(now - last_).count() < ctx_.progress_interval)
+            return;
+        last_ = now;
+        const double elapsed = std::chrono::duration<double>(now - start_).count();
+        const double per_s = static_cast<double>(done_bytes) / elapsed;
+        const double eta = per_s > 0 ? static_cast<double>(total_ - done_bytes) / per_s : 0;
+        std::fprintf(stderr, "dlstage: %s: %s of %s (%.0f%%), %s, ETA %.0f s\n", item_.dataset.name.c_str(),
+                     format_size(done_bytes).c_str(), format_size(total_).c_str(),
+                     100.0 * static_cast<double>(done_bytes) / static_cast<double>(total_), rate(done_bytes, elapsed).c_str(),
+                     eta);
+    }
+
+private:
+    const StageItem& item_;
+    std::uint64_t total_;
+    std::size_t chunks_;
+    const NodeContext& ctx_;
+    Clock::time_point start_, last_;
+};
+
+// Renames the verified copy into place and writes the marker, last.
+void publish(const StageItem& item, const DatasetLayout& layout, const Plan& plan)
+{
+    if (rename(layout.partial_dir.c_str(), layout.dataset_dir.c_str()) != 0)
+        throw Error("cannot rename " + layout.partial_dir + " to " + layout.dataset_dir + ": " + std::strerror(errno));
+    ReadyMarker marker;
+    marker.dataset = item.dataset.name;
+    marker.tier = item.tier.name;
+    marker.source = item.dataset.source;
+    const bool one_file = plan.single_file && item.dataset.mode == Mode::Copy;
+    marker.path = one_file ? layout.dataset_dir + "/" + plan.entries.front().path : layout.dataset_dir;
+    marker.bytes = plan.total_bytes();
+    marker.files = plan.file_count();
+    write_ready_marker(layout.ready_marker, marker);
+}
+}  // namespace
+
+void stage_dataset(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options)
+{
+    if (const auto verdict = policy::supported(item.dataset, item.tier); !verdict.allowed)
+        throw Error(verdict.reason);
+    const DatasetLayout layout = dataset_layout(item, ctx.values);
+    check_node_prepared(layout, ctx);
+
+    const bool ready_here = exists(layout.dataset_dir) && read_ready_marker(layout.ready_marker).has_value();
+    if (all_ranks(ready_here)) {
+        if (ctx.rank == 0)
+            std::fprintf(stderr, "dlstage: %s is already staged to %s on %d nodes\n", item.dataset.name.c_str(),
+                         item.tier.name.c_str(), ctx.size);
+        return;
+    }
+    clear_leftovers(layout);
+
+    const auto start = Clock::now();
+    const Plan plan = broadcast_plan(item, ctx);
+    check_mode_fits_plan(item, plan);
+    check_space(item, layout, plan);
+    if (ctx.rank == 0)
+        std::fprintf(stderr, "dlstage: staging %s (%s in %llu %s) from %s to %s on %d nodes\n",
+                     item.dataset.name.c_str(), format_size(plan.total_bytes()).c_str(),
+                     static_cast<unsigned long long>(plan.file_count()), plan.file_count() == 1 ? "file" : "files",
+                     item.dataset.source.c_str(), item.tier.name.c_str(), ctx.size);
+
+    const bool extract = item.dataset.mode == Mode::Extract;
+    SourceReader reader(plan);
+    TreeWriter writer(plan, extract ? layout.incoming_dir : layout.partial_dir);
+    writer.create_skeleton();
+    const auto chunks = layout_chunks(plan, options.chunk_size);
+    Progress progress(item, plan, chunks.size(), ctx);
+    exchange_chunks(chunks, reader, writer, options, std::ref(progress));
+    writer.finish();
+    if (extract)
+        extract_into(layout, plan);
+
+    // Publish only once every node holds a complete, verified copy: a rank
+    // that failed has aborted the whole stager (MPI_Abort) before this.
+    MPI_Barrier(MPI_COMM_WORLD);
+    publish(item, layout, plan);
+    const std::uint64_t read = sum_over_ranks(reader.bytes_read());
+    if (ctx.rank == 0) {
+        const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+        const double ratio = plan.total_bytes() ? static_cast<double>(read) / static_cast<double>(plan.total_bytes()) : 1.0;
+        std::fprintf(stderr,
+                     "dlstage: staged %s to %s on %d nodes in %.2f s (%s per node); source bytes read %s (%.2fx)\n",
+                     item.dataset.name.c_str(), item.tier.name.c_str(), ctx.size, seconds,
+                     rate(plan.total_bytes(), seconds).c_str(), format_size(read).c_str(), ratio);
+    }
+}
+
+}  // namespace dlstage::stager

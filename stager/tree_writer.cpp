@@ -1,0 +1,147 @@
+#include "stager/tree_writer.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lib/error.hpp"
+
+namespace dlstage::stager {
+
+namespace {
+[[noreturn]] void fail(const std::string& what, const std::string& path, int err)
+{
+    throw Error("cannot " + what + " " + path + ": " + std::strerror(err));
+}
+
+void write_all(int fd, const char* data, std::uint64_t length, std::uint64_t offset, const std::string& path)
+{
+    std::uint64_t done = 0;
+    while (done < length) {
+        const ssize_t n = ::pwrite(fd, data + done, length - done, static_cast<off_t>(offset + done));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            fail("write", path, errno);  // ENOSPC lands here, naming the file
+        done += static_cast<std::uint64_t>(n);
+    }
+}
+}  // namespace
+
+void apply_times(const std::string& path, std::int64_t sec, std::uint32_t nsec)
+{
+    const struct timespec times[2] = {{sec, static_cast<long>(nsec)}, {sec, static_cast<long>(nsec)}};
+    if (utimensat(AT_FDCWD, path.c_str(), times, AT_SYMLINK_NOFOLLOW) != 0)
+        fail("set the time of", path, errno);
+}
+
+TreeWriter::TreeWriter(const Plan& plan, std::string dest)
+    : plan_(plan), dest_(std::move(dest)), written_(plan.entries.size(), 0)
+{
+}
+
+TreeWriter::~TreeWriter()
+{
+    if (fd_ >= 0)
+        ::close(fd_);
+}
+
+void TreeWriter::create_skeleton()
+{
+    if (mkdir(dest_.c_str(), 0700) != 0)
+        fail("create", dest_, errno);
+    for (std::size_t i = 0; i < plan_.entries.size(); ++i) {
+        const Entry& e = plan_.entries[i];
+        const std::string path = dest_path(e);
+        // Directories stay writable (0700) until finish(): a read-only
+        // directory in the source must still receive its files.
+        if (e.type == EntryType::Dir && mkdir(path.c_str(), 0700) != 0)
+            fail("create", path, errno);
+        if (e.type == EntryType::File && e.size == 0)
+            finish_file(i, open_for_write(i));
+    }
+}
+
+int TreeWriter::open_for_write(std::size_t entry)
+{
+    const std::string path = dest_path(plan_.entries[entry]);
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        fail("create", path, errno);
+    return fd;
+}
+
+void TreeWriter::finish_file(std::size_t entry, int fd)
+{
+    const Entry& e = plan_.entries[entry];
+    const std::string path = dest_path(e);
+    struct stat st {};
+    if (fstat(fd, &st) != 0)
+        fail("check", path, errno);
+    if (static_cast<std::uint64_t>(st.st_size) != e.size) {
+        ::close(fd);
+        throw Error(path + " has " + std::to_string(st.st_size) + " bytes, expected " + std::to_string(e.size));
+    }
+    const struct timespec times[2] = {{e.mtime_sec, static_cast<long>(e.mtime_nsec)},
+                                      {e.mtime_sec, static_cast<long>(e.mtime_nsec)}};
+    // Permission bits only: nothing staged carries setuid/setgid/sticky.
+    if (fchmod(fd, e.mode & 0777) != 0 || futimens(fd, times) != 0) {
+        const int err = errno;
+        ::close(fd);
+        fail("set mode and time of", path, err);
+    }
+    if (::close(fd) != 0)
+        fail("close", path, errno);
+}
+
+void TreeWriter::write(const Chunk& chunk, const char* data)
+{
+    for (const Piece& piece : chunk.pieces) {
+        if (piece.entry != open_entry_) {
+            if (fd_ >= 0)
+                ::close(fd_);  // only reached if the previous file's data was incomplete
+            fd_ = open_for_write(piece.entry);
+            open_entry_ = piece.entry;
+        }
+        const Entry& e = plan_.entries[piece.entry];
+        write_all(fd_, data, piece.length, piece.offset, dest_path(e));
+        data += piece.length;
+        written_[piece.entry] += piece.length;
+        bytes_written_ += piece.length;
+        if (written_[piece.entry] == e.size) {
+            const int fd = fd_;
+            fd_ = -1;
+            open_entry_ = static_cast<std::size_t>(-1);
+            finish_file(piece.entry, fd);
+        }
+    }
+}
+
+void TreeWriter::finish()
+{
+    for (std::size_t i = 0; i < plan_.entries.size(); ++i) {
+        const Entry& e = plan_.entries[i];
+        if (e.type == EntryType::File && written_[i] != e.size)
+            throw Error(dest_path(e) + " received " + std::to_string(written_[i]) + " of " +
+                        std::to_string(e.size) + " bytes");
+        if (e.type == EntryType::Symlink) {
+            if (symlink(e.target.c_str(), dest_path(e).c_str()) != 0)
+                fail("create symlink", dest_path(e), errno);
+            apply_times(dest_path(e), e.mtime_sec, e.mtime_nsec);
+        }
+    }
+    // Deepest first: setting a directory's mode or time must come after
+    // everything inside it has been created.
+    for (std::size_t i = plan_.entries.size(); i-- > 0;) {
+        const Entry& e = plan_.entries[i];
+        if (e.type != EntryType::Dir)
+            continue;
+        if (chmod(dest_path(e).c_str(), e.mode & 0777) != 0)
+            fail("set the mode of", dest_path(e), errno);
+        apply_times(dest_path(e), e.mtime_sec, e.mtime_nsec);
+    }
+}
+
+}  // namespace dlstage::stager
