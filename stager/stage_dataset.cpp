@@ -44,26 +44,21 @@ bool exists(const std::string& path)
     return lstat(path.c_str(), &st) == 0;
 }
 
-// The prolog made tier_dir for this user; if it could not, its state record
-// says why, and that is the reason the user should read.
+// The prolog made tier_dir for this user and recorded how that went.  A
+// failure it recorded (a planted symlink, no room on this node) is the
+// reason the user should read, so it comes first.
 void check_node_prepared(const DatasetLayout& layout, const NodeContext& ctx)
 {
-    struct stat st {};
-    const bool ok = lstat(layout.tier_dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == getuid();
-    if (ok)
-        return;
-    const std::string record = node_record_path(ctx.state_dir, ctx.values.job_id, ctx.node, "prolog");
-    try {
-        const toml::table prolog = read_record(record);
-        const std::string message = prolog["message"].value_or(std::string());
-        if (!message.empty())
-            throw Error(message);
-    } catch (const Error& e) {
-        if (exists(record))
-            throw;
+    const std::string record_path = node_record_path(ctx.state_dir, ctx.values.job_id, ctx.node, "prolog");
+    if (exists(record_path)) {
+        const toml::table record = read_record(record_path);
+        if (record["status"].value_or(std::string()) != "ready")
+            throw Error(record["message"].value_or(std::string("the prolog could not prepare this node")));
     }
-    throw Error("the job directory " + layout.tier_dir +
-                " was not prepared by the prolog (is PrologFlags=Alloc set and the plugin loaded?)");
+    struct stat st {};
+    if (lstat(layout.tier_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid())
+        throw Error("the job directory " + layout.tier_dir +
+                    " was not prepared by the prolog (is PrologFlags=Alloc set and the plugin loaded?)");
 }
 
 // Leftovers of an earlier attempt in this job (a restage after a failure).

@@ -8,15 +8,20 @@ STATE="$DLSTAGE_TEST_DIR/state"
 
 # A directory the test user owns, for job output files.
 user_workdir() {
-    local d="$DLSTAGE_TEST_DIR/work/$BATS_TEST_NUMBER"
+    local d
+    d="$DLSTAGE_TEST_DIR/work/$(basename "$BATS_TEST_FILENAME" .bats)-${BATS_TEST_NUMBER:-setup}"
     mkdir -p "$d"
     chown "$VCLUSTER_USER" "$d"
     echo "$d"
 }
 
+# The test cluster lives on loopback: keep MPI's TCP traffic there too.
+export OMPI_MCA_btl_tcp_if_include=lo
+
 # as_user CMD...: run a Slurm client command as the unprivileged test user.
 as_user() {
-    (cd "$(user_workdir)" && runuser -u "$VCLUSTER_USER" -- env SLURM_CONF="$SLURM_CONF" PATH="$PATH" "$@")
+    (cd "$(user_workdir)" && runuser -u "$VCLUSTER_USER" -- env SLURM_CONF="$SLURM_CONF" PATH="$PATH" \
+        OMPI_MCA_btl_tcp_if_include=lo "$@")
 }
 
 # The ids of all jobs slurmctld knows (finished ones stay for MinJobAge).
@@ -50,4 +55,55 @@ assert_refused() {
     [ "$status" -ne 0 ] || { echo "sbatch accepted --stage-data=$1: $output"; return 1; }
     [[ "$output" == *"dlstage: $2"* ]] || { echo "expected 'dlstage: $2' in: $output"; return 1; }
     [ "$before" = "$after" ] || { echo "a job was created: before '$before' after '$after'"; return 1; }
+}
+
+DIGEST="$DLSTAGE_TEST_DIR/bin/tree-digest"
+DATA="$DLSTAGE_TEST_DIR/data/m"
+
+# on_node NODE CMD...: run CMD in a node's mount namespace (its /dev/shm, /local).
+on_node() {
+    "$VCLUSTER" exec "$@"
+}
+
+# assert_no_leftovers: every node's tiers hold no job data.  The epilog runs
+# after the job has ended, asynchronously to the client: allow it 20 s.
+assert_no_leftovers() {
+    local node left i
+    for ((i = 0; i < 100; i++)); do
+        left=""
+        for node in n1 n2 n3; do
+            left+=$(on_node "$node" find /dev/shm/dlstage /local/dlstage -mindepth 1 -maxdepth 2 2>/dev/null)
+        done
+        [ -z "$left" ] && return 0
+        sleep 0.2
+    done
+    echo "leftovers: $left"
+    return 1
+}
+
+# wait_job_gone JOBID [SECONDS]: until the job is no longer pending, running or completing.
+wait_job_gone() {
+    local i
+    for ((i = 0; i < ${2:-60} * 5; i++)); do
+        [ -z "$(squeue -h -j "$1" -t pending,running,completing,configuring -o %i 2>/dev/null)" ] && return 0
+        sleep 0.2
+    done
+    echo "job $1 did not end" >&2
+    return 1
+}
+
+# job_state JOBID: COMPLETED, FAILED, CANCELLED, ...
+job_state() {
+    scontrol show job "$1" | grep -oE 'JobState=[A-Z_]+' | cut -d= -f2
+}
+
+# wait_for_partial NODE JOBID DATASET: until the stager is writing on NODE.
+wait_for_partial() {
+    local i
+    for ((i = 0; i < 300; i++)); do
+        on_node "$1" test -e "/dev/shm/dlstage/$2/.partial-$3" && return 0
+        sleep 0.1
+    done
+    echo "no partial data of $3 appeared on $1" >&2
+    return 1
 }

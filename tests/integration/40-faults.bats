@@ -1,0 +1,91 @@
+#!/usr/bin/env bats
+# Bad input and faults at job time: each gives a clear message, the user's
+# program does not start (or the job fails), nothing is left on any node,
+# and no node is drained.
+
+load helpers
+
+teardown() {
+    # Whatever a test left running must not spill into the next one.
+    scancel -u "$VCLUSTER_USER" 2>/dev/null || true
+}
+
+assert_healthy() {
+    sleep 1
+    ! sinfo -h -o %T | grep -Eiq 'drain|down' || { sinfo -N; return 1; }
+}
+
+@test "hostile tar (../x, /etc/x): refused naming the entry, nothing escapes, no leftovers" {
+    run as_user srun -N3 --stage-data=hostile true
+    echo "$output"
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"dlstage: staging hostile to shm failed on n"*": unsafe entry '../escape.txt' in $DATA/hostile.tar: its path leaves the destination"* ]]
+    [ ! -e /etc/dlstage-hostile.txt ]
+    for node in n1 n2 n3; do
+        ! on_node "$node" sh -c 'ls /dev/shm/escape.txt /dev/shm/dlstage/escape.txt /etc/dlstage-hostile.txt' 2>/dev/null
+    done
+    assert_no_leftovers
+    assert_healthy
+}
+
+@test "failed staging in a batch job: the script never runs, the job fails with the reason" {
+    run as_user sbatch --parsable --wait -N3 -o out.txt --stage-data=hostile --wrap 'echo SCRIPT-RAN'
+    [ "$status" -ne 0 ]
+    job=${output%%;*}
+    out=$(cat "$(user_workdir)/out.txt")
+    echo "$out"
+    ! grep -q SCRIPT-RAN <<<"$out"
+    grep -q "dlstage: staging hostile to shm failed on n" <<<"$out"
+    [ "$(job_state "$job")" = FAILED ]
+    wait_job_gone "$job"
+    assert_no_leftovers
+    assert_healthy
+}
+
+@test "one node out of room (ENOSPC on n3 only): the job fails naming n3, no leftovers, no drain" {
+    run as_user srun -N3 --stage-data=tree:shm,big:shm true
+    echo "$output"
+    [ "$status" -ne 0 ]
+    grep -q "dlstage: staging big to shm failed on n3: dataset 'big' needs 64.0 MiB but tier 'shm' has only" <<<"$output"
+    ! grep -q "failed on n[12]" <<<"$output"
+    assert_no_leftovers
+    assert_healthy
+}
+
+@test "scancel while staging: no leftovers, no drained node" {
+    run as_user sbatch --parsable -N3 -o out.txt --export=ALL,DLSTAGE_RATE_LIMIT=2M --stage-data=big:shm --wrap 'echo SCRIPT-RAN'
+    [ "$status" -eq 0 ]
+    job=${output%%;*}
+    wait_for_partial n1 "$job" big
+    scancel "$job"
+    wait_job_gone "$job"
+    [ "$(job_state "$job")" = CANCELLED ]
+    ! grep -q SCRIPT-RAN "$(user_workdir)/out.txt"
+    for node in n1 n2 n3; do
+        wait_for_file "$STATE/jobs/$job/$node.epilog.toml" 30
+    done
+    assert_no_leftovers
+    assert_healthy
+}
+
+@test "a stager rank killed with SIGKILL mid-transfer: the job fails naming the node, nothing hangs" {
+    run as_user sbatch --parsable -N3 -o out.txt --export=ALL,DLSTAGE_RATE_LIMIT=2M --stage-data=big:shm --wrap 'echo SCRIPT-RAN'
+    [ "$status" -eq 0 ]
+    job=${output%%;*}
+    wait_for_partial n2 "$job" big
+    # The rank on n2: a dlstage-stager process whose environment says n2.
+    victim=""
+    for pid in $(pgrep -u "$VCLUSTER_USER" -x dlstage-stager); do
+        if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx SLURMD_NODENAME=n2; then victim=$pid; fi
+    done
+    [ -n "$victim" ]
+    kill -9 "$victim"
+    wait_job_gone "$job" 60
+    out=$(cat "$(user_workdir)/out.txt")
+    echo "$out"
+    [ "$(job_state "$job")" = FAILED ]
+    ! grep -q SCRIPT-RAN <<<"$out"
+    grep -q "dlstage: staging big:shm failed on n2: the stager ended early" <<<"$out"
+    assert_no_leftovers
+    assert_healthy
+}
