@@ -10,16 +10,13 @@
 
 #include "lib/config.hpp"
 #include "lib/source_facts.hpp"
+#include "lib/tier_space.hpp"
 
 namespace dlstage::policy {
 
-// The tier's file system as statvfs sees it on a node; unknown on the
+// The tier's file system on a node (lib/tier_space.hpp); empty on the
 // submit side.
-struct TierSpace {
-    std::optional<std::uint64_t> total_bytes;
-    std::optional<std::uint64_t> free_bytes;
-    std::optional<std::uint64_t> free_inodes;
-};
+using dlstage::TierSpace;
 
 struct Verdict {
     bool allowed = true;

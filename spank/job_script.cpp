@@ -4,7 +4,6 @@
 #include <cstring>
 #include <ctime>
 #include <set>
-#include <sys/statvfs.h>
 
 #include "lib/config.hpp"
 #include "lib/config_paths.hpp"
@@ -13,6 +12,7 @@
 #include "lib/stage_spec.hpp"
 #include "lib/state_record.hpp"
 #include "lib/strings.hpp"
+#include "lib/tier_space.hpp"
 #include "policies/admission.hpp"
 #include "spank/job_facts.hpp"
 #include "spank/source_facts_env.hpp"
@@ -77,15 +77,7 @@ void check_space(SpankApi& api, const std::vector<StageItem>& items, const JobFa
         const auto known = facts.find(item.dataset.name);
         if (known == facts.end())
             continue;
-        const std::string dir = tier_directory(item, job.values());
-        struct statvfs fs {};
-        if (statvfs(dir.c_str(), &fs) != 0)
-            throw Error("cannot check free space of " + dir + ": " + std::strerror(errno));
-        policy::TierSpace space;
-        space.total_bytes = static_cast<std::uint64_t>(fs.f_blocks) * fs.f_frsize;
-        space.free_bytes = static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize;
-        if (fs.f_files > 0)
-            space.free_inodes = fs.f_favail;
+        const TierSpace space = measure_tier_space(tier_directory(item, job.values()));
         const policy::Verdict verdict = policy::admit(item.dataset, item.tier, known->second, space);
         if (!verdict.allowed)
             throw Error(verdict.reason + " on " + job.node);
@@ -102,37 +94,48 @@ void write_node_record(SpankApi& api, const Config& config, const JobFacts& job,
     }
 }
 
-// The configuration, or nothing (logged): a broken configuration is the
-// admins' to fix, not the node's, so it never drains.
-std::optional<Config> load_or_log(SpankApi& api, const PluginArgs& args, const JobFacts& job)
+// What both prolog and epilog start from.
+struct ScriptStart {
+    std::string stage_data;
+    JobFacts job;
+    Config config;
+};
+
+// Nothing when the job asked for no data, or when the configuration cannot
+// be read (logged): a broken configuration is the admins' to fix, not the
+// node's, so it never drains.
+std::optional<ScriptStart> start_script(SpankApi& api, const PluginArgs& args)
 {
+    const auto stage_data = api.stage_data_option();
+    if (!stage_data)
+        return std::nullopt;
+    ScriptStart start{*stage_data, job_facts(api), {}};
     try {
-        return load_config(choose_config_path(args.config_path, false));
+        start.config = load_config(choose_config_path(args.config_path, false));
     } catch (const Error& e) {
-        api.error("job " + job.job_id + " on " + job.node + ": " + e.what());
+        api.error("job " + start.job.job_id + " on " + start.job.node + ": " + e.what());
         return std::nullopt;
     }
+    return start;
 }
 }  // namespace
 
 int job_prolog(SpankApi& api, const PluginArgs& args)
 {
-    const auto stage_data = api.stage_data_option();
-    if (!stage_data)
+    const auto start = start_script(api, args);
+    if (!start)
         return 0;
-    const JobFacts job = job_facts(api);
-    const auto config = load_or_log(api, args, job);
-    if (!config)
-        return 0;
-    toml::table record = base_record(job, *stage_data, "prolog");
+    const JobFacts& job = start->job;
+    const std::string& stage_data = start->stage_data;
+    toml::table record = base_record(job, stage_data, "prolog");
     int rc = 0;
     try {
-        const auto items = plan_stage(*config, *stage_data);
+        const auto items = plan_stage(start->config, stage_data);
         record.insert("datasets", planned_datasets(items, job));
         prepare_directories(items, job);
         check_space(api, items, job);
         record.insert("status", "ready");
-        api.info("job " + job.job_id + " on " + job.node + ": stage-data=" + *stage_data + " prepared");
+        api.info("job " + job.job_id + " on " + job.node + ": stage-data=" + stage_data + " prepared");
     } catch (const BrokenTier& e) {
         record.insert_or_assign("status", "broken");
         record.insert_or_assign("message", e.what());
@@ -145,25 +148,22 @@ int job_prolog(SpankApi& api, const PluginArgs& args)
         record.insert_or_assign("message", e.what());
         api.error("job " + job.job_id + " on " + job.node + ": " + e.what());
     }
-    write_node_record(api, *config, job, "prolog", record);
+    write_node_record(api, start->config, job, "prolog", record);
     return rc;
 }
 
 int job_epilog(SpankApi& api, const PluginArgs& args)
 {
-    const auto stage_data = api.stage_data_option();
-    if (!stage_data)
+    const auto start = start_script(api, args);
+    if (!start)
         return 0;
-    const JobFacts job = job_facts(api);
-    const auto config = load_or_log(api, args, job);
-    if (!config)
-        return 0;
-    toml::table record = base_record(job, *stage_data, "epilog");
+    const JobFacts& job = start->job;
+    toml::table record = base_record(job, start->stage_data, "epilog");
     toml::array problems;
     std::uint64_t removed = 0;
     try {
         std::set<std::string> done;
-        for (const StageItem& item : plan_stage(*config, *stage_data)) {
+        for (const StageItem& item : plan_stage(start->config, start->stage_data)) {
             const std::string dir = tier_directory(item, job.values());
             if (item.tier.cleanup != Cleanup::JobEnd || !done.insert(dir).second)
                 continue;
@@ -180,7 +180,7 @@ int job_epilog(SpankApi& api, const PluginArgs& args)
     record.insert("status", problems.empty() ? "cleaned" : "incomplete");
     record.insert("removed", static_cast<std::int64_t>(removed));
     record.insert("problems", problems);
-    write_node_record(api, *config, job, "epilog", record);
+    write_node_record(api, start->config, job, "epilog", record);
     return 0;
 }
 

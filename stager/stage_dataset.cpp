@@ -6,7 +6,6 @@
 #include <cstring>
 #include <mpi.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "lib/error.hpp"
@@ -15,6 +14,7 @@
 #include "lib/size.hpp"
 #include "lib/state_record.hpp"
 #include "lib/strings.hpp"
+#include "lib/tier_space.hpp"
 #include "policies/admission.hpp"
 #include "stager/extract.hpp"
 #include "stager/plan.hpp"
@@ -102,14 +102,7 @@ void check_mode_fits_plan(const StageItem& item, const Plan& plan)
 // is the floor.
 void check_space(const StageItem& item, const DatasetLayout& layout, const Plan& plan)
 {
-    struct statvfs fs {};
-    if (statvfs(layout.tier_dir.c_str(), &fs) != 0)
-        throw Error("cannot check free space of " + layout.tier_dir + ": " + std::strerror(errno));
-    policy::TierSpace space;
-    space.total_bytes = static_cast<std::uint64_t>(fs.f_blocks) * fs.f_frsize;
-    space.free_bytes = static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize;
-    if (fs.f_files > 0)
-        space.free_inodes = fs.f_favail;
+    const TierSpace space = measure_tier_space(layout.tier_dir);
     SourceFacts facts;
     facts.bytes = plan.total_bytes();
     facts.files = plan.entry_count();

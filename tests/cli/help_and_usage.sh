@@ -8,6 +8,7 @@ expect_status 0 "--help"
 expect_out "Usage: dlstage [OPTIONS] COMMAND" "--help"
 expect_out "check-config" "--help"
 expect_out "catalog list" "--help"
+expect_out "stage [SPEC...]" "--help"
 
 run -V
 expect_status 0 "-V"
@@ -38,6 +39,22 @@ expect_status 2 "unknown catalog subcommand"
 
 run check-config a b
 expect_status 2 "two files"
+
+run stage --help
+expect_status 0 "stage --help"
+expect_out "Usage: dlstage stage" "stage --help"
+
+SLURM_JOB_ID= SLURM_JOB_NUM_NODES= SLURM_NNODES= run stage imagenet
+expect_status 1 "stage outside a job"
+expect_err "dlstage: stage runs inside a Slurm job" "stage outside a job"
+
+run stage --bogus
+expect_status 2 "stage with a bad option"
+expect_err "stage: unknown option '--bogus'" "stage with a bad option"
+
+SLURM_JOB_ID=1 SLURM_JOB_NUM_NODES=1 DLSTAGE_STAGE_DATA= run stage
+expect_status 2 "stage without any request"
+expect_err "no SPEC given and the job has no --stage-data request" "stage without any request"
 
 run check-config --help
 expect_status 0 "check-config --help"

@@ -1,0 +1,24 @@
+#include "lib/tier_space.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <sys/statvfs.h>
+
+#include "lib/error.hpp"
+
+namespace dlstage {
+
+TierSpace measure_tier_space(const std::string& dir)
+{
+    struct statvfs fs {};
+    if (statvfs(dir.c_str(), &fs) != 0)
+        throw Error("cannot check free space of " + dir + ": " + std::strerror(errno));
+    TierSpace space;
+    space.total_bytes = static_cast<std::uint64_t>(fs.f_blocks) * fs.f_frsize;
+    space.free_bytes = static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize;
+    if (fs.f_files > 0)
+        space.free_inodes = fs.f_favail;
+    return space;
+}
+
+}  // namespace dlstage
