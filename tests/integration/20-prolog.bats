@@ -27,7 +27,7 @@ expect_prolog_records() {
     [ "$status" -eq 0 ]
     job=${lines[-1]%%;*}
     expect_prolog_records "$job" "sample:shm,blob" n1 n2 n3
-    [ "$(ls "$STATE/jobs/$job" | wc -l)" -eq 3 ]
+    [ "$(ls "$STATE/jobs/$job"/*.prolog.toml | wc -l)" -eq 3 ]
 }
 
 @test "srun: the request is visible to job_prolog on all 3 nodes" {
