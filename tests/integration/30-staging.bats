@@ -121,6 +121,17 @@ expect_on_all_nodes() {
     grep -q '^dlstage: staged tree to ssd on 3 nodes' <<<"$output"
 }
 
+@test "a %n template: each node's DLSTAGE_<NAME> names that node, and is cleaned up" {
+    run as_user srun -N3 --stage-data="$DATA/tree:pernode" bash -c "echo \$(hostname) \$DLSTAGE_TREE \$($DIGEST \$DLSTAGE_TREE)"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    want=$("$DIGEST" "$DATA/tree")
+    for node in n1 n2 n3; do
+        grep -Eq "^$node /local/dlstage/[0-9]+-$node/tree $want\$" <<<"$output"
+    done
+    assert_no_leftovers
+}
+
 @test "srun inside a staged job does not stage again" {
     run as_user sbatch --wait -N2 -o out.txt --stage-data=tree:shm --wrap "srun -N2 true; srun -N2 true"
     [ "$status" -eq 0 ]

@@ -52,6 +52,17 @@ assert_healthy() {
     assert_healthy
 }
 
+@test "the prolog's space check (sizes known at submit) fails the job on the full node only" {
+    run as_user srun -N3 --stage-data=b76:shm true
+    echo "$output"
+    [ "$status" -ne 0 ]
+    grep -q "dlstage: staging b76 to shm failed on n3: dataset 'b76' needs 76.0 MiB but tier 'shm' has only .* free on n3" <<<"$output"
+    ! grep -q "failed on n[12]" <<<"$output"
+    grep -q "needs 76.0 MiB" "$VCLUSTER_DIR/log/slurmd-n3.log"   # logged by the prolog on n3
+    assert_no_leftovers
+    assert_healthy
+}
+
 @test "scancel while staging: no leftovers, no drained node" {
     run as_user sbatch --parsable -N3 -o out.txt --export=ALL,DLSTAGE_RATE_LIMIT=2M --stage-data=big:shm --wrap 'echo SCRIPT-RAN'
     [ "$status" -eq 0 ]
