@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <pwd.h>
 #include <iostream>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -164,10 +165,13 @@ int run_and_wait(const std::vector<std::string>& argv, LauncherReport& report)
     return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
+// Where the data went, for a user in salloc; "<node>" stands for %n.
 void print_paths(const std::vector<StageItem>& items, const std::string& job_id)
 {
+    const passwd* pw = getpwuid(getuid());
+    const std::string user = pw ? pw->pw_name : std::to_string(getuid());
     for (const StageItem& item : items) {
-        const std::string dir = item.tier.path.expand({job_id, "%u", "<node>"});
+        const std::string dir = item.tier.path.expand({job_id, user, "<node>"});
         std::cerr << kMessagePrefix << item.env_name << " is set in each srun step (data in " << dir << "/"
                   << item.dataset.name << " on every node)\n";
     }

@@ -111,16 +111,19 @@ void check_space(const StageItem& item, const DatasetLayout& layout, const Plan&
         throw Error(verdict.reason);
 }
 
-void extract_into(const DatasetLayout& layout, const Plan& plan)
+// Unpacks the archives that arrived into partial_dir; returns how many
+// entries lost setuid/setgid/sticky bits on the way.
+std::uint64_t extract_into(const DatasetLayout& layout, const Plan& plan)
 {
+    std::uint64_t stripped = 0;
     if (plan.format == Format::Squashfs) {
-        extract_squashfs(layout.incoming_dir + "/" + plan.entries.front().path, layout.partial_dir);
+        stripped += extract_squashfs(layout.incoming_dir + "/" + plan.entries.front().path, layout.partial_dir).stripped;
     } else {
         if (mkdir(layout.partial_dir.c_str(), 0755) != 0)
             throw Error("cannot create " + layout.partial_dir + ": " + std::strerror(errno));
         for (const Entry& shard : plan.entries) {
             try {
-                extract_tar(layout.incoming_dir + "/" + shard.path, layout.partial_dir);
+                stripped += extract_tar(layout.incoming_dir + "/" + shard.path, layout.partial_dir).stripped;
             } catch (const Error& e) {
                 // Name the shard as the user knows it, not its node-local copy.
                 std::string message = e.what();
@@ -134,6 +137,7 @@ void extract_into(const DatasetLayout& layout, const Plan& plan)
     const RemoveResult removed = remove_tree_within(layout.tier_dir, layout.incoming_dir);
     if (!removed.ok())
         throw Error("cannot remove " + layout.incoming_dir + ": " + removed.problems.front());
+    return stripped;
 }
 
 std::string rate(std::uint64_t bytes, double seconds)
@@ -225,8 +229,12 @@ void stage_dataset(const StageItem& item, const NodeContext& ctx, const Exchange
     Progress progress(item, plan, chunks.size(), ctx);
     exchange_chunks(chunks, reader, writer, options, std::ref(progress));
     writer.finish();
-    if (extract)
-        extract_into(layout, plan);
+    if (extract) {
+        const std::uint64_t stripped = extract_into(layout, plan);
+        if (stripped > 0 && ctx.rank == 0)
+            std::fprintf(stderr, "dlstage: %s: removed setuid/setgid/sticky bits from %llu entries\n",
+                         item.dataset.name.c_str(), static_cast<unsigned long long>(stripped));
+    }
 
     // Publish only once every node holds a complete, verified copy: a rank
     // that failed has aborted the whole stager (MPI_Abort) before this.
