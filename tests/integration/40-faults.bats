@@ -28,6 +28,16 @@ assert_healthy() {
     assert_healthy
 }
 
+@test "setuid bits in an archive are stripped, and the job is told" {
+    run as_user srun -N3 --stage-data=suid bash -c 'echo $(hostname) $(stat -c %a $DLSTAGE_SUID/tool)'
+    echo "$output"
+    [ "$status" -eq 0 ]
+    grep -q "^dlstage: suid: removed setuid/setgid/sticky bits from 1 entries" <<<"$output"
+    for node in n1 n2 n3; do
+        grep -qx "$node 755" <<<"$output"
+    done
+}
+
 @test "failed staging in a batch job: the script never runs, the job fails with the reason" {
     run as_user sbatch --parsable --wait -N3 -o out.txt --stage-data=hostile --wrap 'echo SCRIPT-RAN'
     [ "$status" -ne 0 ]
