@@ -10,6 +10,15 @@ teardown() {
     scancel -u "$VCLUSTER_USER" 2>/dev/null || true
 }
 
+# start_slow_staging NODE: a 3-node batch job staging `big` slowly (2 MB/s
+# per reading node); sets $job once NODE is writing it.
+start_slow_staging() {
+    run as_user sbatch --parsable -N3 -o out.txt --export=ALL,DLSTAGE_RATE_LIMIT=2M --stage-data=big:shm --wrap 'echo SCRIPT-RAN'
+    [ "$status" -eq 0 ]
+    job=${output%%;*}
+    wait_for_partial "$1" "$job" big
+}
+
 assert_healthy() {
     sleep 1
     ! sinfo -h -o %T | grep -Eiq 'drain|down' || { sinfo -N; return 1; }
@@ -74,10 +83,7 @@ assert_healthy() {
 }
 
 @test "scancel while staging: no leftovers, no drained node" {
-    run as_user sbatch --parsable -N3 -o out.txt --export=ALL,DLSTAGE_RATE_LIMIT=2M --stage-data=big:shm --wrap 'echo SCRIPT-RAN'
-    [ "$status" -eq 0 ]
-    job=${output%%;*}
-    wait_for_partial n1 "$job" big
+    start_slow_staging n1
     scancel "$job"
     wait_job_gone "$job"
     [ "$(job_state "$job")" = CANCELLED ]
@@ -90,10 +96,7 @@ assert_healthy() {
 }
 
 @test "a stager rank killed with SIGKILL mid-transfer: the job fails naming the node, nothing hangs" {
-    run as_user sbatch --parsable -N3 -o out.txt --export=ALL,DLSTAGE_RATE_LIMIT=2M --stage-data=big:shm --wrap 'echo SCRIPT-RAN'
-    [ "$status" -eq 0 ]
-    job=${output%%;*}
-    wait_for_partial n2 "$job" big
+    start_slow_staging n2
     # The rank on n2: a dlstage-stager process whose environment says n2.
     victim=""
     for pid in $(pgrep -u "$VCLUSTER_USER" -x dlstage-stager); do

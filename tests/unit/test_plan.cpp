@@ -12,19 +12,14 @@
 #include "stager/source_reader.hpp"
 #include "stager/tree_writer.hpp"
 #include "tests/unit/error_of.hpp"
+#include "tests/unit/dataset_at.hpp"
 #include "tests/unit/tmpdir.hpp"
 
 using namespace dlstage;
 using namespace dlstage::stager;
 
 namespace {
-Dataset dataset_at(const std::string& source)
-{
-    Dataset d;
-    d.name = "d";
-    d.source = source;
-    return d;
-}
+using test::dataset_at;
 
 std::string content_of(const std::string& path)
 {

@@ -4,18 +4,13 @@
 #include <unistd.h>
 
 #include "lib/source_facts.hpp"
+#include "tests/unit/dataset_at.hpp"
 #include "tests/unit/tmpdir.hpp"
 
 using namespace dlstage;
 
 namespace {
-Dataset dataset_at(const std::string& source)
-{
-    Dataset d;
-    d.name = "d";
-    d.source = source;
-    return d;
-}
+using test::dataset_at;
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(source_facts)
