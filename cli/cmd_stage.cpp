@@ -32,8 +32,10 @@ void print_help()
                  "--stage-data request.  Runs dlstage-stager through the site's launcher, one\n"
                  "rank per node, and waits; exit 0 once every node holds the verified data.\n"
                  "\n"
-                 "Environment: DLSTAGE_CHUNK_SIZE (default 4M), DLSTAGE_RATE_LIMIT (read bytes/s\n"
-                 "per node, default unlimited), DLSTAGE_PROGRESS (seconds between progress lines).\n";
+                 "Environment: DLSTAGE_CHUNK_SIZE (default 4M), DLSTAGE_WINDOW (chunks in flight\n"
+                 "per node, default 16), DLSTAGE_READERS and DLSTAGE_WRITERS (threads per node,\n"
+                 "default 4 each), DLSTAGE_RATE_LIMIT (read bytes/s per node, default unlimited),\n"
+                 "DLSTAGE_PROGRESS (seconds between progress lines, default 5).\n";
 }
 
 std::string env_or(const char* name, const std::string& fallback)
@@ -80,12 +82,15 @@ std::vector<std::string> launcher_command(const Config& config, const std::strin
     argv.insert(argv.end(), {"--jobid=" + job_id, "--nodes=" + nodes, "--ntasks=" + nodes, "--kill-on-bad-exit=1",
                              "--job-name=dlstage-stage"});
     argv.insert(argv.end(), {stager_path(), "--config", config_path, "--job", job_id});
-    if (const std::string chunk = env_or("DLSTAGE_CHUNK_SIZE", ""); !chunk.empty())
-        argv.insert(argv.end(), {"--chunk-size", chunk});
-    if (const std::string rate = env_or("DLSTAGE_RATE_LIMIT", ""); !rate.empty())
-        argv.insert(argv.end(), {"--rate-limit", rate});
-    if (const std::string progress = env_or("DLSTAGE_PROGRESS", ""); !progress.empty())
-        argv.insert(argv.end(), {"--progress", progress});
+    // Tuning knobs travel in the job's environment.
+    static const std::pair<const char*, const char*> knobs[] = {
+        {"DLSTAGE_CHUNK_SIZE", "--chunk-size"}, {"DLSTAGE_WINDOW", "--window"},
+        {"DLSTAGE_READERS", "--readers"},       {"DLSTAGE_WRITERS", "--writers"},
+        {"DLSTAGE_RATE_LIMIT", "--rate-limit"}, {"DLSTAGE_PROGRESS", "--progress"},
+    };
+    for (const auto& [variable, option] : knobs)
+        if (const std::string value = env_or(variable, ""); !value.empty())
+            argv.insert(argv.end(), {option, value});
     argv.push_back(spec);
     return argv;
 }

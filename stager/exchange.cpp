@@ -1,20 +1,75 @@
 #include "stager/exchange.hpp"
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <exception>
 #include <mpi.h>
+#include <mutex>
 #include <thread>
 #include <xxhash.h>
 
 #include "lib/error.hpp"
+#include "stager/source_reader.hpp"
 
 namespace dlstage::stager {
 
 namespace {
 constexpr std::size_t kHashBytes = sizeof(XXH64_hash_t);
+constexpr int kTagSpace = 32768;  // MPI guarantees tags up to 32767
 
-// Keeps a reading rank under its byte rate (a courtesy to a shared file
-// system, and how tests make a transfer last long enough to interrupt).
+// One buffer of the window and what is happening to it.
+struct Slot {
+    std::size_t chunk = 0;
+    std::vector<char> data;
+    MPI_Request recv = MPI_REQUEST_NULL;
+    MPI_Request send = MPI_REQUEST_NULL;
+    std::atomic<bool> read_done{false};   // own chunk: a reader filled it
+    std::atomic<bool> write_done{false};  // a writer stored it
+    bool handled = false;                 // arrived, forwarded, queued for writing
+};
+
+// A queue of slots for worker threads, closed at the end.
+class SlotQueue {
+public:
+    void push(Slot* slot)
+    {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            items_.push_back(slot);
+        }
+        ready_.notify_one();
+    }
+    Slot* pop()  // nullptr once closed and empty
+    {
+        std::unique_lock<std::mutex> lock(mutex_);
+        ready_.wait(lock, [&] { return closed_ || !items_.empty(); });
+        if (items_.empty())
+            return nullptr;
+        Slot* slot = items_.front();
+        items_.pop_front();
+        return slot;
+    }
+    void close()
+    {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            closed_ = true;
+        }
+        ready_.notify_all();
+    }
+
+private:
+    std::mutex mutex_;
+    std::condition_variable ready_;
+    std::deque<Slot*> items_;
+    bool closed_ = false;
+};
+
+// Keeps this rank's reads under its byte rate (a courtesy to a shared file
+// system; also how tests make a transfer last long enough to interrupt).
 class Throttle {
 public:
     explicit Throttle(double rate) : rate_(rate), start_(std::chrono::steady_clock::now()) {}
@@ -22,49 +77,266 @@ public:
     {
         if (rate_ <= 0)
             return;
-        total_ += bytes;
-        const auto due = start_ + std::chrono::duration<double>(static_cast<double>(total_) / rate_);
+        std::chrono::steady_clock::time_point due;
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            total_ += bytes;
+            due = start_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                               std::chrono::duration<double>(static_cast<double>(total_) / rate_));
+        }
         std::this_thread::sleep_until(due);
     }
 
 private:
     double rate_;
     std::chrono::steady_clock::time_point start_;
+    std::mutex mutex_;
     std::uint64_t total_ = 0;
+};
+
+// The first failure of any thread, rethrown on the MPI thread.
+class FirstError {
+public:
+    void set(std::exception_ptr e)
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (!error_)
+            error_ = e;
+        failed_ = true;
+    }
+    bool failed() const { return failed_; }
+    void rethrow()
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (error_)
+            std::rethrow_exception(error_);
+    }
+
+private:
+    std::mutex mutex_;
+    std::exception_ptr error_;
+    std::atomic<bool> failed_{false};
+};
+
+class Ring {
+public:
+    Ring(const Plan& plan, const std::vector<Chunk>& chunks, TreeWriter& writer, const ExchangeOptions& options)
+        : plan_(plan), chunks_(chunks), writer_(writer), options_(options), throttle_(options.read_rate_limit)
+    {
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+        MPI_Comm_size(MPI_COMM_WORLD, &size_);
+        left_ = (rank_ + size_ - 1) % size_;
+        right_ = (rank_ + 1) % size_;
+        slots_.resize(std::max(2u, options.window));
+        for (auto& slot : slots_) {
+            slot = std::make_unique<Slot>();
+            slot->data.resize(options.chunk_size + kHashBytes);
+            free_.push_back(slot.get());
+        }
+    }
+
+    ExchangeResult run(const ProgressFn& progress)
+    {
+        start_workers();
+        try {
+            drive(progress);
+        } catch (...) {
+            errors_.set(std::current_exception());
+        }
+        stop_workers();
+        errors_.rethrow();
+        return {bytes_read_.load()};
+    }
+
+private:
+    int owner(std::size_t c) const { return static_cast<int>(c % static_cast<std::size_t>(size_)); }
+    int tag(std::size_t c) const { return static_cast<int>(c % kTagSpace); }
+    std::size_t bytes(std::size_t c) const { return static_cast<std::size_t>(chunks_[c].bytes); }
+
+    void start_workers()
+    {
+        for (unsigned i = 0; i < std::max(1u, options_.readers); ++i)
+            threads_.emplace_back([this] { read_loop(); });
+        for (unsigned i = 0; i < std::max(1u, options_.writers); ++i)
+            threads_.emplace_back([this] { write_loop(); });
+    }
+
+    void stop_workers()
+    {
+        to_read_.close();
+        to_write_.close();
+        for (auto& t : threads_)
+            t.join();
+        // Requests still open after a failure: the process is about to exit
+        // and the launcher stops the other ranks; do not wait on them.
+    }
+
+    // Each reader keeps its own file handles: separate streams, as a
+    // parallel file system counts them.
+    void read_loop()
+    {
+        SourceReader reader(plan_);
+        while (Slot* slot = to_read_.pop()) {
+            if (errors_.failed())
+                continue;
+            try {
+                const Chunk& chunk = chunks_[slot->chunk];
+                reader.read(chunk, slot->data.data());
+                const XXH64_hash_t hash = XXH3_64bits(slot->data.data(), bytes(slot->chunk));
+                std::memcpy(slot->data.data() + bytes(slot->chunk), &hash, kHashBytes);
+                throttle_.account(chunk.bytes);
+                bytes_read_ += chunk.bytes;
+                slot->read_done = true;
+            } catch (...) {
+                errors_.set(std::current_exception());
+            }
+        }
+    }
+
+    void write_loop()
+    {
+        while (Slot* slot = to_write_.pop()) {
+            if (errors_.failed())
+                continue;
+            try {
+                const std::size_t n = bytes(slot->chunk);
+                if (owner(slot->chunk) != rank_) {
+                    XXH64_hash_t sent = 0;
+                    std::memcpy(&sent, slot->data.data() + n, kHashBytes);
+                    if (XXH3_64bits(slot->data.data(), n) != sent)
+                        throw Error("chunk " + std::to_string(slot->chunk) + " arrived corrupted (checksum mismatch)");
+                }
+                writer_.write(chunks_[slot->chunk], slot->data.data());
+                chunks_written_ += 1;
+                bytes_written_ += n;
+                slot->write_done = true;
+            } catch (...) {
+                errors_.set(std::current_exception());
+            }
+        }
+    }
+
+    // Start the next chunks while buffers are free: a receive from the left
+    // neighbour, or a read for a chunk this rank owns.
+    bool post_ahead()
+    {
+        bool posted = false;
+        while (next_post_ < chunks_.size() && !free_.empty()) {
+            Slot* slot = free_.back();
+            free_.pop_back();
+            slot->chunk = next_post_;
+            slot->read_done = false;
+            slot->write_done = false;
+            slot->handled = false;
+            if (owner(next_post_) == rank_)
+                to_read_.push(slot);
+            else
+                MPI_Irecv(slot->data.data(), static_cast<int>(bytes(next_post_) + kHashBytes), MPI_BYTE, left_,
+                          tag(next_post_), MPI_COMM_WORLD, &slot->recv);
+            in_flight_.push_back(slot);
+            ++next_post_;
+            posted = true;
+        }
+        return posted;
+    }
+
+    // The chunks in order: once one is here, pass it on and queue its write.
+    bool handle_arrivals()
+    {
+        bool progressed = false;
+        for (Slot* slot : in_flight_) {
+            if (slot->handled)
+                continue;
+            if (slot->chunk != next_handle_)
+                break;  // strictly in order: the right neighbour receives in order
+            bool here = false;
+            if (owner(slot->chunk) == rank_) {
+                here = slot->read_done.load();
+            } else {
+                int done = 0;
+                MPI_Test(&slot->recv, &done, MPI_STATUS_IGNORE);
+                here = done != 0;
+            }
+            if (!here)
+                break;
+            if (owner(slot->chunk) != right_)
+                MPI_Isend(slot->data.data(), static_cast<int>(bytes(slot->chunk) + kHashBytes), MPI_BYTE, right_,
+                          tag(slot->chunk), MPI_COMM_WORLD, &slot->send);
+            slot->handled = true;
+            to_write_.push(slot);
+            ++next_handle_;
+            progressed = true;
+        }
+        return progressed;
+    }
+
+    // A buffer is free again once it was forwarded and written.
+    bool reclaim()
+    {
+        bool progressed = false;
+        while (!in_flight_.empty()) {
+            Slot* slot = in_flight_.front();
+            if (!slot->handled || !slot->write_done.load())
+                break;
+            int sent = 1;
+            if (slot->send != MPI_REQUEST_NULL)
+                MPI_Test(&slot->send, &sent, MPI_STATUS_IGNORE);
+            if (!sent)
+                break;
+            in_flight_.pop_front();
+            free_.push_back(slot);
+            progressed = true;
+        }
+        return progressed;
+    }
+
+    void drive(const ProgressFn& progress)
+    {
+        auto last_report = std::chrono::steady_clock::now();
+        while (!(next_handle_ == chunks_.size() && in_flight_.empty())) {
+            if (errors_.failed())
+                return;
+            const bool busy = post_ahead() | handle_arrivals() | reclaim();
+            const auto now = std::chrono::steady_clock::now();
+            if (now - last_report > std::chrono::milliseconds(200)) {
+                progress(chunks_written_.load(), bytes_written_.load());
+                last_report = now;
+            }
+            // Nothing to do: let the other threads (and ranks sharing the
+            // node's cores) run rather than spin.
+            if (!busy)
+                std::this_thread::sleep_for(std::chrono::microseconds(50));
+        }
+        progress(chunks_written_.load(), bytes_written_.load());
+    }
+
+    const Plan& plan_;
+    const std::vector<Chunk>& chunks_;
+    TreeWriter& writer_;
+    const ExchangeOptions& options_;
+    Throttle throttle_;
+    int rank_ = 0, size_ = 1, left_ = 0, right_ = 0;
+
+    std::vector<std::unique_ptr<Slot>> slots_;
+    std::vector<Slot*> free_;        // MPI thread only
+    std::deque<Slot*> in_flight_;    // MPI thread only, in chunk order
+    std::size_t next_post_ = 0;
+    std::size_t next_handle_ = 0;
+
+    SlotQueue to_read_, to_write_;
+    std::vector<std::thread> threads_;
+    FirstError errors_;
+    std::atomic<std::uint64_t> bytes_read_{0};
+    std::atomic<std::size_t> chunks_written_{0};
+    std::atomic<std::uint64_t> bytes_written_{0};
 };
 }  // namespace
 
-void exchange_chunks(const std::vector<Chunk>& chunks, SourceReader& reader, TreeWriter& writer,
-                     const ExchangeOptions& options, const ProgressFn& progress)
+ExchangeResult exchange_chunks(const Plan& plan, const std::vector<Chunk>& chunks, TreeWriter& writer,
+                               const ExchangeOptions& options, const ProgressFn& progress)
 {
-    int rank = 0, size = 1;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    std::vector<char> buffer(options.chunk_size + kHashBytes);
-    Throttle throttle(options.read_rate_limit);
-    std::uint64_t bytes_done = 0;
-
-    for (std::size_t c = 0; c < chunks.size(); ++c) {
-        const Chunk& chunk = chunks[c];
-        const int owner = static_cast<int>(c % static_cast<std::size_t>(size));
-        const std::size_t bytes = static_cast<std::size_t>(chunk.bytes);
-        if (rank == owner) {
-            reader.read(chunk, buffer.data());
-            const XXH64_hash_t hash = XXH3_64bits(buffer.data(), bytes);
-            std::memcpy(buffer.data() + bytes, &hash, kHashBytes);
-            throttle.account(bytes);
-        }
-        MPI_Bcast(buffer.data(), static_cast<int>(bytes + kHashBytes), MPI_BYTE, owner, MPI_COMM_WORLD);
-        if (rank != owner) {
-            XXH64_hash_t sent = 0;
-            std::memcpy(&sent, buffer.data() + bytes, kHashBytes);
-            if (XXH3_64bits(buffer.data(), bytes) != sent)
-                throw Error("chunk " + std::to_string(c) + " arrived corrupted (checksum mismatch)");
-        }
-        writer.write(chunk, buffer.data());
-        bytes_done += chunk.bytes;
-        progress(c + 1, bytes_done);
-    }
+    Ring ring(plan, chunks, writer, options);
+    return ring.run(progress);
 }
 
 }  // namespace dlstage::stager

@@ -1,11 +1,15 @@
-// Moving chunks between the ranks (one per node).  Chunk c is read from the
-// source by rank c % size, so every node contributes read bandwidth and the
-// file system sees each byte once; every rank writes every chunk.  Each
-// chunk carries an xxh3 checksum that every receiver verifies.
+// Moving chunks between the ranks (one per node).
 //
-// This version broadcasts one chunk at a time (MPI_Bcast from the reading
-// rank).  A pipelined exchange with several chunks in flight replaces it
-// behind the same function.
+// Chunk c is read from the source by rank c % N, so every node contributes
+// read bandwidth and the file system sees each byte once.  It then travels
+// around a ring, owner -> owner+1 -> ... -> owner+N-1: every rank receives
+// from its left neighbour every chunk it did not read, and sends to its right
+// neighbour every chunk that neighbour did not read.  Each link carries
+// (N-1)/N of the data whatever N is, so the time stays flat as nodes are
+// added.  A window of chunks is in flight at once: reading (several threads,
+// each its own stream), the network (nonblocking sends and receives) and
+// writing (several threads) overlap; there is no per-chunk collective.
+// Every chunk carries an xxh3 checksum that every receiver verifies.
 #pragma once
 
 #include <cstdint>
@@ -13,20 +17,28 @@
 #include <vector>
 
 #include "stager/chunks.hpp"
-#include "stager/source_reader.hpp"
 #include "stager/tree_writer.hpp"
 
 namespace dlstage::stager {
 
 struct ExchangeOptions {
     std::uint64_t chunk_size = kDefaultChunkSize;
-    double read_rate_limit = 0;  // bytes/s per reading rank; 0: unlimited
+    unsigned window = 16;  // chunks in flight per rank: memory = window x chunk_size
+    unsigned readers = 4;  // reading threads per rank (each its own stream)
+    unsigned writers = 4;  // writing threads per rank
+    double read_rate_limit = 0;  // source bytes/s per rank; 0: unlimited
 };
 
-// Called on every rank after each chunk is written: (chunks done, bytes done).
+// Called on the calling thread, now and then: (chunks written, bytes written).
 using ProgressFn = std::function<void(std::size_t, std::uint64_t)>;
 
-void exchange_chunks(const std::vector<Chunk>& chunks, SourceReader& reader, TreeWriter& writer,
-                     const ExchangeOptions& options, const ProgressFn& progress);
+struct ExchangeResult {
+    std::uint64_t bytes_read = 0;  // from the source, by this rank
+};
+
+// Collective over MPI_COMM_WORLD; throws Error on a read, write, checksum
+// or communication failure on this rank.
+ExchangeResult exchange_chunks(const Plan& plan, const std::vector<Chunk>& chunks, TreeWriter& writer,
+                               const ExchangeOptions& options, const ProgressFn& progress);
 
 }  // namespace dlstage::stager

@@ -36,7 +36,8 @@ struct Arguments {
 {
     std::fprintf(stderr,
                  "dlstage-stager: %s\n"
-                 "usage: dlstage-stager --config FILE --job ID [--chunk-size SIZE] [--rate-limit SIZE]\n"
+                 "usage: dlstage-stager --config FILE --job ID [--chunk-size SIZE] [--window N]\n"
+                 "                      [--readers N] [--writers N] [--rate-limit SIZE]\n"
                  "                      [--progress SECONDS] SPEC\n"
                  "Run by 'dlstage stage' through srun, one rank per node; see dlstage(1).\n",
                  message.c_str());
@@ -62,6 +63,12 @@ Arguments parse_arguments(int argc, char** argv)
             args.exchange.chunk_size = parse_size(value());
         else if (arg == "--rate-limit")
             args.exchange.read_rate_limit = static_cast<double>(parse_size(value()));
+        else if (arg == "--window")
+            args.exchange.window = static_cast<unsigned>(std::atoi(value().c_str()));
+        else if (arg == "--readers")
+            args.exchange.readers = static_cast<unsigned>(std::atoi(value().c_str()));
+        else if (arg == "--writers")
+            args.exchange.writers = static_cast<unsigned>(std::atoi(value().c_str()));
         else if (arg == "--progress")
             args.progress_interval = std::atof(value().c_str());
         else if (!arg.empty() && arg[0] == '-')
@@ -75,6 +82,9 @@ Arguments parse_arguments(int argc, char** argv)
         usage_error("--config, --job and SPEC are required");
     if (args.exchange.chunk_size < 4096 || args.exchange.chunk_size > (1ull << 30))
         usage_error("--chunk-size must be between 4K and 1G");
+    for (const unsigned n : {args.exchange.window, args.exchange.readers, args.exchange.writers})
+        if (n < 1 || n > 256)
+            usage_error("--window, --readers and --writers must be between 1 and 256");
     return args;
 }
 
@@ -105,7 +115,9 @@ std::string user_name()
 
 int main(int argc, char** argv)
 {
-    MPI_Init(&argc, &argv);
+    // Only the main thread calls MPI; reader and writer threads do file I/O.
+    int provided = 0;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
     stager::NodeContext ctx;
     MPI_Comm_rank(MPI_COMM_WORLD, &ctx.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &ctx.size);

@@ -222,12 +222,11 @@ void stage_dataset(const StageItem& item, const NodeContext& ctx, const Exchange
                      item.dataset.source.c_str(), item.tier.name.c_str(), ctx.size);
 
     const bool extract = item.dataset.mode == Mode::Extract;
-    SourceReader reader(plan);
     TreeWriter writer(plan, extract ? layout.incoming_dir : layout.partial_dir);
     writer.create_skeleton();
     const auto chunks = layout_chunks(plan, options.chunk_size);
     Progress progress(item, plan, chunks.size(), ctx);
-    exchange_chunks(chunks, reader, writer, options, std::ref(progress));
+    const ExchangeResult exchanged = exchange_chunks(plan, chunks, writer, options, std::ref(progress));
     writer.finish();
     if (extract) {
         const std::uint64_t stripped = extract_into(layout, plan);
@@ -240,7 +239,7 @@ void stage_dataset(const StageItem& item, const NodeContext& ctx, const Exchange
     // that failed has aborted the whole stager (MPI_Abort) before this.
     MPI_Barrier(MPI_COMM_WORLD);
     publish(item, layout, plan);
-    const std::uint64_t read = sum_over_ranks(reader.bytes_read());
+    const std::uint64_t read = sum_over_ranks(exchanged.bytes_read);
     if (ctx.rank == 0) {
         const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
         const double ratio = plan.total_bytes() ? static_cast<double>(read) / static_cast<double>(plan.total_bytes()) : 1.0;

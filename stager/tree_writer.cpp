@@ -38,14 +38,10 @@ void apply_times(const std::string& path, std::int64_t sec, std::uint32_t nsec)
 }
 
 TreeWriter::TreeWriter(const Plan& plan, std::string dest)
-    : plan_(plan), dest_(std::move(dest)), written_(plan.entries.size(), 0)
+    : plan_(plan), dest_(std::move(dest)), written_(new std::atomic<std::uint64_t>[plan.entries.size()])
 {
-}
-
-TreeWriter::~TreeWriter()
-{
-    if (fd_ >= 0)
-        ::close(fd_);
+    for (std::size_t i = 0; i < plan.entries.size(); ++i)
+        written_[i] = 0;
 }
 
 void TreeWriter::create_skeleton()
@@ -60,14 +56,18 @@ void TreeWriter::create_skeleton()
         if (e.type == EntryType::Dir && mkdir(path.c_str(), 0700) != 0)
             fail("create", path, errno);
         if (e.type == EntryType::File && e.size == 0)
-            finish_file(i, open_for_write(i));
+            finish_file(i, open_for_write(i, true));
     }
 }
 
-int TreeWriter::open_for_write(std::size_t entry)
+// The destination is this job's private, freshly created directory: the
+// pieces of one file may arrive in any order, in any thread, so each may
+// be the one that creates it.
+int TreeWriter::open_for_write(std::size_t entry, bool create_new)
 {
     const std::string path = dest_path(plan_.entries[entry]);
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    const int flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (create_new ? O_EXCL : 0);
+    const int fd = ::open(path.c_str(), flags, 0600);
     if (fd < 0)
         fail("create", path, errno);
     return fd;
@@ -99,23 +99,22 @@ void TreeWriter::finish_file(std::size_t entry, int fd)
 void TreeWriter::write(const Chunk& chunk, const char* data)
 {
     for (const Piece& piece : chunk.pieces) {
-        if (piece.entry != open_entry_) {
-            if (fd_ >= 0)
-                ::close(fd_);  // only reached if the previous file's data was incomplete
-            fd_ = open_for_write(piece.entry);
-            open_entry_ = piece.entry;
-        }
         const Entry& e = plan_.entries[piece.entry];
-        write_all(fd_, data, piece.length, piece.offset, dest_path(e));
-        data += piece.length;
-        written_[piece.entry] += piece.length;
-        bytes_written_ += piece.length;
-        if (written_[piece.entry] == e.size) {
-            const int fd = fd_;
-            fd_ = -1;
-            open_entry_ = static_cast<std::size_t>(-1);
-            finish_file(piece.entry, fd);
+        const int fd = open_for_write(piece.entry, piece.length == e.size);
+        try {
+            write_all(fd, data, piece.length, piece.offset, dest_path(e));
+        } catch (...) {
+            ::close(fd);
+            throw;
         }
+        data += piece.length;
+        bytes_written_ += piece.length;
+        // Counted after the write: the thread that sees the total reach the
+        // size knows every byte of the file is on disk.
+        if (written_[piece.entry].fetch_add(piece.length) + piece.length == e.size)
+            finish_file(piece.entry, fd);
+        else if (::close(fd) != 0)
+            fail("close", dest_path(e), errno);
     }
 }
 

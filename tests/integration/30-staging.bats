@@ -46,6 +46,7 @@ expect_on_all_nodes() {
     cat "$(matrix_file sbatch.err)" "$(matrix_file out.txt)"
     [ "$(cat "$(matrix_file sbatch.rc)")" -eq 0 ]
     job=$(cut -d';' -f1 "$(matrix_file job_id)")
+    wait_job_gone "$job"  # sbatch --wait may return while the epilog still runs
     [ "$(job_state "$job")" = COMPLETED ]
 }
 

@@ -55,8 +55,8 @@ assert_healthy() {
     echo "$out"
     ! grep -q SCRIPT-RAN <<<"$out"
     grep -q "dlstage: staging hostile to shm failed on n" <<<"$out"
+    wait_job_gone "$job"  # sbatch --wait may return while the epilog still runs
     [ "$(job_state "$job")" = FAILED ]
-    wait_job_gone "$job"
     assert_no_leftovers
     assert_healthy
 }
