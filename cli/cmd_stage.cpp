@@ -87,6 +87,7 @@ std::vector<std::string> launcher_command(const Config& config, const std::strin
         {"DLSTAGE_CHUNK_SIZE", "--chunk-size"}, {"DLSTAGE_WINDOW", "--window"},
         {"DLSTAGE_READERS", "--readers"},       {"DLSTAGE_WRITERS", "--writers"},
         {"DLSTAGE_RATE_LIMIT", "--rate-limit"}, {"DLSTAGE_PROGRESS", "--progress"},
+        {"DLSTAGE_EXCHANGE", "--exchange"},
     };
     for (const auto& [variable, option] : knobs)
         if (const std::string value = env_or(variable, ""); !value.empty())

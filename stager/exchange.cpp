@@ -330,11 +330,43 @@ private:
     std::atomic<std::size_t> chunks_written_{0};
     std::atomic<std::uint64_t> bytes_written_{0};
 };
+ExchangeResult broadcast_one_at_a_time(const Plan& plan, const std::vector<Chunk>& chunks, TreeWriter& writer,
+                                       const ExchangeOptions& options, const ProgressFn& progress)
+{
+    int rank = 0, size = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    SourceReader reader(plan);
+    Throttle throttle(options.read_rate_limit);
+    std::vector<char> buffer(options.chunk_size + kHashBytes);
+    std::uint64_t bytes_done = 0;
+    for (std::size_t c = 0; c < chunks.size(); ++c) {
+        const std::size_t n = static_cast<std::size_t>(chunks[c].bytes);
+        const int owner = static_cast<int>(c % static_cast<std::size_t>(size));
+        if (rank == owner) {
+            reader.read(chunks[c], buffer.data());
+            const XXH64_hash_t hash = XXH3_64bits(buffer.data(), n);
+            std::memcpy(buffer.data() + n, &hash, kHashBytes);
+            throttle.account(n);
+        }
+        MPI_Bcast(buffer.data(), static_cast<int>(n + kHashBytes), MPI_BYTE, owner, MPI_COMM_WORLD);
+        XXH64_hash_t sent = 0;
+        std::memcpy(&sent, buffer.data() + n, kHashBytes);
+        if (rank != owner && XXH3_64bits(buffer.data(), n) != sent)
+            throw Error("chunk " + std::to_string(c) + " arrived corrupted (checksum mismatch)");
+        writer.write(chunks[c], buffer.data());
+        bytes_done += n;
+        progress(c + 1, bytes_done);
+    }
+    return {reader.bytes_read()};
+}
 }  // namespace
 
 ExchangeResult exchange_chunks(const Plan& plan, const std::vector<Chunk>& chunks, TreeWriter& writer,
                                const ExchangeOptions& options, const ProgressFn& progress)
 {
+    if (options.scheme == ExchangeScheme::Bcast)
+        return broadcast_one_at_a_time(plan, chunks, writer, options, progress);
     Ring ring(plan, chunks, writer, options);
     return ring.run(progress);
 }

@@ -21,7 +21,13 @@
 
 namespace dlstage::stager {
 
+// Ring: the pipelined ring above.  Bcast: one chunk at a time, MPI_Bcast
+// from the rank that read it (many readers, no pipelining: the scheme of
+// mpiFileUtils' dbcast), kept as the baseline the benchmark measures.
+enum class ExchangeScheme { Ring, Bcast };
+
 struct ExchangeOptions {
+    ExchangeScheme scheme = ExchangeScheme::Ring;
     std::uint64_t chunk_size = kDefaultChunkSize;
     unsigned window = 16;  // chunks in flight per rank: memory = window x chunk_size
     unsigned readers = 4;  // reading threads per rank (each its own stream)

@@ -223,8 +223,9 @@ std::string canonical_directory(const std::string& dest)
 
 class TarExtraction {
 public:
-    TarExtraction(const std::string& archive, const std::string& dest)
-        : source_(archive), dest_(canonical_directory(dest)), in_(open_archive(archive)), out_(open_disk_writer())
+    TarExtraction(const std::string& archive, const std::string& dest, ShardOutcome* outcome)
+        : source_(archive), dest_(canonical_directory(dest)), in_(open_archive(archive)), out_(open_disk_writer()),
+          outcome_(outcome)
     {
     }
 
@@ -245,7 +246,10 @@ public:
         // here, after everything inside them was written.
         if (archive_write_close(out_.get()) != ARCHIVE_OK)
             throw Error("cannot finish extracting " + source_ + " into " + dest_ + ": " + message_of(out_.get()));
-        restore_directory_times();
+        if (outcome_)
+            hand_over(*outcome_);
+        else
+            restore_directory_times();
         return stats_;
     }
 
@@ -271,6 +275,8 @@ private:
             cannot_extract(out_.get(), name, source_);
 
         extracted_[path] = is_file;
+        if (outcome_ && archive_entry_filetype(entry) != S_IFDIR)
+            names_.push_back(path);
         remember_directory_times(entry, path);
         ++stats_.entries;
     }
@@ -287,6 +293,13 @@ private:
         if (archive_entry_atime_is_set(entry))
             times[0] = {archive_entry_atime(entry), archive_entry_atime_nsec(entry)};
         times[1] = {archive_entry_mtime(entry), archive_entry_mtime_nsec(entry)};
+    }
+
+    void hand_over(ShardOutcome& outcome) const
+    {
+        outcome.names = names_;
+        for (const auto& [path, times] : directory_times_)
+            outcome.directory_times.emplace_back(path, times);
     }
 
     // libarchive sets the times of a directory that already existed (from an
@@ -401,6 +414,8 @@ private:
     std::unordered_map<std::string, bool> extracted_;
     using Times = std::array<struct timespec, 2>;  // atime, mtime as utimensat takes them
     std::unordered_map<std::string, Times> directory_times_;
+    ShardOutcome* outcome_;
+    std::vector<std::string> names_;  // non-directories written, when outcome_ wants them
     ExtractStats stats_;
 };
 
@@ -702,9 +717,19 @@ private:
 
 }  // namespace
 
-ExtractStats extract_tar(const std::string& archive, const std::string& dest)
+ExtractStats extract_tar(const std::string& archive, const std::string& dest, ShardOutcome* outcome)
 {
-    return TarExtraction(archive, dest).run();
+    return TarExtraction(archive, dest, outcome).run();
+}
+
+void restore_directory_times(const std::string& dest, const ShardOutcome& outcome)
+{
+    const std::string base = canonical_directory(dest);
+    for (const auto& [path, times] : outcome.directory_times) {
+        const std::string full = join_path(base, path);
+        if (utimensat(AT_FDCWD, full.c_str(), times.data(), AT_SYMLINK_NOFOLLOW) != 0)
+            fail("set the times of", full, errno);
+    }
 }
 
 ExtractStats extract_squashfs(const std::string& image, const std::string& dest)

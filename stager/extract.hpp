@@ -7,8 +7,12 @@
 // or setuid/setgid/sticky bit may come out of it.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <ctime>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace dlstage::stager {
 
@@ -27,7 +31,20 @@ struct ExtractStats {
 // extracted from the same archive, a device node, fifo or socket, and
 // "cannot read ARCHIVE: ..." for a corrupt or truncated archive.  On an error
 // the entries before it stay in dest: the caller removes the whole directory.
-ExtractStats extract_tar(const std::string& archive, const std::string& dest);
+// What one shard's extraction leaves to its caller when several shards are
+// extracted into one directory at once: the names it wrote (to find shards
+// that overlap, where only in-order extraction gives tar -x's result) and
+// its directories' times (valid only once no shard writes into them).
+struct ShardOutcome {
+    std::vector<std::string> names;  // paths of the entries that are not directories
+    std::vector<std::pair<std::string, std::array<struct timespec, 2>>> directory_times;
+};
+
+// With outcome, the directory times are recorded there instead of applied;
+// the caller applies them with restore_directory_times() after all shards.
+ExtractStats extract_tar(const std::string& archive, const std::string& dest, ShardOutcome* outcome = nullptr);
+
+void restore_directory_times(const std::string& dest, const ShardOutcome& outcome);
 
 // Unpacks a squashfs image into dest, which must not exist yet (its parent
 // must), with unsquashfs, then checks the result by the rules of extract_tar

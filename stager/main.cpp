@@ -37,7 +37,8 @@ struct Arguments {
     std::fprintf(stderr,
                  "dlstage-stager: %s\n"
                  "usage: dlstage-stager --config FILE --job ID [--chunk-size SIZE] [--window N]\n"
-                 "                      [--readers N] [--writers N] [--rate-limit SIZE]\n"
+                 "                      [--readers N] [--writers N] [--exchange ring|bcast]\n"
+                 "                      [--rate-limit SIZE]\n"
                  "                      [--progress SECONDS] SPEC\n"
                  "Run by 'dlstage stage' through srun, one rank per node; see dlstage(1).\n",
                  message.c_str());
@@ -63,7 +64,12 @@ Arguments parse_arguments(int argc, char** argv)
             args.exchange.chunk_size = parse_size(value());
         else if (arg == "--rate-limit")
             args.exchange.read_rate_limit = static_cast<double>(parse_size(value()));
-        else if (arg == "--window")
+        else if (arg == "--exchange") {
+            const std::string scheme = value();
+            if (scheme != "ring" && scheme != "bcast")
+                usage_error("--exchange is ring or bcast, not " + scheme);
+            args.exchange.scheme = scheme == "ring" ? stager::ExchangeScheme::Ring : stager::ExchangeScheme::Bcast;
+        } else if (arg == "--window")
             args.exchange.window = static_cast<unsigned>(std::atoi(value().c_str()));
         else if (arg == "--readers")
             args.exchange.readers = static_cast<unsigned>(std::atoi(value().c_str()));

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <mpi.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include "lib/tier_space.hpp"
 #include "policies/admission.hpp"
 #include "stager/extract.hpp"
+#include "stager/parallel_extract.hpp"
 #include "stager/plan.hpp"
 
 namespace dlstage::stager {
@@ -31,11 +33,19 @@ bool all_ranks(bool mine)
     return out == 1;
 }
 
-std::uint64_t sum_over_ranks(std::uint64_t mine)
+std::uint64_t reduce_over_ranks(std::uint64_t mine, MPI_Op op)
 {
     unsigned long long in = mine, out = 0;
-    MPI_Allreduce(&in, &out, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(&in, &out, 1, MPI_UNSIGNED_LONG_LONG, op, MPI_COMM_WORLD);
     return out;
+}
+
+// This process's peak resident memory so far.
+std::uint64_t peak_rss_bytes()
+{
+    struct rusage usage {};
+    getrusage(RUSAGE_SELF, &usage);
+    return static_cast<std::uint64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
 }
 
 bool exists(const std::string& path)
@@ -113,25 +123,36 @@ void check_space(const StageItem& item, const DatasetLayout& layout, const Plan&
 
 // Unpacks the archives that arrived into partial_dir; returns how many
 // entries lost setuid/setgid/sticky bits on the way.
-std::uint64_t extract_into(const DatasetLayout& layout, const Plan& plan)
+void make_fresh_dir(const std::string& path)
+{
+    if (mkdir(path.c_str(), 0755) != 0)
+        throw Error("cannot create " + path + ": " + std::strerror(errno));
+}
+
+std::uint64_t extract_into(const DatasetLayout& layout, const Plan& plan, unsigned threads)
 {
     std::uint64_t stripped = 0;
     if (plan.format == Format::Squashfs) {
         stripped += extract_squashfs(layout.incoming_dir + "/" + plan.entries.front().path, layout.partial_dir).stripped;
     } else {
-        if (mkdir(layout.partial_dir.c_str(), 0755) != 0)
-            throw Error("cannot create " + layout.partial_dir + ": " + std::strerror(errno));
-        for (const Entry& shard : plan.entries) {
-            try {
-                stripped += extract_tar(layout.incoming_dir + "/" + shard.path, layout.partial_dir).stripped;
-            } catch (const Error& e) {
-                // Name the shard as the user knows it, not its node-local copy.
-                std::string message = e.what();
-                const std::string local = layout.incoming_dir + "/" + shard.path;
-                if (const std::size_t at = message.find(local); at != std::string::npos)
-                    message.replace(at, local.size(), plan.source_root + "/" + shard.path);
-                throw Error(message);
-            }
+        make_fresh_dir(layout.partial_dir);
+        std::vector<std::string> shards;
+        for (const Entry& shard : plan.entries)
+            shards.push_back(layout.incoming_dir + "/" + shard.path);
+        try {
+            stripped += extract_shards(shards, layout.partial_dir, threads, [&] {
+                            const RemoveResult removed = remove_tree_within(layout.tier_dir, layout.partial_dir);
+                            if (!removed.ok())
+                                throw Error("cannot clear " + layout.partial_dir + ": " + removed.problems.front());
+                            make_fresh_dir(layout.partial_dir);
+                        }).stats.stripped;
+        } catch (const Error& e) {
+            // Name the shard as the user knows it, not its node-local copy.
+            std::string message = e.what();
+            const std::string local = layout.incoming_dir + "/";
+            if (const std::size_t at = message.find(local); at != std::string::npos)
+                message.replace(at, local.size(), plan.source_root + "/");
+            throw Error(message);
         }
     }
     const RemoveResult removed = remove_tree_within(layout.tier_dir, layout.incoming_dir);
@@ -229,24 +250,34 @@ void stage_dataset(const StageItem& item, const NodeContext& ctx, const Exchange
     const ExchangeResult exchanged = exchange_chunks(plan, chunks, writer, options, std::ref(progress));
     writer.finish();
     if (extract) {
-        const std::uint64_t stripped = extract_into(layout, plan);
-        if (stripped > 0 && ctx.rank == 0)
-            std::fprintf(stderr, "dlstage: %s: removed setuid/setgid/sticky bits from %llu entries\n",
-                         item.dataset.name.c_str(), static_cast<unsigned long long>(stripped));
+        const auto extract_start = Clock::now();
+        const std::uint64_t stripped = extract_into(layout, plan, options.writers);
+        const double seconds = std::chrono::duration<double>(Clock::now() - extract_start).count();
+        if (ctx.rank == 0) {
+            if (stripped > 0)
+                std::fprintf(stderr, "dlstage: %s: removed setuid/setgid/sticky bits from %llu entries\n",
+                             item.dataset.name.c_str(), static_cast<unsigned long long>(stripped));
+            std::fprintf(stderr, "dlstage: %s: extracted %llu %s in %.2f s on each node (%u threads)\n",
+                         item.dataset.name.c_str(), static_cast<unsigned long long>(plan.entries.size()),
+                         plan.entries.size() == 1 ? "archive" : "archives", seconds, options.writers);
+        }
     }
 
     // Publish only once every node holds a complete, verified copy: a rank
     // that failed has aborted the whole stager (MPI_Abort) before this.
     MPI_Barrier(MPI_COMM_WORLD);
     publish(item, layout, plan);
-    const std::uint64_t read = sum_over_ranks(exchanged.bytes_read);
+    const std::uint64_t read = reduce_over_ranks(exchanged.bytes_read, MPI_SUM);
+    const std::uint64_t peak_rss = reduce_over_ranks(peak_rss_bytes(), MPI_MAX);
     if (ctx.rank == 0) {
         const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
         const double ratio = plan.total_bytes() ? static_cast<double>(read) / static_cast<double>(plan.total_bytes()) : 1.0;
         std::fprintf(stderr,
-                     "dlstage: staged %s to %s on %d nodes in %.2f s (%s per node); source bytes read %s (%.2fx)\n",
+                     "dlstage: staged %s to %s on %d nodes in %.2f s (%s per node); source bytes read %s (%.2fx); "
+                     "peak memory per rank %s\n",
                      item.dataset.name.c_str(), item.tier.name.c_str(), ctx.size, seconds,
-                     rate(plan.total_bytes(), seconds).c_str(), format_size(read).c_str(), ratio);
+                     rate(plan.total_bytes(), seconds).c_str(), format_size(read).c_str(), ratio,
+                     format_size(peak_rss).c_str());
     }
 }
 

@@ -82,6 +82,7 @@ struct Config {
     unsigned max_read = 1 << 20;
     unsigned max_threads = 64;
     long read_ahead_kb = 1024;           // kernel readahead for the mount; -1 = leave
+    bool direct_io = false;              // opt-in: no page cache, breaks MAP_SHARED mmap
 };
 
 Config g_cfg;
@@ -227,6 +228,7 @@ bool write_stats(bool final_dump) {
     std::fprintf(f, "meta_latency_ms=%g\n", g_cfg.meta_latency_ms);
     std::fprintf(f, "meta_slots=%d\n", g_cfg.meta_slots);
     std::fprintf(f, "burst_bytes=%lld\n", (long long)g_cfg.burst_bytes);
+    std::fprintf(f, "direct_io=%d\n", g_cfg.direct_io ? 1 : 0);
     std::fprintf(f, "elapsed_s=%.6f\n", elapsed);
     std::fprintf(f, "bytes_read=%llu\n", (unsigned long long)g_stats.bytes_read.load());
     std::fprintf(f, "bytes_requested=%llu\n",
@@ -371,7 +373,10 @@ int op_open(const char* path, fuse_file_info* fi) {
     h->stream.configure(g_cfg.stream_bandwidth_mbps * 1e6, g_cfg.burst_bytes);
     fi->fh = reinterpret_cast<uint64_t>(h);
     fi->keep_cache = 0;  // invalidate this inode's page cache on every open
-    fi->direct_io = 0;   // keep mmap working (sbcast mmaps its source)
+    // Default: no direct_io, so MAP_SHARED mmap works (sbcast mmaps its
+    // source; with direct_io the kernel refuses it with ENODEV).  The price
+    // is that concurrent readers of one file share page-cache pages.
+    fi->direct_io = g_cfg.direct_io ? 1 : 0;
     atomic_max(g_stats.open_handles_max, ++g_stats.open_handles);
     return 0;
 }
@@ -558,6 +563,9 @@ void usage(FILE* out) {
         "  --read-ahead-kb KB        set the mount's kernel readahead (default 1024, so\n"
         "                            sequential reads reach the daemon as 1 MiB requests;\n"
         "                            needs root; -1 = leave the kernel default of 128)\n"
+        "  --direct-io               bypass the page cache: every reader pays for every\n"
+        "                            byte, even concurrent readers of one file; mmap\n"
+        "                            MAP_SHARED then fails with ENODEV (breaks sbcast)\n"
         "  --stats FILE              write key=value counters on unmount and SIGUSR1\n"
         "  -f                        stay in the foreground\n"
         "  -d                        FUSE debug output (implies -f)\n"
@@ -676,6 +684,13 @@ void* sigusr1_thread(void*) {
 }  // namespace
 
 int main(int argc, char* argv[]) {
+    // SIGUSR1 is handled by a dedicated sigwait thread: block it everywhere,
+    // from the start (an early SIGUSR1 must not kill us).
+    sigset_t usr1;
+    sigemptyset(&usr1);
+    sigaddset(&usr1, SIGUSR1);
+    pthread_sigmask(SIG_BLOCK, &usr1, nullptr);
+
     std::vector<std::string> positional;
     std::vector<std::string> fuse_argv{argv[0]};
     std::string user_fuse_opts;
@@ -727,6 +742,8 @@ int main(int argc, char* argv[]) {
         } else if (name == "--read-ahead-kb") {
             if (!need("--read-ahead-kb") || !parse_int("--read-ahead-kb", value.c_str(), -1, 1 << 20, iv)) return 2;
             g_cfg.read_ahead_kb = long(iv);
+        } else if (a == "--direct-io") {
+            g_cfg.direct_io = true;
         } else if (name == "--stats") {
             if (!need("--stats")) return 2;
             g_cfg.stats = absolute(value);
@@ -782,11 +799,11 @@ int main(int argc, char* argv[]) {
     std::fprintf(stderr,
                  "pfssim: backing=%s mountpoint=%s bandwidth_mbps=%g stream_bandwidth_mbps=%g "
                  "meta_latency_ms=%g meta_slots=%d burst_bytes=%lld attr_timeout_s=%g "
-                 "max_read=%u read_ahead_kb=%ld max_threads=%u stats=%s fuse_opts=%s%s%s\n",
+                 "max_read=%u read_ahead_kb=%ld direct_io=%d max_threads=%u stats=%s fuse_opts=%s%s%s\n",
                  g_cfg.backing.c_str(), g_cfg.mountpoint.c_str(), g_cfg.bandwidth_mbps,
                  g_cfg.stream_bandwidth_mbps, g_cfg.meta_latency_ms, g_cfg.meta_slots,
                  (long long)g_cfg.burst_bytes, g_cfg.attr_timeout, g_cfg.max_read,
-                 g_cfg.read_ahead_kb, g_cfg.max_threads, g_cfg.stats.empty() ? "-" : g_cfg.stats.c_str(),
+                 g_cfg.read_ahead_kb, g_cfg.direct_io ? 1 : 0, g_cfg.max_threads, g_cfg.stats.empty() ? "-" : g_cfg.stats.c_str(),
                  forced.c_str(), user_fuse_opts.empty() ? "" : ",", user_fuse_opts.c_str());
 
     std::vector<char*> cargv;
@@ -805,12 +822,6 @@ int main(int argc, char* argv[]) {
     // Sleep precision matters for 1 ms metadata latencies; threads inherit
     // the timer slack of the thread that creates them.
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-
-    // SIGUSR1 is handled by a dedicated sigwait thread: block it everywhere.
-    sigset_t usr1;
-    sigemptyset(&usr1);
-    sigaddset(&usr1, SIGUSR1);
-    pthread_sigmask(SIG_BLOCK, &usr1, nullptr);
 
     fuse_operations ops = make_ops();
     fuse* f = fuse_new(&args, &ops, sizeof ops, nullptr);
