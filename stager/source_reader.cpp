@@ -13,6 +13,26 @@ SourceReader::~SourceReader()
 {
     if (fd_ >= 0)
         ::close(fd_);
+    for (const auto& entry : dir_fds_)
+        ::close(entry.second);
+}
+
+int SourceReader::dir_fd_for(const std::string& dir)
+{
+    if (const auto it = dir_fds_.find(dir); it != dir_fds_.end())
+        return it->second;
+    constexpr std::size_t kMaxOpenDirs = 256;
+    if (dir_fds_.size() >= kMaxOpenDirs) {
+        for (const auto& entry : dir_fds_)
+            ::close(entry.second);
+        dir_fds_.clear();
+    }
+    const std::string path = dir.empty() ? plan_.source_root : plan_.source_root + "/" + dir;
+    const int fd = ::open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        throw Error("cannot read " + path + ": " + std::strerror(errno));
+    dir_fds_.emplace(dir, fd);
+    return fd;
 }
 
 int SourceReader::fd_for(std::size_t entry)
@@ -21,8 +41,12 @@ int SourceReader::fd_for(std::size_t entry)
         return fd_;
     if (fd_ >= 0)
         ::close(fd_);
-    const std::string path = plan_.source_root + "/" + plan_.entries[entry].path;
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    const std::string& rel = plan_.entries[entry].path;
+    const std::size_t slash = rel.rfind('/');
+    const std::string dir = slash == std::string::npos ? "" : rel.substr(0, slash);
+    const std::string name = slash == std::string::npos ? rel : rel.substr(slash + 1);
+    const std::string path = plan_.source_root + "/" + rel;
+    fd_ = ::openat(dir_fd_for(dir), name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     open_entry_ = entry;
     if (fd_ < 0)
         throw Error("cannot read " + path + ": " + std::strerror(errno));

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 
 #include "stager/chunks.hpp"
 
@@ -24,11 +25,15 @@ public:
 
 private:
     int fd_for(std::size_t entry);
+    int dir_fd_for(const std::string& dir);
 
     const Plan& plan_;
     std::size_t open_entry_ = static_cast<std::size_t>(-1);
     int fd_ = -1;
     std::uint64_t bytes_read_ = 0;
+    // Directories opened so far (bounded): files are opened relative to
+    // them, one lookup each instead of one per path component.
+    std::unordered_map<std::string, int> dir_fds_;
 };
 
 }  // namespace dlstage::stager

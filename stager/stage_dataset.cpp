@@ -40,6 +40,15 @@ std::uint64_t reduce_over_ranks(std::uint64_t mine, MPI_Op op)
     return out;
 }
 
+// CPU time (user + system) this process has used so far, in microseconds.
+std::uint64_t cpu_microseconds()
+{
+    struct rusage usage {};
+    getrusage(RUSAGE_SELF, &usage);
+    const auto us = [](const timeval& t) { return static_cast<std::uint64_t>(t.tv_sec) * 1000000 + t.tv_usec; };
+    return us(usage.ru_utime) + us(usage.ru_stime);
+}
+
 // This process's peak resident memory so far.
 std::uint64_t peak_rss_bytes()
 {
@@ -233,6 +242,7 @@ void stage_dataset(const StageItem& item, const NodeContext& ctx, const Exchange
     clear_leftovers(layout);
 
     const auto start = Clock::now();
+    const std::uint64_t cpu_start = cpu_microseconds();
     const Plan plan = broadcast_plan(item, ctx);
     check_mode_fits_plan(item, plan);
     check_space(item, layout, plan);
@@ -269,15 +279,16 @@ void stage_dataset(const StageItem& item, const NodeContext& ctx, const Exchange
     publish(item, layout, plan);
     const std::uint64_t read = reduce_over_ranks(exchanged.bytes_read, MPI_SUM);
     const std::uint64_t peak_rss = reduce_over_ranks(peak_rss_bytes(), MPI_MAX);
+    const double cpu_seconds = static_cast<double>(reduce_over_ranks(cpu_microseconds() - cpu_start, MPI_SUM)) / 1e6;
     if (ctx.rank == 0) {
         const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
         const double ratio = plan.total_bytes() ? static_cast<double>(read) / static_cast<double>(plan.total_bytes()) : 1.0;
         std::fprintf(stderr,
                      "dlstage: staged %s to %s on %d nodes in %.2f s (%s per node); source bytes read %s (%.2fx); "
-                     "peak memory per rank %s\n",
+                     "peak memory per rank %s; cpu %.1f s over all nodes\n",
                      item.dataset.name.c_str(), item.tier.name.c_str(), ctx.size, seconds,
                      rate(plan.total_bytes(), seconds).c_str(), format_size(read).c_str(), ratio,
-                     format_size(peak_rss).c_str());
+                     format_size(peak_rss).c_str(), cpu_seconds);
     }
 }
 

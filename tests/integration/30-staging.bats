@@ -60,7 +60,7 @@ expect_on_all_nodes() {
 
 @test "every staging read the source once (1.00x) whatever the node count" {
     out=$(cat "$(matrix_file out.txt)")
-    [ "$(grep '^dlstage: staged ' <<<"$out" | grep -c 'on 3 nodes .*(1.00x); peak memory per rank [0-9.]* MiB$')" -eq 6 ]
+    [ "$(grep '^dlstage: staged ' <<<"$out" | grep -c 'on 3 nodes .*(1.00x); peak memory per rank [0-9.]* MiB; cpu [0-9.]* s over all nodes$')" -eq 6 ]
 }
 
 @test "64 MiB file: exact copy on every node, DLSTAGE_BIG is the file" {

@@ -78,7 +78,8 @@ struct Config {
     double meta_latency_ms = 1;
     int meta_slots = 4;
     int64_t burst_bytes = 1 << 20;
-    double attr_timeout = 0;             // kernel entry/attr cache, seconds
+    double attr_timeout = 0;             // kernel attribute cache, seconds
+    double entry_timeout = 0;            // kernel name (dentry) cache, seconds
     unsigned max_read = 1 << 20;
     unsigned max_threads = 64;
     long read_ahead_kb = 1024;           // kernel readahead for the mount; -1 = leave
@@ -229,6 +230,8 @@ bool write_stats(bool final_dump) {
     std::fprintf(f, "meta_slots=%d\n", g_cfg.meta_slots);
     std::fprintf(f, "burst_bytes=%lld\n", (long long)g_cfg.burst_bytes);
     std::fprintf(f, "direct_io=%d\n", g_cfg.direct_io ? 1 : 0);
+    std::fprintf(f, "entry_timeout_s=%g\n", g_cfg.entry_timeout);
+    std::fprintf(f, "attr_timeout_s=%g\n", g_cfg.attr_timeout);
     std::fprintf(f, "elapsed_s=%.6f\n", elapsed);
     std::fprintf(f, "bytes_read=%llu\n", (unsigned long long)g_stats.bytes_read.load());
     std::fprintf(f, "bytes_requested=%llu\n",
@@ -330,9 +333,9 @@ void* op_init(fuse_conn_info* conn, fuse_config* cfg) {
         conn->max_read = g_cfg.max_read;
     cfg->use_ino = 1;
     cfg->nullpath_ok = 1;
-    cfg->entry_timeout = g_cfg.attr_timeout;
+    cfg->entry_timeout = g_cfg.entry_timeout;
     cfg->attr_timeout = g_cfg.attr_timeout;
-    cfg->negative_timeout = g_cfg.attr_timeout;
+    cfg->negative_timeout = g_cfg.entry_timeout;
     cfg->kernel_cache = 0;
     cfg->auto_cache = 0;
     cfg->direct_io = 0;
@@ -557,8 +560,10 @@ void usage(FILE* out) {
         "  --meta-latency-ms MS      latency per metadata operation (default 1)\n"
         "  --meta-slots N            metadata operations in service at once (default 4)\n"
         "  --burst BYTES             token bucket depth (default 1048576)\n"
-        "  --attr-timeout S          kernel entry/attribute cache timeout (default 0:\n"
-        "                            every lookup/stat reaches the metadata model)\n"
+        "  --entry-timeout S         kernel name (dentry) cache timeout (default 0: every\n"
+        "                            path component of every path walk is a LOOKUP)\n"
+        "  --attr-timeout S          kernel attribute cache timeout (default 0: every\n"
+        "                            stat reaches the metadata model)\n"
         "  --max-threads N           FUSE worker threads (default 64)\n"
         "  --read-ahead-kb KB        set the mount's kernel readahead (default 1024, so\n"
         "                            sequential reads reach the daemon as 1 MiB requests;\n"
@@ -736,6 +741,8 @@ int main(int argc, char* argv[]) {
             g_cfg.burst_bytes = iv;
         } else if (name == "--attr-timeout") {
             if (!need("--attr-timeout") || !parse_double("--attr-timeout", value.c_str(), g_cfg.attr_timeout)) return 2;
+        } else if (name == "--entry-timeout") {
+            if (!need("--entry-timeout") || !parse_double("--entry-timeout", value.c_str(), g_cfg.entry_timeout)) return 2;
         } else if (name == "--max-threads") {
             if (!need("--max-threads") || !parse_int("--max-threads", value.c_str(), 1, 100000, iv)) return 2;
             g_cfg.max_threads = unsigned(iv);
@@ -798,11 +805,11 @@ int main(int argc, char* argv[]) {
 
     std::fprintf(stderr,
                  "pfssim: backing=%s mountpoint=%s bandwidth_mbps=%g stream_bandwidth_mbps=%g "
-                 "meta_latency_ms=%g meta_slots=%d burst_bytes=%lld attr_timeout_s=%g "
+                 "meta_latency_ms=%g meta_slots=%d burst_bytes=%lld entry_timeout_s=%g attr_timeout_s=%g "
                  "max_read=%u read_ahead_kb=%ld direct_io=%d max_threads=%u stats=%s fuse_opts=%s%s%s\n",
                  g_cfg.backing.c_str(), g_cfg.mountpoint.c_str(), g_cfg.bandwidth_mbps,
                  g_cfg.stream_bandwidth_mbps, g_cfg.meta_latency_ms, g_cfg.meta_slots,
-                 (long long)g_cfg.burst_bytes, g_cfg.attr_timeout, g_cfg.max_read,
+                 (long long)g_cfg.burst_bytes, g_cfg.entry_timeout, g_cfg.attr_timeout, g_cfg.max_read,
                  g_cfg.read_ahead_kb, g_cfg.direct_io ? 1 : 0, g_cfg.max_threads, g_cfg.stats.empty() ? "-" : g_cfg.stats.c_str(),
                  forced.c_str(), user_fuse_opts.empty() ? "" : ",", user_fuse_opts.c_str());
 
