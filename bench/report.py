@@ -105,7 +105,7 @@ methods = [("dlstage", "dlstage"), ("dlstage-bcast", "bcast baseline (dbcast sch
            ("per-node-copy", "per-node copies"), ("sbcast", "sbcast"), ("limit", "limit")]
 plot = [f"set terminal pngcairo size 1500,450 font ',10'", f"set output '{os.path.join(outdir, 'results.png')}'",
         "set multiplot layout 1,%d" % len(datasets), "set xlabel 'nodes'", "set ylabel 'seconds to ready on every node'",
-        "set logscale x 2", "set key top left", "set grid"]
+        "set logscale x 2", "set yrange [0:*]", "set key top left", "set grid"]
 for ds in datasets:
     data = os.path.join(outdir, f"plot-{ds}.dat")
     with open(data, "w") as f:
