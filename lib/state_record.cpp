@@ -53,6 +53,16 @@ std::string node_record_path(const std::string& state_dir, const std::string& jo
     return job_state_dir(state_dir, job_id) + "/" + node + "." + event + ".toml";
 }
 
+std::string job_user_dir(const std::string& state_dir, const std::string& job_id)
+{
+    return job_state_dir(state_dir, job_id) + "/user";
+}
+
+std::string progress_record_path(const std::string& state_dir, const std::string& job_id, const std::string& dataset)
+{
+    return job_user_dir(state_dir, job_id) + "/progress-" + dataset + ".toml";
+}
+
 void write_record(const std::string& path, const toml::table& record)
 {
     make_parents(path);

@@ -17,6 +17,13 @@ std::string job_state_dir(const std::string& state_dir, const std::string& job_i
 std::string node_record_path(const std::string& state_dir, const std::string& job_id, const std::string& node,
                              const std::string& event);
 
+// <state_dir>/jobs/<job_id>/user: made by the prolog for the job's user,
+// where the stager (running as that user) writes what it is doing.
+std::string job_user_dir(const std::string& state_dir, const std::string& job_id);
+
+// <job user dir>/progress-<dataset>.toml
+std::string progress_record_path(const std::string& state_dir, const std::string& job_id, const std::string& dataset);
+
 // Creates missing parent directories (mode 0755) and replaces the file
 // atomically.  Throws Error naming the path.
 void write_record(const std::string& path, const toml::table& record);

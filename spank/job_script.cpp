@@ -94,6 +94,16 @@ void write_node_record(SpankApi& api, const Config& config, const JobFacts& job,
     }
 }
 
+// The job's user may write progress records here (the rest of state_dir
+// is root's).  Walked like a tier directory: no symlink is followed.
+void prepare_user_state_dir(SpankApi& api, const Config& config, const JobFacts& job)
+{
+    const std::string root = job_state_dir(config.site.state_dir, job.job_id);
+    const PrepareResult result = prepare_job_dir(root, job_user_dir(config.site.state_dir, job.job_id), job.uid, job.gid);
+    if (result.status != PrepareResult::Status::Ready)
+        api.error("job " + job.job_id + ": no progress records: " + result.message);
+}
+
 // What both prolog and epilog start from.
 struct ScriptStart {
     std::string stage_data;
@@ -149,6 +159,7 @@ int job_prolog(SpankApi& api, const PluginArgs& args)
         api.error("job " + job.job_id + " on " + job.node + ": " + e.what());
     }
     write_node_record(api, start->config, job, "prolog", record);
+    prepare_user_state_dir(api, start->config, job);
     return rc;
 }
 

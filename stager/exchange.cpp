@@ -6,6 +6,7 @@
 #include <cstring>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <mpi.h>
 #include <mutex>
 #include <thread>
@@ -42,7 +43,9 @@ public:
         }
         ready_.notify_one();
     }
-    Slot* pop()  // nullptr once closed and empty
+    // nullptr once closed and empty.  on_pop runs under the queue's lock, so
+    // what it hands out (a time slot of the rate limit) goes in queue order.
+    Slot* pop(const std::function<void(Slot*)>& on_pop = {})
     {
         std::unique_lock<std::mutex> lock(mutex_);
         ready_.wait(lock, [&] { return closed_ || !items_.empty(); });
@@ -50,6 +53,8 @@ public:
             return nullptr;
         Slot* slot = items_.front();
         items_.pop_front();
+        if (on_pop)
+            on_pop(slot);
         return slot;
     }
     void close()
@@ -70,22 +75,22 @@ private:
 
 // Keeps this rank's reads under its byte rate (a courtesy to a shared file
 // system; also how tests make a transfer last long enough to interrupt).
+// A read reserves its share of time, then waits until then to start.
 class Throttle {
 public:
+    using TimePoint = std::chrono::steady_clock::time_point;
     explicit Throttle(double rate) : rate_(rate), start_(std::chrono::steady_clock::now()) {}
-    void account(std::uint64_t bytes)
+    TimePoint reserve(std::uint64_t bytes)
     {
+        std::lock_guard<std::mutex> lock(mutex_);
         if (rate_ <= 0)
-            return;
-        std::chrono::steady_clock::time_point due;
-        {
-            std::lock_guard<std::mutex> lock(mutex_);
-            total_ += bytes;
-            due = start_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                               std::chrono::duration<double>(static_cast<double>(total_) / rate_));
-        }
-        std::this_thread::sleep_until(due);
+            return start_;
+        const auto due = start_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                      std::chrono::duration<double>(static_cast<double>(total_) / rate_));
+        total_ += bytes;
+        return due;
     }
+    void account(std::uint64_t bytes) { std::this_thread::sleep_until(reserve(bytes)); }
 
 private:
     double rate_;
@@ -176,15 +181,19 @@ private:
     void read_loop()
     {
         SourceReader reader(plan_);
-        while (Slot* slot = to_read_.pop()) {
+        Throttle::TimePoint due;
+        // Time slots of the rate limit go out in chunk order: the ring hands
+        // chunks on in order, so the first must not wait behind later ones.
+        const auto reserve = [&](Slot* slot) { due = throttle_.reserve(chunks_[slot->chunk].bytes); };
+        while (Slot* slot = to_read_.pop(reserve)) {
             if (errors_.failed())
                 continue;
             try {
                 const Chunk& chunk = chunks_[slot->chunk];
+                std::this_thread::sleep_until(due);
                 reader.read(chunk, slot->data.data());
                 const XXH64_hash_t hash = XXH3_64bits(slot->data.data(), bytes(slot->chunk));
                 std::memcpy(slot->data.data() + bytes(slot->chunk), &hash, kHashBytes);
-                throttle_.account(chunk.bytes);
                 bytes_read_ += chunk.bytes;
                 slot->read_done = true;
             } catch (...) {

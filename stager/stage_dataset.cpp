@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <mpi.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -177,10 +178,14 @@ std::string rate(std::uint64_t bytes, double seconds)
     return buf;
 }
 
+// Rank 0, now and then: a line in the job output and the same figures in
+// a progress record (state_dir/jobs/<job>/user/progress-<name>.toml) that
+// `dlstage status` and admins can read while the job stages.
 class Progress {
 public:
     Progress(const StageItem& item, const Plan& plan, std::size_t chunks, const NodeContext& ctx)
-        : item_(item), total_(plan.total_bytes()), chunks_(chunks), ctx_(ctx), start_(Clock::now()), last_(start_)
+        : item_(item), plan_(plan), total_(plan.total_bytes()), chunks_(chunks), ctx_(ctx), start_(Clock::now()),
+          last_(start_)
     {
     }
     void operator()(std::size_t done_chunks, std::uint64_t done_bytes)
@@ -198,14 +203,47 @@ public:
                      format_size(done_bytes).c_str(), format_size(total_).c_str(),
                      100.0 * static_cast<double>(done_bytes) / static_cast<double>(total_), rate(done_bytes, elapsed).c_str(),
                      eta);
+        record("staging", done_bytes, elapsed, eta);
+    }
+
+    void done()
+    {
+        if (ctx_.rank == 0)
+            record("ready", total_, std::chrono::duration<double>(Clock::now() - start_).count(), 0);
     }
 
 private:
+    void record(const char* state, std::uint64_t done_bytes, double elapsed, double eta) const
+    {
+        try {
+            write_record(progress_record_path(ctx_.state_dir, ctx_.values.job_id, item_.dataset.name),
+                         toml::table{{"dataset", item_.dataset.name},
+                                     {"tier", item_.tier.name},
+                                     {"state", state},
+                                     {"nodes", ctx_.size},
+                                     {"bytes_total", static_cast<std::int64_t>(total_)},
+                                     {"bytes_done", static_cast<std::int64_t>(done_bytes)},
+                                     {"files_total", static_cast<std::int64_t>(plan_.file_count())},
+                                     {"elapsed_s", elapsed},
+                                     {"bytes_per_s", elapsed > 0 ? static_cast<double>(done_bytes) / elapsed : 0.0},
+                                     {"eta_s", eta},
+                                     {"time", static_cast<std::int64_t>(std::time(nullptr))}});
+        } catch (const Error& e) {
+            // Progress is a courtesy: a missing user state dir must not fail staging.
+            if (!warned_) {
+                std::fprintf(stderr, "dlstage: %s: no progress record: %s\n", item_.dataset.name.c_str(), e.what());
+                warned_ = true;
+            }
+        }
+    }
+
     const StageItem& item_;
+    const Plan& plan_;
     std::uint64_t total_;
     std::size_t chunks_;
     const NodeContext& ctx_;
     Clock::time_point start_, last_;
+    mutable bool warned_ = false;
 };
 
 // Renames the verified copy into place and writes the marker, last.
@@ -277,6 +315,7 @@ void stage_dataset(const StageItem& item, const NodeContext& ctx, const Exchange
     // that failed has aborted the whole stager (MPI_Abort) before this.
     MPI_Barrier(MPI_COMM_WORLD);
     publish(item, layout, plan);
+    progress.done();
     const std::uint64_t read = reduce_over_ranks(exchanged.bytes_read, MPI_SUM);
     const std::uint64_t peak_rss = reduce_over_ranks(peak_rss_bytes(), MPI_MAX);
     const double cpu_seconds = static_cast<double>(reduce_over_ranks(cpu_microseconds() - cpu_start, MPI_SUM)) / 1e6;

@@ -63,6 +63,16 @@ expect_on_all_nodes() {
     [ "$(grep '^dlstage: staged ' <<<"$out" | grep -c 'on 3 nodes .*(1.00x); peak memory per rank [0-9.]* MiB; cpu [0-9.]* s over all nodes$')" -eq 6 ]
 }
 
+@test "progress records say every dataset is ready, with its size" {
+    job=$(cut -d';' -f1 "$(matrix_file job_id)")
+    for ds in big tree shards shards-x image image-x; do
+        rec="$STATE/jobs/$job/user/progress-$ds.toml"
+        [ "$(record_value "$rec" 'r["state"]')" = ready ]
+        [ "$(record_value "$rec" 'r["bytes_done"] == r["bytes_total"] > 0')" = True ]
+        [ "$(record_value "$rec" 'r["nodes"]')" = 3 ]
+    done
+}
+
 @test "64 MiB file: exact copy on every node, DLSTAGE_BIG is the file" {
     job=$(cut -d';' -f1 "$(matrix_file job_id)")
     expect_on_all_nodes BIG "$("$DIGEST" "$DATA/file64.bin")" "/local/dlstage/$job/big/file64.bin"

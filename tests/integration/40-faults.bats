@@ -13,7 +13,8 @@ teardown() {
 # start_slow_staging NODE: a 3-node batch job staging `big` slowly (2 MB/s
 # per reading node); sets $job once NODE is writing it.
 start_slow_staging() {
-    run as_user sbatch --parsable -N3 -o out.txt --export=ALL,DLSTAGE_RATE_LIMIT=2M --stage-data=big:shm --wrap 'echo SCRIPT-RAN'
+    run as_user sbatch --parsable -N3 -o out.txt --export=ALL,DLSTAGE_RATE_LIMIT=2M,DLSTAGE_PROGRESS=1 \
+        --stage-data=big:shm --wrap 'echo SCRIPT-RAN'
     [ "$status" -eq 0 ]
     job=${output%%;*}
     wait_for_partial "$1" "$job" big
@@ -84,6 +85,16 @@ assert_healthy() {
 
 @test "scancel while staging: no leftovers, no drained node" {
     start_slow_staging n1
+    # Meanwhile the progress record shows a transfer under way.
+    rec="$STATE/jobs/$job/user/progress-big.toml"
+    wait_for_file "$rec" 20
+    for _ in $(seq 100); do
+        [ "$(record_value "$rec" 'r["bytes_done"] > 0')" = True ] && break
+        sleep 0.2
+    done
+    cat "$rec"
+    [ "$(record_value "$rec" 'r["state"]')" = staging ]
+    [ "$(record_value "$rec" '0 < r["bytes_done"] < r["bytes_total"] == 64 * 2**20')" = True ]
     scancel "$job"
     wait_job_gone "$job"
     [ "$(job_state "$job")" = CANCELLED ]

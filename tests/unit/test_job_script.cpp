@@ -65,6 +65,12 @@ BOOST_AUTO_TEST_CASE(prolog_prepares_a_private_directory_and_records_it)
     BOOST_TEST(record["user"].value_or(std::string()) == "alice");
     BOOST_TEST(record["datasets"][0]["directory"].value_or(std::string()) == node.job_dir());
     BOOST_TEST(record["datasets"][0]["env"].value_or(std::string()) == "DLSTAGE_IMAGENET");
+    // The user's own corner of the state directory, for progress records.
+    const std::string user_dir = job_user_dir(node.dir / "state", "42");
+    BOOST_TEST(lstat(user_dir.c_str(), &st) == 0);
+    BOOST_TEST((st.st_mode & 07777) == 0700u);
+    BOOST_TEST(st.st_uid == getuid());
+    BOOST_TEST(progress_record_path(node.dir / "state", "42", "imagenet") == user_dir + "/progress-imagenet.toml");
 }
 
 BOOST_AUTO_TEST_CASE(prolog_without_option_does_nothing)
