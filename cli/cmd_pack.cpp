@@ -29,6 +29,7 @@
 #include <archive_entry.h>
 
 #include "cli/commands.hpp"
+#include "cli/read_lines.hpp"
 #include "lib/error.hpp"
 #include "lib/pack_plan.hpp"
 #include "lib/size.hpp"
@@ -416,7 +417,6 @@ std::vector<std::string> lines_from(int fd)
 {
     constexpr std::size_t kKeptLines = 1000;  // bounded memory, whatever the child says
     std::vector<std::string> lines;
-    std::string pending;
     const auto keep = [&lines](const std::string& raw) {
         if (const std::string line = trim(raw); !line.empty()) {
             if (lines.size() == kKeptLines)
@@ -424,18 +424,7 @@ std::vector<std::string> lines_from(int fd)
             lines.push_back(line);
         }
     };
-    char buf[4096];
-    for (;;) {
-        const ssize_t n = ::read(fd, buf, sizeof buf);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        pending.append(buf, static_cast<std::size_t>(n));
-        for (std::size_t nl; (nl = pending.find('\n')) != std::string::npos; pending.erase(0, nl + 1))
-            keep(pending.substr(0, nl));
-    }
-    keep(pending);
+    for_each_line(fd, keep);
     return lines;
 }
 

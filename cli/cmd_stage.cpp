@@ -3,7 +3,9 @@
 // The plugin runs this before a batch script or srun's tasks start; users
 // run it in salloc (or any job script).  It starts dlstage-stager through
 // the site's launcher, one rank per node, and waits.
+#include <algorithm>
 #include <cerrno>
+#include <dirent.h>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
@@ -13,10 +15,12 @@
 #include <unistd.h>
 
 #include "cli/commands.hpp"
+#include "cli/read_lines.hpp"
 #include "lib/config.hpp"
 #include "lib/config_paths.hpp"
 #include "lib/error.hpp"
 #include "lib/stage_spec.hpp"
+#include "lib/state_record.hpp"
 #include "lib/strings.hpp"
 
 extern char** environ;
@@ -114,25 +118,10 @@ void watch_line(const std::string& line, LauncherReport& report)
 // Copies the child's stderr to ours line by line, watching for failures.
 void relay_stderr(int fd, LauncherReport& report)
 {
-    std::string pending;
-    char buf[4096];
-    for (;;) {
-        const ssize_t n = ::read(fd, buf, sizeof buf);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        pending.append(buf, static_cast<std::size_t>(n));
-        for (std::size_t nl; (nl = pending.find('\n')) != std::string::npos; pending.erase(0, nl + 1)) {
-            const std::string line = pending.substr(0, nl);
-            std::cerr << line << "\n";
-            watch_line(line, report);
-        }
-    }
-    if (!pending.empty()) {
-        std::cerr << pending << "\n";
-        watch_line(pending, report);
-    }
+    for_each_line(fd, [&](const std::string& line) {
+        std::cerr << line << "\n";
+        watch_line(line, report);
+    });
 }
 
 int run_and_wait(const std::vector<std::string>& argv, LauncherReport& report)
@@ -172,6 +161,35 @@ int run_and_wait(const std::vector<std::string>& argv, LauncherReport& report)
 }
 
 // Where the data went, for a user in salloc; "<node>" stands for %n.
+// The failure records of this job's user dir (failure-<node>.toml), sorted.
+std::vector<std::string> failure_records(const Config& config, const std::string& job_id)
+{
+    std::vector<std::string> paths;
+    const std::string dir = job_user_dir(config.site.state_dir, job_id);
+    DIR* d = opendir(dir.c_str());
+    if (!d)
+        return paths;
+    while (const dirent* e = readdir(d))
+        if (starts_with(e->d_name, "failure-") && ends_with(e->d_name, ".toml"))
+            paths.push_back(dir + "/" + e->d_name);
+    closedir(d);
+    std::sort(paths.begin(), paths.end());
+    return paths;
+}
+
+// What failing ranks recorded.
+std::vector<std::string> recorded_failures(const Config& config, const std::string& job_id)
+{
+    std::vector<std::string> messages;
+    for (const std::string& path : failure_records(config, job_id)) {
+        try {
+            messages.push_back(read_record(path)["message"].value_or(std::string()));
+        } catch (const Error&) {
+        }
+    }
+    return messages;
+}
+
 void print_paths(const std::vector<StageItem>& items, const std::string& job_id)
 {
     const passwd* pw = getpwuid(getuid());
@@ -213,12 +231,17 @@ int cmd_stage(const GlobalOptions& options, const std::vector<std::string>& args
     const std::string config_path = choose_config_path(options.config_path, true);
     const Config config = load_config(config_path);
     const auto items = plan_stage(config, spec);  // refuse bad input before starting anything
+    for (const std::string& stale : failure_records(config, job_id))  // from an earlier attempt
+        unlink(stale.c_str());
     LauncherReport report;
     const int rc = run_and_wait(launcher_command(config, job_id, nodes, config_path, spec), report);
     if (rc != 0) {
         // A rank that failed said why; one that was killed could not: then
         // srun's line names the node.
-        if (report.stager_explained)
+        const auto recorded = recorded_failures(config, job_id);
+        for (const std::string& reason : report.stager_explained ? std::vector<std::string>{} : recorded)
+            print_error(reason);
+        if (report.stager_explained || !recorded.empty())
             print_error("staging " + spec + " failed; see the messages above");
         else if (!report.task_failure.empty())
             print_error("staging " + spec + " failed on " + report.task_failure.substr(0, report.task_failure.find(':')) +

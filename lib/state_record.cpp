@@ -63,6 +63,11 @@ std::string progress_record_path(const std::string& state_dir, const std::string
     return job_user_dir(state_dir, job_id) + "/progress-" + dataset + ".toml";
 }
 
+std::string failure_record_path(const std::string& state_dir, const std::string& job_id, const std::string& node)
+{
+    return job_user_dir(state_dir, job_id) + "/failure-" + node + ".toml";
+}
+
 void write_record(const std::string& path, const toml::table& record)
 {
     make_parents(path);

@@ -24,6 +24,10 @@ std::string job_user_dir(const std::string& state_dir, const std::string& job_id
 // <job user dir>/progress-<dataset>.toml
 std::string progress_record_path(const std::string& state_dir, const std::string& job_id, const std::string& dataset);
 
+// <job user dir>/failure-<node>.toml: why staging failed on a node, for
+// when the launcher lost the stager's last words.
+std::string failure_record_path(const std::string& state_dir, const std::string& job_id, const std::string& node);
+
 // Creates missing parent directories (mode 0755) and replaces the file
 // atomically.  Throws Error naming the path.
 void write_record(const std::string& path, const toml::table& record);

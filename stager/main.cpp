@@ -19,6 +19,7 @@
 #include "lib/error.hpp"
 #include "lib/size.hpp"
 #include "lib/stage_spec.hpp"
+#include "lib/state_record.hpp"
 #include "stager/stage_dataset.hpp"
 
 namespace {
@@ -111,10 +112,22 @@ std::string user_name()
     return pw->pw_name;
 }
 
-[[noreturn]] void abort_all(const std::string& what, const std::string& node, const std::string& reason)
+[[noreturn]] void abort_all(const stager::NodeContext& ctx, const std::string& what, const std::string& reason)
 {
-    std::fprintf(stderr, "dlstage: %s failed on %s: %s\n", what.c_str(), node.c_str(), reason.c_str());
+    const std::string line = "dlstage: " + what + " failed on " + ctx.node + ": " + reason;
+    std::fprintf(stderr, "%s\n", line.c_str());
     std::fflush(stderr);
+    // srun may stop the step before it has forwarded this rank's last line;
+    // the record lets `dlstage stage` tell the reason all the same.
+    if (!ctx.state_dir.empty() && !ctx.values.job_id.empty()) {
+        try {
+            write_record(failure_record_path(ctx.state_dir, ctx.values.job_id, ctx.node),
+                         toml::table{{"node", ctx.node}, {"message", line.substr(std::strlen(kMessagePrefix))}});
+        } catch (const std::exception&) {
+            // the line above is all we can do
+        }
+    }
+    usleep(300000);  // give the launcher's output forwarding a moment
     _exit(1);
 }
 }  // namespace
@@ -133,6 +146,7 @@ int main(int argc, char** argv)
 
     std::string what = "staging";
     try {
+        ctx.values.job_id = args.job_id;
         const Config config = load_config(args.config);
         ctx.state_dir = config.site.state_dir;
         ctx.values = {args.job_id, user_name(), ctx.node};
@@ -141,7 +155,7 @@ int main(int argc, char** argv)
             stager::stage_dataset(item, ctx, args.exchange);
         }
     } catch (const std::exception& e) {
-        abort_all(what, ctx.node, e.what());
+        abort_all(ctx, what, e.what());
     }
     MPI_Finalize();
     return 0;
