@@ -28,8 +28,8 @@
 #include <archive.h>
 #include <archive_entry.h>
 
+#include "cli/child.hpp"
 #include "cli/commands.hpp"
-#include "cli/read_lines.hpp"
 #include "lib/error.hpp"
 #include "lib/pack_plan.hpp"
 #include "lib/size.hpp"
@@ -413,20 +413,19 @@ int usable_cpus()
 }
 
 // The non-empty lines a child writes to fd, until it closes it.
-std::vector<std::string> lines_from(int fd)
-{
-    constexpr std::size_t kKeptLines = 1000;  // bounded memory, whatever the child says
+// mksquashfs's stderr: bounded memory, whatever the child says.
+struct StderrLines {
+    static constexpr std::size_t kKept = 1000;
     std::vector<std::string> lines;
-    const auto keep = [&lines](const std::string& raw) {
+    void operator()(const std::string& raw)
+    {
         if (const std::string line = trim(raw); !line.empty()) {
-            if (lines.size() == kKeptLines)
-                lines.erase(lines.begin() + kKeptLines / 2);  // keep the first and the latest
+            if (lines.size() == kKept)
+                lines.erase(lines.begin() + kKept / 2);  // keep the first and the latest
             lines.push_back(line);
         }
-    };
-    for_each_line(fd, keep);
-    return lines;
-}
+    }
+};
 
 struct ChildResult {
     std::string failure;              // "" when it exited with status 0
@@ -437,38 +436,19 @@ struct ChildResult {
 // and its stderr collected.
 ChildResult run_collecting_stderr(const std::vector<std::string>& argv)
 {
-    std::vector<char*> args;
-    for (const std::string& a : argv)
-        args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    int err_pipe[2];
-    if (pipe2(err_pipe, O_CLOEXEC) != 0)
-        fail("run", argv[0], errno);
-    const pid_t pid = fork();
-    if (pid < 0)
-        fail("run", argv[0], errno);
-    if (pid == 0) {
-        const int null = open("/dev/null", O_WRONLY);
-        if (null >= 0)
-            dup2(null, STDOUT_FILENO);
-        dup2(err_pipe[1], STDERR_FILENO);
-        execvp(args[0], args.data());
-        const std::string why = "cannot run " + argv[0] + ": " + std::strerror(errno) + "\n";
-        (void)!write(STDERR_FILENO, why.data(), why.size());
-        _exit(127);
-    }
-    g_child = pid;
-    ::close(err_pipe[1]);
-    ChildResult result;
-    result.stderr = lines_from(err_pipe[0]);
-    ::close(err_pipe[0]);
+    StderrLines collected;
+    ChildOptions options;
+    options.discard_stdout = true;
+    options.started = [](pid_t pid) { g_child = pid; };
     int status = 0;
-    while (waitpid(pid, &status, 0) < 0) {
-        if (errno != EINTR) {
-            g_child = 0;
-            fail("wait for", argv[0], errno);
-        }
+    try {
+        status = run_child(argv, std::ref(collected), options);
+    } catch (...) {
+        g_child = 0;
+        throw;
     }
+    ChildResult result;
+    result.stderr = std::move(collected.lines);
     g_child = 0;
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
         return result;

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "cli/commands.hpp"
-#include "cli/read_lines.hpp"
+#include "cli/child.hpp"
 #include "lib/config.hpp"
 #include "lib/config_paths.hpp"
 #include "lib/error.hpp"
@@ -115,52 +115,26 @@ void watch_line(const std::string& line, LauncherReport& report)
         report.task_failure = line.substr(srun_error.size());
 }
 
-// Copies the child's stderr to ours line by line, watching for failures.
-void relay_stderr(int fd, LauncherReport& report)
-{
-    for_each_line(fd, [&](const std::string& line) {
-        std::cerr << line << "\n";
-        watch_line(line, report);
-    });
-}
-
+// Runs the launcher, copying its stderr to ours line by line and watching
+// for failures.  Its exit status, or 128 + the signal that killed it.
 int run_and_wait(const std::vector<std::string>& argv, LauncherReport& report)
 {
     // The stager's own srun step must not stage again (the plugin sees this),
     // and on an oversubscribed node a waiting rank should yield its core.
     setenv("DLSTAGE_STAGER_STEP", "1", 1);
     setenv("OMPI_MCA_mpi_yield_when_idle", env_or("OMPI_MCA_mpi_yield_when_idle", "1").c_str(), 1);
-    std::vector<char*> args;
-    for (const std::string& a : argv)
-        args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    int err_pipe[2];
-    if (pipe2(err_pipe, O_CLOEXEC) != 0)
-        throw Error(std::string("cannot start the launcher: ") + std::strerror(errno));
-    const pid_t pid = fork();
-    if (pid < 0)
-        throw Error(std::string("cannot start the launcher: ") + std::strerror(errno));
-    if (pid == 0) {
-        dup2(err_pipe[1], STDERR_FILENO);
-        execvp(args[0], args.data());
-        std::cerr << kMessagePrefix << "cannot run the launcher '" << argv[0] << "': " << std::strerror(errno)
-                  << " (site.launcher)\n";
-        _exit(127);
-    }
-    ::close(err_pipe[1]);
-    relay_stderr(err_pipe[0], report);
-    ::close(err_pipe[0]);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0) {
-        if (errno != EINTR)
-            throw Error(std::string("cannot wait for the launcher: ") + std::strerror(errno));
-    }
+    const int status = run_child(argv, [&](const std::string& line) {
+        if (starts_with(line, "cannot run " + argv[0] + ":"))
+            std::cerr << kMessagePrefix << line << " (site.launcher)\n";
+        else
+            std::cerr << line << "\n";
+        watch_line(line, report);
+    });
     if (WIFEXITED(status))
         return WEXITSTATUS(status);
     return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
-// Where the data went, for a user in salloc; "<node>" stands for %n.
 // The failure records of this job's user dir (failure-<node>.toml), sorted.
 std::vector<std::string> failure_records(const Config& config, const std::string& job_id)
 {
@@ -190,6 +164,7 @@ std::vector<std::string> recorded_failures(const Config& config, const std::stri
     return messages;
 }
 
+// Where the data went, for a user in salloc; "<node>" stands for %n.
 void print_paths(const std::vector<StageItem>& items, const std::string& job_id)
 {
     const passwd* pw = getpwuid(getuid());
