@@ -11,7 +11,7 @@ DatasetLayout dataset_layout(const StageItem& item, const TemplateValues& values
 {
     DatasetLayout layout;
     layout.tier_root = item.tier.path.root();
-    layout.tier_dir = item.tier.path.expand(values);
+    layout.tier_dir = tier_directory(item, values);  // as the prolog made it
     const std::string& name = item.dataset.name;  // a simple name: no '/', no ".."
     layout.dataset_dir = layout.tier_dir + "/" + name;
     layout.partial_dir = layout.tier_dir + "/.partial-" + name;
