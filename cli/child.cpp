@@ -1,6 +1,7 @@
 #include "cli/child.hpp"
 
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <fcntl.h>
 #include <sys/wait.h>
@@ -11,35 +12,53 @@
 
 namespace dlstage::cli {
 
-int run_child(const std::vector<std::string>& argv, const std::function<void(const std::string&)>& on_stderr_line,
-              const ChildOptions& options)
+pid_t spawn(const std::vector<std::string>& argv, const SpawnIo& io)
 {
     std::vector<char*> args;
     for (const std::string& a : argv)
         args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
-    int err_pipe[2];
-    if (pipe2(err_pipe, O_CLOEXEC) != 0)
-        throw Error("cannot run " + argv[0] + ": " + std::strerror(errno));
     const pid_t pid = fork();
-    if (pid < 0) {
-        const int err = errno;
-        ::close(err_pipe[0]);
-        ::close(err_pipe[1]);
-        throw Error("cannot run " + argv[0] + ": " + std::strerror(err));
-    }
+    if (pid < 0)
+        throw Error("cannot run " + argv[0] + ": " + std::strerror(errno));
     if (pid == 0) {
-        if (options.discard_stdout) {
-            const int null = open("/dev/null", O_WRONLY);
-            if (null >= 0)
-                dup2(null, STDOUT_FILENO);
-        }
-        dup2(err_pipe[1], STDERR_FILENO);
+        // A caller waiting for signals with them blocked must not pass that on.
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, nullptr);
+        if (io.new_session)
+            setsid();
+        const int fds[] = {io.in, io.out, io.err};
+        for (int target = 0; target < 3; ++target)
+            if (fds[target] >= 0 && fds[target] != target)
+                dup2(fds[target], target);
         execvp(args[0], args.data());
         const std::string why = "cannot run " + argv[0] + ": " + std::strerror(errno) + "\n";
         (void)!write(STDERR_FILENO, why.data(), why.size());
         _exit(127);
     }
+    return pid;
+}
+
+int run_child(const std::vector<std::string>& argv, const std::function<void(const std::string&)>& on_stderr_line,
+              const ChildOptions& options)
+{
+    int err_pipe[2];
+    if (pipe2(err_pipe, O_CLOEXEC) != 0)
+        throw Error("cannot run " + argv[0] + ": " + std::strerror(errno));
+    const int null = options.discard_stdout ? open("/dev/null", O_WRONLY | O_CLOEXEC) : -1;
+    pid_t pid = -1;
+    try {
+        pid = spawn(argv, SpawnIo{-1, null, err_pipe[1], false});
+    } catch (const Error&) {
+        ::close(err_pipe[0]);
+        ::close(err_pipe[1]);
+        if (null >= 0)
+            ::close(null);
+        throw;
+    }
+    if (null >= 0)
+        ::close(null);
     if (options.started)
         options.started(pid);
     ::close(err_pipe[1]);

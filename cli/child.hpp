@@ -10,6 +10,20 @@
 
 namespace dlstage::cli {
 
+// File descriptors for a started program's stdin, stdout and stderr (-1:
+// inherit ours), and whether it leaves our session (and terminal).
+struct SpawnIo {
+    int in = -1;
+    int out = -1;
+    int err = -1;
+    bool new_session = false;
+};
+
+// Starts argv[0] (found on PATH) with argv and returns its pid without
+// waiting.  It starts with no signals blocked.  If it cannot be executed it
+// writes "cannot run ARGV0: REASON" to its stderr and exits with 127.
+pid_t spawn(const std::vector<std::string>& argv, const SpawnIo& io);
+
 struct ChildOptions {
     bool discard_stdout = false;
     std::function<void(pid_t)> started;  // e.g. to forward signals to it

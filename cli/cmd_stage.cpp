@@ -9,16 +9,18 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
-#include <pwd.h>
 #include <iostream>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli/commands.hpp"
 #include "cli/child.hpp"
+#include "cli/launch.hpp"
+#include "cli/mounts.hpp"
 #include "lib/config.hpp"
 #include "lib/config_paths.hpp"
 #include "lib/error.hpp"
+#include "lib/identity.hpp"
 #include "lib/stage_spec.hpp"
 #include "lib/state_record.hpp"
 #include "lib/strings.hpp"
@@ -63,29 +65,11 @@ std::string job_request()
     return "";
 }
 
-std::string stager_path()
-{
-    char self[4096] = {};
-    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0)
-        throw Error(std::string("cannot find the dlstage executable: ") + std::strerror(errno));
-    // Installed side by side: the stager of this very dlstage.
-    const std::string exe(self, static_cast<std::size_t>(n));
-    return exe.substr(0, exe.rfind('/')) + "/dlstage-stager";
-}
-
 std::vector<std::string> launcher_command(const Config& config, const std::string& job_id, const std::string& nodes,
                                           const std::string& config_path, const std::string& spec)
 {
-    std::vector<std::string> argv;
-    for (const std::string& word : split(trim(config.site.launcher), ' '))
-        if (!word.empty())
-            argv.push_back(word);
-    // One rank per node of the whole job; a job's own --ntasks or
-    // --cpus-per-task in the environment must not change that.
-    argv.insert(argv.end(), {"--jobid=" + job_id, "--nodes=" + nodes, "--ntasks=" + nodes, "--kill-on-bad-exit=1",
-                             "--job-name=dlstage-stage"});
-    argv.insert(argv.end(), {stager_path(), "--config", config_path, "--job", job_id});
+    std::vector<std::string> argv = job_step_command(config, job_id, nodes, "dlstage-stage");
+    argv.insert(argv.end(), {sibling_program("dlstage-stager"), "--config", config_path, "--job", job_id});
     // Tuning knobs travel in the job's environment.
     static const std::pair<const char*, const char*> knobs[] = {
         {"DLSTAGE_CHUNK_SIZE", "--chunk-size"}, {"DLSTAGE_WINDOW", "--window"},
@@ -167,8 +151,7 @@ std::vector<std::string> recorded_failures(const Config& config, const std::stri
 // Where the data went, for a user in salloc; "<node>" stands for %n.
 void print_paths(const std::vector<StageItem>& items, const std::string& job_id)
 {
-    const passwd* pw = getpwuid(getuid());
-    const std::string user = pw ? pw->pw_name : std::to_string(getuid());
+    const std::string user = this_user_name();
     for (const StageItem& item : items) {
         const std::string dir = item.tier.path.expand({job_id, user, "<node>"});
         std::cerr << kMessagePrefix << item.env_name << " is set in each srun step (data in " << dir << "/"
@@ -225,6 +208,8 @@ int cmd_stage(const GlobalOptions& options, const std::vector<std::string>& args
             print_error("staging " + spec + " failed (launcher exit status " + std::to_string(rc) + ")");
         return kExitFailure;
     }
+    if (start_mount_holder(config, config_path, job_id, nodes, spec) != kExitOk)
+        return kExitFailure;
     if (!quiet)
         print_paths(items, job_id);
     return kExitOk;

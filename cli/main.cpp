@@ -8,6 +8,7 @@
 
 #include "build-aux/config.h"
 #include "cli/commands.hpp"
+#include "cli/mounts.hpp"
 #include "lib/config_paths.hpp"
 #include "lib/error.hpp"
 
@@ -58,6 +59,7 @@ const std::map<std::string, Command>& commands()
         {"catalog", cmd_catalog},
         {"stage", cmd_stage},
         {"pack", cmd_pack},
+        {"hold-mounts", cmd_hold_mounts},  // internal: started by stage
     };
     return table;
 }

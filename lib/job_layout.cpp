@@ -17,6 +17,8 @@ DatasetLayout dataset_layout(const StageItem& item, const TemplateValues& values
     layout.partial_dir = layout.tier_dir + "/.partial-" + name;
     layout.incoming_dir = layout.tier_dir + "/.incoming-" + name;
     layout.ready_marker = layout.tier_dir + "/.ready-" + name + ".toml";
+    layout.image_dir = layout.tier_dir + "/.image-" + name;
+    layout.staged_marker = layout.tier_dir + "/.staged-" + name + ".toml";
     return layout;
 }
 

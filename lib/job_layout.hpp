@@ -8,6 +8,11 @@
 //   /dev/shm/dlstage/123/.partial-imagenet/    being written; never read by jobs
 //   /dev/shm/dlstage/123/.incoming-imagenet/   archives waiting to be extracted
 //   /dev/shm/dlstage/123/.ready-imagenet.toml  written last, atomically
+//
+// mode = "mount" adds two entries, and dataset_dir is a mount point:
+//   /dev/shm/dlstage/123/.image-imagenet/       the staged squashfs image
+//   /dev/shm/dlstage/123/.staged-imagenet.toml  the stager's marker (path: the image)
+// The ready marker is written only once the image is mounted on dataset_dir.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +30,8 @@ struct DatasetLayout {
     std::string partial_dir;
     std::string incoming_dir;
     std::string ready_marker;
+    std::string image_dir;      // mode = "mount": where the image is kept
+    std::string staged_marker;  // mode = "mount": the image is complete here
 };
 
 DatasetLayout dataset_layout(const StageItem& item, const TemplateValues& values);

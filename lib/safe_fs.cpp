@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <optional>
 #include <set>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <utility>
@@ -542,41 +543,50 @@ PrepareResult prepare_job_dir(const std::string& root, const std::string& dir, u
     }
 }
 
-RemoveResult remove_tree_within(const std::string& root, const std::string& dir)
+namespace {
+// The directory holding `dir`, reached from the tier root component by
+// component without following a symlink or leaving the tier's file system.
+struct ParentOfDir {
+    Fd fd;                   // invalid: see problem (or nothing there)
+    dev_t tier_dev = 0;
+    std::string path;        // of the parent
+    std::string leaf;        // dir's last component
+    std::string problem;     // "" and no fd: something on the way is missing
+};
+
+ParentOfDir open_parent_within(const std::string& root, const std::string& dir, const char* outcome)
 {
-    RemoveResult result;
+    ParentOfDir out;
     std::vector<std::string> root_parts;
     std::vector<std::string> below;
     std::string problem = root_problem(root, root_parts);
     if (problem.empty())
         problem = dir_problem(root, root_parts, dir, below);
     if (!problem.empty()) {
-        result.problems.push_back(problem + "; " + kNothingRemoved);
-        return result;
+        out.problem = problem + "; " + outcome;
+        return out;
     }
-
-    // Missing anywhere on the way means there is nothing to remove.
+    // Missing anywhere on the way means there is nothing to act on.
     std::string parent_path;
     const Fd parent = open_parent_of_root(root_parts, parent_path, O_PATH);
     if (!parent.valid()) {
         const int err = errno;
         if (err != ENOENT)
-            result.problems.push_back(cannot("open", shown(parent_path), err) + "; " + kNothingRemoved);
-        return result;
+            out.problem = cannot("open", shown(parent_path), err) + "; " + outcome;
+        return out;
     }
     Fd current = open_passage_at(parent.get(), root_parts.back());
     if (!current.valid()) {
         const int err = errno;
         if (err != ENOENT)
-            result.problems.push_back(
-                unopenable(parent.get(), root_parts.back(), "tier root " + shown(root), err, kNothingRemoved));
-        return result;
+            out.problem = unopenable(parent.get(), root_parts.back(), "tier root " + shown(root), err, outcome);
+        return out;
     }
     struct stat tier {};
     if (::fstat(current.get(), &tier) != 0) {
         const int err = errno;
-        result.problems.push_back(cannot("stat", "tier root " + shown(root), err) + "; " + kNothingRemoved);
-        return result;
+        out.problem = cannot("stat", "tier root " + shown(root), err) + "; " + outcome;
+        return out;
     }
     std::string path = root;
     for (std::size_t i = 0; i + 1 < below.size(); ++i) {
@@ -585,23 +595,67 @@ RemoveResult remove_tree_within(const std::string& root, const std::string& dir)
         if (!next.valid()) {
             const int err = errno;
             if (err != ENOENT)
-                result.problems.push_back(unopenable(current.get(), below[i], shown(path), err, kNothingRemoved));
-            return result;
+                out.problem = unopenable(current.get(), below[i], shown(path), err, outcome);
+            return out;
         }
         struct stat st {};
         if (::fstat(next.get(), &st) != 0) {
             const int err = errno;
-            result.problems.push_back(cannot("stat", shown(path), err) + "; " + kNothingRemoved);
-            return result;
+            out.problem = cannot("stat", shown(path), err) + "; " + outcome;
+            return out;
         }
         if (st.st_dev != tier.st_dev) {
-            result.problems.push_back(other_file_system(shown(path), kNothingRemoved));
-            return result;
+            out.problem = other_file_system(shown(path), outcome);
+            return out;
         }
         current = std::move(next);
     }
+    out.fd = std::move(current);
+    out.tier_dev = tier.st_dev;
+    out.path = path;
+    out.leaf = below.back();
+    return out;
+}
+}  // namespace
+
+RemoveResult remove_tree_within(const std::string& root, const std::string& dir)
+{
+    RemoveResult result;
+    ParentOfDir parent = open_parent_within(root, dir, kNothingRemoved);
+    if (!parent.problem.empty())
+        result.problems.push_back(parent.problem);
+    if (!parent.fd.valid())
+        return result;
     // dir itself is checked like everything inside (symlink, mount point).
-    TreeRemover(tier.st_dev, path, result).run(current.get(), below.back());
+    TreeRemover(parent.tier_dev, parent.path, result).run(parent.fd.get(), parent.leaf);
+    return result;
+}
+
+DetachResult detach_mount_within(const std::string& root, const std::string& dir)
+{
+    DetachResult result;
+    ParentOfDir parent = open_parent_within(root, dir, "nothing unmounted");
+    result.problem = parent.problem;
+    if (!parent.fd.valid())
+        return result;
+    struct stat st {};
+    if (::fstatat(parent.fd.get(), parent.leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        // A symlink or a plain directory of the tier: nothing of ours is mounted there.
+        if (!S_ISDIR(st.st_mode) || st.st_dev == parent.tier_dev)
+            return result;
+    } else if (errno == ENOENT) {
+        return result;
+    }
+    // Otherwise a mount, or what cannot be stat'ed: a FUSE mount denies
+    // every other user, root included (EACCES), and one whose server died
+    // answers ENOTCONN.  umount2 tells (EINVAL: not a mount point).
+    // Through the parent's fd, so no path above it is resolved again; the
+    // leaf is never followed even if it became a symlink since the stat.
+    const std::string through_fd = "/proc/self/fd/" + std::to_string(parent.fd.get()) + "/" + parent.leaf;
+    if (::umount2(through_fd.c_str(), MNT_DETACH | UMOUNT_NOFOLLOW) == 0)
+        result.detached = true;
+    else if (const int err = errno; err != EINVAL)  // EINVAL: not a mount point (any more)
+        result.problem = cannot("unmount", shown(dir), err);
     return result;
 }
 

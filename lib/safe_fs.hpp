@@ -70,6 +70,19 @@ struct RemoveResult {
 //   while being removed), the walk stops with a problem.
 RemoveResult remove_tree_within(const std::string& root, const std::string& dir);
 
+struct DetachResult {
+    bool detached = false;  // something was mounted on dir and is now detached
+    std::string problem;    // one line; empty = success
+};
+
+// Lazily unmounts (MNT_DETACH) what is mounted on `dir`, as the epilog does
+// for a job's squashfs mounts.  dir is walked like remove_tree_within; its
+// last component is never followed (UMOUNT_NOFOLLOW), so a symlink planted
+// there unmounts nothing.  Nothing mounted, or nothing there, is success
+// with detached = false.  Works for FUSE mounts root cannot stat (another
+// user's, EACCES; or one whose server died, ENOTCONN).  Needs CAP_SYS_ADMIN.
+DetachResult detach_mount_within(const std::string& root, const std::string& dir);
+
 // How many directory levels remove_tree_within keeps open at once.
 inline constexpr std::size_t kMaxOpenLevels = 64;
 

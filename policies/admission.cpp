@@ -23,11 +23,8 @@ std::string fewer_files_advice(const Dataset& dataset)
 }
 }  // namespace
 
-Verdict supported(const Dataset& dataset, const Tier& tier)
+Verdict supported(const Dataset& /*dataset*/, const Tier& tier)
 {
-    if (dataset.mode == Mode::Mount)
-        return Verdict::refuse("dataset " + quoted(dataset.name) +
-                               " uses mode = \"mount\", which this version of dlstage cannot stage yet");
     if (tier.scope == Scope::Shared)
         return Verdict::refuse("tier " + quoted(tier.name) +
                                " has scope = \"shared\", which this version of dlstage cannot stage to yet");

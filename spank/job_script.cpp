@@ -8,6 +8,7 @@
 #include "lib/config.hpp"
 #include "lib/config_paths.hpp"
 #include "lib/error.hpp"
+#include "lib/job_layout.hpp"
 #include "lib/safe_fs.hpp"
 #include "lib/stage_spec.hpp"
 #include "lib/state_record.hpp"
@@ -173,8 +174,21 @@ int job_epilog(SpankApi& api, const PluginArgs& args)
     toml::array problems;
     std::uint64_t removed = 0;
     try {
+        const auto items = plan_stage(start->config, start->stage_data);
+        // Squashfs mounts first, whatever the tier keeps: a mount must not
+        // outlive its job, and removal never crosses into a mount.
+        for (const StageItem& item : items) {
+            if (item.dataset.mode != Mode::Mount)
+                continue;
+            const DetachResult detached =
+                detach_mount_within(item.tier.path.root(), dataset_layout(item, job.values()).dataset_dir);
+            if (!detached.problem.empty())
+                problems.push_back(detached.problem);
+            else if (detached.detached)
+                record.insert_or_assign("unmounted", record["unmounted"].value_or(std::int64_t{0}) + 1);
+        }
         std::set<std::string> done;
-        for (const StageItem& item : plan_stage(start->config, start->stage_data)) {
+        for (const StageItem& item : items) {
             const std::string dir = tier_directory(item, job.values());
             if (item.tier.cleanup != Cleanup::JobEnd || !done.insert(dir).second)
                 continue;

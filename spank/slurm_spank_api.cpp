@@ -129,6 +129,11 @@ bool SlurmSpankApi::setenv(const std::string& name, const std::string& value)
     return spank_setenv(handle_, name.c_str(), value.c_str(), 1) == ESPANK_SUCCESS;
 }
 
+bool SlurmSpankApi::unsetenv(const std::string& name)
+{
+    return spank_unsetenv(handle_, name.c_str()) == ESPANK_SUCCESS;
+}
+
 bool SlurmSpankApi::job_control_setenv(const std::string& name, const std::string& value)
 {
     return spank_job_control_setenv(handle_, name.c_str(), value.c_str(), 1) == ESPANK_SUCCESS;

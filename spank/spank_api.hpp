@@ -38,6 +38,7 @@ public:
     // setting a variable in it for the task about to start.
     virtual std::vector<std::string> job_env() = 0;
     virtual bool setenv(const std::string& name, const std::string& value) = 0;
+    virtual bool unsetenv(const std::string& name) = 0;
 
     // Client side: a variable that reaches job_prolog/job_epilog as
     // SPANK_<name> (how submit-time facts travel to the nodes).

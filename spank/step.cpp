@@ -50,13 +50,19 @@ void export_paths(SpankApi& api, const PluginArgs& args, const std::string& spec
     std::vector<std::string> names;
     for (const StageItem& item : plan_stage(config, spec)) {
         const auto marker = read_ready_marker(dataset_layout(item, job.values()).ready_marker);
-        if (!marker)
-            continue;  // not staged (yet): better unset than pointing at nothing
+        if (!marker) {
+            // Not staged (yet) or its mount is gone: better unset than pointing
+            // at nothing, also when srun passed on the batch step's value.
+            api.unsetenv(item.env_name);
+            continue;
+        }
         api.setenv(item.env_name, marker->path);
         names.push_back(item.dataset.name);
     }
     if (!names.empty())
         api.setenv(kDatasetsEnvName, join(names, ","));
+    else
+        api.unsetenv(kDatasetsEnvName);
 }
 }  // namespace
 

@@ -11,12 +11,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <mpi.h>
-#include <pwd.h>
 #include <string>
 #include <unistd.h>
 
 #include "lib/config.hpp"
 #include "lib/error.hpp"
+#include "lib/identity.hpp"
 #include "lib/size.hpp"
 #include "lib/stage_spec.hpp"
 #include "lib/state_record.hpp"
@@ -95,23 +95,6 @@ Arguments parse_arguments(int argc, char** argv)
     return args;
 }
 
-std::string node_name()
-{
-    if (const char* name = std::getenv("SLURMD_NODENAME"); name && *name)
-        return name;
-    char host[256] = {};
-    gethostname(host, sizeof host - 1);
-    return host;
-}
-
-std::string user_name()
-{
-    const passwd* pw = getpwuid(getuid());
-    if (!pw)
-        throw Error("cannot find the user name of uid " + std::to_string(getuid()));
-    return pw->pw_name;
-}
-
 [[noreturn]] void abort_all(const stager::NodeContext& ctx, const std::string& what, const std::string& reason)
 {
     const std::string line = "dlstage: " + what + " failed on " + ctx.node + ": " + reason;
@@ -140,7 +123,7 @@ int main(int argc, char** argv)
     stager::NodeContext ctx;
     MPI_Comm_rank(MPI_COMM_WORLD, &ctx.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &ctx.size);
-    ctx.node = node_name();
+    ctx.node = this_node_name();
     const Arguments args = parse_arguments(argc, argv);
     ctx.progress_interval = args.progress_interval;
 
@@ -149,7 +132,7 @@ int main(int argc, char** argv)
         ctx.values.job_id = args.job_id;
         const Config config = load_config(args.config);
         ctx.state_dir = config.site.state_dir;
-        ctx.values = {args.job_id, user_name(), ctx.node};
+        ctx.values = {args.job_id, this_user_name(), ctx.node};
         for (const StageItem& item : plan_stage(config, args.spec)) {
             what = "staging " + item.dataset.name + " to " + item.tier.name;
             stager::stage_dataset(item, ctx, args.exchange);

@@ -84,13 +84,23 @@ void check_node_prepared(const DatasetLayout& layout, const NodeContext& ctx)
 // Leftovers of an earlier attempt in this job (a restage after a failure).
 void clear_leftovers(const DatasetLayout& layout)
 {
-    for (const std::string* path : {&layout.partial_dir, &layout.incoming_dir, &layout.dataset_dir}) {
+    for (const std::string* path : {&layout.partial_dir, &layout.incoming_dir, &layout.dataset_dir, &layout.image_dir}) {
         const RemoveResult removed = remove_tree_within(layout.tier_dir, *path);
         if (!removed.ok())
             throw Error("cannot clear " + *path + ": " + removed.problems.front());
     }
-    if (unlink(layout.ready_marker.c_str()) != 0 && errno != ENOENT)
-        throw Error("cannot remove " + layout.ready_marker + ": " + std::strerror(errno));
+    for (const std::string* marker : {&layout.ready_marker, &layout.staged_marker})
+        if (unlink(marker->c_str()) != 0 && errno != ENOENT)
+            throw Error("cannot remove " + *marker + ": " + std::strerror(errno));
+}
+
+// What says the stager's part is done on this node: the ready marker, or
+// for mode = "mount" the staged image (the mount comes after).
+bool staged_here(const StageItem& item, const DatasetLayout& layout)
+{
+    if (item.dataset.mode == Mode::Mount)
+        return exists(layout.image_dir) && read_ready_marker(layout.staged_marker).has_value();
+    return exists(layout.dataset_dir) && read_ready_marker(layout.ready_marker).has_value();
 }
 
 Plan broadcast_plan(const StageItem& item, const NodeContext& ctx)
@@ -114,6 +124,9 @@ void check_mode_fits_plan(const StageItem& item, const Plan& plan)
     const bool archive = plan.format == Format::Tar || plan.format == Format::Squashfs;
     if (item.dataset.mode == Mode::Extract && !archive)
         throw Error("mode = \"extract\" needs tar shards or a squashfs image, but " + item.dataset.source + " is a " +
+                    to_string(plan.format));
+    if (item.dataset.mode == Mode::Mount && (plan.format != Format::Squashfs || !plan.single_file))
+        throw Error("mode = \"mount\" needs one squashfs image, but " + item.dataset.source + " is a " +
                     to_string(plan.format));
 }
 
@@ -246,20 +259,27 @@ private:
     mutable bool warned_ = false;
 };
 
-// Renames the verified copy into place and writes the marker, last.
+// Renames the verified copy into place and writes the marker, last.  An
+// image to be mounted goes to image_dir, next to an empty mount point, and
+// gets the staged marker: `dlstage hold-mounts` writes the ready marker
+// once it is mounted.
 void publish(const StageItem& item, const DatasetLayout& layout, const Plan& plan)
 {
-    if (rename(layout.partial_dir.c_str(), layout.dataset_dir.c_str()) != 0)
-        throw Error("cannot rename " + layout.partial_dir + " to " + layout.dataset_dir + ": " + std::strerror(errno));
+    const bool mount = item.dataset.mode == Mode::Mount;
+    const std::string& into = mount ? layout.image_dir : layout.dataset_dir;
+    if (rename(layout.partial_dir.c_str(), into.c_str()) != 0)
+        throw Error("cannot rename " + layout.partial_dir + " to " + into + ": " + std::strerror(errno));
+    if (mount && mkdir(layout.dataset_dir.c_str(), 0700) != 0)
+        throw Error("cannot create the mount point " + layout.dataset_dir + ": " + std::strerror(errno));
     ReadyMarker marker;
     marker.dataset = item.dataset.name;
     marker.tier = item.tier.name;
     marker.source = item.dataset.source;
-    const bool one_file = plan.single_file && item.dataset.mode == Mode::Copy;
-    marker.path = one_file ? layout.dataset_dir + "/" + plan.entries.front().path : layout.dataset_dir;
+    const bool one_file = plan.single_file && item.dataset.mode != Mode::Extract;
+    marker.path = one_file ? into + "/" + plan.entries.front().path : into;
     marker.bytes = plan.total_bytes();
     marker.files = plan.file_count();
-    write_ready_marker(layout.ready_marker, marker);
+    write_ready_marker(mount ? layout.staged_marker : layout.ready_marker, marker);
 }
 }  // namespace
 
@@ -270,8 +290,7 @@ void stage_dataset(const StageItem& item, const NodeContext& ctx, const Exchange
     const DatasetLayout layout = dataset_layout(item, ctx.values);
     check_node_prepared(layout, ctx);
 
-    const bool ready_here = exists(layout.dataset_dir) && read_ready_marker(layout.ready_marker).has_value();
-    if (all_ranks(ready_here)) {
+    if (all_ranks(staged_here(item, layout))) {
         if (ctx.rank == 0)
             std::fprintf(stderr, "dlstage: %s is already staged to %s on %d nodes\n", item.dataset.name.c_str(),
                          item.tier.name.c_str(), ctx.size);

@@ -72,7 +72,8 @@ assert_no_leftovers() {
     for ((i = 0; i < 100; i++)); do
         left=""
         for node in n1 n2 n3; do
-            left+=$(on_node "$node" find /dev/shm/dlstage /local/dlstage -mindepth 1 -maxdepth 2 2>/dev/null)
+            # a tier root no job has used yet is missing: find fails, nothing is left there
+            left+=$(on_node "$node" find /dev/shm/dlstage /local/dlstage -mindepth 1 -maxdepth 2 2>/dev/null || true)
         done
         [ -z "$left" ] && return 0
         sleep 0.2

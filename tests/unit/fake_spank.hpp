@@ -49,6 +49,11 @@ public:
         env[name] = value;
         return true;
     }
+    bool unsetenv(const std::string& name) override
+    {
+        env.erase(name);
+        return true;
+    }
     bool job_control_setenv(const std::string& name, const std::string& value) override
     {
         control_env[name] = value;

@@ -93,14 +93,14 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(support)
 
-BOOST_AUTO_TEST_CASE(mount_mode_and_shared_tiers_are_refused_until_built)
+BOOST_AUTO_TEST_CASE(shared_tiers_are_refused_until_built_and_every_mode_is_supported)
 {
     Dataset d = dataset("/p/x.sqfs");
     Tier t = tier("");
-    BOOST_TEST(dlstage::policy::supported(d, t).allowed);
-    d.mode = Mode::Mount;
-    BOOST_TEST(dlstage::policy::supported(d, t).reason.find("mode = \"mount\"") != std::string::npos);
-    d.mode = Mode::Copy;
+    for (const Mode mode : {Mode::Copy, Mode::Extract, Mode::Mount}) {
+        d.mode = mode;
+        BOOST_TEST(dlstage::policy::supported(d, t).allowed);
+    }
     t.scope = Scope::Shared;
     BOOST_TEST(dlstage::policy::supported(d, t).reason.find("scope = \"shared\"") != std::string::npos);
 }

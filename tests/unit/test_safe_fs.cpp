@@ -615,4 +615,49 @@ BOOST_AUTO_TEST_CASE(mount_points_are_left_in_place)
     BOOST_TEST(!exists(job + "/z"));
 }
 
+BOOST_AUTO_TEST_CASE(detach_unmounts_the_mount_point_but_never_through_a_symlink)
+{
+    if (!is_root()) {
+        BOOST_TEST_MESSAGE("skipped: mounting needs root");
+        return;
+    }
+    Tier tier;
+    test::TempDir outside;
+    const std::string job = tier.root + "/42";
+    make_dir(job);
+    make_dir(job + "/image");
+    make_dir(job + "/plain");
+    make_dir(outside / "target");
+    make_link(outside / "target", job + "/link");
+
+    const std::string text = in_child([&] {
+        if (::unshare(CLONE_NEWNS) != 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
+            return std::string("skip: ") + std::strerror(errno);
+        for (const std::string& where : {job + "/image", outside / "target"})
+            if (::mount("tmpfs", where.c_str(), "tmpfs", 0, "size=1m") != 0)
+                return std::string("skip: mount tmpfs: ") + std::strerror(errno);
+        const auto line = [](const DetachResult& r) {
+            return std::string(r.detached ? "detached" : "kept") + (r.problem.empty() ? "" : ": " + r.problem) + "\n";
+        };
+        std::string out;
+        out += line(detach_mount_within(tier.root, job + "/link"));    // the symlink is not followed
+        out += line(detach_mount_within(tier.root, job + "/plain"));   // nothing mounted
+        out += line(detach_mount_within(tier.root, job + "/gone"));    // nothing there
+        out += line(detach_mount_within(tier.root, job + "/image"));
+        out += line(detach_mount_within(tier.root, job + "/image"));   // again: harmless
+        out += line(detach_mount_within(tier.root, "/etc/x"));          // outside the tier
+        struct stat target {}, parent {};
+        ::stat((outside / "target").c_str(), &target);
+        ::stat((outside / "").c_str(), &parent);
+        out += target.st_dev != parent.st_dev ? "target still mounted" : "target unmounted";
+        return out;
+    });
+    if (text.rfind("skip: ", 0) == 0) {
+        BOOST_TEST_MESSAGE("skipped: " + text);
+        return;
+    }
+    BOOST_TEST(text == "kept\nkept\nkept\ndetached\nkept\nkept: directory /etc/x is not below tier root " +
+                           tier.root + "; nothing unmounted\ntarget still mounted");
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,34 @@
+#include "cli/launch.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <unistd.h>
+
+#include "lib/error.hpp"
+#include "lib/strings.hpp"
+
+namespace dlstage::cli {
+
+std::vector<std::string> job_step_command(const Config& config, const std::string& job_id, const std::string& nodes,
+                                          const std::string& step_name)
+{
+    std::vector<std::string> argv;
+    for (const std::string& word : split(trim(config.site.launcher), ' '))
+        if (!word.empty())
+            argv.push_back(word);
+    argv.insert(argv.end(), {"--jobid=" + job_id, "--nodes=" + nodes, "--ntasks=" + nodes, "--kill-on-bad-exit=1",
+                             "--job-name=" + step_name});
+    return argv;
+}
+
+std::string sibling_program(const std::string& name)
+{
+    char self[4096] = {};
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0)
+        throw Error(std::string("cannot find the dlstage executable: ") + std::strerror(errno));
+    const std::string exe(self, static_cast<std::size_t>(n));
+    return exe.substr(0, exe.rfind('/')) + "/" + name;
+}
+
+}  // namespace dlstage::cli

@@ -1,0 +1,23 @@
+// Starting dlstage's own job steps (the stager, the mount holder) through
+// the site's launcher, one task per node of the job.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "lib/config.hpp"
+
+namespace dlstage::cli {
+
+// site.launcher's words plus what makes it one task on every node of job
+// job_id, whatever the job's own --ntasks or --cpus-per-task say, with the
+// step named step_name (as sacct shows it).  The program and its arguments
+// go after.
+std::vector<std::string> job_step_command(const Config& config, const std::string& job_id, const std::string& nodes,
+                                          const std::string& step_name);
+
+// The path of an installed program next to this executable (dlstage and
+// dlstage-stager are installed side by side).
+std::string sibling_program(const std::string& name);
+
+}  // namespace dlstage::cli

@@ -1,0 +1,15 @@
+// Who and where a user-side process is: the names path templates expand
+// (%u, %n) on a compute node, as the stager and the mount holder see them.
+#pragma once
+
+#include <string>
+
+namespace dlstage {
+
+// Slurm's name of this node (SLURMD_NODENAME in a step), else the host name.
+std::string this_node_name();
+
+// The name of the calling user; throws Error if uid has no passwd entry.
+std::string this_user_name();
+
+}  // namespace dlstage
