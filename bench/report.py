@@ -19,9 +19,10 @@ for r in rows:
     t[(r["dataset"], r["method"])][int(r["nodes"])] = secs
     extra[(r["dataset"], r["method"], int(r["nodes"]))] = r
 nodes = sorted({int(r["nodes"]) for r in rows if int(r["nodes"]) > 0})
-datasets = [d for d in ("file", "tree", "shards") if (d, "dlstage") in t]
+datasets = [d for d in ("file", "tree", "shards", "image") if (d, "dlstage") in t]
 cores = os.cpu_count() or 1
-names = {"file": "one file", "tree": "tree of small files", "shards": "tar shards, extract mode"}
+names = {"file": "one file", "tree": "tree of small files", "shards": "tar shards, extract mode",
+         "image": "the tree as a squashfs image, mount mode"}
 
 
 def get(ds, method, n):
@@ -97,13 +98,27 @@ if "shards" in datasets:
           tar / x >= 1.5, f"{tar / x:.2f}x ({x:.2f} s vs {tar:.2f} s)")
 lines += ["## Targets" + (" (quick run: indicative only)" if quick else ""), "", "| target | result | measured |",
           "|---|---|---|"] + checks + [""]
+if "image" in datasets:
+    img, tree_copy, tree_nodes = get("image", "dlstage", top), get("tree", "dlstage", top), get("tree", "per-node-copy", top)
+    mount_read, shm_read = get("image", "read-from-mount", 1), get("image", "read-from-shm-tree", 1)
+    files = int(extra[("image", "dlstage", nodes[0])]["files"])
+    lines += ["## squashfs image, mount mode", "",
+              "The same tree packed by `dlstage pack` (one inode on the node instead of "
+              f"{files}), staged as one file and mounted with squashfuse on every node.", "",
+              "| comparison | measured |", "|---|---|",
+              f"| N={top}: ready (staged and mounted) | {fmt(img, 2)} s, {fmt(img / limit('image', top), 2)}x its limit |",
+              f"| N={top}: the tree staged file by file / the image | {fmt(tree_copy / img, 2)}x |",
+              f"| N={top}: per-node copies of the tree / the image | {fmt(tree_nodes / img, 2)}x |",
+              f"| a job reading every file once (16 readers, N=1): from the mount / from the tree in /dev/shm | "
+              f"{fmt(mount_read, 2)} s / {fmt(shm_read, 2)} s = {fmt(mount_read / shm_read, 2)}x "
+              f"({fmt(files / mount_read, 0)} files/s from the mount) |", ""]
 open(os.path.join(outdir, "results.md"), "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))
 
 # Figure: one panel per dataset, time against nodes.
 methods = [("dlstage", "dlstage"), ("dlstage-bcast", "bcast baseline (dbcast scheme)"),
            ("per-node-copy", "per-node copies"), ("sbcast", "sbcast"), ("limit", "limit")]
-plot = [f"set terminal pngcairo size 1500,450 font ',10'", f"set output '{os.path.join(outdir, 'results.png')}'",
+plot = [f"set terminal pngcairo size {375 * len(datasets)},450 font ',10'", f"set output '{os.path.join(outdir, 'results.png')}'",
         "set multiplot layout 1,%d" % len(datasets), "set xlabel 'nodes'", "set ylabel 'seconds to ready on every node'",
         "set logscale x 2", "set yrange [0:*]", "set key top left", "set grid"]
 for ds in datasets:
