@@ -1,5 +1,6 @@
 #include "stager/exchange.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -302,6 +303,13 @@ private:
     void drive(const ProgressFn& progress)
     {
         auto last_report = std::chrono::steady_clock::now();
+        // Nothing to do: sleep, longer the longer nothing happens, so that
+        // an idle rank polls MPI (a poll(2) of its sockets each time) a few
+        // thousand times a second rather than tens of thousands; the other
+        // threads, and ranks sharing the node's cores, get the CPU.  The
+        // kernel's socket buffers keep bytes moving while we sleep.
+        constexpr std::chrono::microseconds kFirstIdle{20}, kMostIdle{1000};
+        std::chrono::microseconds idle = kFirstIdle;
         while (!(next_handle_ == chunks_.size() && in_flight_.empty())) {
             if (errors_.failed())
                 return;
@@ -311,10 +319,12 @@ private:
                 progress(chunks_written_.load(), bytes_written_.load());
                 last_report = now;
             }
-            // Nothing to do: let the other threads (and ranks sharing the
-            // node's cores) run rather than spin.
-            if (!busy)
-                std::this_thread::sleep_for(std::chrono::microseconds(50));
+            if (busy) {
+                idle = kFirstIdle;
+            } else {
+                std::this_thread::sleep_for(idle);
+                idle = std::min(idle * 2, kMostIdle);
+            }
         }
         progress(chunks_written_.load(), bytes_written_.load());
     }
