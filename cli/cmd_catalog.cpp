@@ -7,6 +7,7 @@
 #include <toml++/toml.h>
 
 #include "cli/commands.hpp"
+#include "cli/table.hpp"
 #include "lib/config.hpp"
 #include "lib/config_paths.hpp"
 #include "lib/error.hpp"
@@ -61,16 +62,7 @@ void print_table(const std::vector<Row>& rows)
     for (const Row& row : rows)
         cells.push_back({row.dataset->name, row.dataset->source, format_cell(row), to_string(row.dataset->mode),
                          join(row.dataset->tiers, ","), size_cell(row.facts), files_cell(row.facts)});
-    std::vector<std::size_t> width(header.size(), 0);
-    for (const auto& line : cells)
-        for (std::size_t c = 0; c < line.size(); ++c)
-            width[c] = std::max(width[c], line[c].size());
-    for (const auto& line : cells) {
-        std::string out;
-        for (std::size_t c = 0; c < line.size(); ++c)
-            out += c + 1 < line.size() ? line[c] + std::string(width[c] - line[c].size() + 2, ' ') : line[c];
-        std::cout << out << "\n";
-    }
+    print_aligned(std::cout, cells);
 }
 
 void print_json(const std::vector<Row>& rows)

@@ -16,6 +16,7 @@ struct GlobalOptions {
 int cmd_check_config(const GlobalOptions& options, const std::vector<std::string>& args);
 int cmd_catalog(const GlobalOptions& options, const std::vector<std::string>& args);
 int cmd_stage(const GlobalOptions& options, const std::vector<std::string>& args);
+int cmd_status(const GlobalOptions& options, const std::vector<std::string>& args);
 int cmd_pack(const GlobalOptions& options, const std::vector<std::string>& args);
 
 // "dlstage: MESSAGE" on stderr.

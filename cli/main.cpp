@@ -36,6 +36,7 @@ void print_help()
                  "  check-config [FILE]    check a configuration file and list every problem\n"
                  "  catalog list [--json]  list the datasets that can be staged\n"
                  "  stage [SPEC...]        stage datasets to every node of the current job\n"
+                 "  status [JOBID...]      show how staging goes (progress, failures)\n"
                  "  pack DIR OUT           pack a directory into a squashfs image or tar shards\n"
                  "\n"
                  "Options:\n"
@@ -58,6 +59,7 @@ const std::map<std::string, Command>& commands()
         {"check-config", cmd_check_config},
         {"catalog", cmd_catalog},
         {"stage", cmd_stage},
+        {"status", cmd_status},
         {"pack", cmd_pack},
         {"hold-mounts", cmd_hold_mounts},  // internal: started by stage
     };
@@ -110,7 +112,7 @@ int run(int argc, char** argv)
         return usage_error("unknown option '" + first + "'", "");
     const auto command = commands().find(first);
     if (command == commands().end())
-        return usage_error("unknown command '" + first + "' (commands: check-config, catalog, stage, pack)", "");
+        return usage_error("unknown command '" + first + "' (commands: check-config, catalog, stage, status, pack)", "");
     return command->second(options, std::vector<std::string>(args.begin() + 1, args.end()));
 }
 }  // namespace

@@ -73,6 +73,17 @@ expect_on_all_nodes() {
     done
 }
 
+@test "dlstage status: every dataset of the job ready on 3 nodes, for its user" {
+    job=$(cut -d';' -f1 "$(matrix_file job_id)")
+    run as_user "$DLSTAGE_BIN" --config "$DLSTAGE_TEST_DIR/dlstage.toml" status "$job"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    for ds in big:ssd tree:shm shards:shm shards-x:ssd image:shm image-x:ssd; do
+        grep -Eq "^$job +${ds%%:*} +${ds##*:} +ready +3 +.*\(100%\) .* - +[0-9]+ s ago$" <<<"$output"
+    done
+    [ "$(wc -l <<<"$output")" -eq 7 ]
+}
+
 @test "64 MiB file: exact copy on every node, DLSTAGE_BIG is the file" {
     job=$(cut -d';' -f1 "$(matrix_file job_id)")
     expect_on_all_nodes BIG "$("$DIGEST" "$DATA/file64.bin")" "/local/dlstage/$job/big/file64.bin"

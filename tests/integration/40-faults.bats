@@ -95,6 +95,11 @@ assert_healthy() {
     cat "$rec"
     [ "$(record_value "$rec" 'r["state"]')" = staging ]
     [ "$(record_value "$rec" '0 < r["bytes_done"] < r["bytes_total"] == 64 * 2**20')" = True ]
+    # and so does `dlstage status`, for the job's user, from outside the job
+    run as_user "$DLSTAGE_BIN" --config "$DLSTAGE_TEST_DIR/dlstage.toml" status "$job"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    grep -Eq "^$job +big +shm +staging +3 +[0-9.]+ [KM]iB / 64.0 MiB \([0-9]+%\) +1 +[0-9.]+ GB/s +[0-9]+ s +[0-9]+ s ago$" <<<"$output"
     scancel "$job"
     wait_job_gone "$job"
     [ "$(job_state "$job")" = CANCELLED ]

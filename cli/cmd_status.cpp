@@ -1,0 +1,204 @@
+// dlstage status [--json] [JOBID...]: how staging goes, from the records the
+// stager keeps in state_dir/jobs/<job>/user/ (progress-<dataset>.toml,
+// written by rank 0 every few seconds; failure-<node>.toml, by a failing
+// rank).  Those directories belong to the job's user (0700): users see
+// their own jobs, root sees all.
+//
+// This is the first part of the roadmap's `dlstage status`; node and
+// prolog/epilog records join it later.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <dirent.h>
+#include <iostream>
+#include <optional>
+
+#include <toml++/toml.h>
+
+#include "cli/commands.hpp"
+#include "cli/table.hpp"
+#include "lib/config.hpp"
+#include "lib/config_paths.hpp"
+#include "lib/error.hpp"
+#include "lib/size.hpp"
+#include "lib/state_record.hpp"
+#include "lib/strings.hpp"
+
+namespace dlstage::cli {
+
+namespace {
+void print_help()
+{
+    std::cout << "Usage: dlstage status [--json] [JOBID...]\n"
+                 "Show how staging goes for jobs: per dataset its tier, state (staging, ready),\n"
+                 "nodes, bytes done of the total, rate, ETA and the age of the figures, then any\n"
+                 "node's failure.  The stager updates them every DLSTAGE_PROGRESS seconds.\n"
+                 "Without JOBID: the current job inside a job, else every job whose records you\n"
+                 "may read (your own; root: all).\n"
+                 "\n"
+                 "  --json     print a JSON array of jobs instead of a table\n";
+}
+
+struct JobRecords {
+    std::string job_id;
+    std::vector<toml::table> progress;  // one per dataset, by name
+    std::vector<toml::table> failures;  // one per failed node
+};
+
+std::vector<std::string> names_in(const std::string& dir)
+{
+    std::vector<std::string> names;
+    if (DIR* d = opendir(dir.c_str())) {
+        while (const dirent* e = readdir(d))
+            if (e->d_name[0] != '.')
+                names.emplace_back(e->d_name);
+        closedir(d);
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+// Records of one job, or nothing when it has none we may read.
+std::optional<JobRecords> read_job(const std::string& state_dir, const std::string& job_id)
+{
+    JobRecords job{job_id, {}, {}};
+    const std::string dir = job_user_dir(state_dir, job_id);
+    for (const std::string& name : names_in(dir)) {
+        if (!ends_with(name, ".toml"))
+            continue;
+        const bool progress = starts_with(name, "progress-");
+        if (!progress && !starts_with(name, "failure-"))
+            continue;
+        try {
+            (progress ? job.progress : job.failures).push_back(read_record(dir + "/" + name));
+        } catch (const Error&) {
+            // being replaced this very moment, or not ours: skip it
+        }
+    }
+    if (job.progress.empty() && job.failures.empty())
+        return std::nullopt;
+    return job;
+}
+
+bool numeric_less(const std::string& a, const std::string& b)
+{
+    return a.size() != b.size() ? a.size() < b.size() : a < b;
+}
+
+std::int64_t integer(const toml::table& record, const char* key)
+{
+    return record[key].value_or(std::int64_t{0});
+}
+
+std::string seconds_cell(double seconds)
+{
+    char text[32];
+    std::snprintf(text, sizeof text, "%.0f s", seconds);
+    return text;
+}
+
+std::vector<std::string> progress_row(const std::string& job_id, const toml::table& r, std::time_t now)
+{
+    const auto total = static_cast<std::uint64_t>(std::max<std::int64_t>(integer(r, "bytes_total"), 0));
+    const auto done = static_cast<std::uint64_t>(std::max<std::int64_t>(integer(r, "bytes_done"), 0));
+    const std::string state = r["state"].value_or(std::string("?"));
+    char percent[16];
+    std::snprintf(percent, sizeof percent, "%.0f%%", total ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0);
+    char rate[32];
+    std::snprintf(rate, sizeof rate, "%.2f GB/s", r["bytes_per_s"].value_or(0.0) / 1e9);
+    const std::int64_t age = std::max<std::int64_t>(now - integer(r, "time"), 0);
+    return {job_id,
+            r["dataset"].value_or(std::string("?")),
+            r["tier"].value_or(std::string("?")),
+            state,
+            std::to_string(integer(r, "nodes")),
+            format_size(done) + " / " + format_size(total) + " (" + percent + ")",
+            std::to_string(integer(r, "files_total")),
+            rate,
+            state == "staging" ? seconds_cell(r["eta_s"].value_or(0.0)) : "-",
+            std::to_string(age) + " s ago"};
+}
+
+void print_table(const std::vector<JobRecords>& jobs)
+{
+    const std::time_t now = std::time(nullptr);
+    std::vector<std::vector<std::string>> rows = {
+        {"JOB", "DATASET", "TIER", "STATE", "NODES", "DONE", "FILES", "RATE", "ETA", "UPDATED"}};
+    for (const JobRecords& job : jobs)
+        for (const toml::table& record : job.progress)
+            rows.push_back(progress_row(job.job_id, record, now));
+    if (rows.size() > 1)
+        print_aligned(std::cout, rows);
+    for (const JobRecords& job : jobs)
+        for (const toml::table& failure : job.failures)
+            std::cout << "job " << job.job_id << ": failed on " << failure["node"].value_or(std::string("?")) << ": "
+                      << failure["message"].value_or(std::string()) << "\n";
+}
+
+void print_json(const std::vector<JobRecords>& jobs)
+{
+    toml::array list;
+    for (const JobRecords& job : jobs) {
+        toml::array datasets, failures;
+        for (const toml::table& record : job.progress)
+            datasets.push_back(record);
+        for (const toml::table& record : job.failures)
+            failures.push_back(record);
+        list.push_back(toml::table{{"job_id", job.job_id}, {"datasets", datasets}, {"failures", failures}});
+    }
+    std::cout << toml::json_formatter{list} << "\n";
+}
+}  // namespace
+
+int cmd_status(const GlobalOptions& options, const std::vector<std::string>& args)
+{
+    bool json = false;
+    std::vector<std::string> wanted;
+    for (const std::string& arg : args) {
+        if (arg == "-h" || arg == "--help") {
+            print_help();
+            return kExitOk;
+        }
+        if (arg == "--json")
+            json = true;
+        else if (!arg.empty() && arg.find_first_not_of("0123456789") == std::string::npos)
+            wanted.push_back(arg);
+        else
+            return usage_error("status: '" + arg + "' is not a job id (a number) or an option", "status");
+    }
+    const Config config = load_config(choose_config_path(options.config_path, true));
+    const std::string& state_dir = config.site.state_dir;
+    const bool explicit_jobs = !wanted.empty();
+    if (!explicit_jobs) {
+        if (const char* current = std::getenv("SLURM_JOB_ID"); current && *current)
+            wanted.push_back(current);
+        else
+            wanted = names_in(state_dir + "/jobs");
+    }
+    std::sort(wanted.begin(), wanted.end(), numeric_less);
+
+    std::vector<JobRecords> jobs;
+    std::vector<std::string> missing;
+    for (const std::string& job_id : wanted) {
+        if (auto job = read_job(state_dir, job_id))
+            jobs.push_back(std::move(*job));
+        else
+            missing.push_back(job_id);
+    }
+    if (json)
+        print_json(jobs);
+    else
+        print_table(jobs);
+    if (explicit_jobs && !missing.empty()) {
+        print_error("no staging records for job " + join(missing, ", ") + " in " + state_dir +
+                    "/jobs (not a --stage-data job, not started yet, or not yours)");
+        return kExitFailure;
+    }
+    if (jobs.empty() && !json)
+        std::cout << "no staging records" << (wanted.size() == 1 ? " for job " + wanted.front() : "") << " in "
+                  << state_dir << "/jobs\n";
+    return kExitOk;
+}
+
+}  // namespace dlstage::cli
