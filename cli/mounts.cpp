@@ -21,6 +21,7 @@
 #include "lib/identity.hpp"
 #include "lib/job_layout.hpp"
 #include "lib/stage_spec.hpp"
+#include "lib/state_record.hpp"
 #include "lib/strings.hpp"
 
 namespace dlstage::cli {
@@ -207,7 +208,8 @@ void release_all(std::vector<HeldMount>& held)
 // Until SIGTERM/SIGINT/SIGHUP (all blocked by the caller and in `signals`),
 // or until every server has ended.  A server that dies on its own takes its
 // ready marker with it, so later steps do not export a dead mount.
-int hold(std::vector<HeldMount>& held, const sigset_t& signals, const std::string& node)
+int hold(std::vector<HeldMount>& held, const sigset_t& signals, const std::string& node, const std::string& state_dir,
+         const std::string& job_id)
 {
     std::size_t alive = held.size();
     for (;;) {
@@ -224,8 +226,14 @@ int hold(std::vector<HeldMount>& held, const sigset_t& signals, const std::strin
             mount.server = -1;
             --alive;
             unlink(mount.layout.ready_marker.c_str());
-            print_error("the squashfuse serving " + mount.item.dataset.name + " on " + node + " ended (" +
-                        exit_description(status) + "); " + mount.item.env_name + " no longer works there");
+            const std::string why = "the squashfuse serving " + mount.item.dataset.name + " on " + node + " ended (" +
+                                    exit_description(status) + "); " + mount.item.env_name + " no longer works there";
+            print_error(why);
+            // Nobody reads this step's output any more: `dlstage status` shows the record.
+            try {
+                write_record(failure_record_path(state_dir, job_id, node), toml::table{{"node", node}, {"message", why}});
+            } catch (const Error&) {
+            }
         }
         if (alive == 0)  // exit 0: a failing task would make srun stop the other nodes' mounts too
             return kExitOk;
@@ -242,10 +250,21 @@ std::vector<std::string> holder_command(const Config& config, const std::string&
     for (const std::string& word : job_step_command(config, job_id, nodes, "dlstage-mount"))
         if (!starts_with(word, "--mpi="))  // not an MPI program
             argv.push_back(word);
-    // Shares the job's CPUs and memory with every later step, for the whole job.
-    argv.insert(argv.end(), {"--mpi=none", "--overlap", "--input=none", sibling_program("dlstage"), "--config",
+    // Shares the job's CPUs and memory with every later step, for the whole
+    // job.  A node that fails must not get the others SIGKILLed (which
+    // leaves dead mounts and their ready markers): start_mount_holder
+    // stops the step with SIGTERM instead, and every holder cleans up.
+    argv.insert(argv.end(), {"--kill-on-bad-exit=0", "--mpi=none", "--overlap", "--input=none", sibling_program("dlstage"), "--config",
                              config_path, "hold-mounts", "--job", job_id, spec});
     return argv;
+}
+
+// srun passes SIGTERM on to the tasks and waits for them: each holder
+// releases its mounts.
+void stop_step(pid_t srun, int& status)
+{
+    kill(srun, SIGTERM);
+    waitpid(srun, &status, 0);
 }
 
 std::string format_seconds(Clock::duration elapsed)
@@ -301,9 +320,12 @@ int start_mount_holder(const Config& config, const std::string& config_path, con
         }
         if (waitpid(pid, &status, WNOHANG) == pid)
             break;
+        if (err.text().find(std::string(kMessagePrefix) + "mounting ") != std::string::npos) {
+            stop_step(pid, status);
+            break;
+        }
         if (Clock::now() > deadline) {
-            kill(pid, SIGTERM);
-            waitpid(pid, &status, 0);
+            stop_step(pid, status);
             print_error("mounting " + what + ": the mount step did not report from every node within " +
                         std::to_string(kHolderTimeout.count()) + " s");
             return kExitFailure;
@@ -356,7 +378,7 @@ int cmd_hold_mounts(const GlobalOptions& options, const std::vector<std::string>
     held.erase(std::remove_if(held.begin(), held.end(), [](const HeldMount& m) { return m.server < 0; }), held.end());
     if (held.empty())
         return kExitOk;  // nothing new to hold: earlier holders keep theirs
-    return hold(held, signals, node);
+    return hold(held, signals, node, config.site.state_dir, args[1]);
 }
 
 }  // namespace dlstage::cli

@@ -127,6 +127,10 @@ SCRIPT
     grep -qx "n3 \[/dev/shm/dlstage/$job/image-m\]" "$work/out.txt"
     assert_cleaned "$job"
     [ "$(record_value "$STATE/jobs/$job/n2.epilog.toml" 'r["unmounted"]')" = 1 ]
+    # the holder's word on it reaches the user through dlstage status
+    run as_user "$DLSTAGE_BIN" --config "$DLSTAGE_TEST_DIR/dlstage.toml" status "$job"
+    echo "$output"
+    grep -q "^job $job: failed on n2: the squashfuse serving image-m on n2 ended (killed by signal .*); DLSTAGE_IMAGE_M no longer works there$" <<<"$output"
 }
 
 @test "epilog: a symlink the user put in place of the mount point unmounts nothing outside the job" {
