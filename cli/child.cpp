@@ -4,6 +4,7 @@
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
+#include <optional>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,6 +12,17 @@
 #include "lib/error.hpp"
 
 namespace dlstage::cli {
+
+DevNull::DevNull(int flags) : fd_(open("/dev/null", flags | O_CLOEXEC))
+{
+    if (fd_ < 0)
+        throw Error(std::string("cannot open /dev/null: ") + std::strerror(errno));
+}
+
+DevNull::~DevNull()
+{
+    ::close(fd_);
+}
 
 pid_t spawn(const std::vector<std::string>& argv, const SpawnIo& io)
 {
@@ -46,19 +58,15 @@ int run_child(const std::vector<std::string>& argv, const std::function<void(con
     int err_pipe[2];
     if (pipe2(err_pipe, O_CLOEXEC) != 0)
         throw Error("cannot run " + argv[0] + ": " + std::strerror(errno));
-    const int null = options.discard_stdout ? open("/dev/null", O_WRONLY | O_CLOEXEC) : -1;
     pid_t pid = -1;
     try {
-        pid = spawn(argv, SpawnIo{-1, null, err_pipe[1], false});
+        const std::optional<DevNull> null = options.discard_stdout ? std::optional<DevNull>(O_WRONLY) : std::nullopt;
+        pid = spawn(argv, SpawnIo{-1, null ? null->fd() : -1, err_pipe[1], false});
     } catch (const Error&) {
         ::close(err_pipe[0]);
         ::close(err_pipe[1]);
-        if (null >= 0)
-            ::close(null);
         throw;
     }
-    if (null >= 0)
-        ::close(null);
     if (options.started)
         options.started(pid);
     ::close(err_pipe[1]);

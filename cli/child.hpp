@@ -19,6 +19,20 @@ struct SpawnIo {
     bool new_session = false;
 };
 
+// /dev/null opened for a child's stdin or stdout, closed when it goes out
+// of scope (spawn has dup'ed it by then).
+class DevNull {
+public:
+    explicit DevNull(int flags);
+    ~DevNull();
+    DevNull(const DevNull&) = delete;
+    DevNull& operator=(const DevNull&) = delete;
+    int fd() const { return fd_; }
+
+private:
+    int fd_;
+};
+
 // Starts argv[0] (found on PATH) with argv and returns its pid without
 // waiting.  It starts with no signals blocked.  If it cannot be executed it
 // writes "cannot run ARGV0: REASON" to its stderr and exits with 127.

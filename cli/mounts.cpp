@@ -67,14 +67,6 @@ private:
     int fd_ = -1;
 };
 
-int open_dev_null(int flags)
-{
-    const int fd = open("/dev/null", flags | O_CLOEXEC);
-    if (fd < 0)
-        throw Error(std::string("cannot open /dev/null: ") + std::strerror(errno));
-    return fd;
-}
-
 std::vector<StageItem> mount_items(const Config& config, const std::string& spec)
 {
     std::vector<StageItem> mounts;
@@ -149,14 +141,9 @@ void mount_image(HeldMount& held, const std::string& program, const std::string&
         throw Error("the mount point " + layout.dataset_dir + " is not a directory of yours on " + node);
 
     ScratchFile messages;
-    const int null = open_dev_null(O_RDWR);
-    try {
-        held.server = spawn({program, "-f", staged->path, layout.dataset_dir}, SpawnIo{null, null, messages.fd(), false});
-    } catch (...) {
-        ::close(null);
-        throw;
-    }
-    ::close(null);
+    const DevNull null(O_RDWR);
+    held.server =
+        spawn({program, "-f", staged->path, layout.dataset_dir}, SpawnIo{null.fd(), null.fd(), messages.fd(), false});
     const auto deadline = Clock::now() + kMountTimeout;
     while (!mounted(layout)) {
         int status = 0;
@@ -211,7 +198,6 @@ void release_all(std::vector<HeldMount>& held)
 int hold(std::vector<HeldMount>& held, const sigset_t& signals, const std::string& node, const std::string& state_dir,
          const std::string& job_id)
 {
-    std::size_t alive = held.size();
     for (;;) {
         const timespec second{1, 0};
         const int signal = sigtimedwait(&signals, nullptr, &second);
@@ -224,7 +210,6 @@ int hold(std::vector<HeldMount>& held, const sigset_t& signals, const std::strin
             if (mount.server < 0 || waitpid(mount.server, &status, WNOHANG) != mount.server)
                 continue;
             mount.server = -1;
-            --alive;
             unlink(mount.layout.ready_marker.c_str());
             const std::string why = "the squashfuse serving " + mount.item.dataset.name + " on " + node + " ended (" +
                                     exit_description(status) + "); " + mount.item.env_name + " no longer works there";
@@ -235,7 +220,8 @@ int hold(std::vector<HeldMount>& held, const sigset_t& signals, const std::strin
             } catch (const Error&) {
             }
         }
-        if (alive == 0)  // exit 0: a failing task would make srun stop the other nodes' mounts too
+        // exit 0: a failing task would make srun stop the other nodes' mounts too
+        if (std::none_of(held.begin(), held.end(), [](const HeldMount& m) { return m.server >= 0; }))
             return kExitOk;
     }
 }
@@ -296,18 +282,12 @@ int start_mount_holder(const Config& config, const std::string& config_path, con
     const std::string what = join(names, ", ");
 
     ScratchFile out, err;
-    const int null = open_dev_null(O_RDONLY);
+    const DevNull null(O_RDONLY);
     setenv("DLSTAGE_STAGER_STEP", "1", 1);  // the plugin leaves dlstage's own steps alone
     // Its own session: it outlives this command and must not get a
     // terminal's signals in salloc.
-    pid_t pid = -1;
-    try {
-        pid = spawn(holder_command(config, config_path, job_id, nodes, spec), SpawnIo{null, out.fd(), err.fd(), true});
-    } catch (...) {
-        ::close(null);
-        throw;
-    }
-    ::close(null);
+    const pid_t pid =
+        spawn(holder_command(config, config_path, job_id, nodes, spec), SpawnIo{null.fd(), out.fd(), err.fd(), true});
     const std::size_t want = std::stoul(nodes);
     const auto started = Clock::now();
     const auto deadline = started + kHolderTimeout;
