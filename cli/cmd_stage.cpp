@@ -68,7 +68,7 @@ std::string job_request()
 std::vector<std::string> launcher_command(const Config& config, const std::string& job_id, const std::string& nodes,
                                           const std::string& config_path, const std::string& spec)
 {
-    std::vector<std::string> argv = job_step_command(config, job_id, nodes, "dlstage-stage");
+    std::vector<std::string> argv = job_step_command(config, job_id, nodes, "dlstage-stage", OnTaskFailure::StopStep);
     argv.insert(argv.end(), {sibling_program("dlstage-stager"), "--config", config_path, "--job", job_id});
     // Tuning knobs travel in the job's environment.
     static const std::pair<const char*, const char*> knobs[] = {

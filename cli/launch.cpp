@@ -10,13 +10,14 @@
 namespace dlstage::cli {
 
 std::vector<std::string> job_step_command(const Config& config, const std::string& job_id, const std::string& nodes,
-                                          const std::string& step_name)
+                                          const std::string& step_name, OnTaskFailure on_failure)
 {
     std::vector<std::string> argv;
     for (const std::string& word : split(trim(config.site.launcher), ' '))
         if (!word.empty())
             argv.push_back(word);
-    argv.insert(argv.end(), {"--jobid=" + job_id, "--nodes=" + nodes, "--ntasks=" + nodes, "--kill-on-bad-exit=1",
+    argv.insert(argv.end(), {"--jobid=" + job_id, "--nodes=" + nodes, "--ntasks=" + nodes,
+                             on_failure == OnTaskFailure::StopStep ? "--kill-on-bad-exit=1" : "--kill-on-bad-exit=0",
                              "--job-name=" + step_name});
     return argv;
 }

@@ -9,12 +9,18 @@
 
 namespace dlstage::cli {
 
+// What happens to the other tasks of the step when one exits non-zero.
+enum class OnTaskFailure {
+    StopStep,      // srun --kill-on-bad-exit=1: nothing waits on a lost rank
+    KeepOthers,    // --kill-on-bad-exit=0: the caller decides (and stops it gently)
+};
+
 // site.launcher's words plus what makes it one task on every node of job
 // job_id, whatever the job's own --ntasks or --cpus-per-task say, with the
 // step named step_name (as sacct shows it).  The program and its arguments
 // go after.
 std::vector<std::string> job_step_command(const Config& config, const std::string& job_id, const std::string& nodes,
-                                          const std::string& step_name);
+                                          const std::string& step_name, OnTaskFailure on_failure);
 
 // The path of an installed program next to this executable (dlstage and
 // dlstage-stager are installed side by side).

@@ -233,14 +233,14 @@ std::vector<std::string> holder_command(const Config& config, const std::string&
                                         const std::string& job_id, const std::string& nodes, const std::string& spec)
 {
     std::vector<std::string> argv;
-    for (const std::string& word : job_step_command(config, job_id, nodes, "dlstage-mount"))
+    // A node that fails must not get the others SIGKILLed (which leaves dead
+    // mounts and their ready markers): start_mount_holder stops the step
+    // with SIGTERM instead, and every holder cleans up.
+    for (const std::string& word : job_step_command(config, job_id, nodes, "dlstage-mount", OnTaskFailure::KeepOthers))
         if (!starts_with(word, "--mpi="))  // not an MPI program
             argv.push_back(word);
-    // Shares the job's CPUs and memory with every later step, for the whole
-    // job.  A node that fails must not get the others SIGKILLed (which
-    // leaves dead mounts and their ready markers): start_mount_holder
-    // stops the step with SIGTERM instead, and every holder cleans up.
-    argv.insert(argv.end(), {"--kill-on-bad-exit=0", "--mpi=none", "--overlap", "--input=none", sibling_program("dlstage"), "--config",
+    // Shares the job's CPUs and memory with every later step, for the whole job.
+    argv.insert(argv.end(), {"--mpi=none", "--overlap", "--input=none", sibling_program("dlstage"), "--config",
                              config_path, "hold-mounts", "--job", job_id, spec});
     return argv;
 }
