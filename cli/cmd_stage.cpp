@@ -3,9 +3,7 @@
 // The plugin runs this before a batch script or srun's tasks start; users
 // run it in salloc (or any job script).  It starts dlstage-stager through
 // the site's launcher, one rank per node, and waits.
-#include <algorithm>
 #include <cerrno>
-#include <dirent.h>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
@@ -119,27 +117,11 @@ int run_and_wait(const std::vector<std::string>& argv, LauncherReport& report)
     return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
-// The failure records of this job's user dir (failure-<node>.toml), sorted.
-std::vector<std::string> failure_records(const Config& config, const std::string& job_id)
-{
-    std::vector<std::string> paths;
-    const std::string dir = job_user_dir(config.site.state_dir, job_id);
-    DIR* d = opendir(dir.c_str());
-    if (!d)
-        return paths;
-    while (const dirent* e = readdir(d))
-        if (starts_with(e->d_name, "failure-") && ends_with(e->d_name, ".toml"))
-            paths.push_back(dir + "/" + e->d_name);
-    closedir(d);
-    std::sort(paths.begin(), paths.end());
-    return paths;
-}
-
 // What failing ranks recorded.
 std::vector<std::string> recorded_failures(const Config& config, const std::string& job_id)
 {
     std::vector<std::string> messages;
-    for (const std::string& path : failure_records(config, job_id)) {
+    for (const std::string& path : user_record_paths(config.site.state_dir, job_id, UserRecord::Failure)) {
         try {
             messages.push_back(read_record(path)["message"].value_or(std::string()));
         } catch (const Error&) {
@@ -189,7 +171,7 @@ int cmd_stage(const GlobalOptions& options, const std::vector<std::string>& args
     const std::string config_path = choose_config_path(options.config_path, true);
     const Config config = load_config(config_path);
     const auto items = plan_stage(config, spec);  // refuse bad input before starting anything
-    for (const std::string& stale : failure_records(config, job_id))  // from an earlier attempt
+    for (const std::string& stale : user_record_paths(config.site.state_dir, job_id, UserRecord::Failure))  // from an earlier attempt
         unlink(stale.c_str());
     LauncherReport report;
     const int rc = run_and_wait(launcher_command(config, job_id, nodes, config_path, spec), report);

@@ -63,19 +63,14 @@ std::vector<std::string> names_in(const std::string& dir)
 std::optional<JobRecords> read_job(const std::string& state_dir, const std::string& job_id)
 {
     JobRecords job{job_id, {}, {}};
-    const std::string dir = job_user_dir(state_dir, job_id);
-    for (const std::string& name : names_in(dir)) {
-        if (!ends_with(name, ".toml"))
-            continue;
-        const bool progress = starts_with(name, "progress-");
-        if (!progress && !starts_with(name, "failure-"))
-            continue;
-        try {
-            (progress ? job.progress : job.failures).push_back(read_record(dir + "/" + name));
-        } catch (const Error&) {
-            // being replaced this very moment, or not ours: skip it
+    for (const auto& [kind, into] : {std::pair{UserRecord::Progress, &job.progress}, {UserRecord::Failure, &job.failures}})
+        for (const std::string& path : user_record_paths(state_dir, job_id, kind)) {
+            try {
+                into->push_back(read_record(path));
+            } catch (const Error&) {
+                // being replaced this very moment, or not ours: skip it
+            }
         }
-    }
     if (job.progress.empty() && job.failures.empty())
         return std::nullopt;
     return job;

@@ -1,8 +1,10 @@
 #include "lib/state_record.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <dirent.h>
 #include <fcntl.h>
 #include <sstream>
 #include <sys/stat.h>
@@ -58,14 +60,36 @@ std::string job_user_dir(const std::string& state_dir, const std::string& job_id
     return job_state_dir(state_dir, job_id) + "/user";
 }
 
+namespace {
+const char* prefix_of(UserRecord kind)
+{
+    return kind == UserRecord::Progress ? "progress-" : "failure-";
+}
+}  // namespace
+
 std::string progress_record_path(const std::string& state_dir, const std::string& job_id, const std::string& dataset)
 {
-    return job_user_dir(state_dir, job_id) + "/progress-" + dataset + ".toml";
+    return job_user_dir(state_dir, job_id) + "/" + prefix_of(UserRecord::Progress) + dataset + ".toml";
 }
 
 std::string failure_record_path(const std::string& state_dir, const std::string& job_id, const std::string& node)
 {
-    return job_user_dir(state_dir, job_id) + "/failure-" + node + ".toml";
+    return job_user_dir(state_dir, job_id) + "/" + prefix_of(UserRecord::Failure) + node + ".toml";
+}
+
+std::vector<std::string> user_record_paths(const std::string& state_dir, const std::string& job_id, UserRecord kind)
+{
+    std::vector<std::string> paths;
+    const std::string dir = job_user_dir(state_dir, job_id);
+    DIR* d = opendir(dir.c_str());
+    if (!d)
+        return paths;
+    while (const dirent* e = readdir(d))
+        if (starts_with(e->d_name, prefix_of(kind)) && ends_with(e->d_name, ".toml"))
+            paths.push_back(dir + "/" + e->d_name);
+    closedir(d);
+    std::sort(paths.begin(), paths.end());
+    return paths;
 }
 
 void write_record(const std::string& path, const toml::table& record)

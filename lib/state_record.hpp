@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <toml++/toml.h>
 
@@ -27,6 +28,13 @@ std::string progress_record_path(const std::string& state_dir, const std::string
 // <job user dir>/failure-<node>.toml: why staging failed on a node, for
 // when the launcher lost the stager's last words.
 std::string failure_record_path(const std::string& state_dir, const std::string& job_id, const std::string& node);
+
+// Which records of a job's user dir: progress-<dataset>.toml, failure-<node>.toml.
+enum class UserRecord { Progress, Failure };
+
+// The paths of this kind of record in the job's user dir, sorted; none if
+// the dir is missing or not readable by the caller.
+std::vector<std::string> user_record_paths(const std::string& state_dir, const std::string& job_id, UserRecord kind);
 
 // Creates missing parent directories (mode 0755) and replaces the file
 // atomically.  Throws Error naming the path.
