@@ -173,6 +173,7 @@ int job_epilog(SpankApi& api, const PluginArgs& args)
     toml::table record = base_record(job, start->stage_data, "epilog");
     toml::array problems;
     std::uint64_t removed = 0;
+    std::int64_t unmounted = 0;
     try {
         const auto items = plan_stage(start->config, start->stage_data);
         // Squashfs mounts first, whatever the tier keeps: a mount must not
@@ -185,7 +186,7 @@ int job_epilog(SpankApi& api, const PluginArgs& args)
             if (!detached.problem.empty())
                 problems.push_back(detached.problem);
             else if (detached.detached)
-                record.insert_or_assign("unmounted", record["unmounted"].value_or(std::int64_t{0}) + 1);
+                ++unmounted;
         }
         std::set<std::string> done;
         for (const StageItem& item : items) {
@@ -204,6 +205,8 @@ int job_epilog(SpankApi& api, const PluginArgs& args)
         api.error("job " + job.job_id + " on " + job.node + ": cleanup: " + problem.value_or(std::string()));
     record.insert("status", problems.empty() ? "cleaned" : "incomplete");
     record.insert("removed", static_cast<std::int64_t>(removed));
+    if (unmounted > 0)
+        record.insert("unmounted", unmounted);
     record.insert("problems", problems);
     write_node_record(api, start->config, job, "epilog", record);
     return 0;

@@ -94,13 +94,25 @@ void clear_leftovers(const DatasetLayout& layout)
             throw Error("cannot remove " + *marker + ": " + std::strerror(errno));
 }
 
-// What says the stager's part is done on this node: the ready marker, or
-// for mode = "mount" the staged image (the mount comes after).
-bool staged_here(const StageItem& item, const DatasetLayout& layout)
+// Where the stager's result goes and the marker that says it is complete:
+// the dataset itself and its ready marker, or for mode = "mount" the image
+// and the staged marker (the holder mounts it and writes the ready marker).
+struct StagerOutput {
+    const std::string& dir;
+    const std::string& marker;
+};
+
+StagerOutput stager_output(const StageItem& item, const DatasetLayout& layout)
 {
     if (item.dataset.mode == Mode::Mount)
-        return exists(layout.image_dir) && read_ready_marker(layout.staged_marker).has_value();
-    return exists(layout.dataset_dir) && read_ready_marker(layout.ready_marker).has_value();
+        return {layout.image_dir, layout.staged_marker};
+    return {layout.dataset_dir, layout.ready_marker};
+}
+
+bool staged_here(const StageItem& item, const DatasetLayout& layout)
+{
+    const StagerOutput output = stager_output(item, layout);
+    return exists(output.dir) && read_ready_marker(output.marker).has_value();
 }
 
 Plan broadcast_plan(const StageItem& item, const NodeContext& ctx)
@@ -265,11 +277,11 @@ private:
 // once it is mounted.
 void publish(const StageItem& item, const DatasetLayout& layout, const Plan& plan)
 {
-    const bool mount = item.dataset.mode == Mode::Mount;
-    const std::string& into = mount ? layout.image_dir : layout.dataset_dir;
+    const StagerOutput output = stager_output(item, layout);
+    const std::string& into = output.dir;
     if (rename(layout.partial_dir.c_str(), into.c_str()) != 0)
         throw Error("cannot rename " + layout.partial_dir + " to " + into + ": " + std::strerror(errno));
-    if (mount && mkdir(layout.dataset_dir.c_str(), 0700) != 0)
+    if (item.dataset.mode == Mode::Mount && mkdir(layout.dataset_dir.c_str(), 0700) != 0)
         throw Error("cannot create the mount point " + layout.dataset_dir + ": " + std::strerror(errno));
     ReadyMarker marker;
     marker.dataset = item.dataset.name;
@@ -279,7 +291,7 @@ void publish(const StageItem& item, const DatasetLayout& layout, const Plan& pla
     marker.path = one_file ? into + "/" + plan.entries.front().path : into;
     marker.bytes = plan.total_bytes();
     marker.files = plan.file_count();
-    write_ready_marker(mount ? layout.staged_marker : layout.ready_marker, marker);
+    write_ready_marker(output.marker, marker);
 }
 }  // namespace
 
