@@ -20,6 +20,7 @@
 
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
+#include "stager/entry_rules.hpp"
 
 namespace dlstage::stager {
 
@@ -32,113 +33,9 @@ namespace {
 
 constexpr mode_t kSpecialBits = S_ISUID | S_ISGID | S_ISVTX;
 
-[[noreturn]] void refuse(const std::string& entry, const std::string& source, const std::string& why)
-{
-    throw Error("unsafe entry " + quoted(entry) + " in " + source + ": " + why);
-}
-
 [[noreturn]] void fail(const std::string& what, const std::string& path, int err)
 {
     throw Error("cannot " + what + " " + path + ": " + std::strerror(err));
-}
-
-// --- names and link targets -------------------------------------------------
-
-enum class PathIssue { none, absolute, leaves, dot_dot };
-
-// Checks a path that must stay inside the destination and returns it without
-// empty and "." components ("./a//b/" -> "a/b"; "" is the destination itself).
-// Any ".." is an issue, even one that stays inside ("a/../b"): no honest
-// dataset needs one, and ARCHIVE_EXTRACT_SECURE_NODOTDOT refuses them anyway.
-// normalized is meaningful only when there is no issue.
-PathIssue inside_path(const std::string& path, std::string& normalized)
-{
-    normalized.clear();
-    if (!path.empty() && path.front() == '/')
-        return PathIssue::absolute;
-    int depth = 0;
-    bool dot_dot = false;
-    for (const std::string& part : split(path, '/')) {
-        if (part.empty() || part == ".")
-            continue;
-        if (part == "..") {
-            if (--depth < 0)
-                return PathIssue::leaves;
-            dot_dot = true;
-            continue;
-        }
-        ++depth;
-        normalized += normalized.empty() ? part : "/" + part;
-    }
-    return dot_dot ? PathIssue::dot_dot : PathIssue::none;
-}
-
-std::size_t depth_of(const std::string& normalized_dir)
-{
-    if (normalized_dir.empty())
-        return 0;
-    return split(normalized_dir, '/').size();
-}
-
-std::string parent_of(const std::string& normalized)
-{
-    const std::size_t slash = normalized.rfind('/');
-    return slash == std::string::npos ? "" : normalized.substr(0, slash);
-}
-
-// A symlink may only lead to somewhere inside the destination, judged from
-// the directory (relative to the destination) that holds it.  Its target may
-// climb with leading ".." but not after a name: "s/../.." looks harmless
-// lexically, yet if s is itself a link to "../..", the kernel climbs from
-// where s leads, and two links that each stay inside together leave.
-void check_symlink(const std::string& entry, const std::string& link_dir, const std::string& target,
-                   const std::string& source)
-{
-    const std::string what = "it is a symlink to " + quoted(target);
-    if (target.empty())
-        refuse(entry, source, "it is a symlink with an empty target");
-    if (target.front() == '/')
-        refuse(entry, source, what + ", an absolute path");
-    std::size_t depth = depth_of(link_dir);
-    bool after_name = false;
-    for (const std::string& part : split(target, '/')) {
-        if (part.empty() || part == ".")
-            continue;
-        if (part != "..") {
-            after_name = true;
-        } else if (after_name) {
-            refuse(entry, source, what + ", which has '..' after a name; use a plain relative target");
-        } else if (depth-- == 0) {
-            refuse(entry, source, what + ", which leaves the destination");
-        }
-    }
-}
-
-// Devices, fifos and sockets have no place in a dataset, and a device node
-// the job's user owns could open hardware the user must not touch.
-void check_type(mode_t type, const std::string& entry, const std::string& source)
-{
-    const char* what = nullptr;
-    switch (type) {
-    case S_IFREG:
-    case S_IFDIR:
-    case S_IFLNK:
-        return;
-    case S_IFCHR:
-    case S_IFBLK:
-        what = "a device node";
-        break;
-    case S_IFIFO:
-        what = "a fifo";
-        break;
-    case S_IFSOCK:
-        what = "a socket";
-        break;
-    default:
-        what = "of an unknown type";
-        break;
-    }
-    refuse(entry, source, std::string("it is ") + what + "; datasets hold only files, directories and links");
 }
 
 std::string join_path(const std::string& dir, const std::string& name)
