@@ -31,6 +31,7 @@
 #include "cli/child.hpp"
 #include "cli/commands.hpp"
 #include "lib/error.hpp"
+#include "lib/number.hpp"
 #include "lib/pack_plan.hpp"
 #include "lib/size.hpp"
 #include "lib/strings.hpp"
@@ -86,11 +87,6 @@ struct PackOptions {
 
 // --- command line ------------------------------------------------------------
 
-bool is_count(const std::string& text)
-{
-    return !text.empty() && text.size() <= 9 && text.find_first_not_of("0123456789") == std::string::npos;
-}
-
 // Fills options from args; returns a usage problem, or "".
 std::string parse_args(const std::vector<std::string>& args, PackOptions& options)
 {
@@ -132,10 +128,7 @@ std::string parse_args(const std::vector<std::string>& args, PackOptions& option
                     return "pack: --format is squashfs or tar, not " + quoted(value);
                 options.format = value;
             } else if (name == "--shards") {
-                if (!is_count(value) || std::stoul(value) < 1 || std::stoul(value) > kMaxShards)
-                    return "pack: --shards takes a number from 1 to " + std::to_string(kMaxShards) + ", not " +
-                           quoted(value);
-                options.shards = std::stoul(value);
+                options.shards = parse_count(value, 1, kMaxShards);
             } else if (name == "--shard-size") {
                 options.shard_size = parse_size(value);
                 if (options.shard_size == 0)

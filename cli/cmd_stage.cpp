@@ -19,7 +19,9 @@
 #include "lib/config_paths.hpp"
 #include "lib/error.hpp"
 #include "lib/identity.hpp"
+#include "lib/number.hpp"
 #include "lib/stage_spec.hpp"
+#include "lib/stager_tuning.hpp"
 #include "lib/state_record.hpp"
 #include "lib/strings.hpp"
 
@@ -39,7 +41,9 @@ void print_help()
                  "Environment: DLSTAGE_CHUNK_SIZE (default 4M), DLSTAGE_WINDOW (chunks in flight\n"
                  "per node, default 16), DLSTAGE_READERS and DLSTAGE_WRITERS (threads per node,\n"
                  "default 4 each), DLSTAGE_RATE_LIMIT (read bytes/s per node, default unlimited),\n"
-                 "DLSTAGE_PROGRESS (seconds between progress lines, default 5).\n";
+                 "DLSTAGE_PROGRESS (seconds between progress lines, default 5), DLSTAGE_EXCHANGE\n"
+                 "(ring, or bcast for the baseline).  A malformed value is refused before anything\n"
+                 "is launched.\n";
 }
 
 std::string env_or(const char* name, const std::string& fallback)
@@ -63,21 +67,38 @@ std::string job_request()
     return "";
 }
 
+// The job's DLSTAGE_* tuning knobs as dlstage-stager options, each checked
+// here by the stager's own rules: a typo fails at once, with one line naming
+// the variable, instead of in every rank after the launch.
+std::vector<std::string> tuning_options()
+{
+    std::vector<std::string> options;
+    StagerTuning checked;
+    for (const TuningKnob& knob : tuning_knobs()) {
+        const std::string variable(knob.variable);
+        const std::string value = env_or(variable.c_str(), "");
+        if (value.empty())
+            continue;
+        naming(variable, [&] { knob.set(value, checked); });
+        options.insert(options.end(), {std::string(knob.option), value});
+    }
+    return options;
+}
+
+// A count Slurm put in the environment, checked before it goes into paths
+// and srun's options; as canonical digits.
+std::string slurm_number(const char* variable)
+{
+    return naming(variable, [&] { return std::to_string(parse_count(env_or(variable, ""), 1, kMaxSlurmNumber)); });
+}
+
 std::vector<std::string> launcher_command(const Config& config, const std::string& job_id, const std::string& nodes,
-                                          const std::string& config_path, const std::string& spec)
+                                          const std::string& config_path, const std::string& spec,
+                                          const std::vector<std::string>& tuning)
 {
     std::vector<std::string> argv = job_step_command(config, job_id, nodes, "dlstage-stage", OnTaskFailure::StopStep);
     argv.insert(argv.end(), {sibling_program("dlstage-stager"), "--config", config_path, "--job", job_id});
-    // Tuning knobs travel in the job's environment.
-    static const std::pair<const char*, const char*> knobs[] = {
-        {"DLSTAGE_CHUNK_SIZE", "--chunk-size"}, {"DLSTAGE_WINDOW", "--window"},
-        {"DLSTAGE_READERS", "--readers"},       {"DLSTAGE_WRITERS", "--writers"},
-        {"DLSTAGE_RATE_LIMIT", "--rate-limit"}, {"DLSTAGE_PROGRESS", "--progress"},
-        {"DLSTAGE_EXCHANGE", "--exchange"},
-    };
-    for (const auto& [variable, option] : knobs)
-        if (const std::string value = env_or(variable, ""); !value.empty())
-            argv.insert(argv.end(), {option, value});
+    argv.insert(argv.end(), tuning.begin(), tuning.end());
     argv.push_back(spec);
     return argv;
 }
@@ -158,12 +179,14 @@ int cmd_stage(const GlobalOptions& options, const std::vector<std::string>& args
         else
             specs.push_back(arg);
     }
-    const std::string job_id = env_or("SLURM_JOB_ID", "");
-    const std::string nodes = env_or("SLURM_JOB_NUM_NODES", env_or("SLURM_NNODES", ""));
-    if (job_id.empty() || nodes.empty()) {
+    const char* nodes_variable = env_or("SLURM_JOB_NUM_NODES", "").empty() ? "SLURM_NNODES" : "SLURM_JOB_NUM_NODES";
+    if (env_or("SLURM_JOB_ID", "").empty() || env_or(nodes_variable, "").empty()) {
         print_error("stage runs inside a Slurm job (salloc, sbatch, srun): SLURM_JOB_ID and SLURM_JOB_NUM_NODES are not set");
         return kExitFailure;
     }
+    const std::string job_id = slurm_number("SLURM_JOB_ID");
+    const std::string nodes = slurm_number(nodes_variable);
+    const std::vector<std::string> tuning = tuning_options();
     const std::string spec = specs.empty() ? job_request() : join(specs, ",");
     if (spec.empty())
         return usage_error("stage: no SPEC given and the job has no --stage-data request", "stage");
@@ -174,7 +197,7 @@ int cmd_stage(const GlobalOptions& options, const std::vector<std::string>& args
     for (const std::string& stale : user_record_paths(config.site.state_dir, job_id, UserRecord::Failure))  // from an earlier attempt
         unlink(stale.c_str());
     LauncherReport report;
-    const int rc = run_and_wait(launcher_command(config, job_id, nodes, config_path, spec), report);
+    const int rc = run_and_wait(launcher_command(config, job_id, nodes, config_path, spec, tuning), report);
     if (rc != 0) {
         // A rank that failed said why; one that was killed could not: then
         // srun's line names the node.

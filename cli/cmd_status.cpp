@@ -21,6 +21,7 @@
 #include "lib/config.hpp"
 #include "lib/config_paths.hpp"
 #include "lib/error.hpp"
+#include "lib/number.hpp"
 #include "lib/size.hpp"
 #include "lib/state_record.hpp"
 #include "lib/strings.hpp"
@@ -74,6 +75,12 @@ std::optional<JobRecords> read_job(const std::string& state_dir, const std::stri
     if (job.progress.empty() && job.failures.empty())
         return std::nullopt;
     return job;
+}
+
+// As digits without leading zeros; throws Error for anything else.
+std::string job_id_text(std::string_view text)
+{
+    return std::to_string(parse_count(text, 1, kMaxSlurmNumber));
 }
 
 bool numeric_less(const std::string& a, const std::string& b)
@@ -157,17 +164,20 @@ int cmd_status(const GlobalOptions& options, const std::vector<std::string>& arg
         }
         if (arg == "--json")
             json = true;
-        else if (!arg.empty() && arg.find_first_not_of("0123456789") == std::string::npos)
-            wanted.push_back(arg);
-        else
-            return usage_error("status: '" + arg + "' is not a job id (a number) or an option", "status");
+        else {
+            try {
+                wanted.push_back(job_id_text(arg));
+            } catch (const Error&) {
+                return usage_error("status: " + quoted(arg) + " is not a job id (a number) or an option", "status");
+            }
+        }
     }
     const Config config = load_config(choose_config_path(options.config_path, true));
     const std::string& state_dir = config.site.state_dir;
     const bool explicit_jobs = !wanted.empty();
     if (!explicit_jobs) {
         if (const char* current = std::getenv("SLURM_JOB_ID"); current && *current)
-            wanted.push_back(current);
+            wanted.push_back(naming("SLURM_JOB_ID", [&] { return job_id_text(current); }));
         else
             wanted = names_in(state_dir + "/jobs");
     }

@@ -20,6 +20,7 @@
 #include "lib/error.hpp"
 #include "lib/identity.hpp"
 #include "lib/job_layout.hpp"
+#include "lib/number.hpp"
 #include "lib/stage_spec.hpp"
 #include "lib/state_record.hpp"
 #include "lib/strings.hpp"
@@ -288,7 +289,7 @@ int start_mount_holder(const Config& config, const std::string& config_path, con
     // terminal's signals in salloc.
     const pid_t pid =
         spawn(holder_command(config, config_path, job_id, nodes, spec), SpawnIo{null.fd(), out.fd(), err.fd(), true});
-    const std::size_t want = std::stoul(nodes);
+    const std::uint64_t want = parse_count(nodes, 1, kMaxSlurmNumber);  // checked by dlstage stage
     const auto started = Clock::now();
     const auto deadline = started + kHolderTimeout;
     int status = 0;

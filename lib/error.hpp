@@ -19,6 +19,19 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+// parse() with "NAME: " put before the message of an Error it throws, for
+// values whose parser does not know their name:
+// "DLSTAGE_WINDOW: invalid value '4x': expected a whole number from 1 to 256".
+template <typename Parse>
+auto naming(const std::string& name, Parse&& parse) -> decltype(parse())
+{
+    try {
+        return parse();
+    } catch (const Error& e) {
+        throw Error(name + ": " + e.what());
+    }
+}
+
 // One problem in a configuration file, located by file, line and key.
 struct ConfigProblem {
     std::string file;

@@ -1,11 +1,12 @@
 #include "lib/size.hpp"
 
+#include <algorithm>
 #include <cctype>
-#include <cmath>
 #include <cstdio>
-#include <cstdlib>
+#include <limits>
 
 #include "lib/error.hpp"
+#include "lib/number.hpp"
 #include "lib/strings.hpp"
 
 namespace dlstage {
@@ -13,54 +14,83 @@ namespace dlstage {
 namespace {
 constexpr const char* kSizeHelp = "expected a size such as 4096, 512M, 100G or 1.5T";
 
-int unit_power(char unit)
+[[noreturn]] void invalid(const std::string& text, const std::string& why)
 {
-    switch (std::toupper(static_cast<unsigned char>(unit))) {
-    case 'K': return 1;
-    case 'M': return 2;
-    case 'G': return 3;
-    case 'T': return 4;
-    case 'P': return 5;
-    default: return -1;
-    }
+    throw Error("invalid size " + quoted(text) + ": " + why);
 }
 
-// Split "1.5GiB" into the number and the unit text.
-void split_number(std::string_view text, std::string& number, std::string& unit)
+// The power of 1024 a unit stands for: "" and "B" bytes, "K", "KB", "KiB"
+// kibibytes and so on (either case for the letter); -1 for anything else.
+int unit_power(std::string_view unit)
 {
-    std::size_t i = 0;
-    while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.'))
-        ++i;
-    number = std::string(text.substr(0, i));
-    unit = trim(text.substr(i));
+    if (unit.empty() || unit == "B" || unit == "b")
+        return 0;
+    const std::string_view rest = unit.substr(1);
+    if (!rest.empty() && rest != "B" && rest != "iB" && rest != "b")
+        return -1;
+    const std::string_view letters = "KMGTP";
+    const std::size_t at = letters.find(static_cast<char>(std::toupper(static_cast<unsigned char>(unit[0]))));
+    return at == std::string_view::npos ? -1 : static_cast<int>(at) + 1;
+}
+
+// number x 1024^power rounded to whole bytes, exactly (no doubles), or
+// nothing if it does not fit in 64 bits.
+std::optional<std::uint64_t> scaled(const Decimal& number, int power)
+{
+    const unsigned shift = 10u * static_cast<unsigned>(power);
+    if (number.whole_overflows || number.whole > (std::numeric_limits<std::uint64_t>::max() >> shift))
+        return std::nullopt;
+    const std::uint64_t whole = number.whole << shift;
+    // fraction < 10^19 and shift <= 50: the products fit in 128 bits.
+    using Wide = unsigned __int128;
+    Wide denominator = 1;
+    for (unsigned i = 0; i < number.fraction_digits; ++i)
+        denominator *= 10;
+    const Wide part = ((Wide(number.fraction) << shift) * 2 + denominator) / (2 * denominator);
+    if (part > std::numeric_limits<std::uint64_t>::max() - whole)
+        return std::nullopt;
+    return whole + static_cast<std::uint64_t>(part);
+}
+
+std::uint64_t share_of(std::uint64_t total, double percent)
+{
+    // 100% of a file system near 2^64 bytes rounds up to 2^64 as a double,
+    // which does not convert back to 64 bits.
+    const double share = static_cast<double>(total) * percent / 100.0;
+    if (share >= 18446744073709551616.0)
+        return std::numeric_limits<std::uint64_t>::max();
+    return static_cast<std::uint64_t>(share);
 }
 }  // namespace
 
 std::uint64_t parse_size(std::string_view raw)
 {
     const std::string text = trim(raw);
-    std::string number, unit;
-    split_number(text, number, unit);
-    if (number.empty() || number.find('.') != number.rfind('.') || number == ".")
-        throw Error("invalid size " + quoted(text) + ": " + kSizeHelp);
+    const std::size_t unit_at = std::min(text.find_first_not_of("0123456789."), text.size());
+    const auto number = scan_decimal(std::string_view(text).substr(0, unit_at));
+    if (!number)
+        invalid(text, kSizeHelp);
+    const std::string unit = trim(std::string_view(text).substr(unit_at));
+    const int power = unit_power(unit);
+    if (power < 0)
+        invalid(text, "unknown unit " + quoted(unit) + "; " + kSizeHelp);
+    if (power == 0 && number->fraction_digits > 0)
+        invalid(text, "a byte count must be a whole number");
+    const auto bytes = scaled(*number, power);
+    if (!bytes)
+        invalid(text, "too large (the largest size is 16383P)");
+    return *bytes;
+}
 
-    int power = 0;
-    if (!unit.empty()) {
-        power = unit_power(unit[0]);
-        const std::string rest = unit.substr(1);
-        const bool suffix_ok = rest.empty() || rest == "B" || rest == "iB" || rest == "b";
-        if (unit == "B" || unit == "b")
-            power = 0;
-        else if (power < 0 || !suffix_ok)
-            throw Error("invalid size " + quoted(text) + ": unknown unit " + quoted(unit) + "; " +
-                        kSizeHelp);
+std::uint64_t parse_size(std::string_view text, std::uint64_t min, std::uint64_t max)
+{
+    const std::uint64_t bytes = parse_size(text);
+    if (bytes < min || bytes > max) {
+        const bool no_max = max == std::numeric_limits<std::uint64_t>::max();
+        invalid(trim(text), no_max ? "expected a size of at least " + format_size(min)
+                                   : "expected a size from " + format_size(min) + " to " + format_size(max));
     }
-    const double value = std::strtod(number.c_str(), nullptr) * std::pow(1024.0, power);
-    if (!(value < 18446744073709551615.0))
-        throw Error("invalid size " + quoted(text) + ": too large");
-    if (number.find('.') != std::string::npos && power == 0)
-        throw Error("invalid size " + quoted(text) + ": a byte count must be a whole number");
-    return static_cast<std::uint64_t>(std::llround(value));
+    return bytes;
 }
 
 std::string format_size(std::uint64_t bytes)
@@ -85,12 +115,11 @@ ByteLimit ByteLimit::parse(std::string_view raw)
     const std::string text = trim(raw);
     ByteLimit limit;
     if (ends_with(text, "%")) {
-        const std::string number = trim(std::string_view(text).substr(0, text.size() - 1));
-        char* end = nullptr;
-        const double percent = std::strtod(number.c_str(), &end);
-        if (number.empty() || *end != '\0' || !(percent > 0.0 && percent <= 100.0))
+        const auto number = scan_decimal(trim(std::string_view(text).substr(0, text.size() - 1)));
+        const double percent = number ? number->value() : 0.0;
+        if (!(percent > 0.0 && percent <= 100.0))
             throw Error("invalid limit " + quoted(text) +
-                        ": a percentage must be greater than 0% and at most 100%");
+                        ": a percentage must be greater than 0% and at most 100%, such as 50%");
         limit.kind = Kind::Percent;
         limit.percent = percent;
         return limit;
@@ -114,7 +143,7 @@ std::optional<std::uint64_t> ByteLimit::resolve(std::optional<std::uint64_t> fs_
     case Kind::Percent:
         if (!fs_bytes)
             return std::nullopt;
-        return static_cast<std::uint64_t>(static_cast<double>(*fs_bytes) * percent / 100.0);
+        return share_of(*fs_bytes, percent);
     }
     return std::nullopt;
 }

@@ -9,10 +9,18 @@
 
 namespace dlstage {
 
-// Parse a size: a number with an optional unit K, M, G, T, P (powers of
-// 1024, as in Slurm), optionally followed by "B" or "iB".  Throws Error with
-// a message that says what is accepted.
+// Parse a size, strictly: a number (digits, or digits '.' digits, see
+// lib/number.hpp) and an optional unit K, M, G, T or P (either case; powers
+// of 1024, as in Slurm), optionally followed by "B" or "iB"; or the unit "B"
+// alone.  Whitespace may surround the number and the unit: "512M", "1.5G",
+// "100 GiB", "4096", "7B".  A decimal needs a unit ("0.5" bytes is no size)
+// and is rounded to whole bytes.  Signs, exponents, hex, trailing text and
+// sizes beyond 2^64 - 1 bytes throw Error with a message that says what is
+// accepted.
 std::uint64_t parse_size(std::string_view text);
+
+// The same, and from min to max bytes ("expected a size from 4.0 KiB to ...").
+std::uint64_t parse_size(std::string_view text, std::uint64_t min, std::uint64_t max);
 
 // "1.5 GiB", "512 B": for messages and listings.
 std::string format_size(std::uint64_t bytes);
@@ -25,7 +33,9 @@ struct ByteLimit {
     std::uint64_t bytes = 0;
     double percent = 0.0;
 
-    static ByteLimit parse(std::string_view text);  // "50%", "100G"
+    // "100G" as parse_size, or a percentage greater than 0 and at most 100
+    // ("50%", "12.5 %"); throws Error.
+    static ByteLimit parse(std::string_view text);
     static ByteLimit of_bytes(std::uint64_t bytes);
 
     bool is_set() const { return kind != Kind::None; }

@@ -1,7 +1,6 @@
 #include "spank/source_facts_env.hpp"
 
-#include <cstdlib>
-
+#include "lib/number.hpp"
 #include "lib/strings.hpp"
 
 namespace dlstage::spank {
@@ -12,11 +11,14 @@ std::string number_or_dash(const std::optional<std::uint64_t>& n)
     return n ? std::to_string(*n) : "-";
 }
 
+// The user's environment carries the facts from submission to the prolog:
+// anything but a plain number that fits is unknown ("-"), never a guess.
 std::optional<std::uint64_t> parse_number(const std::string& text)
 {
-    if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
+    const auto number = scan_decimal(text);
+    if (!number || number->fraction_digits > 0 || number->whole_overflows)
         return std::nullopt;
-    return std::strtoull(text.c_str(), nullptr, 10);
+    return number->whole;
 }
 }  // namespace
 

@@ -23,8 +23,6 @@ struct Chunk {
     std::uint64_t bytes = 0;
 };
 
-inline constexpr std::uint64_t kDefaultChunkSize = 4ull << 20;
-
 std::vector<Chunk> layout_chunks(const Plan& plan, std::uint64_t chunk_size);
 
 }  // namespace dlstage::stager

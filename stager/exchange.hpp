@@ -16,24 +16,16 @@
 #include <functional>
 #include <vector>
 
+#include "lib/stager_tuning.hpp"
 #include "stager/chunks.hpp"
 #include "stager/tree_writer.hpp"
 
 namespace dlstage::stager {
 
-// Ring: the pipelined ring above.  Bcast: one chunk at a time, MPI_Bcast
-// from the rank that read it (many readers, no pipelining: the scheme of
-// mpiFileUtils' dbcast), kept as the baseline the benchmark measures.
-enum class ExchangeScheme { Ring, Bcast };
-
-struct ExchangeOptions {
-    ExchangeScheme scheme = ExchangeScheme::Ring;
-    std::uint64_t chunk_size = kDefaultChunkSize;
-    unsigned window = 16;  // chunks in flight per rank: memory = window x chunk_size
-    unsigned readers = 4;  // reading threads per rank (each its own stream)
-    unsigned writers = 4;  // writing threads per rank
-    double read_rate_limit = 0;  // source bytes/s per rank; 0: unlimited
-};
+// The window, threads, chunk size, rate limit and scheme (ring or bcast,
+// the non-pipelined baseline: one MPI_Bcast per chunk from the rank that
+// read it, the scheme of mpiFileUtils' dbcast) a job chose.
+using ExchangeOptions = StagerTuning;
 
 // Called on the calling thread, now and then: (chunks written, bytes written).
 using ProgressFn = std::function<void(std::size_t, std::uint64_t)>;

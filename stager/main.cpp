@@ -17,7 +17,8 @@
 #include "lib/config.hpp"
 #include "lib/error.hpp"
 #include "lib/identity.hpp"
-#include "lib/size.hpp"
+#include "lib/number.hpp"
+#include "lib/stager_tuning.hpp"
 #include "lib/stage_spec.hpp"
 #include "lib/state_record.hpp"
 #include "stager/stage_dataset.hpp"
@@ -29,8 +30,7 @@ struct Arguments {
     std::string config;
     std::string job_id;
     std::string spec;
-    stager::ExchangeOptions exchange;
-    double progress_interval = 5.0;
+    StagerTuning tuning;
 };
 
 [[noreturn]] void usage_error(const std::string& message)
@@ -57,41 +57,25 @@ Arguments parse_arguments(int argc, char** argv)
                 usage_error(arg + " needs a value");
             return argv[++i];
         };
-        if (arg == "--config")
-            args.config = value();
-        else if (arg == "--job")
-            args.job_id = value();
-        else if (arg == "--chunk-size")
-            args.exchange.chunk_size = parse_size(value());
-        else if (arg == "--rate-limit")
-            args.exchange.read_rate_limit = static_cast<double>(parse_size(value()));
-        else if (arg == "--exchange") {
-            const std::string scheme = value();
-            if (scheme != "ring" && scheme != "bcast")
-                usage_error("--exchange is ring or bcast, not " + scheme);
-            args.exchange.scheme = scheme == "ring" ? stager::ExchangeScheme::Ring : stager::ExchangeScheme::Bcast;
-        } else if (arg == "--window")
-            args.exchange.window = static_cast<unsigned>(std::atoi(value().c_str()));
-        else if (arg == "--readers")
-            args.exchange.readers = static_cast<unsigned>(std::atoi(value().c_str()));
-        else if (arg == "--writers")
-            args.exchange.writers = static_cast<unsigned>(std::atoi(value().c_str()));
-        else if (arg == "--progress")
-            args.progress_interval = std::atof(value().c_str());
-        else if (!arg.empty() && arg[0] == '-')
-            usage_error("unknown option " + arg);
-        else if (args.spec.empty())
-            args.spec = arg;
-        else
-            usage_error("only one SPEC (comma-separated) may be given");
+        try {
+            if (arg == "--config")
+                args.config = value();
+            else if (arg == "--job")
+                args.job_id = naming(arg, [&] { return std::to_string(parse_count(value(), 1, kMaxSlurmNumber)); });
+            else if (const TuningKnob* knob = find_tuning_knob(arg))
+                naming(arg, [&] { knob->set(value(), args.tuning); });
+            else if (!arg.empty() && arg[0] == '-')
+                usage_error("unknown option " + arg);
+            else if (args.spec.empty())
+                args.spec = arg;
+            else
+                usage_error("only one SPEC (comma-separated) may be given");
+        } catch (const Error& e) {
+            usage_error(e.what());
+        }
     }
     if (args.config.empty() || args.job_id.empty() || args.spec.empty())
         usage_error("--config, --job and SPEC are required");
-    if (args.exchange.chunk_size < 4096 || args.exchange.chunk_size > (1ull << 30))
-        usage_error("--chunk-size must be between 4K and 1G");
-    for (const unsigned n : {args.exchange.window, args.exchange.readers, args.exchange.writers})
-        if (n < 1 || n > 256)
-            usage_error("--window, --readers and --writers must be between 1 and 256");
     return args;
 }
 
@@ -125,7 +109,7 @@ int main(int argc, char** argv)
     MPI_Comm_size(MPI_COMM_WORLD, &ctx.size);
     ctx.node = this_node_name();
     const Arguments args = parse_arguments(argc, argv);
-    ctx.progress_interval = args.progress_interval;
+    ctx.progress_interval = args.tuning.progress_interval;
 
     std::string what = "staging";
     try {
@@ -135,7 +119,7 @@ int main(int argc, char** argv)
         ctx.values = {args.job_id, this_user_name(), ctx.node};
         for (const StageItem& item : plan_stage(config, args.spec)) {
             what = "staging " + item.dataset.name + " to " + item.tier.name;
-            stager::stage_dataset(item, ctx, args.exchange);
+            stager::stage_dataset(item, ctx, args.tuning);
         }
     } catch (const std::exception& e) {
         abort_all(ctx, what, e.what());

@@ -128,8 +128,20 @@ expect_err "directory '$work/nowhere' does not exist" "OUT's directory missing"
 
 run pack --shards 0 "$src" "$work/o"
 expect_status 2 "--shards 0"
-expect_err "--shards takes a number from 1" "--shards 0"
+expect_err "dlstage: pack: --shards: invalid value '0': expected a whole number from 1 to 1000000" "--shards 0"
 expect_err "Try 'dlstage pack --help'" "--shards 0"
+
+for bad in 4x -1 1e3 +4 99999999999999999999; do
+    run pack --shards "$bad" "$src" "$work/o"
+    expect_status 2 "--shards $bad"
+    expect_err "dlstage: pack: --shards: invalid value '$bad': expected a whole number from 1 to 1000000" "--shards $bad"
+done
+run pack --shard-size 1e3 "$src" "$work/o"
+expect_status 2 "--shard-size 1e3"
+expect_err "dlstage: pack: --shard-size: invalid size '1e3': unknown unit 'e3'" "--shard-size 1e3"
+run pack --block-size=-128K "$src" "$work/o.sqfs"
+expect_status 2 "--block-size -128K"
+expect_err "dlstage: pack: --block-size: invalid size '-128K'" "--block-size -128K"
 
 run pack --bogus "$src" "$work/o"
 expect_status 2 "unknown option"

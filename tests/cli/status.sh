@@ -94,5 +94,16 @@ expect_status 0 "no records in the current job"
 run --config "$work/dlstage.toml" status nope
 expect_status 2 "bad argument"
 expect_err "dlstage: status: 'nope' is not a job id" "usage"
+for bad in 12x -12 99999999999999999999 0; do
+    run --config "$work/dlstage.toml" status "$bad"
+    expect_status 2 "job id $bad"
+    expect_err "dlstage: status: '$bad' is not a job id" "job id $bad"
+done
+run --config "$work/dlstage.toml" status 012
+expect_status 0 "job id with a leading zero"
+[ -n "$(row 12 imagenet)" ] || fail "012 is job 12"
+SLURM_JOB_ID=../12 run --config "$work/dlstage.toml" status
+expect_status 1 "malformed SLURM_JOB_ID"
+expect_err "dlstage: SLURM_JOB_ID: invalid value '../12': expected a whole number" "malformed SLURM_JOB_ID"
 
 finish

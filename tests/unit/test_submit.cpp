@@ -103,6 +103,12 @@ BOOST_AUTO_TEST_CASE(accepted_request_sends_facts_and_config_to_the_job)
     BOOST_TEST(*facts.at("big").bytes == 8192u);
     BOOST_TEST(spank::decode_facts("x=-/-;garbage;y=12/3").at("y").files.value() == 3u);
     BOOST_TEST(!spank::decode_facts("x=-/-").at("x").bytes.has_value());
+    // A number too large for 64 bits is unknown, not UINT64_MAX; so is anything but digits.
+    const auto odd = spank::decode_facts("x=18446744073709551616/+3;y=18446744073709551615/1.5");
+    BOOST_TEST(!odd.at("x").bytes.has_value());
+    BOOST_TEST(!odd.at("x").files.has_value());
+    BOOST_TEST(*odd.at("y").bytes == 18446744073709551615u);
+    BOOST_TEST(!odd.at("y").files.has_value());
 }
 
 BOOST_AUTO_TEST_CASE(the_stagers_own_srun_is_not_validated_again)

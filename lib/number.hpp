@@ -1,0 +1,39 @@
+// Numbers as users and admins write them, in the configuration, in
+// DLSTAGE_* variables and on command lines, parsed strictly: plain decimal
+// digits (a decimal: digits '.' digits), whitespace around them ignored.
+// No sign, exponent, hex, "inf"/"nan", trailing text or locale: "4x",
+// "-1", "1e3", "0x10", "+5" and "1.5.2" are errors, not 4, 0, 1, 0, 5, 1.5.
+//
+// The parsers throw Error("invalid value 'TEXT': expected ..."); the caller
+// prefixes the name of the knob or option ("DLSTAGE_WINDOW: invalid ...").
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace dlstage {
+
+// Slurm's job ids and node counts are 32-bit.
+inline constexpr std::uint64_t kMaxSlurmNumber = 4294967295;
+
+// A whole number from min to max ("16", "007").
+std::uint64_t parse_count(std::string_view text, std::uint64_t min, std::uint64_t max);
+
+// A number of seconds from min to max ("5", "0.25").
+double parse_seconds(std::string_view text, double min, double max);
+
+// Text that is exactly digits, optionally followed by '.' and digits; the
+// building block of the parsers above and of parse_size.
+struct Decimal {
+    std::uint64_t whole = 0;
+    bool whole_overflows = false;   // more than UINT64_MAX: whole is meaningless
+    std::uint64_t fraction = 0;     // the first kMaxFractionDigits digits after '.'
+    unsigned fraction_digits = 0;   // how many of them (0: no fraction)
+    static constexpr unsigned kMaxFractionDigits = 19;  // 10^19 - 1 fits in 64 bits
+
+    double value() const;
+};
+std::optional<Decimal> scan_decimal(std::string_view text);
+
+}  // namespace dlstage
