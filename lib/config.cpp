@@ -4,13 +4,15 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
+#include <fcntl.h>
 #include <set>
-#include <sstream>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <toml++/toml.h>
 
 #include "lib/error.hpp"
+#include "lib/fd.hpp"
 #include "lib/strings.hpp"
 
 namespace dlstage {
@@ -119,6 +121,8 @@ const char* type_name(toml::node_type type)
     default: return "a date or time";
     }
 }
+
+const std::string kMaxBytesHelp = "a size such as \"100G\" or a share such as \"50%\"";
 
 template <typename E>
 using Choices = std::vector<std::pair<std::string, E>>;
@@ -324,17 +328,39 @@ private:
         const toml::node* node = node_at(table, "max_bytes", prefix + ".max_bytes", false);
         if (!node)
             return;
+        const std::string key = prefix + ".max_bytes";
         try {
-            if (node->is_integer() && node->as_integer()->get() > 0)
-                tier.max_bytes = ByteLimit::of_bytes(static_cast<std::uint64_t>(node->as_integer()->get()));
-            else if (node->is_string())
-                tier.max_bytes = ByteLimit::parse(node->as_string()->get());
-            else
-                problem(node->source(), prefix + ".max_bytes",
-                        "must be a size such as \"100G\" or a share such as \"50%\"");
+            if (node->is_integer() && node->as_integer()->get() > 0) {
+                const auto bytes = static_cast<std::uint64_t>(node->as_integer()->get());
+                check_bare_byte_count(node->source(), key, bytes, std::to_string(bytes));
+                tier.max_bytes = ByteLimit::of_bytes(bytes);
+            } else if (node->is_string()) {
+                const std::string text = trim(node->as_string()->get());
+                tier.max_bytes = ByteLimit::parse(text);
+                if (tier.max_bytes.kind == ByteLimit::Kind::Bytes && tier.max_bytes.bytes == 0)
+                    problem(node->source(), key, "a limit of 0 bytes lets nothing be staged: give " + kMaxBytesHelp);
+                else if (text.find_first_not_of("0123456789") == std::string::npos)
+                    check_bare_byte_count(node->source(), key, tier.max_bytes.bytes, '"' + text + '"');
+            } else {
+                problem(node->source(), key, "must be " + kMaxBytesHelp);
+            }
         } catch (const Error& e) {
-            problem(node->source(), prefix + ".max_bytes", e.what());
+            problem(node->source(), key, e.what());
         }
+    }
+
+    // A limit written as a bare number is in bytes, and below 1 MiB that is
+    // almost always a missing unit: "max_bytes = 512" meant "512M" or "512G".
+    // An explicit unit ("512K", "1000B") says it is meant.
+    void check_bare_byte_count(const toml::source_region& where, const std::string& key, std::uint64_t bytes,
+                               const std::string& as_written)
+    {
+        if (bytes >= (1u << 20))
+            return;
+        const std::string digits = std::to_string(bytes);
+        problem(where, key,
+                as_written + " is " + digits + (bytes == 1 ? " byte" : " bytes") + ": did you mean \"" + digits +
+                    "M\"? (write \"" + digits + "B\" if you really mean bytes)");
     }
 
     void load_max_inodes(const toml::table& table, const std::string& prefix, Tier& tier)
@@ -488,16 +514,47 @@ Config parse_config(std::string_view text, const std::string& source_name)
     return config;
 }
 
+namespace {
+constexpr std::size_t kMaxConfigBytes = 16 << 20;  // far beyond any real catalog
+
+[[noreturn]] void cannot_read(const std::string& path, const std::string& why)
+{
+    throw Error("cannot read configuration file " + path + ": " + why);
+}
+
+// The file's text.  Opened without blocking, so that a fifo (or a device)
+// named by mistake is refused instead of hanging the command or the prolog;
+// only a regular file of sane size is read.
+std::string read_config_text(const std::string& path)
+{
+    const Fd fd(open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+    struct stat st;
+    if (!fd.valid() || fstat(fd.get(), &st) != 0)
+        cannot_read(path, std::strerror(errno));
+    if (S_ISDIR(st.st_mode))
+        throw Error("configuration file " + path + " is a directory: give the path of the TOML file");
+    if (!S_ISREG(st.st_mode))
+        throw Error("configuration file " + path + " is not a regular file: give the path of the TOML file");
+    std::string text;
+    char buf[65536];
+    for (;;) {
+        const ssize_t n = read(fd.get(), buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            cannot_read(path, std::strerror(errno));
+        if (n == 0)
+            return text;
+        text.append(buf, static_cast<std::size_t>(n));
+        if (text.size() > kMaxConfigBytes)
+            cannot_read(path, "it is larger than " + format_size(kMaxConfigBytes) + "; is it the TOML file?");
+    }
+}
+}  // namespace
+
 Config load_config(const std::string& path)
 {
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        throw Error("cannot read configuration file " + path + ": " + std::strerror(errno));
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (in.bad())
-        throw Error("cannot read configuration file " + path + ": " + std::strerror(errno));
-    return parse_config(text.str(), path);
+    return parse_config(read_config_text(path), path);
 }
 
 }  // namespace dlstage

@@ -75,7 +75,8 @@ std::string dataset_env_name(std::string_view dataset_name);
 inline constexpr const char* kDatasetsEnvName = "DLSTAGE_DATASETS";
 
 // Parse and check a whole configuration.  Throws ConfigError with every
-// problem found (file, line, key), or Error if the file cannot be read.
+// problem found (file, line, key), or Error if the file cannot be read or is
+// not a regular file of at most 16 MiB (a directory, a fifo: never blocks).
 Config load_config(const std::string& path);
 Config parse_config(std::string_view text, const std::string& source_name);
 

@@ -28,6 +28,15 @@ run check-config /nonexistent/dlstage.toml
 expect_status 1 "missing file"
 expect_err "dlstage: cannot read configuration file /nonexistent/dlstage.toml: No such file or directory" "missing file"
 
+run check-config "$top_srcdir/etc"
+expect_status 1 "a directory"
+expect_err "dlstage: configuration file $top_srcdir/etc is a directory: give the path of the TOML file" "a directory"
+
+mkfifo "$work/fifo.toml"
+run check-config "$work/fifo.toml"    # must not wait for a writer
+expect_status 1 "a fifo"
+expect_err "dlstage: configuration file $work/fifo.toml is not a regular file" "a fifo"
+
 # Default file: --config, then $DLSTAGE_CONFIG.
 run --config "$data/broken.toml" check-config
 expect_status 1 "--config"

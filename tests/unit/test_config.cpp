@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <sys/stat.h>
 
 #include "lib/config.hpp"
 #include "lib/error.hpp"
+#include "tests/unit/error_of.hpp"
 #include "tests/unit/tmpdir.hpp"
 
 using namespace dlstage;
+using dlstage::test::error_of;
 
 namespace {
 const std::string kTiers = R"(
@@ -180,6 +183,49 @@ cleanup = "cache"
     BOOST_TEST(problems.size() == 5u, dump(problems));  // tiers.d is fine: a cache needs no %j
 }
 
+BOOST_AUTO_TEST_CASE(max_bytes_as_a_bare_number_below_1_MiB_is_questioned)
+{
+    const auto problems = problems_of(R"([tiers.a]
+path = "/a/%j"
+max_bytes = 512
+[tiers.b]
+path = "/b/%j"
+max_bytes = "512"
+[tiers.c]
+path = "/c/%j"
+max_bytes = "512K"
+[tiers.d]
+path = "/d/%j"
+max_bytes = "1000B"
+[tiers.e]
+path = "/e/%j"
+max_bytes = 107374182400
+[tiers.f]
+path = "/f/%j"
+max_bytes = "0B"
+[tiers.g]
+path = "/g/%j"
+max_bytes = 1.5e9
+[tiers.h]
+path = "/h/%j"
+max_bytes = "4Mx"
+[tiers.i]
+path = "/i/%j"
+max_inodes = 2.5
+)");
+    BOOST_TEST(has_problem(problems, 3, "tiers.a.max_bytes",
+                           "512 is 512 bytes: did you mean \"512M\"? (write \"512B\" if you really mean bytes)"),
+               dump(problems));
+    BOOST_TEST(has_problem(problems, 6, "tiers.b.max_bytes", "\"512\" is 512 bytes: did you mean \"512M\"?"),
+               dump(problems));
+    BOOST_TEST(has_problem(problems, 18, "tiers.f.max_bytes", "a limit of 0 bytes lets nothing be staged"),
+               dump(problems));
+    BOOST_TEST(has_problem(problems, 21, "tiers.g.max_bytes", "must be a size such as"), dump(problems));
+    BOOST_TEST(has_problem(problems, 24, "tiers.h.max_bytes", "unknown unit 'Mx'"), dump(problems));
+    BOOST_TEST(has_problem(problems, 27, "tiers.i.max_inodes", "positive integer"), dump(problems));
+    BOOST_TEST(problems.size() == 6u, dump(problems));  // c, d and e are meant
+}
+
 BOOST_AUTO_TEST_CASE(dataset_rules)
 {
     const auto problems = problems_of(kTiers + R"(
@@ -254,6 +300,21 @@ BOOST_AUTO_TEST_CASE(unreadable_file_is_an_error_naming_it)
         BOOST_TEST(std::string(e.what()) ==
                    "cannot read configuration file /nonexistent/dlstage.toml: No such file or directory");
     }
+}
+
+BOOST_AUTO_TEST_CASE(a_directory_fifo_or_huge_file_is_refused_without_blocking)
+{
+    const test::TempDir dir;
+    BOOST_TEST(error_of([&] { load_config(dir.path()); }) ==
+               "configuration file " + dir.path() + " is a directory: give the path of the TOML file");
+    const std::string fifo = dir / "fifo.toml";
+    BOOST_TEST_REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+    // No writer: a blocking open would hang here for ever.
+    BOOST_TEST(error_of([&] { load_config(fifo); }) ==
+               "configuration file " + fifo + " is not a regular file: give the path of the TOML file");
+    const std::string huge = dir.write("huge.toml", "# " + std::string(16 << 20, 'x') + "\n");
+    BOOST_TEST(error_of([&] { load_config(huge); }) ==
+               "cannot read configuration file " + huge + ": it is larger than 16.0 MiB; is it the TOML file?");
 }
 
 BOOST_AUTO_TEST_CASE(env_names)
