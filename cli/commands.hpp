@@ -19,7 +19,7 @@ int cmd_stage(const GlobalOptions& options, const std::vector<std::string>& args
 int cmd_status(const GlobalOptions& options, const std::vector<std::string>& args);
 int cmd_pack(const GlobalOptions& options, const std::vector<std::string>& args);
 
-// "dlstage: MESSAGE" on stderr.
+// "dlstage: MESSAGE" on stderr, control bytes shown as \xNN.
 void print_error(const std::string& message);
 
 // A usage error: the message, a pointer to --help, exit code 2.

@@ -11,12 +11,13 @@
 #include "cli/mounts.hpp"
 #include "lib/config_paths.hpp"
 #include "lib/error.hpp"
+#include "lib/strings.hpp"
 
 namespace dlstage::cli {
 
 void print_error(const std::string& message)
 {
-    std::cerr << kMessagePrefix << message << "\n";
+    std::cerr << kMessagePrefix << printable(message) << "\n";  // one line, whatever a path held
 }
 
 int usage_error(const std::string& message, const std::string& command)

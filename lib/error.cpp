@@ -1,5 +1,7 @@
 #include "lib/error.hpp"
 
+#include "lib/strings.hpp"
+
 namespace dlstage {
 
 std::string ConfigProblem::str() const
@@ -10,7 +12,7 @@ std::string ConfigProblem::str() const
     if (!key.empty())
         out += (out.empty() ? "" : ": ") + key;
     out += (out.empty() ? "" : ": ") + message;
-    return out;
+    return printable(out);  // keys and parser messages may hold any byte
 }
 
 namespace {

@@ -39,7 +39,8 @@ struct ConfigProblem {
     std::string key;   // dotted key, e.g. "tiers.shm.scope"; may be empty
     std::string message;
 
-    // "FILE:LINE: KEY: MESSAGE", leaving out the parts that are unknown.
+    // "FILE:LINE: KEY: MESSAGE", leaving out the parts that are unknown; one
+    // line (control bytes shown as \xNN).
     std::string str() const;
 };
 

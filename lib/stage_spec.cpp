@@ -124,7 +124,7 @@ std::vector<StageRequest> parse_stage_specs(std::string_view value)
     for (const std::string& raw : split(text, ',')) {
         const std::string entry = trim(raw);
         if (entry.empty())
-            throw Error("empty entry in --stage-data=" + text + " (remove the extra ',')");
+            throw Error("empty entry in --stage-data=" + printable(text) + " (remove the extra ',')");
         requests.push_back(entry.front() == '/' ? parse_path_entry(entry) : parse_name_entry(entry));
     }
     return requests;

@@ -14,8 +14,11 @@ std::string trim(std::string_view text);
 bool starts_with(std::string_view text, std::string_view prefix);
 bool ends_with(std::string_view text, std::string_view suffix);
 
-// Quote a value for a message: 'value', with control bytes shown as \xNN so
-// a hostile or broken value cannot break the one-line message.
+// Text for a one-line message: control bytes (newlines, CR, ...) shown as
+// \xNN, so a hostile or broken value cannot break the line.
+std::string printable(std::string_view text);
+
+// Quote a value for a message: 'value', printable.
 std::string quoted(std::string_view value);
 
 // The closest candidate within a small edit distance, or "" if none is

@@ -302,6 +302,19 @@ BOOST_AUTO_TEST_CASE(unreadable_file_is_an_error_naming_it)
     }
 }
 
+// Found by tests/fuzz: a quoted key or a parser message may hold a newline.
+BOOST_AUTO_TEST_CASE(every_problem_is_one_line)
+{
+    const auto problems = problems_of("[tiers.\"a\\nb\"]\npath = \"/x/%j\"\n");
+    BOOST_TEST_REQUIRE(problems.size() == 1u);
+    BOOST_TEST(problems[0].str() == "t.toml:1: tiers.a\\x0ab: a tier name must be letters, digits, '_' or '-', "
+                                    "starting with a letter or digit");
+    const auto syntax = problems_of("x = -i\rnf\n");
+    BOOST_TEST_REQUIRE(syntax.size() == 1u);
+    BOOST_TEST(syntax[0].str().find('\r') == std::string::npos, syntax[0].str());
+    BOOST_TEST(syntax[0].str().find("\\x0d") != std::string::npos, syntax[0].str());
+}
+
 BOOST_AUTO_TEST_CASE(a_directory_fifo_or_huge_file_is_refused_without_blocking)
 {
     const test::TempDir dir;

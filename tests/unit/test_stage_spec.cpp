@@ -58,6 +58,8 @@ BOOST_AUTO_TEST_CASE(malformed_specs_get_precise_messages)
     BOOST_TEST(error_of(config, "").find("needs at least one dataset") != std::string::npos);
     BOOST_TEST(error_of(config, "imagenet,,coco").find("empty entry") != std::string::npos);
     BOOST_TEST(error_of(config, "imagenet,").find("empty entry") != std::string::npos);
+    // Found by tests/fuzz: the value was quoted raw, a CR or newline broke the line.
+    BOOST_TEST(error_of(config, "a,\r,b") == "empty entry in --stage-data=a,\\x0d,b (remove the extra ',')");
     BOOST_TEST(error_of(config, "a:b:c").find("malformed entry 'a:b:c': expected NAME[:TIER]") != std::string::npos);
     BOOST_TEST(error_of(config, "imagenet:").find("missing tier after ':'") != std::string::npos);
     BOOST_TEST(error_of(config, "/p/x:").find("missing tier after ':'") != std::string::npos);

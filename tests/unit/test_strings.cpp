@@ -19,6 +19,7 @@ BOOST_AUTO_TEST_CASE(quoted_shows_control_bytes)
 {
     BOOST_TEST(quoted("a b") == "'a b'");
     BOOST_TEST(quoted(std::string("x\ny\x1b", 4)) == "'x\\x0ay\\x1b'");
+    BOOST_TEST(printable(std::string("a\r\0b\x7f\xc3\xa9", 7)) == "a\\x0d\\x00b\\x7f\xc3\xa9");  // UTF-8 stays
 }
 
 BOOST_AUTO_TEST_CASE(suggests_only_close_matches)
