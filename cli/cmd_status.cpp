@@ -22,6 +22,7 @@
 #include "lib/config_paths.hpp"
 #include "lib/error.hpp"
 #include "lib/number.hpp"
+#include "lib/record_field.hpp"
 #include "lib/size.hpp"
 #include "lib/state_record.hpp"
 #include "lib/strings.hpp"
@@ -90,7 +91,7 @@ bool numeric_less(const std::string& a, const std::string& b)
 
 std::int64_t integer(const toml::table& record, const char* key)
 {
-    return record[key].value_or(std::int64_t{0});
+    return integer_field(record, key).value_or(0);
 }
 
 std::string seconds_cell(double seconds)
@@ -109,7 +110,8 @@ std::vector<std::string> progress_row(const std::string& job_id, const toml::tab
     std::snprintf(percent, sizeof percent, "%.0f%%", total ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0);
     char rate[32];
     std::snprintf(rate, sizeof rate, "%.2f GB/s", r["bytes_per_s"].value_or(0.0) / 1e9);
-    const std::int64_t age = std::max<std::int64_t>(now - integer(r, "time"), 0);
+    // Clamped first: a record's time may be anything, now - time must not overflow.
+    const std::int64_t age = now - std::clamp<std::int64_t>(integer(r, "time"), 0, now);
     return {job_id,
             r["dataset"].value_or(std::string("?")),
             r["tier"].value_or(std::string("?")),

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include "lib/error.hpp"
+#include "lib/record_field.hpp"
 #include "lib/state_record.hpp"
 
 namespace dlstage {
@@ -21,6 +22,16 @@ DatasetLayout dataset_layout(const StageItem& item, const TemplateValues& values
     layout.staged_marker = layout.tier_dir + "/.staged-" + name + ".toml";
     return layout;
 }
+
+namespace {
+std::uint64_t count_field(const toml::table& record, const char* key, const std::string& marker_path)
+{
+    const auto count = integer_field(record, key);
+    if (!count || *count < 0)
+        throw Error("ready marker " + marker_path + " has no valid '" + key + "' (a count of 0 or more)");
+    return static_cast<std::uint64_t>(*count);
+}
+}  // namespace
 
 void write_ready_marker(const std::string& marker_path, const ReadyMarker& marker)
 {
@@ -41,14 +52,18 @@ std::optional<ReadyMarker> read_ready_marker(const std::string& marker_path)
         return std::nullopt;
     if (!S_ISREG(st.st_mode))
         throw Error("ready marker " + marker_path + " is not a regular file");
-    const toml::table record = read_record(marker_path);
+    return ready_marker_of(read_record(marker_path), marker_path);
+}
+
+ReadyMarker ready_marker_of(const toml::table& record, const std::string& marker_path)
+{
     ReadyMarker marker;
     marker.dataset = record["dataset"].value_or(std::string());
     marker.tier = record["tier"].value_or(std::string());
     marker.source = record["source"].value_or(std::string());
     marker.path = record["path"].value_or(std::string());
-    marker.bytes = static_cast<std::uint64_t>(record["bytes"].value_or(std::int64_t{0}));
-    marker.files = static_cast<std::uint64_t>(record["files"].value_or(std::int64_t{0}));
+    marker.bytes = count_field(record, "bytes", marker_path);
+    marker.files = count_field(record, "files", marker_path);
     if (marker.path.empty())
         throw Error("ready marker " + marker_path + " has no path");
     return marker;

@@ -19,6 +19,8 @@
 #include <optional>
 #include <string>
 
+#include <toml++/toml.h>
+
 #include "lib/stage_spec.hpp"
 
 namespace dlstage {
@@ -51,5 +53,9 @@ void write_ready_marker(const std::string& marker_path, const ReadyMarker& marke
 // The marker, or nothing if there is none (not staged, or not yet).
 // Throws Error if it exists but cannot be parsed.
 std::optional<ReadyMarker> read_ready_marker(const std::string& marker_path);
+
+// The marker in a parsed record; throws Error naming marker_path if it has
+// no path, or bytes or files that are not counts.
+ReadyMarker ready_marker_of(const toml::table& record, const std::string& marker_path);
 
 }  // namespace dlstage

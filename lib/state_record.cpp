@@ -6,6 +6,7 @@
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
+#include <fstream>
 #include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -118,13 +119,24 @@ void write_record(const std::string& path, const toml::table& record)
     }
 }
 
-toml::table read_record(const std::string& path)
+toml::table parse_record(std::string_view text, const std::string& name)
 {
     try {
-        return toml::parse_file(path);
+        return toml::parse(text, name);
     } catch (const toml::parse_error& e) {
-        throw Error("cannot read state record " + path + ": " + std::string(e.description()));
+        throw Error("cannot read state record " + name + ": " + printable(e.description()));
     }
+}
+
+toml::table read_record(const std::string& path)
+{
+    std::ifstream in(path, std::ios::binary);  // as toml::parse_file opened it
+    std::ostringstream text;
+    if (in)
+        text << in.rdbuf();
+    if (!in || in.bad())
+        throw Error("cannot read state record " + path + ": " + std::strerror(errno));
+    return parse_record(text.str(), path);
 }
 
 }  // namespace dlstage

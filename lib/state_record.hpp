@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <toml++/toml.h>
@@ -40,6 +41,11 @@ std::vector<std::string> user_record_paths(const std::string& state_dir, const s
 // atomically.  Throws Error naming the path.
 void write_record(const std::string& path, const toml::table& record);
 
+// Throws Error "cannot read state record PATH: ..." if the file cannot be
+// read or parsed.
 toml::table read_record(const std::string& path);
+
+// A record's text, parsed; name is for messages.  Throws Error as read_record.
+toml::table parse_record(std::string_view text, const std::string& name);
 
 }  // namespace dlstage

@@ -91,6 +91,28 @@ SLURM_JOB_ID=404 run --config "$work/dlstage.toml" status
 expect_status 0 "no records in the current job"
 [ "$out" = "no staging records for job 404 in $state/jobs" ] || fail "empty message"
 
+# A record its user wrote by hand: odd values print, never crash (in the
+# sanitizer build an overflow here would abort).
+mkdir -p "$state/jobs/31/user"
+cat > "$state/jobs/31/user/progress-odd.toml" <<TOML
+dataset = 'odd'
+tier = 'shm'
+state = 'staging'
+nodes = 'many'
+bytes_total = 1e300
+bytes_done = -5
+files_total = 9223372036854775807
+bytes_per_s = 1e308
+eta_s = -1e308
+time = -9223372036854775808
+TOML
+run --config "$work/dlstage.toml" status 31
+expect_status 0 "a hand-written record"
+case "$(row 31 odd)" in
+"31 odd shm staging 0 0 B / 0 B (100%) 9223372036854775807 "*) ;;
+*) fail "hand-written record row: $(row 31 odd)" ;;
+esac
+
 run --config "$work/dlstage.toml" status nope
 expect_status 2 "bad argument"
 expect_err "dlstage: status: 'nope' is not a job id" "usage"
