@@ -239,7 +239,7 @@ private:
 
     void load_site(const toml::table& table, SiteSettings& site)
     {
-        check_keys(table, "site", {"state_dir", "launcher", "default_tier", "allow_paths"});
+        check_keys(table, "site", {"state_dir", "launcher", "default_tier", "allow_paths", "prolog_epilog_timeout"});
         if (auto dir = string_at(table, "state_dir", "site.state_dir", false)) {
             if (dir->empty() || dir->front() != '/')
                 problem(table.get("state_dir")->source(), "site.state_dir",
@@ -257,6 +257,14 @@ private:
         if (auto tier = string_at(table, "default_tier", "site.default_tier", false)) {
             site.default_tier = *tier;
             default_tier_where_ = table.get("default_tier")->source();
+        }
+        if (const toml::node* node = node_at(table, "prolog_epilog_timeout", "site.prolog_epilog_timeout", false)) {
+            const auto seconds = node->value<std::int64_t>();
+            if (!node->is_integer() || !seconds || *seconds < 1 || *seconds > 3600)
+                problem(node->source(), "site.prolog_epilog_timeout",
+                        "must be a whole number of seconds from 1 to 3600, e.g. 60");
+            else
+                site.prolog_epilog_timeout = static_cast<int>(*seconds);
         }
         if (const toml::node* node = node_at(table, "allow_paths", "site.allow_paths", false)) {
             if (!node->is_boolean())

@@ -52,10 +52,11 @@ bool ends_with(std::string_view text, std::string_view suffix)
     return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
 }
 
-std::string quoted(std::string_view value)
+std::string printable(std::string_view text)
 {
-    std::string out = "'";
-    for (const char c : value) {
+    std::string out;
+    out.reserve(text.size());
+    for (const char c : text) {
         const auto u = static_cast<unsigned char>(c);
         if (u < 0x20 || u == 0x7f) {
             char buf[8];
@@ -65,7 +66,12 @@ std::string quoted(std::string_view value)
             out += c;
         }
     }
-    return out + "'";
+    return out;
+}
+
+std::string quoted(std::string_view value)
+{
+    return "'" + printable(value) + "'";
 }
 
 namespace {

@@ -18,6 +18,10 @@ bool ends_with(std::string_view text, std::string_view suffix);
 // a hostile or broken value cannot break the one-line message.
 std::string quoted(std::string_view value);
 
+// The text with control bytes shown as \xNN (no quotes): for logs and
+// listings that print values users wrote, which must never inject a line.
+std::string printable(std::string_view text);
+
 // The closest candidate within a small edit distance, or "" if none is
 // close: used for "did you mean 'max_bytes'?" hints.
 std::string closest_match(std::string_view word, const std::vector<std::string>& candidates);

@@ -64,21 +64,23 @@ bool exists(const std::string& path)
     return lstat(path.c_str(), &st) == 0;
 }
 
-// The prolog made tier_dir for this user and recorded how that went.  A
-// failure it recorded (a planted symlink, no room on this node) is the
-// reason the user should read, so it comes first.
+// The prolog made tier_dir for this user and told how that went in the
+// user's state dir.  A failure it recorded (a full tier, no room on this
+// node) is the reason the user should read, so it comes first.  Then the
+// directory must be as the prolog leaves it: below levels only root can
+// change, owned by this user.
 void check_node_prepared(const DatasetLayout& layout, const NodeContext& ctx)
 {
-    const std::string record_path = node_record_path(ctx.state_dir, ctx.values.job_id, ctx.node, "prolog");
-    if (exists(record_path)) {
-        const toml::table record = read_record(record_path);
+    const std::string outcome = job_user_dir(ctx.state_dir, ctx.values.job_id) + "/" + prolog_outcome_name(ctx.node);
+    if (exists(outcome)) {
+        const toml::table record = read_record(outcome);
         if (record["status"].value_or(std::string()) != "ready")
             throw Error(record["message"].value_or(std::string("the prolog could not prepare this node")));
     }
-    struct stat st {};
-    if (lstat(layout.tier_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid())
-        throw Error("the job directory " + layout.tier_dir +
-                    " was not prepared by the prolog (is PrologFlags=Alloc set and the plugin loaded?)");
+    const OpenResult opened = open_job_dir(layout.tier_root, layout.tier_dir);
+    if (!opened.problem.empty())
+        throw Error("the job directory " + layout.tier_dir + " was not prepared by the prolog: " + opened.problem +
+                    " (is PrologFlags=Alloc set and the plugin loaded?)");
 }
 
 // Leftovers of an earlier attempt in this job (a restage after a failure).
