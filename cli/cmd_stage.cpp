@@ -123,7 +123,7 @@ std::vector<std::string> recorded_failures(const Config& config, const std::stri
     std::vector<std::string> messages;
     for (const std::string& path : user_record_paths(config.site.state_dir, job_id, UserRecord::Failure)) {
         try {
-            messages.push_back(read_record(path)["message"].value_or(std::string()));
+            messages.push_back(printable(read_record(path)["message"].value_or(std::string())));
         } catch (const Error&) {
         }
     }
@@ -169,7 +169,7 @@ int cmd_stage(const GlobalOptions& options, const std::vector<std::string>& args
         return usage_error("stage: no SPEC given and the job has no --stage-data request", "stage");
 
     const std::string config_path = choose_config_path(options.config_path, true);
-    const Config config = load_config(config_path);
+    const Config config = load_config_for_caller(config_path);
     const auto items = plan_stage(config, spec);  // refuse bad input before starting anything
     for (const std::string& stale : user_record_paths(config.site.state_dir, job_id, UserRecord::Failure))  // from an earlier attempt
         unlink(stale.c_str());

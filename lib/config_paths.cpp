@@ -81,7 +81,7 @@ std::string chain_problem(const std::string& path)
         prefix += "/" + parts[i];
         if (::lstat(prefix.c_str(), &st) != 0) {
             // A missing file is for the loader to report ("cannot read").
-            if (errno == ENOENT && i + 1 == parts.size())
+            if (errno == ENOENT)
                 return "";
             return "cannot check " + quoted(prefix) + ": " + std::strerror(errno);
         }
@@ -110,6 +110,11 @@ Config load_trusted_config(const std::string& path)
         throw Error("refusing the site configuration: " + problem +
                     " (anyone who can change it could make root create or remove files anywhere)");
     return load_config(path);
+}
+
+Config load_config_for_caller(const std::string& path)
+{
+    return ::geteuid() == 0 ? load_trusted_config(path) : load_config(path);
 }
 
 }  // namespace dlstage

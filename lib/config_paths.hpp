@@ -29,4 +29,8 @@ std::string untrusted_config_reason(const std::string& path);
 // untrusted_config_reason first.  Throws Error naming the file and the fix.
 Config load_trusted_config(const std::string& path);
 
+// What the command uses: load_trusted_config when run as root, else
+// load_config (a user may try a configuration of their own).
+Config load_config_for_caller(const std::string& path);
+
 }  // namespace dlstage

@@ -45,7 +45,7 @@ int run_stage(SpankApi& api, const PluginArgs& args, const std::string& spec, st
 // DLSTAGE_<NAME> for each dataset whose ready marker exists on this node.
 void export_paths(SpankApi& api, const PluginArgs& args, const std::string& spec)
 {
-    const Config config = load_config(choose_config_path(args.config_path, false));
+    const Config config = load_trusted_config(choose_config_path(args.config_path, false));
     const JobFacts job = job_facts(api);
     std::vector<std::string> names;
     for (const StageItem& item : plan_stage(config, spec)) {

@@ -91,6 +91,28 @@ SLURM_JOB_ID=404 run --config "$work/dlstage.toml" status
 expect_status 0 "no records in the current job"
 [ "$out" = "no staging records for job 404 in $state/jobs" ] || fail "empty message"
 
+# A job's user owns its records: a fifo, a device-like name, a symlink to
+# a secret, names and values with control characters.  Status (as root too)
+# must neither block nor print them raw.
+mkdir -p "$state/jobs/31/user" "$state/jobs/$(printf 'x\ny')/user"
+mkfifo "$state/jobs/31/user/progress-fifo.toml"
+ln -s /etc/shadow "$state/jobs/31/user/progress-shadow.toml"
+cat > "$state/jobs/31/user/failure-n1.toml" <<'TOML'
+node = 'n1'
+message = "forged\nline \u001b[31mred"
+TOML
+set +e
+timeout 10 "$DLSTAGE" --config "$work/dlstage.toml" status 31 >"$work/out" 2>"$work/err"
+status=$?
+set -e
+out=$(cat "$work/out"); err=$(cat "$work/err")
+[ "$status" -ne 124 ] || fail "status blocked on a fifo among the records"
+expect_status 0 "hostile records"
+[ "$out" = 'job 31: failed on n1: forged\x0aline \x1b[31mred' ] || fail "control characters not escaped"
+run --config "$work/dlstage.toml" status
+expect_status 0 "odd job directory names are skipped"
+printf '%s\n' "$out" | grep -q '^y' && fail "a job directory name printed raw"
+
 run --config "$work/dlstage.toml" status nope
 expect_status 2 "bad argument"
 expect_err "dlstage: status: 'nope' is not a job id" "usage"
