@@ -413,7 +413,11 @@ Fd make_leaf(const Level& parent, const std::string& name, uid_t uid, gid_t gid,
         Facts f;
         if (!quick_facts(parent.fd.get(), name.c_str(), AT_SYMLINK_NOFOLLOW, f))
             fail_walk(cannot("stat", label, errno), errno);
-        if (!created && (!S_ISDIR(f.mode) || f.uid != uid)) {
+        // A directory the caller owns is one another node's prolog is
+        // making right now (a state_dir or tier shared by the nodes), or
+        // one an interrupted run left: only root can make one here.
+        const bool ours = created || (S_ISDIR(f.mode) && f.uid == ::geteuid());
+        if (!ours && (!S_ISDIR(f.mode) || f.uid != uid)) {
             const std::string why = S_ISLNK(f.mode)   ? "is a symlink"
                                     : !S_ISDIR(f.mode) ? "is not a directory"
                                                        : "belongs to uid " + std::to_string(f.uid) + ", not the job's";
@@ -431,7 +435,7 @@ Fd make_leaf(const Level& parent, const std::string& name, uid_t uid, gid_t gid,
                 fail_walk(cannot("stat", label, errno), errno);
             if (st.st_dev != parent.facts.dev || st.st_ino != f.ino)
                 fail_walk(label + " was replaced while being prepared; " + kRefused);
-            if (created ? ::fchown(fd.get(), uid, gid) != 0
+            if (ours ? ::fchown(fd.get(), uid, gid) != 0
                         : st.st_gid != gid && ::fchown(fd.get(), static_cast<uid_t>(-1), gid) != 0) {
                 // Fails unless the caller is root or uid itself (the unit tests as a user).
                 const int err = errno;

@@ -24,6 +24,27 @@ as_user() {
         OMPI_MCA_btl_tcp_if_include=lo "$@")
 }
 
+# The other unprivileged user (tests/make-test-users): in the attack tests,
+# the one who squats tier roots, fills tiers and plants files.
+OTHER_USER=dlstest2
+
+# as_other CMD...: as_user, for the other user, in a directory of theirs.
+as_other() {
+    local d
+    d="$(user_workdir)-other"
+    mkdir -p "$d"
+    chown "$OTHER_USER" "$d"
+    (cd "$d" && runuser -u "$OTHER_USER" -- env SLURM_CONF="$SLURM_CONF" PATH="$PATH" \
+        OMPI_MCA_btl_tcp_if_include=lo "$@")
+}
+
+# assert_healthy: no node drained or down (after a second for slurmctld to
+# hear of a failed prolog or epilog).
+assert_healthy() {
+    sleep 1
+    ! sinfo -h -o %T | grep -Eiq 'drain|down' || { sinfo -N -o '%N %T %E'; return 1; }
+}
+
 # The ids of all jobs slurmctld knows (finished ones stay for MinJobAge).
 job_ids() {
     squeue -h -t all -o %i | sort -n | tr '\n' ' '
