@@ -93,8 +93,7 @@ the_squatter_cannot_write() {
     ! grep -q TASK-RAN <<<"$output"
     grep -q "^dlstage: staging sample to shm failed on n2: cannot create /dev/shm/dlstage/[0-9]*: No space left on device (the tier is full (no space or no inodes left))" <<<"$output"
     job=$(squeue -h -t all -u "$VCLUSTER_USER" -o %i | sort -n | tail -n1)
-    wait_for_file "$STATE/jobs/$job/n2.epilog.toml" 30
-    [ "$(record_value "$STATE/jobs/$job/n2.epilog.toml" 'r["status"]')" = cleaned ]
+    assert_epilogs_cleaned "$job" n2
     [ "$(record_value "$STATE/jobs/$job/n2.prolog.toml" 'r["status"]')" = failed ]
     assert_no_leftovers
     assert_healthy
@@ -111,10 +110,8 @@ the_squatter_cannot_write() {
     cat "$(user_workdir)/out.txt"
     grep -qx STOPPED "$(user_workdir)/out.txt"
     [ "$(job_state "$job")" = COMPLETED ]
-    wait_for_file "$STATE/jobs/$job/n1.epilog.toml" 30
-    cat "$STATE/jobs/$job/n1.epilog.toml"
-    [ "$(record_value "$STATE/jobs/$job/n1.epilog.toml" 'r["status"]')" = cleaned ]
-    [ "$(record_value "$STATE/jobs/$job/n1.epilog.toml" 'r["unmounted"]')" -ge 1 ]
+    assert_epilogs_cleaned "$job" n1
+    [ "$(epilog_value "$job" n1 'r["unmounted"]')" -ge 1 ]
     ! on_node n1 test -e "/dev/shm/dlstage/$job"
     ! on_node n1 grep -q "/dev/shm/dlstage/$job" /proc/self/mountinfo
     pkill -KILL -u "$VCLUSTER_USER" -x squashfuse || true

@@ -39,8 +39,7 @@ out() { cat "$(user_workdir)/out.txt"; }
     job=${lines[-1]}
     wait_job_gone "$job"
     for node in n1 n2 n3; do
-        wait_for_file "$STATE/jobs/$job/$node.epilog.toml" 30
-        [ "$(record_value "$STATE/jobs/$job/$node.epilog.toml" 'r["removed"] > 0')" = True ]
+        [ "$(epilog_value "$job" "$node" 'r["removed"] > 0')" = True ]
     done
     assert_no_leftovers
     for node in n1 n2 n3; do
@@ -64,10 +63,7 @@ out() { cat "$(user_workdir)/out.txt"; }
     out
     [ "$(job_state "$job")" = COMPLETED ]
     out | grep -q SIZE-OK
-    for node in n1 n2 n3; do
-        wait_for_file "$STATE/jobs/$job/$node.epilog.toml" 30
-        [ "$(record_value "$STATE/jobs/$job/$node.epilog.toml" 'r["status"]')" = cleaned ]
-    done
+    assert_epilogs_cleaned "$job"
     assert_no_leftovers
     assert_healthy
 }

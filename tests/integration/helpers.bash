@@ -67,6 +67,26 @@ record_value() {
     python3 -c 'import sys, tomllib; r = tomllib.load(open(sys.argv[1], "rb")); print(eval(sys.argv[2]))' "$1" "$2"
 }
 
+# epilog_value JOBID NODE EXPR: a value of NODE's epilog record for the job
+# (record_value's EXPR), once the epilog has written it.
+epilog_value() {
+    wait_for_file "$STATE/jobs/$1/$2.epilog.toml" 30 || return 1
+    record_value "$STATE/jobs/$1/$2.epilog.toml" "$3"
+}
+
+# assert_epilogs_cleaned JOBID [NODE...]: each node's epilog (n1 n2 n3 by
+# default) recorded a complete cleanup.
+assert_epilogs_cleaned() {
+    local job=$1 node nodes
+    shift
+    nodes=("$@")
+    ((${#nodes[@]})) || nodes=(n1 n2 n3)
+    for node in "${nodes[@]}"; do
+        [ "$(epilog_value "$job" "$node" 'r["status"]')" = cleaned ] ||
+            { cat "$STATE/jobs/$job/$node.epilog.toml"; return 1; }
+    done
+}
+
 # assert_refused SPEC MESSAGE: sbatch refuses SPEC with MESSAGE and creates no job.
 assert_refused() {
     local before after
