@@ -2,6 +2,7 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <climits>
@@ -15,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -223,9 +225,9 @@ std::string canonical_directory(const std::string& dest)
 
 class TarExtraction {
 public:
-    TarExtraction(const std::string& archive, const std::string& dest, ShardOutcome* outcome)
+    TarExtraction(const std::string& archive, const std::string& dest, ShardOutcome* outcome, ExtractBudget* budget)
         : source_(archive), dest_(canonical_directory(dest)), in_(open_archive(archive)), out_(open_disk_writer()),
-          outcome_(outcome)
+          outcome_(outcome), budget_(budget ? *budget : unlimited_)
     {
     }
 
@@ -263,6 +265,8 @@ private:
             return;  // "./": the destination itself, whose mode is the caller's
         const bool is_file = check_kind(entry, name, path);
         strip_special_bits(entry, archive_entry_hardlink(entry) != nullptr);
+        count_entries(entry, path);
+        const std::uint64_t counted = is_file ? count_declared_size(entry) : 0;
 
         archive_entry_set_pathname(entry, join_path(dest_, path).c_str());
         if (const char* link = archive_entry_hardlink(entry))
@@ -270,7 +274,7 @@ private:
 
         if (archive_write_header(out_.get(), entry) != ARCHIVE_OK)
             cannot_extract(out_.get(), name, source_);
-        copy_data(name);
+        copy_data(name, counted);
         if (archive_write_finish_entry(out_.get()) != ARCHIVE_OK)
             cannot_extract(out_.get(), name, source_);
 
@@ -389,7 +393,46 @@ private:
             ++stats_.stripped;
     }
 
-    void copy_data(const std::string& name)
+    // Counts what this entry creates before it is written: itself, unless it
+    // is a directory that is already there (another shard made it), and
+    // every missing parent directory libarchive makes on the way ("a/b/c/f"
+    // alone makes four inodes).
+    void count_entries(archive_entry* entry, const std::string& path)
+    {
+        std::uint64_t created = 0;
+        for (std::string dir = parent_of(path); !dir.empty() && is_new_directory(dir); dir = parent_of(dir))
+            ++created;
+        const bool is_dir = archive_entry_filetype(entry) == S_IFDIR && !archive_entry_hardlink(entry);
+        if (!is_dir || is_new_directory(path))
+            ++created;
+        budget_.add_entries(created, source_);
+    }
+
+    // True the first time this extraction meets dir, if nothing is there yet.
+    // Once met, it is there or about to be made.
+    bool is_new_directory(const std::string& dir)
+    {
+        if (!directories_.insert(dir).second)
+            return false;
+        struct stat st;
+        return lstat(join_path(dest_, dir).c_str(), &st) != 0;
+    }
+
+    // A file's size as its header declares it, counted before its data is
+    // read: a bomb stops before it is decompressed, and a sparse file counts
+    // its holes (they read as zeros, and tmpfs may have to fill them).
+    std::uint64_t count_declared_size(archive_entry* entry)
+    {
+        const la_int64_t size = archive_entry_size_is_set(entry) ? archive_entry_size(entry) : 0;
+        const std::uint64_t declared = size > 0 ? static_cast<std::uint64_t>(size) : 0;
+        budget_.add_bytes(declared, source_);
+        return declared;
+    }
+
+    // counted: bytes of this entry already counted; data that reaches past
+    // them (a sparse map beyond the declared size) is counted before it is
+    // written.
+    void copy_data(const std::string& name, std::uint64_t counted)
     {
         const void* block = nullptr;
         std::size_t size = 0;
@@ -400,6 +443,11 @@ private:
                 return;
             if (r < ARCHIVE_WARN)
                 cannot_read(in_.get(), source_);
+            const std::uint64_t end = static_cast<std::uint64_t>(std::max<la_int64_t>(offset, 0)) + size;
+            if (end > counted) {
+                budget_.add_bytes(end - counted, source_);
+                counted = end;
+            }
             if (archive_write_data_block(out_.get(), block, size, offset) != ARCHIVE_OK)
                 cannot_extract(out_.get(), name, source_);
             stats_.bytes += size;
@@ -416,6 +464,9 @@ private:
     std::unordered_map<std::string, Times> directory_times_;
     ShardOutcome* outcome_;
     std::vector<std::string> names_;  // non-directories written, when outcome_ wants them
+    ExtractBudget unlimited_;          // the budget when the caller gives none
+    ExtractBudget& budget_;
+    std::unordered_set<std::string> directories_;  // met by count_entries: there or about to be
     ExtractStats stats_;
 };
 
@@ -717,9 +768,10 @@ private:
 
 }  // namespace
 
-ExtractStats extract_tar(const std::string& archive, const std::string& dest, ShardOutcome* outcome)
+ExtractStats extract_tar(const std::string& archive, const std::string& dest, ShardOutcome* outcome,
+                         ExtractBudget* budget)
 {
-    return TarExtraction(archive, dest, outcome).run();
+    return TarExtraction(archive, dest, outcome, budget).run();
 }
 
 void restore_directory_times(const std::string& dest, const ShardOutcome& outcome)

@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "stager/extract_budget.hpp"
+
 namespace dlstage::stager {
 
 struct ExtractStats {
@@ -42,7 +44,11 @@ struct ShardOutcome {
 
 // With outcome, the directory times are recorded there instead of applied;
 // the caller applies them with restore_directory_times() after all shards.
-ExtractStats extract_tar(const std::string& archive, const std::string& dest, ShardOutcome* outcome = nullptr);
+// With budget, every entry (and every parent directory it makes) and every
+// file's logical size is counted there before it is written, and passing a
+// limit throws the limit's reason naming the archive.
+ExtractStats extract_tar(const std::string& archive, const std::string& dest, ShardOutcome* outcome = nullptr,
+                         ExtractBudget* budget = nullptr);
 
 void restore_directory_times(const std::string& dest, const ShardOutcome& outcome);
 

@@ -3,6 +3,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <cstdlib>
+#include <dirent.h>
 #include <fcntl.h>
 #include <fstream>
 #include <functional>
@@ -16,13 +17,16 @@
 
 #include "lib/error.hpp"
 #include "stager/extract.hpp"
+#include "tests/unit/bombs.hpp"
 #include "tests/unit/error_of.hpp"
 #include "tests/unit/tmpdir.hpp"
 
 using namespace dlstage;
 using stager::extract_squashfs;
 using stager::extract_tar;
+using stager::ExtractBudget;
 using stager::ExtractStats;
+using test::kMiB;
 
 namespace {
 
@@ -233,6 +237,37 @@ struct SquashStaging {
         return "unsafe entry '" + entry + "' in " + image + ": " + why;
     }
 };
+
+// Logical bytes of the files below dir and how many entries it holds.
+struct Tally {
+    std::uint64_t bytes = 0;
+    std::uint64_t entries = 0;
+};
+
+void tally(const std::string& dir, Tally& sum)
+{
+    DIR* d = opendir(dir.c_str());
+    BOOST_REQUIRE_MESSAGE(d, "cannot read " + dir);
+    while (const dirent* e = readdir(d)) {
+        const std::string name = e->d_name;
+        if (name == "." || name == "..")
+            continue;
+        const struct stat st = stat_of(dir + "/" + name);
+        ++sum.entries;
+        if (S_ISREG(st.st_mode))
+            sum.bytes += static_cast<std::uint64_t>(st.st_size);
+        if (S_ISDIR(st.st_mode))
+            tally(dir + "/" + name, sum);
+    }
+    closedir(d);
+}
+
+Tally tally_of(const std::string& dir)
+{
+    Tally sum;
+    tally(dir, sum);
+    return sum;
+}
 
 const std::string kUtf8Name = "a b \xc3\xbc\xc3\xa9.txt";  // "a b üé.txt"
 const std::string kOnlyFiles = "; datasets hold only files, directories and links";
@@ -524,6 +559,101 @@ BOOST_AUTO_TEST_CASE(non_archives_and_bad_destinations_are_errors)
     const std::string absent = s.tmp / "absent";
     BOOST_TEST(test::error_of([&] { extract_tar(s.archive, absent); }) ==
                "cannot extract into " + absent + ": No such file or directory");
+}
+
+// --- tar: bounded by the tier's limits ----------------------------------------
+
+BOOST_AUTO_TEST_CASE(tar_bomb_stops_at_the_byte_limit_without_writing_past_it)
+{
+    Staging s;
+    s.archive = s.tmp / "bomb.tar.gz";
+    test::write_zeros_tgz(s.archive, test::numbered("zero", 200), kMiB);  // 200 MiB of zeros
+    BOOST_TEST(stat_of(s.archive).st_size < 1024 * 1024);
+    ExtractBudget budget(test::limits(80 * kMiB, std::nullopt));
+    BOOST_TEST(test::error_of([&] { extract_tar(s.archive, s.dest, nullptr, &budget); }) ==
+               "too many bytes while extracting " + s.archive + "; do less");
+    BOOST_TEST(budget.bytes() == 80 * kMiB);
+    const Tally written = tally_of(s.dest);
+    BOOST_TEST(written.bytes == 80 * kMiB);
+    BOOST_TEST(written.entries == 80u);  // the file that would pass the limit was not even created
+}
+
+BOOST_AUTO_TEST_CASE(one_huge_file_is_refused_before_any_of_it_is_written)
+{
+    Staging s;
+    s.archive = s.tmp / "one.tar.gz";
+    test::write_zeros_tgz(s.archive, {"huge"}, 300 * kMiB);
+    ExtractBudget budget(test::limits(80 * kMiB, std::nullopt));
+    BOOST_TEST(test::error_of([&] { extract_tar(s.archive, s.dest, nullptr, &budget); }) ==
+               "too many bytes while extracting " + s.archive + "; do less");
+    BOOST_TEST(budget.bytes() == 0u);
+    BOOST_TEST(!exists(s.in_dest("huge")));
+}
+
+// A sparse file reads as its full size and may be copied as that much.
+BOOST_AUTO_TEST_CASE(a_sparse_file_counts_its_size_not_its_data)
+{
+    Staging s;
+    archive* a = archive_write_new();
+    archive_write_set_format_pax_restricted(a);
+    BOOST_REQUIRE(archive_write_open_filename(a, s.archive.c_str()) == ARCHIVE_OK);
+    archive_entry* e = archive_entry_new();
+    archive_entry_set_pathname(e, "sparse");
+    archive_entry_set_filetype(e, AE_IFREG);
+    archive_entry_set_perm(e, 0644);
+    archive_entry_set_size(e, static_cast<la_int64_t>(100 * kMiB));
+    archive_entry_sparse_add_entry(e, static_cast<la_int64_t>(100 * kMiB - 4096), 4096);
+    BOOST_REQUIRE(archive_write_header(a, e) == ARCHIVE_OK);
+    const std::string data(4096, 'x');
+    BOOST_REQUIRE(archive_write_data(a, data.data(), data.size()) == 4096);
+    archive_entry_free(e);
+    BOOST_REQUIRE(archive_write_close(a) == ARCHIVE_OK);
+    archive_write_free(a);
+    BOOST_REQUIRE(stat_of(s.archive).st_size < 64 * 1024);
+
+    ExtractBudget small(test::limits(99 * kMiB, std::nullopt));
+    BOOST_TEST(test::error_of([&] { extract_tar(s.archive, s.dest, nullptr, &small); }) ==
+               "too many bytes while extracting " + s.archive + "; do less");
+    ExtractBudget enough(test::limits(100 * kMiB, std::nullopt));
+    BOOST_TEST(test::error_of([&] { extract_tar(s.archive, s.dest, nullptr, &enough); }) == "");
+    BOOST_TEST(stat_of(s.in_dest("sparse")).st_size == static_cast<off_t>(100 * kMiB));
+}
+
+BOOST_AUTO_TEST_CASE(too_many_entries_stop_at_the_entry_limit)
+{
+    Staging s;
+    std::vector<Entry> entries;
+    for (const std::string& name : test::numbered("f", 100))
+        entries.push_back(file(name, "x"));
+    write_archive(s.archive, entries);
+    ExtractBudget budget(test::limits(std::nullopt, 50));
+    BOOST_TEST(test::error_of([&] { extract_tar(s.archive, s.dest, nullptr, &budget); }) ==
+               "too many entries while extracting " + s.archive + "; do fewer");
+    BOOST_TEST(budget.entries() == 50u);
+    BOOST_TEST(tally_of(s.dest).entries == 50u);
+}
+
+// libarchive makes the missing parents of "a/b/c/d/f": five inodes from one
+// entry, and a long path could make thousands.
+BOOST_AUTO_TEST_CASE(parent_directories_an_entry_makes_are_counted_once)
+{
+    Staging s;
+    write_archive(s.archive, {file("a/b/c/d/f", "x")});
+    ExtractBudget four(test::limits(std::nullopt, 4));
+    BOOST_TEST(test::error_of([&] { extract_tar(s.archive, s.dest, nullptr, &four); }) ==
+               "too many entries while extracting " + s.archive + "; do fewer");
+    BOOST_TEST(!exists(s.in_dest("a")));
+
+    ExtractBudget budget(test::limits(std::nullopt, 8));
+    extract_tar(s.archive, s.dest, nullptr, &budget);
+    BOOST_TEST(budget.entries() == 5u);
+    BOOST_TEST(tally_of(s.dest).entries == 5u);
+    // A later archive's directories that are already there make nothing new.
+    const std::string second = s.tmp / "s1.tar";
+    write_archive(second, {dir("a"), dir("a/b"), file("a/b/g", "y"), file("a/b/c/e/h", "z")});
+    extract_tar(second, s.dest, nullptr, &budget);
+    BOOST_TEST(budget.entries() == 5u + 3u);  // g, e and h
+    BOOST_TEST(tally_of(s.dest).entries == 8u);
 }
 
 // --- squashfs ---------------------------------------------------------------
