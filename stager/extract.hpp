@@ -57,6 +57,10 @@ void restore_directory_times(const std::string& dest, const ShardOutcome& outcom
 // and strips setuid/setgid/sticky bits.  On any error dest is removed again.
 // unsquashfs run by anyone but root drops those bits itself, so stripped
 // counts only the ones it left.
-ExtractStats extract_squashfs(const std::string& image, const std::string& dest);
+// Before anything is written: refuses an unsquashfs older than 4.5.1
+// (policy::unsquashfs_usable) and, with budget, an image whose listing
+// (unsquashfs -lln) and superblock say it expands past a limit.  The check
+// of the result counts what unsquashfs wrote against the budget once more.
+ExtractStats extract_squashfs(const std::string& image, const std::string& dest, ExtractBudget* budget = nullptr);
 
 }  // namespace dlstage::stager

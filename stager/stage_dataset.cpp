@@ -181,7 +181,13 @@ std::uint64_t extract_into(const DatasetLayout& layout, const Plan& plan, unsign
     std::uint64_t stripped = 0;
     ExtractBudget budget(limits);
     if (plan.format == Format::Squashfs) {
-        stripped += extract_squashfs(layout.incoming_dir + "/" + plan.entries.front().path, layout.partial_dir).stripped;
+        try {
+            stripped +=
+                extract_squashfs(layout.incoming_dir + "/" + plan.entries.front().path, layout.partial_dir, &budget)
+                    .stripped;
+        } catch (const Error& e) {
+            throw named_for_user(e, layout, plan);
+        }
     } else {
         make_fresh_dir(layout.partial_dir);
         std::vector<std::string> shards;

@@ -798,4 +798,79 @@ BOOST_AUTO_TEST_CASE(squashfs_corrupt_image_reports_unsquashfs_message)
     BOOST_TEST(!exists(s.dest));
 }
 
+// --- squashfs: bounded by the tier's limits -----------------------------------
+
+// A 300 MiB sparse file: mksquashfs stores its holes as nothing, so the
+// image takes a few KiB.
+BOOST_AUTO_TEST_CASE(squashfs_bomb_is_refused_before_unsquashfs_writes_anything)
+{
+    SquashStaging s;
+    s.make_file("small", "x");
+    s.make_file("zeros", "");
+    BOOST_REQUIRE(truncate(s.at("zeros").c_str(), static_cast<off_t>(300 * kMiB)) == 0);
+    s.make_image();
+    BOOST_TEST(stat_of(s.image).st_size < 64 * 1024);
+    ExtractBudget budget(test::limits(80 * kMiB, std::nullopt));
+    BOOST_TEST(test::error_of([&] { extract_squashfs(s.image, s.dest, &budget); }) ==
+               "too many bytes while extracting " + s.image + "; do less");
+    BOOST_TEST(!exists(s.dest));
+    BOOST_TEST(budget.entries() == 0u);  // the check of the result never ran: unsquashfs did not
+}
+
+BOOST_AUTO_TEST_CASE(squashfs_with_too_many_entries_is_refused_before_unpacking)
+{
+    SquashStaging s;
+    for (const std::string& name : test::numbered("f", 20))
+        s.make_file(name, "x");
+    s.make_image();
+    ExtractBudget budget(test::limits(std::nullopt, 20));  // 20 files and the root
+    BOOST_TEST(test::error_of([&] { extract_squashfs(s.image, s.dest, &budget); }) ==
+               "too many entries while extracting " + s.image + "; do fewer");
+    BOOST_TEST(!exists(s.dest));
+    ExtractBudget enough(test::limits(std::nullopt, 21));
+    BOOST_TEST(extract_squashfs(s.image, s.dest, &enough).entries == 20u);
+}
+
+// What unsquashfs wrote is counted again, each file's data once.
+BOOST_AUTO_TEST_CASE(squashfs_within_the_budget_is_counted_from_what_was_written)
+{
+    SquashStaging s;
+    s.make_dir("d");
+    s.make_file("d/a", "12345");
+    s.make_file("b", "678");
+    BOOST_REQUIRE(link(s.at("d/a").c_str(), s.at("same-as-a").c_str()) == 0);
+    s.make_image();
+    ExtractBudget budget(test::limits(13, 5));  // the listing counts a's data twice and the root
+    const ExtractStats stats = extract_squashfs(s.image, s.dest, &budget);
+    BOOST_TEST(budget.bytes() == 8u);
+    BOOST_TEST(budget.entries() == 4u);
+    BOOST_TEST(stats.entries == 4u);
+    ExtractBudget tight(test::limits(12, 5));
+    BOOST_TEST(test::error_of([&] { extract_squashfs(s.image, s.tmp / "dest2", &tight); }) ==
+               "too many bytes while extracting " + s.image + "; do less");
+}
+
+// unsquashfs before 4.5.1 may write outside the destination: it never runs
+// on an image.
+BOOST_AUTO_TEST_CASE(squashfs_is_refused_with_an_unsquashfs_older_than_4_5_1)
+{
+    SquashStaging s;
+    s.make_file("f", "x");
+    s.make_image();
+    const std::string bin = s.tmp / "bin";
+    BOOST_REQUIRE(mkdir(bin.c_str(), 0755) == 0);
+    const std::string ran = s.tmp / "ran-on-the-image";
+    s.tmp.write("bin/unsquashfs", "#!/bin/sh\n[ \"$1\" = -version ] || touch '" + ran +
+                                      "'\necho 'unsquashfs version 4.4 (2019/08/29)'\n");
+    BOOST_REQUIRE(chmod((bin + "/unsquashfs").c_str(), 0755) == 0);
+    const std::string path = getenv("PATH");
+    setenv("PATH", (bin + ":" + path).c_str(), 1);
+    const std::string message = s.error_extracting();
+    setenv("PATH", path.c_str(), 1);
+    BOOST_TEST(starts_with(message, "unsquashfs '4.4' can be made to write outside the destination"), message);
+    BOOST_TEST(message.find("install squashfs-tools >= 4.5.1") != std::string::npos, message);
+    BOOST_TEST(!exists(ran));
+    BOOST_TEST(!exists(s.dest));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
