@@ -82,6 +82,12 @@ assert_no_leftovers() {
     return 1
 }
 
+# assert_healthy: no node is drained or down.
+assert_healthy() {
+    sleep 1
+    ! sinfo -h -o %T | grep -Eiq 'drain|down' || { sinfo -N; return 1; }
+}
+
 # wait_job_gone JOBID [SECONDS]: until the job is no longer pending, running or completing.
 wait_job_gone() {
     local i
