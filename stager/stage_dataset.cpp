@@ -146,8 +146,8 @@ void check_mode_fits_plan(const StageItem& item, const Plan& plan)
 
 // The tier's file system on this node, against what the plan brings.  The
 // extracted size of archives is not known before extraction: their own size
-// is the floor.
-void check_space(const StageItem& item, const DatasetLayout& layout, const Plan& plan)
+// is the floor, and the budget returned bounds what extraction may write.
+policy::ExtractionBudget check_space(const StageItem& item, const DatasetLayout& layout, const Plan& plan)
 {
     const TierSpace space = measure_tier_space(layout.tier_dir);
     SourceFacts facts;
@@ -156,6 +156,7 @@ void check_space(const StageItem& item, const DatasetLayout& layout, const Plan&
     const policy::Verdict verdict = policy::admit(item.dataset, item.tier, facts, space);
     if (!verdict.allowed)
         throw Error(verdict.reason);
+    return policy::extraction_budget(item.dataset, item.tier, facts, space);
 }
 
 // Unpacks the archives that arrived into partial_dir; returns how many
@@ -166,11 +167,29 @@ void make_fresh_dir(const std::string& path)
         throw Error("cannot create " + path + ": " + std::strerror(errno));
 }
 
-std::uint64_t extract_into(const DatasetLayout& layout, const Plan& plan, unsigned threads)
+// Names the archive as the user knows it, not its node-local copy.
+Error named_for_user(const Error& e, const DatasetLayout& layout, const Plan& plan)
+{
+    std::string message = e.what();
+    const std::string local = layout.incoming_dir + "/";
+    if (const std::size_t at = message.find(local); at != std::string::npos)
+        message.replace(at, local.size(), plan.source_root + "/");
+    return Error(message);
+}
+
+std::uint64_t extract_into(const DatasetLayout& layout, const Plan& plan, unsigned threads,
+                           const policy::ExtractionBudget& limits)
 {
     std::uint64_t stripped = 0;
+    ExtractBudget budget(limits);
     if (plan.format == Format::Squashfs) {
-        stripped += extract_squashfs(layout.incoming_dir + "/" + plan.entries.front().path, layout.partial_dir).stripped;
+        try {
+            stripped +=
+                extract_squashfs(layout.incoming_dir + "/" + plan.entries.front().path, layout.partial_dir, &budget)
+                    .stripped;
+        } catch (const Error& e) {
+            throw named_for_user(e, layout, plan);
+        }
     } else {
         make_fresh_dir(layout.partial_dir);
         std::vector<std::string> shards;
@@ -182,14 +201,10 @@ std::uint64_t extract_into(const DatasetLayout& layout, const Plan& plan, unsign
                             if (!removed.ok())
                                 throw Error("cannot clear " + layout.partial_dir + ": " + removed.problems.front());
                             make_fresh_dir(layout.partial_dir);
-                        }).stats.stripped;
+                        }, budget).stats.stripped;
         } catch (const Error& e) {
-            // Name the shard as the user knows it, not its node-local copy.
-            std::string message = e.what();
-            const std::string local = layout.incoming_dir + "/";
-            if (const std::size_t at = message.find(local); at != std::string::npos)
-                message.replace(at, local.size(), plan.source_root + "/");
-            throw Error(message);
+            remove_tree_within(layout.tier_dir, layout.partial_dir);  // at once: it may be as large as the tier allows
+            throw named_for_user(e, layout, plan);
         }
     }
     const RemoveResult removed = remove_tree_within(layout.tier_dir, layout.incoming_dir);
@@ -316,7 +331,7 @@ void stage_dataset(const StageItem& item, const NodeContext& ctx, const Exchange
     const std::uint64_t cpu_start = cpu_microseconds();
     const Plan plan = broadcast_plan(item, ctx);
     check_mode_fits_plan(item, plan);
-    check_space(item, layout, plan);
+    const policy::ExtractionBudget budget = check_space(item, layout, plan);
     if (ctx.rank == 0)
         std::fprintf(stderr, "dlstage: staging %s (%s in %llu %s) from %s to %s on %d nodes\n",
                      item.dataset.name.c_str(), format_size(plan.total_bytes()).c_str(),
@@ -332,7 +347,7 @@ void stage_dataset(const StageItem& item, const NodeContext& ctx, const Exchange
     writer.finish();
     if (extract) {
         const auto extract_start = Clock::now();
-        const std::uint64_t stripped = extract_into(layout, plan, options.writers);
+        const std::uint64_t stripped = extract_into(layout, plan, options.writers, budget);
         const double seconds = std::chrono::duration<double>(Clock::now() - extract_start).count();
         if (ctx.rank == 0) {
             if (stripped > 0)
