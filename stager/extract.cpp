@@ -217,6 +217,17 @@ Writer open_disk_writer()
 // included (e.g. a tier below /var/run).
 std::string canonical_directory(const std::string& dest)
 {
+    // Relative: below the working directory, which the stager made the job
+    // directory it opened and checked; resolving it to a path again would
+    // look it up anew.  The stager created it, so it is no symlink.
+    if (!dest.empty() && dest.front() != '/') {
+        struct stat st;
+        if (lstat(dest.c_str(), &st) != 0)
+            fail("extract into", dest, errno);
+        if (!S_ISDIR(st.st_mode))
+            fail("extract into", dest, ENOTDIR);
+        return dest;
+    }
     char buf[PATH_MAX];
     if (!realpath(dest.c_str(), buf))
         fail("extract into", dest, errno);
