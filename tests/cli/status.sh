@@ -101,15 +101,19 @@ cat > "$state/jobs/31/user/failure-n1.toml" <<'TOML'
 node = 'n1'
 message = "forged\nline \u001b[31mred"
 TOML
-set +e
-timeout 10 "$DLSTAGE" --config "$work/dlstage.toml" status 31 >"$work/out" 2>"$work/err"
-status=$?
-set -e
-out=$(cat "$work/out"); err=$(cat "$work/err")
-[ "$status" -ne 124 ] || fail "status blocked on a fifo among the records"
+# run_bounded ARGS...: run, but a dlstage that blocks is stopped after 10 s.
+run_bounded() {
+    set +e
+    timeout 10 "$DLSTAGE" "$@" >"$work/out" 2>"$work/err"
+    status=$?
+    set -e
+    out=$(cat "$work/out"); err=$(cat "$work/err")
+    [ "$status" -ne 124 ] || fail "status blocked on a fifo among the records"
+}
+run_bounded --config "$work/dlstage.toml" status 31
 expect_status 0 "hostile records"
 [ "$out" = 'job 31: failed on n1: forged\x0aline \x1b[31mred' ] || fail "control characters not escaped"
-run --config "$work/dlstage.toml" status
+run_bounded --config "$work/dlstage.toml" status
 expect_status 0 "odd job directory names are skipped"
 printf '%s\n' "$out" | grep -q '^y' && fail "a job directory name printed raw"
 
