@@ -22,6 +22,7 @@
 #include "lib/stage_spec.hpp"
 #include "lib/state_record.hpp"
 #include "lib/strings.hpp"
+#include "policies/launch_retry.hpp"
 
 extern char** environ;
 
@@ -84,12 +85,14 @@ std::vector<std::string> launcher_command(const Config& config, const std::strin
 
 // What the launcher's stderr told about a failure, read as it passes through.
 struct LauncherReport {
+    bool stager_spoke = false;      // a rank printed a "dlstage:" line
     bool stager_explained = false;  // a rank printed "dlstage: ... failed on NODE: ..."
     std::string task_failure;       // srun's first "NODE: task N: REASON"
 };
 
 void watch_line(const std::string& line, LauncherReport& report)
 {
+    report.stager_spoke = report.stager_spoke || starts_with(line, kMessagePrefix);
     if (starts_with(line, kMessagePrefix) && line.find(" failed on ") != std::string::npos)
         report.stager_explained = true;
     const std::string srun_error = "srun: error: ";
@@ -174,7 +177,18 @@ int cmd_stage(const GlobalOptions& options, const std::vector<std::string>& args
     for (const std::string& stale : user_record_paths(config.site.state_dir, job_id, UserRecord::Failure))  // from an earlier attempt
         unlink(stale.c_str());
     LauncherReport report;
-    const int rc = run_and_wait(launcher_command(config, job_id, nodes, config_path, spec), report);
+    int rc = 0;
+    for (int attempt = 1;; ++attempt) {
+        report = LauncherReport{};
+        rc = run_and_wait(launcher_command(config, job_id, nodes, config_path, spec), report);
+        if (rc == 0)
+            break;
+        const policy::Verdict again =
+            policy::retry_launch({attempt, report.stager_spoke, report.task_failure});
+        if (!again.allowed)
+            break;
+        print_error(again.reason);
+    }
     if (rc != 0) {
         // A rank that failed said why; one that was killed could not: then
         // srun's line names the node.
