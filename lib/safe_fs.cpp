@@ -265,6 +265,15 @@ public:
             Level level;
             level.shown = child_path(parent.shown, name);
             level.real = child_path(parent.real, name);
+            // A mount is judged by mountinfo before anything asks it: a FUSE
+            // server may refuse root (EACCES) or answer nonsense (EIO), which
+            // must not read as a fault of the node.  Only the admin mounts a
+            // file system at a tier root, and never a FUSE one.
+            const MountEntry* mount = MountTable::current().at(level.real);
+            if (mount && (mount->is_fuse() || !is_root)) {
+                untrusted(parent, name, label, "is a mount point (" + mount->fstype + ")", true);
+                continue;
+            }
             level.fd = open_passage_at(parent.fd.get(), name);
             if (!level.fd.valid()) {
                 const int err = errno;
@@ -274,27 +283,26 @@ public:
                     make_level(parent, name, label);
                     continue;
                 }
-                // A symlink or a file (ENOTDIR), a loop, something odd: look closer.
+                // A symlink or a file (ENOTDIR), a loop, something odd.
                 Facts f;
-                if (quick_facts(parent.fd.get(), name.c_str(), AT_SYMLINK_NOFOLLOW, f)) {
-                    if (std::string why = distrust(f, trusted_uid_); !why.empty()) {
-                        untrusted(parent, name, label, why);
-                        continue;
-                    }
-                }
-                fail_walk(cannot("open", label, err), err);
+                std::string why = quick_facts(parent.fd.get(), name.c_str(), AT_SYMLINK_NOFOLLOW, f)
+                                      ? distrust(f, trusted_uid_)
+                                      : "";
+                untrusted(parent, name, label, why.empty() ? cannot("open", "it", err) : why);
+                continue;
             }
-            if (!facts_of(level.fd, level.facts))
-                fail_walk(cannot("stat", label, errno), errno);
+            // What cannot even be examined was not made by root: untrusted.
+            if (!facts_of(level.fd, level.facts)) {
+                untrusted(parent, name, label, cannot("examine", "it", errno),
+                          MountTable::current().at(level.real) != nullptr);
+                continue;
+            }
             std::string why = distrust(level.facts, trusted_uid_);
-            const MountEntry* mount = MountTable::current().at(level.real);
-            if (why.empty() && mount && (mount->is_fuse() || !is_root))
-                why = "is a mount point (" + mount->fstype + ")";
             if (why.empty() && !is_root && level.facts.dev != parent.facts.dev)
                 why = "is on another file system than the tier root";
             if (why.empty())
                 return level;
-            untrusted(parent, name, label, why, mount != nullptr);
+            untrusted(parent, name, label, why);
         }
         fail_walk(label + " keeps being replaced by something untrusted; giving up");
     }
@@ -391,18 +399,18 @@ std::optional<Level> walk_to_parent(TierWalk& walk, const TierPath& tp, bool cre
 const char* const kRefused = "refusing to use it";
 
 // The job's own directory: created for uid:gid, or reused if it already is
-// uid's; anything else there is moved aside.  A directory created here is
-// removed again if it cannot be completed, so that it does not block a
-// retry as "belongs to uid 0".
-Fd make_leaf(const Level& parent, const std::string& name, uid_t uid, gid_t gid, Untrusted untrusted,
-             std::vector<std::string>& repairs)
+// uid's; anything else there (another user's directory: a job id used again
+// after Slurm's state was reset; a symlink; a mount) is moved aside.  It is
+// reached with an O_PATH lookup and a cached statx, and opened as "." of
+// that: a mount made on it meanwhile is never entered.  A directory created
+// here is removed again if it cannot be completed, so that it does not block
+// a retry as "belongs to uid 0".
+Fd make_leaf(const Level& parent, const std::string& name, uid_t uid, gid_t gid, std::vector<std::string>& repairs)
 {
     const std::string label = shown(child_path(parent.shown, name));
     const std::string real = child_path(parent.real, name);
     for (int attempt = 0; attempt < 5; ++attempt) {
         if (const MountEntry* mount = MountTable::current().at(real)) {
-            if (untrusted == Untrusted::Refuse)
-                fail_walk(label + " is a mount point (" + mount->fstype + "); " + kRefused);
             TierWalk::move_aside(parent, name, label, "is a mount point (" + mount->fstype + ")", true, &repairs);
             continue;
         }
@@ -410,33 +418,42 @@ Fd make_leaf(const Level& parent, const std::string& name, uid_t uid, gid_t gid,
         const bool created = ::mkdirat(parent.fd.get(), name.c_str(), 0700) == 0;
         if (!created && errno != EEXIST)
             fail_walk(cannot("create", label, errno), errno);
+        const Fd passage = open_passage_at(parent.fd.get(), name);
         Facts f;
-        if (!quick_facts(parent.fd.get(), name.c_str(), AT_SYMLINK_NOFOLLOW, f))
-            fail_walk(cannot("stat", label, errno), errno);
+        if (!passage.valid() || !facts_of(passage, f)) {
+            const int err = errno;
+            Facts link;
+            const bool is_link = quick_facts(parent.fd.get(), name.c_str(), AT_SYMLINK_NOFOLLOW, link) &&
+                                 !S_ISDIR(link.mode);
+            TierWalk::move_aside(parent, name, label,
+                                 is_link ? (S_ISLNK(link.mode) ? "is a symlink" : "is not a directory")
+                                         : cannot("examine", "it", err),
+                                 MountTable::current().at(real) != nullptr, &repairs);
+            continue;
+        }
         // A directory the caller owns is one another node's prolog is
         // making right now (a state_dir or tier shared by the nodes), or
         // one an interrupted run left: only root can make one here.
-        const bool ours = created || (S_ISDIR(f.mode) && f.uid == ::geteuid());
-        if (!ours && (!S_ISDIR(f.mode) || f.uid != uid)) {
-            const std::string why = S_ISLNK(f.mode)   ? "is a symlink"
-                                    : !S_ISDIR(f.mode) ? "is not a directory"
-                                                       : "belongs to uid " + std::to_string(f.uid) + ", not the job's";
-            if (untrusted == Untrusted::Refuse)
-                fail_walk(label + " " + why + "; " + kRefused);
-            TierWalk::move_aside(parent, name, label, why, false, &repairs);
+        const bool ours = created || f.uid == ::geteuid();
+        if (!ours && f.uid != uid) {
+            TierWalk::move_aside(parent, name, label, "belongs to uid " + std::to_string(f.uid) + ", not the job's",
+                                 false, &repairs);
             continue;
         }
-        Fd fd(::openat(parent.fd.get(), name.c_str(), kDirFlags));
+        if (f.dev != parent.facts.dev) {
+            TierWalk::move_aside(parent, name, label, "is on another file system than the tier root", true,
+                                 &repairs);
+            continue;
+        }
+        Fd fd = reopen_for_reading(passage);
         try {
             if (!fd.valid())
                 fail_walk(cannot("open", label, errno), errno);
             struct stat st {};
             if (::fstat(fd.get(), &st) != 0)
                 fail_walk(cannot("stat", label, errno), errno);
-            if (st.st_dev != parent.facts.dev || st.st_ino != f.ino)
-                fail_walk(label + " was replaced while being prepared; " + kRefused);
             if (ours ? ::fchown(fd.get(), uid, gid) != 0
-                        : st.st_gid != gid && ::fchown(fd.get(), static_cast<uid_t>(-1), gid) != 0) {
+                     : st.st_gid != gid && ::fchown(fd.get(), static_cast<uid_t>(-1), gid) != 0) {
                 // Fails unless the caller is root or uid itself (the unit tests as a user).
                 const int err = errno;
                 fail_walk("cannot give " + label + " to uid " + std::to_string(uid) + " gid " + std::to_string(gid) +
@@ -746,7 +763,7 @@ PrepareResult prepare_job_dir(const std::string& root, const std::string& dir, u
     if (auto failure = walk_tier(root, dir, [&](const TierPath& tp) {
             TierWalk walk(untrusted, ::geteuid(), &result.repairs);
             const std::optional<Level> parent = walk_to_parent(walk, tp, true);
-            result.dir = make_leaf(*parent, tp.below.back(), uid, gid, untrusted, result.repairs);
+            result.dir = make_leaf(*parent, tp.below.back(), uid, gid, result.repairs);
         })) {
         result.problem = failure->problem;
         result.err = failure->err;

@@ -61,7 +61,7 @@ struct PrepareResult {
 // the caller's) that is a problem naming the errno, and a leaf created by
 // this call is removed again so that a retry starts from scratch.
 // With Untrusted::Refuse (a state_dir is the admin's, not to be moved), an
-// untrusted root or level, or a leaf of another user, is a problem instead.
+// untrusted root or level is a problem instead; the leaf is still replaced.
 enum class Untrusted { MoveAside, Refuse };
 PrepareResult prepare_job_dir(const std::string& root, const std::string& dir, uid_t uid, gid_t gid,
                               Untrusted untrusted = Untrusted::MoveAside);

@@ -79,6 +79,24 @@ the_squatter_cannot_write() {
     on_node n2 sh -c 'rm -rf /dev/shm/dlstage.untrusted-*'
 }
 
+@test "a squatter's FUSE mount on the tier root, its server gone: detached and moved aside, never a drain" {
+    # FUSE denies root (EACCES) on a mount without allow_other, and a dead
+    # server answers ENOTCONN: neither may read as a fault of the node.
+    squat n3 "mkdir /dev/shm/dlstage && squashfuse $DATA/tree.sqfs /dev/shm/dlstage &&
+        pkill -KILL -u \$USER -f 'squashfuse .* /dev/shm/dlstage\$'"
+    on_node n3 grep -q ' /dev/shm/dlstage .* fuse.squashfuse ' /proc/self/mountinfo   # still mounted, dead
+    victim_reads n3
+    [ "$status" -eq 0 ]
+    grep -qx "CONTENT hello" <<<"$output"
+    grep -qx "ROOT root 755 directory" <<<"$output"
+    grep -q "tier root /dev/shm/dlstage is a mount point (fuse.squashfuse): detached the mount on it" \
+        "$VCLUSTER_DIR/log/slurmd-n3.log"
+    ! on_node n3 grep -q ' /dev/shm/dlstage .* fuse.squashfuse ' /proc/self/mountinfo
+    assert_no_leftovers
+    assert_healthy
+    on_node n3 sh -c 'rm -rf /dev/shm/dlstage.untrusted-*'
+}
+
 @test "a tier out of inodes: the job fails with dlstage's reason, the node stays up, the epilog still cleans" {
     local used
     used=$(on_node n2 df --output=iused /dev/shm | tail -n1 | tr -d ' ')

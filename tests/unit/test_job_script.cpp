@@ -8,6 +8,7 @@
 
 #include "lib/job_layout.hpp"
 #include "lib/state_record.hpp"
+#include "lib/sys/mount_table.hpp"
 #include "spank/job_script.hpp"
 #include "spank/source_facts_env.hpp"
 #include "spank/step.hpp"
@@ -251,6 +252,34 @@ BOOST_AUTO_TEST_CASE(epilog_removes_the_job_directory_and_is_idempotent)
     BOOST_TEST(record["removed"].value_or(0) == 4);
     BOOST_TEST(spank::job_epilog(node.api, node.args) == 0);  // again: nothing left, still fine
     BOOST_TEST(status_of(node.record("epilog")) == "cleaned");
+}
+
+BOOST_AUTO_TEST_CASE(a_fuse_mount_on_a_squatted_tier_root_is_detached_and_never_drains)
+{
+    if (geteuid() != 0) {
+        BOOST_TEST_MESSAGE("skipped: mounting needs root");
+        return;
+    }
+    Node node;
+    node.api.stage_data = "imagenet";
+    mkdir((node.dir / "content").c_str(), 0755);
+    const std::string text = test::in_mount_namespace([&] {
+        // A FUSE file system on the tier root, its server stopped: any stat
+        // of it would hang, and a refusing one would answer EACCES or EIO.
+        test::StoppedFuse fuse(node.dir / "content", node.dir / "image.sqfs", node.dir / "tier");
+        if (!fuse.problem.empty())
+            return fuse.problem;
+        const int rc = spank::job_prolog(node.api, node.args);
+        struct stat st {};
+        return std::to_string(rc) + " " + status_of(node.record("prolog")) +
+               (lstat(node.job_dir().c_str(), &st) == 0 && S_ISDIR(st.st_mode) ? " made" : " missing") +
+               (MountTable::current().at(node.dir / "tier") ? " mounted" : " detached");
+    });
+    if (text.rfind("skip: ", 0) == 0) {
+        BOOST_TEST_MESSAGE("skipped: " + text);
+        return;
+    }
+    BOOST_TEST(text == "0 ready made detached");
 }
 
 BOOST_AUTO_TEST_CASE(epilog_detaches_a_stopped_fuse_mount_and_removes_the_job_dir_in_time)

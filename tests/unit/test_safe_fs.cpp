@@ -293,9 +293,11 @@ BOOST_AUTO_TEST_CASE(refuse_mode_names_what_is_untrusted_and_changes_nothing)
     ::chmod(root.c_str(), 0755);
     BOOST_TEST(open_trusted_dir(root, root + "/jobs/1", true).problem == "");
     BOOST_TEST(mode_of(root + "/jobs/1") == 0755u);
+    // The leaf is still replaced: a job id used again finds the old job's.
     make_file(root + "/jobs/1/user");
     BOOST_TEST(outcome(prepare_job_dir(root, root + "/jobs/1/user", geteuid(), getegid(), Untrusted::Refuse)) ==
-               "Failed: " + root + "/jobs/1/user is not a directory; refusing to use it");
+               "Ready\n" + root + "/jobs/1/user is not a directory; moved it aside to " + root +
+                   "/jobs/1/user.untrusted-X");
 }
 
 BOOST_AUTO_TEST_CASE(refuses_paths_not_strictly_below_the_root)
@@ -676,7 +678,7 @@ BOOST_AUTO_TEST_CASE(mount_points_are_left_in_place)
         return;
     }
     const std::string other_fs = " is on another file system than the tier root (a mount point?); ";
-    BOOST_TEST(text == "removed=0\n" + job + "/mnt is writable by group or others (mode 1777); refusing to use it; nothing removed\n" +
+    BOOST_TEST(text == "removed=0\n" + job + "/mnt is a mount point (tmpfs); refusing to use it; nothing removed\n" +
                            "removed=0\n" + job + "/mnt" + other_fs + "nothing removed\n" +
                            "removed=3\n" + job + "/mnt" + other_fs + "left in place\n" +
                            "inside kept");
