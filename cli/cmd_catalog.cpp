@@ -109,7 +109,7 @@ int cmd_catalog(const GlobalOptions& options, const std::vector<std::string>& ar
             return usage_error("catalog list: unexpected argument '" + args[i] + "'", "catalog");
     }
 
-    const Config config = load_config(choose_config_path(options.config_path, true));
+    const Config config = load_config_for_caller(choose_config_path(options.config_path, true));
     std::vector<Row> rows;
     for (const auto& entry : config.datasets)
         rows.push_back({&entry.second, probe_source(entry.second)});

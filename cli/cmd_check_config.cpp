@@ -14,7 +14,9 @@ void print_help()
 {
     std::cout << "Usage: dlstage check-config [FILE]\n"
                  "Check a dlstage configuration file (default: the one dlstage uses) and print\n"
-                 "every problem as FILE:LINE: KEY: MESSAGE.  Exit 0 if it is valid, 1 if not.\n";
+                 "every problem as FILE:LINE: KEY: MESSAGE.  The file, and every directory\n"
+                 "above it, must be owned by root and writable by nobody else: the plugin's\n"
+                 "root code refuses it otherwise.  Exit 0 if it is valid, 1 if not.\n";
 }
 }  // namespace
 
@@ -35,7 +37,7 @@ int cmd_check_config(const GlobalOptions& options, const std::vector<std::string
     if (file.empty())
         file = choose_config_path(options.config_path, true);
     try {
-        const Config config = load_config(file);
+        const Config config = load_trusted_config(file);
         std::cout << file << ": OK (" << config.tiers.size() << " tiers, " << config.datasets.size()
                   << " datasets)\n";
         return kExitOk;

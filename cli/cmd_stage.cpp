@@ -24,6 +24,7 @@
 #include "lib/stager_tuning.hpp"
 #include "lib/state_record.hpp"
 #include "lib/strings.hpp"
+#include "policies/launch_retry.hpp"
 
 extern char** environ;
 
@@ -105,12 +106,14 @@ std::vector<std::string> launcher_command(const Config& config, const std::strin
 
 // What the launcher's stderr told about a failure, read as it passes through.
 struct LauncherReport {
+    bool stager_spoke = false;      // a rank printed a "dlstage:" line
     bool stager_explained = false;  // a rank printed "dlstage: ... failed on NODE: ..."
     std::string task_failure;       // srun's first "NODE: task N: REASON"
 };
 
 void watch_line(const std::string& line, LauncherReport& report)
 {
+    report.stager_spoke = report.stager_spoke || starts_with(line, kMessagePrefix);
     if (starts_with(line, kMessagePrefix) && line.find(" failed on ") != std::string::npos)
         report.stager_explained = true;
     const std::string srun_error = "srun: error: ";
@@ -144,7 +147,7 @@ std::vector<std::string> recorded_failures(const Config& config, const std::stri
     std::vector<std::string> messages;
     for (const std::string& path : user_record_paths(config.site.state_dir, job_id, UserRecord::Failure)) {
         try {
-            messages.push_back(read_record(path)["message"].value_or(std::string()));
+            messages.push_back(printable(read_record(path)["message"].value_or(std::string())));
         } catch (const Error&) {
         }
     }
@@ -192,12 +195,23 @@ int cmd_stage(const GlobalOptions& options, const std::vector<std::string>& args
         return usage_error("stage: no SPEC given and the job has no --stage-data request", "stage");
 
     const std::string config_path = choose_config_path(options.config_path, true);
-    const Config config = load_config(config_path);
+    const Config config = load_config_for_caller(config_path);
     const auto items = plan_stage(config, spec);  // refuse bad input before starting anything
     for (const std::string& stale : user_record_paths(config.site.state_dir, job_id, UserRecord::Failure))  // from an earlier attempt
         unlink(stale.c_str());
     LauncherReport report;
-    const int rc = run_and_wait(launcher_command(config, job_id, nodes, config_path, spec, tuning), report);
+    int rc = 0;
+    for (int attempt = 1;; ++attempt) {
+        report = LauncherReport{};
+        rc = run_and_wait(launcher_command(config, job_id, nodes, config_path, spec, tuning), report);
+        if (rc == 0)
+            break;
+        const policy::Verdict again =
+            policy::retry_launch({attempt, report.stager_spoke, report.task_failure});
+        if (!again.allowed)
+            break;
+        print_error(again.reason);
+    }
     if (rc != 0) {
         // A rank that failed said why; one that was killed could not: then
         // srun's line names the node.

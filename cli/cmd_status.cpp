@@ -48,12 +48,20 @@ struct JobRecords {
     std::vector<toml::table> failures;  // one per failed node
 };
 
+// A job's directory name: a job id as Slurm writes it.
+bool is_job_id(std::string_view text)
+{
+    const auto number = scan_decimal(text);
+    return number && number->fraction_digits == 0 && !number->whole_overflows && number->whole >= 1 &&
+           number->whole <= kMaxSlurmNumber && text.front() != '0';
+}
+
 std::vector<std::string> names_in(const std::string& dir)
 {
     std::vector<std::string> names;
     if (DIR* d = opendir(dir.c_str())) {
         while (const dirent* e = readdir(d))
-            if (e->d_name[0] != '.')
+            if (is_job_id(e->d_name))  // anything else there is not ours to show
                 names.emplace_back(e->d_name);
         closedir(d);
     }
@@ -112,10 +120,12 @@ std::vector<std::string> progress_row(const std::string& job_id, const toml::tab
     std::snprintf(rate, sizeof rate, "%.2f GB/s", r["bytes_per_s"].value_or(0.0) / 1e9);
     // Clamped first: a record's time may be anything, now - time must not overflow.
     const std::int64_t age = now - std::clamp<std::int64_t>(integer(r, "time"), 0, now);
+    // Records are written by the job's user: nothing in them may forge a
+    // line or a terminal escape in root's listing.
     return {job_id,
-            r["dataset"].value_or(std::string("?")),
-            r["tier"].value_or(std::string("?")),
-            state,
+            printable(r["dataset"].value_or(std::string("?"))),
+            printable(r["tier"].value_or(std::string("?"))),
+            printable(state),
             std::to_string(integer(r, "nodes")),
             format_size(done) + " / " + format_size(total) + " (" + percent + ")",
             std::to_string(integer(r, "files_total")),
@@ -136,8 +146,8 @@ void print_table(const std::vector<JobRecords>& jobs)
         print_aligned(std::cout, rows);
     for (const JobRecords& job : jobs)
         for (const toml::table& failure : job.failures)
-            std::cout << "job " << job.job_id << ": failed on " << failure["node"].value_or(std::string("?")) << ": "
-                      << failure["message"].value_or(std::string()) << "\n";
+            std::cout << "job " << job.job_id << ": failed on " << printable(failure["node"].value_or(std::string("?")))
+                      << ": " << printable(failure["message"].value_or(std::string())) << "\n";
 }
 
 void print_json(const std::vector<JobRecords>& jobs)
@@ -174,7 +184,7 @@ int cmd_status(const GlobalOptions& options, const std::vector<std::string>& arg
             }
         }
     }
-    const Config config = load_config(choose_config_path(options.config_path, true));
+    const Config config = load_config_for_caller(choose_config_path(options.config_path, true));
     const std::string& state_dir = config.site.state_dir;
     const bool explicit_jobs = !wanted.empty();
     if (!explicit_jobs) {

@@ -330,7 +330,7 @@ int cmd_hold_mounts(const GlobalOptions& options, const std::vector<std::string>
         return usage_error("hold-mounts --job ID SPEC is started by 'dlstage stage'; it is not for direct use",
                            "hold-mounts");
     const std::string node = this_node_name();
-    const Config config = load_config(choose_config_path(options.config_path, true));
+    const Config config = load_config_for_caller(choose_config_path(options.config_path, true));
     const TemplateValues values{args[1], this_user_name(), node};
 
     // Blocked from the start, so a job end during mounting is seen.

@@ -12,8 +12,9 @@
 #include <toml++/toml.h>
 
 #include "lib/error.hpp"
-#include "lib/fd.hpp"
 #include "lib/strings.hpp"
+#include "lib/sys/fd.hpp"
+#include "lib/sys/read_all.hpp"
 
 namespace dlstage {
 
@@ -243,7 +244,7 @@ private:
 
     void load_site(const toml::table& table, SiteSettings& site)
     {
-        check_keys(table, "site", {"state_dir", "launcher", "default_tier", "allow_paths"});
+        check_keys(table, "site", {"state_dir", "launcher", "default_tier", "allow_paths", "prolog_epilog_timeout"});
         if (auto dir = string_at(table, "state_dir", "site.state_dir", false)) {
             if (dir->empty() || dir->front() != '/')
                 problem(table.get("state_dir")->source(), "site.state_dir",
@@ -261,6 +262,14 @@ private:
         if (auto tier = string_at(table, "default_tier", "site.default_tier", false)) {
             site.default_tier = *tier;
             default_tier_where_ = table.get("default_tier")->source();
+        }
+        if (const toml::node* node = node_at(table, "prolog_epilog_timeout", "site.prolog_epilog_timeout", false)) {
+            const auto seconds = node->value<std::int64_t>();
+            if (!node->is_integer() || !seconds || *seconds < 1 || *seconds > 3600)
+                problem(node->source(), "site.prolog_epilog_timeout",
+                        "must be a whole number of seconds from 1 to 3600, e.g. 60");
+            else
+                site.prolog_epilog_timeout = static_cast<int>(*seconds);
         }
         if (const toml::node* node = node_at(table, "allow_paths", "site.allow_paths", false)) {
             if (!node->is_boolean())
@@ -517,11 +526,6 @@ Config parse_config(std::string_view text, const std::string& source_name)
 namespace {
 constexpr std::size_t kMaxConfigBytes = 16 << 20;  // far beyond any real catalog
 
-[[noreturn]] void cannot_read(const std::string& path, const std::string& why)
-{
-    throw Error("cannot read configuration file " + path + ": " + why);
-}
-
 // The file's text.  Opened without blocking, so that a fifo (or a device)
 // named by mistake is refused instead of hanging the command or the prolog;
 // only a regular file of sane size is read.
@@ -530,25 +534,12 @@ std::string read_config_text(const std::string& path)
     const Fd fd(open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
     struct stat st;
     if (!fd.valid() || fstat(fd.get(), &st) != 0)
-        cannot_read(path, std::strerror(errno));
+        throw Error("cannot read configuration file " + path + ": " + std::strerror(errno));
     if (S_ISDIR(st.st_mode))
         throw Error("configuration file " + path + " is a directory: give the path of the TOML file");
     if (!S_ISREG(st.st_mode))
         throw Error("configuration file " + path + " is not a regular file: give the path of the TOML file");
-    std::string text;
-    char buf[65536];
-    for (;;) {
-        const ssize_t n = read(fd.get(), buf, sizeof buf);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            cannot_read(path, std::strerror(errno));
-        if (n == 0)
-            return text;
-        text.append(buf, static_cast<std::size_t>(n));
-        if (text.size() > kMaxConfigBytes)
-            cannot_read(path, "it is larger than " + format_size(kMaxConfigBytes) + "; is it the TOML file?");
-    }
+    return read_all(fd.get(), kMaxConfigBytes, "configuration file " + path);
 }
 }  // namespace
 

@@ -54,6 +54,10 @@ struct SiteSettings {
     std::string launcher = "srun --mpi=pmix --overlap --ntasks-per-node=1";
     std::string default_tier;  // empty: a dataset's first allowed tier
     bool allow_paths = true;   // may users stage absolute paths not in the catalog?
+    // Seconds the prolog's or epilog's own work may take on a node; what is
+    // not done by then (a hung mount) is logged and left, so the node is not
+    // drained by Slurm's PrologEpilogTimeout.  Keep it well below that.
+    int prolog_epilog_timeout = 60;
 };
 
 struct Config {

@@ -8,19 +8,33 @@
 
 namespace dlstage {
 
-DatasetLayout dataset_layout(const StageItem& item, const TemplateValues& values)
+namespace {
+DatasetLayout layout_in(const std::string& tier_root, const std::string& tier_dir, const std::string& name)
 {
     DatasetLayout layout;
-    layout.tier_root = item.tier.path.root();
-    layout.tier_dir = tier_directory(item, values);  // as the prolog made it
-    const std::string& name = item.dataset.name;  // a simple name: no '/', no ".."
-    layout.dataset_dir = layout.tier_dir + "/" + name;
-    layout.partial_dir = layout.tier_dir + "/.partial-" + name;
-    layout.incoming_dir = layout.tier_dir + "/.incoming-" + name;
-    layout.ready_marker = layout.tier_dir + "/.ready-" + name + ".toml";
-    layout.image_dir = layout.tier_dir + "/.image-" + name;
-    layout.staged_marker = layout.tier_dir + "/.staged-" + name + ".toml";
+    layout.tier_root = tier_root;
+    layout.tier_dir = tier_dir;
+    // name is a simple name: no '/', no "..".  Relative to ".": no "./".
+    const std::string prefix = tier_dir == "." ? "" : tier_dir + "/";
+    layout.dataset_dir = prefix + name;
+    layout.partial_dir = prefix + ".partial-" + name;
+    layout.incoming_dir = prefix + ".incoming-" + name;
+    layout.ready_marker = prefix + ".ready-" + name + ".toml";
+    layout.image_dir = prefix + ".image-" + name;
+    layout.staged_marker = prefix + ".staged-" + name + ".toml";
     return layout;
+}
+}  // namespace
+
+DatasetLayout dataset_layout(const StageItem& item, const TemplateValues& values)
+{
+    // tier_dir as the prolog made it.
+    return layout_in(item.tier.path.root(), tier_directory(item, values), item.dataset.name);
+}
+
+DatasetLayout dataset_layout_within(const StageItem& item)
+{
+    return layout_in(item.tier.path.root(), ".", item.dataset.name);
 }
 
 namespace {

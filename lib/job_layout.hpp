@@ -38,6 +38,11 @@ struct DatasetLayout {
 
 DatasetLayout dataset_layout(const StageItem& item, const TemplateValues& values);
 
+// The same names relative to the tier directory (tier_dir "."): how the
+// stager addresses them once the job directory it opened and checked is its
+// working directory, so that no path to it is looked up again.
+DatasetLayout dataset_layout_within(const StageItem& item);
+
 // What the stager records once a dataset is complete and verified on a node.
 struct ReadyMarker {
     std::string dataset;

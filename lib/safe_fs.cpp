@@ -2,38 +2,73 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <dirent.h>
 #include <fcntl.h>
+#include <functional>
 #include <optional>
 #include <set>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 #include <utility>
 
-#include "lib/fd.hpp"
 #include "lib/strings.hpp"
+#include "lib/sys/mount_table.hpp"
 
 namespace dlstage {
 
 namespace {
 
-// O_NOFOLLOW|O_DIRECTORY: a symlink or anything but a directory fails to open,
-// which is how every component below the tier root is checked.
+// O_NOFOLLOW|O_DIRECTORY: a symlink or anything but a directory fails to open.
 constexpr int kDirFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+// O_PATH only looks the name up: it neither opens the directory in its file
+// system (a FUSE server would be asked) nor needs read permission, so the
+// stager, as the user, can pass through a 0711 tier root too.
+constexpr int kPassageFlags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
 
-Fd open_dir_at(int dirfd, const std::string& name)
-{
-    return Fd(::openat(dirfd, name.c_str(), kDirFlags));
-}
-
-// The same check for a directory that is only passed through: O_PATH needs
-// search permission only, so the stager, as the user, can walk shared levels
-// it cannot read (a 0711 tier root), as it could with a path.
 Fd open_passage_at(int dirfd, const std::string& name)
 {
-    return Fd(::openat(dirfd, name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    return Fd(::openat(dirfd, name.c_str(), kPassageFlags));
+}
+
+// The directory an O_PATH fd names, opened for reading.  "." from that fd
+// stays on its mount: a file system mounted over it meanwhile is not entered.
+Fd reopen_for_reading(const Fd& passage)
+{
+    return Fd(::openat(passage.get(), ".", kDirFlags));
+}
+
+// What root code needs to know of an entry before it trusts or enters it.
+struct Facts {
+    mode_t mode = 0;
+    uid_t uid = 0;
+    dev_t dev = 0;
+    ino_t ino = 0;
+};
+
+// statx with AT_STATX_DONT_SYNC: a FUSE file system answers it from the
+// kernel's cached attributes without asking its server, so a stopped server
+// cannot block it.  flags: AT_EMPTY_PATH for dirfd itself (name ""), or
+// AT_SYMLINK_NOFOLLOW for an entry of dirfd.  False with errno set.
+bool quick_facts(int dirfd, const char* name, int flags, Facts& out)
+{
+    struct statx sx {};
+    if (::statx(dirfd, name, flags | AT_STATX_DONT_SYNC, STATX_TYPE | STATX_MODE | STATX_UID | STATX_INO, &sx) != 0)
+        return false;
+    out.mode = sx.stx_mode;
+    out.uid = sx.stx_uid;
+    out.dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
+    out.ino = sx.stx_ino;
+    return true;
+}
+
+bool facts_of(const Fd& fd, Facts& out)
+{
+    return quick_facts(fd.get(), "", AT_EMPTY_PATH, out);
 }
 
 // "cannot <action> <label>: <reason>".  Callers pass errno straight in with
@@ -58,6 +93,13 @@ std::string shown(const std::string& path)
     return plain ? text : quoted(text);
 }
 
+std::string octal_mode(mode_t mode)
+{
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "%04o", static_cast<unsigned>(mode & 07777));
+    return buf;
+}
+
 // The components of an absolute path, or nothing if it is relative or has an
 // empty, "." or ".." component.  Refused rather than normalised: a path that
 // needs normalising did not come from a path template.
@@ -79,50 +121,57 @@ std::string path_of(const std::vector<std::string>& parts)
 
 const char* const kPathRule = "must be an absolute path without empty, '.' or '..' components";
 
-// Why the tier root is unusable as a path, or "" (then root_parts is set).
-std::string root_problem(const std::string& root, std::vector<std::string>& root_parts)
-{
-    std::optional<std::vector<std::string>> parts = components(root);
-    if (!parts)
-        return "tier root " + shown(root) + " " + kPathRule + " below /";
-    root_parts = std::move(*parts);
-    return "";
-}
+// A tier path split for the walk: the root's parent (the admin's), the
+// root's name, and dir's components below the root (never empty).
+struct TierPath {
+    std::string root;
+    std::string parent_path;
+    std::string root_name;
+    std::vector<std::string> below;
+};
 
-// Why dir is not a path strictly below the tier root, or "" (then below is
-// set to its components under the root, never empty).
-std::string dir_problem(const std::string& root, const std::vector<std::string>& root_parts, const std::string& dir,
-                        std::vector<std::string>& below)
+// Why root/dir cannot be walked, or "" (then `out` is filled).
+std::string split_tier_path(const std::string& root, const std::string& dir, TierPath& out)
 {
-    std::optional<std::vector<std::string>> parts = components(dir);
+    const auto root_parts = components(root);
+    if (!root_parts || root_parts->empty())
+        return "tier root " + shown(root) + " " + kPathRule + " below /";
+    const auto parts = components(dir);
     if (!parts)
         return "directory " + shown(dir) + " " + kPathRule;
-    if (parts->size() <= root_parts.size() || !std::equal(root_parts.begin(), root_parts.end(), parts->begin()))
+    if (parts->size() <= root_parts->size() || !std::equal(root_parts->begin(), root_parts->end(), parts->begin()))
         return "directory " + shown(dir) + " is not below tier root " + shown(root);
-    below.assign(parts->begin() + static_cast<std::ptrdiff_t>(root_parts.size()), parts->end());
+    out.root = root;
+    out.parent_path = path_of(std::vector<std::string>(root_parts->begin(), root_parts->end() - 1));
+    out.root_name = root_parts->back();
+    out.below.assign(parts->begin() + static_cast<std::ptrdiff_t>(root_parts->size()), parts->end());
     return "";
 }
 
-// The directory holding the tier root.  Components above the root are the
-// admin's (e.g. /var/run -> /run), so they may be symlinks and are followed.
-Fd open_parent_of_root(const std::vector<std::string>& root_parts, std::string& parent_path, int flags)
+// The path the kernel gives an open directory (what mountinfo lists), or
+// "" if it cannot tell.
+std::string kernel_path(const Fd& fd)
 {
-    parent_path = path_of(std::vector<std::string>(root_parts.begin(), root_parts.end() - 1));
-    return Fd(::open(parent_path.c_str(), flags | O_DIRECTORY | O_CLOEXEC));
+    char buf[4096];
+    const std::string link = "/proc/self/fd/" + std::to_string(fd.get());
+    const ssize_t n = ::readlink(link.c_str(), buf, sizeof buf);
+    if (n <= 0 || static_cast<std::size_t>(n) >= sizeof buf)
+        return "";
+    return std::string(buf, static_cast<std::size_t>(n));
 }
 
-// Why `name` in dirfd (called `label` in the message) could not be opened as
-// a directory with error err; `outcome` says what happens because of it.
-std::string unopenable(int dirfd, const std::string& name, const std::string& label, int err, const char* outcome)
+std::string child_path(const std::string& parent, const std::string& name)
 {
-    struct stat st {};
-    if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
-        if (S_ISLNK(st.st_mode))
-            return label + " is a symlink; " + outcome;
-        if (!S_ISDIR(st.st_mode))
-            return label + " is not a directory; " + outcome;
-    }
-    return cannot("open", label, err) + "; " + outcome;
+    return parent == "/" ? "/" + name : parent + "/" + name;
+}
+
+// Lazily unmounts whatever is mounted on `name` in dirfd, through the fd so
+// that no path above it is resolved again; the name itself is never
+// followed.  0, or the errno (EINVAL: nothing mounted there).
+int detach_at(int dirfd, const std::string& name)
+{
+    const std::string through_fd = "/proc/self/fd/" + std::to_string(dirfd) + "/" + name;
+    return ::umount2(through_fd.c_str(), MNT_DETACH | UMOUNT_NOFOLLOW) == 0 ? 0 : errno;
 }
 
 std::string other_file_system(const std::string& label, const char* outcome)
@@ -130,121 +179,299 @@ std::string other_file_system(const std::string& label, const char* outcome)
     return label + " is on another file system than the tier root (a mount point?); " + outcome;
 }
 
+// Why an entry is not a level root code may build on, or "": it must be a
+// real directory owned by root or trusted_uid (the caller), and writable
+// by nobody else.
+std::string distrust(const Facts& f, uid_t trusted_uid)
+{
+    if (S_ISLNK(f.mode))
+        return "is a symlink";
+    if (!S_ISDIR(f.mode))
+        return "is not a directory";
+    if (f.uid != trusted_uid && f.uid != 0)
+        return "belongs to uid " + std::to_string(f.uid) + " (mode " + octal_mode(f.mode) + "), not uid " +
+               std::to_string(trusted_uid);
+    if ((f.mode & (S_IWGRP | S_IWOTH)) != 0)
+        return "is writable by group or others (mode " + octal_mode(f.mode) + ")";
+    return "";
+}
+
 // ---------------------------------------------------------------------------
-// prepare_job_dir
+// The walk from the tier root's parent down to the parent of a job directory.
 
-using Status = PrepareResult::Status;
-
-// Ends prepare_job_dir early with a status and its one-line message.
-struct Refusal {
-    Status status;
-    std::string message;
+// One directory of the walk: an O_PATH fd, its facts, and its names.
+struct Level {
+    Fd fd;
+    Facts facts;
+    std::string shown;  // as configured, for messages
+    std::string real;   // as the kernel names it, for mountinfo
 };
 
-[[noreturn]] void refuse(Status status, std::string message)
+// Ends a walk early with a failure.
+struct WalkFailure {
+    std::string problem;
+    int err = 0;
+    bool at_tier_parent = false;
+};
+
+[[noreturn]] void fail_walk(std::string problem, int err = 0, bool at_tier_parent = false)
 {
-    throw Refusal{status, std::move(message)};
+    throw WalkFailure{std::move(problem), err, at_tier_parent};
 }
+
+// What the walk does with an untrusted entry: the prolog repairs, the
+// epilog and the stager refuse.
+using OnUntrusted = Untrusted;
+
+class TierWalk {
+public:
+    TierWalk(OnUntrusted on_untrusted, uid_t trusted_uid, std::vector<std::string>* repairs)
+        : on_untrusted_(on_untrusted), trusted_uid_(trusted_uid), repairs_(repairs)
+    {
+    }
+
+    // The admin's directory holding the tier root; may be reached through
+    // the admin's symlinks.  Missing: nothing there (quiet) or a node fault.
+    std::optional<Level> open_tier_parent(const TierPath& tp, bool missing_is_failure)
+    {
+        Level level;
+        level.fd = Fd(::open(tp.parent_path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+        if (!level.fd.valid()) {
+            const int err = errno;
+            if (err == ENOENT && !missing_is_failure)
+                return std::nullopt;
+            if (err == ENOENT)
+                fail_walk("tier root " + shown(tp.root) + " is missing and so is its parent " + shown(tp.parent_path),
+                          err, true);
+            fail_walk(cannot("open", shown(tp.parent_path), err) + " (the parent of tier root " + shown(tp.root) + ")",
+                      err, true);
+        }
+        if (!facts_of(level.fd, level.facts))
+            fail_walk(cannot("stat", shown(tp.parent_path), errno), errno, true);
+        level.shown = tp.parent_path;
+        level.real = kernel_path(level.fd);
+        if (level.real.empty())
+            fail_walk("cannot tell where " + shown(tp.parent_path) + " is (/proc not mounted?)", 0, true);
+        return level;
+    }
+
+    // A level below `parent`: the tier root (is_root) or a directory between
+    // it and the job directory.  Nothing there: created if `create`, else
+    // std::nullopt.
+    std::optional<Level> open_level(const Level& parent, const std::string& name, bool is_root, bool create)
+    {
+        const std::string label = (is_root ? "tier root " : "") + shown(child_path(parent.shown, name));
+        for (int attempt = 0; attempt < kAttempts; ++attempt) {
+            Level level;
+            level.shown = child_path(parent.shown, name);
+            level.real = child_path(parent.real, name);
+            // A mount is judged by mountinfo before anything asks it: a FUSE
+            // server may refuse root (EACCES) or answer nonsense (EIO), which
+            // must not read as a fault of the node.  Only the admin mounts a
+            // file system at a tier root, and never a FUSE one.
+            const MountEntry* mount = MountTable::current().at(level.real);
+            if (mount && (mount->is_fuse() || !is_root)) {
+                untrusted(parent, name, label, "is a mount point (" + mount->fstype + ")", true);
+                continue;
+            }
+            level.fd = open_passage_at(parent.fd.get(), name);
+            if (!level.fd.valid()) {
+                const int err = errno;
+                if (err == ENOENT) {
+                    if (!create)
+                        return std::nullopt;
+                    make_level(parent, name, label);
+                    continue;
+                }
+                // A symlink or a file (ENOTDIR), a loop, something odd.
+                Facts f;
+                std::string why = quick_facts(parent.fd.get(), name.c_str(), AT_SYMLINK_NOFOLLOW, f)
+                                      ? distrust(f, trusted_uid_)
+                                      : "";
+                untrusted(parent, name, label, why.empty() ? cannot("open", "it", err) : why);
+                continue;
+            }
+            // What cannot even be examined was not made by root: untrusted.
+            if (!facts_of(level.fd, level.facts)) {
+                untrusted(parent, name, label, cannot("examine", "it", errno),
+                          MountTable::current().at(level.real) != nullptr);
+                continue;
+            }
+            std::string why = distrust(level.facts, trusted_uid_);
+            if (why.empty() && !is_root && level.facts.dev != parent.facts.dev)
+                why = "is on another file system than the tier root";
+            if (why.empty())
+                return level;
+            untrusted(parent, name, label, why);
+        }
+        fail_walk(label + " keeps being replaced by something untrusted; giving up");
+    }
+
+private:
+    static constexpr int kAttempts = 5;
+
+    void make_level(const Level& parent, const std::string& name, const std::string& label)
+    {
+        if (::mkdirat(parent.fd.get(), name.c_str(), 0755) != 0) {
+            const int err = errno;
+            if (err == EEXIST)
+                return;  // someone was quicker: look at what they made
+            fail_walk(cannot("create", label, err), err);
+        }
+        // mkdirat's mode is cut by the umask, and the job's user must be able
+        // to pass through the shared levels to reach their own directory.
+        const Fd made(::openat(parent.fd.get(), name.c_str(), kDirFlags));
+        if (made.valid() && ::fchmod(made.get(), 0755) != 0)
+            fail_walk(cannot("set the mode of", label, errno), errno);
+    }
+
+    // Not trusted: moved aside by the prolog, refused by the others.
+    void untrusted(const Level& parent, const std::string& name, const std::string& label, const std::string& why,
+                   bool mounted = false)
+    {
+        if (on_untrusted_ == OnUntrusted::Refuse)
+            fail_walk(label + " " + why + "; refusing to use it");
+        move_aside(parent, name, label, why, mounted, repairs_);
+    }
+
+public:
+    // Renames `name` out of the way within parent, detaching a mount on it
+    // first; the new name is logged with what was wrong with it.
+    static void move_aside(const Level& parent, const std::string& name, const std::string& label,
+                           const std::string& why, bool mounted, std::vector<std::string>* repairs)
+    {
+        if (mounted) {
+            const int err = detach_at(parent.fd.get(), name);
+            if (err != 0 && err != EINVAL)
+                fail_walk(cannot("unmount", label, err), err);
+            if (repairs && err == 0)
+                repairs->push_back(label + " " + why + ": detached the mount on it");
+        }
+        char stamp[32];
+        const std::time_t now = std::time(nullptr);
+        std::tm tm {};
+        ::gmtime_r(&now, &tm);
+        std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+        for (int n = 0; n < 100; ++n) {
+            const std::string aside = name + ".untrusted-" + stamp + "-" + std::to_string(::getpid()) +
+                                      (n ? "-" + std::to_string(n) : "");
+            if (::renameat2(parent.fd.get(), name.c_str(), parent.fd.get(), aside.c_str(), RENAME_NOREPLACE) == 0) {
+                if (repairs)
+                    repairs->push_back(label + " " + why + "; moved it aside to " +
+                                       shown(child_path(parent.shown, aside)));
+                return;
+            }
+            const int err = errno;
+            if (err == ENOENT)
+                return;  // gone meanwhile: nothing to move
+            if (err == EBUSY && !mounted) {
+                move_aside(parent, name, label, why, true, repairs);  // a mount on it after all
+                return;
+            }
+            if (err != EEXIST)
+                fail_walk(cannot("move aside", label, err) + " (it " + why + ")", err);
+        }
+        fail_walk("cannot find a free name to move " + label + " aside");
+    }
+
+private:
+    OnUntrusted on_untrusted_;
+    uid_t trusted_uid_;
+    std::vector<std::string>* repairs_;
+};
+
+// From the tier root's parent to the directory holding `dir`; nothing if
+// something on the way is missing (and create is false).
+std::optional<Level> walk_to_parent(TierWalk& walk, const TierPath& tp, bool create)
+{
+    std::optional<Level> current = walk.open_tier_parent(tp, create);
+    if (!current)
+        return std::nullopt;
+    current = walk.open_level(*current, tp.root_name, true, create);
+    for (std::size_t i = 0; current && i + 1 < tp.below.size(); ++i)
+        current = walk.open_level(*current, tp.below[i], false, create);
+    return current;
+}
+
+// ---------------------------------------------------------------------------
+// prepare_job_dir: the leaf
 
 const char* const kRefused = "refusing to use it";
 
-dev_t device_of(const Fd& fd, const std::string& label)
+// The job's own directory: created for uid:gid, or reused if it already is
+// uid's; anything else there (another user's directory: a job id used again
+// after Slurm's state was reset; a symlink; a mount) is moved aside.  It is
+// reached with an O_PATH lookup and a cached statx, and opened as "." of
+// that: a mount made on it meanwhile is never entered.  A directory created
+// here is removed again if it cannot be completed, so that it does not block
+// a retry as "belongs to uid 0".
+Fd make_leaf(const Level& parent, const std::string& name, uid_t uid, gid_t gid, std::vector<std::string>& repairs)
 {
-    struct stat st {};
-    if (::fstat(fd.get(), &st) != 0)
-        refuse(Status::BrokenTier, cannot("stat", label, errno));
-    return st.st_dev;
-}
-
-// Opens `name` in dirfd as a directory, creating it if missing (mode 0755,
-// owned by the caller).  What is there but is no real directory is refused
-// with `status`; a tier that will not create it is broken.
-Fd open_or_create_dir(int dirfd, const std::string& name, const std::string& label, Status status)
-{
-    Fd fd = open_dir_at(dirfd, name);
-    if (fd.valid())
-        return fd;
-    int err = errno;
-    if (err != ENOENT)
-        refuse(status, unopenable(dirfd, name, label, err, kRefused));
-    const bool created = ::mkdirat(dirfd, name.c_str(), 0755) == 0;
-    err = errno;
-    if (!created && err != EEXIST)
-        refuse(Status::BrokenTier, cannot("create", label, err));
-    fd = open_dir_at(dirfd, name);
-    err = errno;
-    if (!fd.valid())
-        refuse(status, unopenable(dirfd, name, label, err, kRefused));
-    // mkdirat's mode is cut by the umask, and the job's user must be able to
-    // pass through the shared levels to reach their own directory.
-    if (created && ::fchmod(fd.get(), 0755) != 0)
-        refuse(Status::BrokenTier, cannot("set the mode of", label, errno));
-    return fd;
-}
-
-Fd open_tier_root(const std::vector<std::string>& root_parts, const std::string& root)
-{
-    std::string parent_path;
-    Fd parent = open_parent_of_root(root_parts, parent_path, O_RDONLY);
-    if (!parent.valid()) {
-        const int err = errno;
-        if (err == ENOENT)
-            refuse(Status::BrokenTier,
-                   "tier root " + shown(root) + " is missing and so is its parent " + shown(parent_path));
-        refuse(Status::BrokenTier, cannot("open", shown(parent_path), err) + " (the parent of tier root " +
-                                       shown(root) + ")");
-    }
-    // A missing root with its parent present is a fresh tmpfs after a reboot.
-    return open_or_create_dir(parent.get(), root_parts.back(), "tier root " + shown(root), Status::BrokenTier);
-}
-
-// Makes the job's own directory: created for uid:gid, or reused if it already
-// is uid's.  A directory created here is removed again if it cannot be
-// completed, so that it does not block a retry as "belongs to uid 0".
-void make_leaf(int parent, const std::string& name, const std::string& path, dev_t tier_dev, uid_t uid, gid_t gid)
-{
-    const std::string label = shown(path);
-    // 0700 from the start: nobody else can put anything in before the chown.
-    const bool created = ::mkdirat(parent, name.c_str(), 0700) == 0;
-    if (!created && errno != EEXIST)
-        refuse(Status::BrokenTier, cannot("create", label, errno));
-    Fd fd;
-    try {
-        fd = open_dir_at(parent, name);
-        if (!fd.valid())
-            refuse(Status::UserProblem, unopenable(parent, name, label, errno, kRefused));
-        struct stat st {};
-        if (::fstat(fd.get(), &st) != 0)
-            refuse(Status::BrokenTier, cannot("stat", label, errno));
-        if (st.st_dev != tier_dev)
-            refuse(Status::UserProblem, other_file_system(label, kRefused));
-        if (created) {
-            if (st.st_uid != ::geteuid())
-                refuse(Status::UserProblem, label + " was replaced while being created; " + kRefused);
-            // Fails unless the caller is root or uid itself (the unit tests as a user).
-            if (::fchown(fd.get(), uid, gid) != 0) {
-                const int err = errno;
-                refuse(Status::UserProblem, "cannot give " + label + " to uid " + std::to_string(uid) + " gid " +
-                                                std::to_string(gid) + ": " + std::strerror(err));
-            }
-        } else {
-            if (st.st_uid != uid)
-                refuse(Status::UserProblem, label + " exists and belongs to uid " + std::to_string(st.st_uid));
-            if (st.st_gid != gid && ::fchown(fd.get(), static_cast<uid_t>(-1), gid) != 0) {
-                const int err = errno;
-                refuse(Status::UserProblem,
-                       "cannot give " + label + " to gid " + std::to_string(gid) + ": " + std::strerror(err));
-            }
+    const std::string label = shown(child_path(parent.shown, name));
+    const std::string real = child_path(parent.real, name);
+    for (int attempt = 0; attempt < 5; ++attempt) {
+        if (const MountEntry* mount = MountTable::current().at(real)) {
+            TierWalk::move_aside(parent, name, label, "is a mount point (" + mount->fstype + ")", true, &repairs);
+            continue;
         }
-        if (::fchmod(fd.get(), 0700) != 0)
-            refuse(Status::BrokenTier, cannot("set the mode of", label, errno));
-    } catch (const Refusal&) {
-        if (created) {
-            fd.reset();
-            ::unlinkat(parent, name.c_str(), AT_REMOVEDIR);
+        // 0700 from the start: nobody else can put anything in before the chown.
+        const bool created = ::mkdirat(parent.fd.get(), name.c_str(), 0700) == 0;
+        if (!created && errno != EEXIST)
+            fail_walk(cannot("create", label, errno), errno);
+        const Fd passage = open_passage_at(parent.fd.get(), name);
+        Facts f;
+        if (!passage.valid() || !facts_of(passage, f)) {
+            const int err = errno;
+            Facts link;
+            const bool is_link = quick_facts(parent.fd.get(), name.c_str(), AT_SYMLINK_NOFOLLOW, link) &&
+                                 !S_ISDIR(link.mode);
+            TierWalk::move_aside(parent, name, label,
+                                 is_link ? (S_ISLNK(link.mode) ? "is a symlink" : "is not a directory")
+                                         : cannot("examine", "it", err),
+                                 MountTable::current().at(real) != nullptr, &repairs);
+            continue;
         }
-        throw;
+        // A directory the caller owns is one another node's prolog is
+        // making right now (a state_dir or tier shared by the nodes), or
+        // one an interrupted run left: only root can make one here.
+        const bool ours = created || f.uid == ::geteuid();
+        if (!ours && f.uid != uid) {
+            TierWalk::move_aside(parent, name, label, "belongs to uid " + std::to_string(f.uid) + ", not the job's",
+                                 false, &repairs);
+            continue;
+        }
+        if (f.dev != parent.facts.dev) {
+            TierWalk::move_aside(parent, name, label, "is on another file system than the tier root", true,
+                                 &repairs);
+            continue;
+        }
+        Fd fd = reopen_for_reading(passage);
+        try {
+            if (!fd.valid())
+                fail_walk(cannot("open", label, errno), errno);
+            struct stat st {};
+            if (::fstat(fd.get(), &st) != 0)
+                fail_walk(cannot("stat", label, errno), errno);
+            if (ours ? ::fchown(fd.get(), uid, gid) != 0
+                     : st.st_gid != gid && ::fchown(fd.get(), static_cast<uid_t>(-1), gid) != 0) {
+                // Fails unless the caller is root or uid itself (the unit tests as a user).
+                const int err = errno;
+                fail_walk("cannot give " + label + " to uid " + std::to_string(uid) + " gid " + std::to_string(gid) +
+                              ": " + std::strerror(err),
+                          err);
+            }
+            if (::fchmod(fd.get(), 0700) != 0)
+                fail_walk(cannot("set the mode of", label, errno), errno);
+            return fd;
+        } catch (const WalkFailure&) {
+            if (created) {
+                fd.reset();
+                ::unlinkat(parent.fd.get(), name.c_str(), AT_REMOVEDIR);
+            }
+            throw;
+        }
     }
+    fail_walk(label + " keeps being replaced by something untrusted; giving up");
 }
 
 // ---------------------------------------------------------------------------
@@ -264,7 +491,7 @@ public:
     }
     ~TreeRemover()
     {
-        for (Level& level : levels_)
+        for (Entered& level : levels_)
             if (level.dir)
                 ::closedir(level.dir);
     }
@@ -281,7 +508,7 @@ public:
     }
 
 private:
-    struct Level {
+    struct Entered {
         std::string name;
         dev_t dev = 0;
         ino_t ino = 0;
@@ -293,7 +520,7 @@ private:
     std::string current_path() const
     {
         std::string path = parent_path_;
-        for (const Level& level : levels_)
+        for (const Entered& level : levels_)
             path += "/" + level.name;
         return path;
     }
@@ -315,7 +542,7 @@ private:
     // One entry of the deepest open directory, or leaving it when it is done.
     void step()
     {
-        Level& top = levels_.back();
+        Entered& top = levels_.back();
         errno = 0;
         const dirent* entry = ::readdir(top.dir);
         if (!entry) {
@@ -341,8 +568,8 @@ private:
     {
         if (entry.d_type != DT_UNKNOWN)
             return entry.d_type == DT_DIR;
-        struct stat st {};
-        return ::fstatat(dirfd, entry.d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+        Facts f;
+        return quick_facts(dirfd, entry.d_name, AT_SYMLINK_NOFOLLOW, f) && S_ISDIR(f.mode);
     }
 
     // Files, symlinks (the link itself, never its target), sockets, fifos...
@@ -356,27 +583,29 @@ private:
         }
     }
 
+    // A mount point below is never opened: an O_PATH lookup and a cached
+    // statx tell its device without a word to its file system.
     void enter(int parent_fd, const std::string& name)
     {
         const char* outcome = levels_.empty() ? kNothingRemoved : kLeftInPlace;
-        Fd fd = open_owned_dir(parent_fd, name);
-        if (!fd.valid()) {
+        const Fd passage = open_passage_at(parent_fd, name);
+        Facts f;
+        if (!passage.valid() || !facts_of(passage, f)) {
             const int err = errno;
             if (err != ENOENT)  // else removed meanwhile: fine
                 keep(name, unopenable(parent_fd, name, path_of(name), err, outcome));
             return;
         }
-        struct stat st {};
-        if (::fstat(fd.get(), &st) != 0) {
-            const int err = errno;
-            keep(name, cannot("stat", path_of(name), err) + "; " + outcome);
-            return;
-        }
-        if (st.st_dev != tier_dev_) {
+        if (f.dev != tier_dev_) {
             keep(name, other_file_system(path_of(name), outcome));
             return;
         }
-        make_owned_dir_writable(fd, st);
+        Fd fd = open_owned_dir(parent_fd, passage, f);
+        if (!fd.valid()) {
+            const int err = errno;
+            keep(name, cannot("open", path_of(name), err) + "; " + outcome);
+            return;
+        }
         DIR* dir = ::fdopendir(fd.get());
         if (!dir) {
             const int err = errno;
@@ -384,32 +613,37 @@ private:
             return;
         }
         fd.release();
-        levels_.push_back(Level{name, st.st_dev, st.st_ino, dir, {}, false});
+        levels_.push_back(Entered{name, f.dev, f.ino, dir, {}, false});
         close_shallow_levels();
+    }
+
+    static std::string unopenable(int dirfd, const std::string& name, const std::string& label, int err,
+                                  const char* outcome)
+    {
+        Facts f;
+        if (quick_facts(dirfd, name.c_str(), AT_SYMLINK_NOFOLLOW, f)) {
+            if (S_ISLNK(f.mode))
+                return label + " is a symlink; " + outcome;
+            if (!S_ISDIR(f.mode))
+                return label + " is not a directory; " + outcome;
+        }
+        return cannot("open", label, err) + "; " + outcome;
     }
 
     // The caller (the stager, as the user) may own directories it cannot read
     // or search, e.g. extracted read-only from an archive; it may change their
-    // mode, so it does.  Not done as root, which needs no permission and
-    // whose fchmodat below would follow a symlink swapped in by the owner.
-    static Fd open_owned_dir(int parent_fd, const std::string& name)
+    // mode, so it does, through the O_PATH fd's /proc link (fchmod takes no
+    // O_PATH fd), which cannot be swapped for a symlink.  Not done as root,
+    // which needs no permission.
+    static Fd open_owned_dir(int /*parent_fd*/, const Fd& passage, const Facts& f)
     {
-        Fd fd = open_dir_at(parent_fd, name);
-        if (fd.valid() || errno != EACCES || ::geteuid() == 0)
+        Fd fd = reopen_for_reading(passage);
+        if (::geteuid() == 0 || f.uid != ::geteuid() || (f.mode & S_IRWXU) == S_IRWXU)
             return fd;
-        struct stat st {};
-        if (::fstatat(parent_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode) ||
-            st.st_uid != ::geteuid() || ::fchmodat(parent_fd, name.c_str(), S_IRWXU, 0) != 0) {
-            errno = EACCES;
+        const std::string self = "/proc/self/fd/" + std::to_string(passage.get());
+        if (::chmod(self.c_str(), (f.mode & 07777) | S_IRWXU) != 0)  // if it fails, open or unlinkat will say why
             return fd;
-        }
-        return open_dir_at(parent_fd, name);
-    }
-
-    static void make_owned_dir_writable(const Fd& fd, const struct stat& st)
-    {
-        if (st.st_uid == ::geteuid() && (st.st_mode & S_IRWXU) != S_IRWXU)
-            ::fchmod(fd.get(), (st.st_mode & 07777) | S_IRWXU);  // if it fails, unlinkat will say why
+        return fd.valid() ? std::move(fd) : reopen_for_reading(passage);
     }
 
     // Keeps the kMaxOpenLevels deepest levels open; the open ones are always
@@ -426,7 +660,7 @@ private:
     // Done with the deepest level: removes it from its parent.
     void leave()
     {
-        Level done = std::move(levels_.back());
+        Entered done = std::move(levels_.back());
         levels_.pop_back();
         int parent_fd = top_parent_fd_;
         if (!levels_.empty()) {
@@ -454,9 +688,9 @@ private:
     // Reopens the parent level, closed to bound the open fds, through ".." of
     // the child: only if it is still the very directory that was left, or
     // else the tree was moved meanwhile and the walk could end up outside it.
-    bool reopen_parent(const Level& child)
+    bool reopen_parent(const Entered& child)
     {
-        Level& parent = levels_.back();
+        Entered& parent = levels_.back();
         Fd fd(::openat(::dirfd(child.dir), "..", kDirFlags));
         struct stat st {};
         if (!fd.valid() || ::fstat(fd.get(), &st) != 0 || st.st_dev != parent.dev || st.st_ino != parent.ino) {
@@ -478,114 +712,112 @@ private:
     const std::string parent_path_;
     RemoveResult& result_;
     int top_parent_fd_ = -1;
-    std::vector<Level> levels_;  // from the tree's top to the directory being read
+    std::vector<Entered> levels_;  // from the tree's top to the directory being read
     std::size_t first_open_ = 0;
     bool stopped_ = false;
 };
 
-}  // namespace
-
-PrepareResult prepare_job_dir(const std::string& root, const std::string& dir, uid_t uid, gid_t gid)
+// Runs body on root/dir split for a walk; a malformed path or a walk that
+// failed comes back as its failure.
+std::optional<WalkFailure> walk_tier(const std::string& root, const std::string& dir,
+                                     const std::function<void(const TierPath&)>& body)
 {
+    TierPath tp;
+    if (std::string problem = split_tier_path(root, dir, tp); !problem.empty())
+        return WalkFailure{problem};
     try {
-        std::vector<std::string> root_parts;
-        std::vector<std::string> below;
-        if (std::string problem = root_problem(root, root_parts); !problem.empty())
-            refuse(Status::BrokenTier, problem);
-        if (std::string problem = dir_problem(root, root_parts, dir, below); !problem.empty())
-            refuse(Status::UserProblem, problem);
-
-        Fd current = open_tier_root(root_parts, root);
-        const dev_t tier_dev = device_of(current, "tier root " + shown(root));
-        std::string path = root;
-        for (std::size_t i = 0; i + 1 < below.size(); ++i) {
-            path += "/" + below[i];
-            Fd next = open_or_create_dir(current.get(), below[i], shown(path), Status::UserProblem);
-            if (device_of(next, shown(path)) != tier_dev)
-                refuse(Status::UserProblem, other_file_system(shown(path), kRefused));
-            current = std::move(next);
-        }
-        make_leaf(current.get(), below.back(), path + "/" + below.back(), tier_dev, uid, gid);
-        return PrepareResult{};
-    } catch (const Refusal& refusal) {
-        return PrepareResult{refusal.status, refusal.message};
+        body(tp);
+    } catch (const WalkFailure& failure) {
+        return failure;
     }
+    return std::nullopt;
 }
 
-namespace {
-// The directory holding `dir`, reached from the tier root component by
-// component without following a symlink or leaving the tier's file system.
+// The directory holding `dir`, reached as the caller's trusted walk; its
+// problem (with `outcome` appended) or nothing when something on the way is
+// missing.
 struct ParentOfDir {
-    Fd fd;                   // invalid: see problem (or nothing there)
-    dev_t tier_dev = 0;
-    std::string path;        // of the parent
-    std::string leaf;        // dir's last component
-    std::string problem;     // "" and no fd: something on the way is missing
+    std::optional<Level> level;
+    std::string leaf;
+    std::string problem;
 };
 
 ParentOfDir open_parent_within(const std::string& root, const std::string& dir, const char* outcome)
 {
     ParentOfDir out;
-    std::vector<std::string> root_parts;
-    std::vector<std::string> below;
-    std::string problem = root_problem(root, root_parts);
-    if (problem.empty())
-        problem = dir_problem(root, root_parts, dir, below);
-    if (!problem.empty()) {
-        out.problem = problem + "; " + outcome;
-        return out;
-    }
-    // Missing anywhere on the way means there is nothing to act on.
-    std::string parent_path;
-    const Fd parent = open_parent_of_root(root_parts, parent_path, O_PATH);
-    if (!parent.valid()) {
-        const int err = errno;
-        if (err != ENOENT)
-            out.problem = cannot("open", shown(parent_path), err) + "; " + outcome;
-        return out;
-    }
-    Fd current = open_passage_at(parent.get(), root_parts.back());
-    if (!current.valid()) {
-        const int err = errno;
-        if (err != ENOENT)
-            out.problem = unopenable(parent.get(), root_parts.back(), "tier root " + shown(root), err, outcome);
-        return out;
-    }
-    struct stat tier {};
-    if (::fstat(current.get(), &tier) != 0) {
-        const int err = errno;
-        out.problem = cannot("stat", "tier root " + shown(root), err) + "; " + outcome;
-        return out;
-    }
-    std::string path = root;
-    for (std::size_t i = 0; i + 1 < below.size(); ++i) {
-        path += "/" + below[i];
-        Fd next = open_passage_at(current.get(), below[i]);
-        if (!next.valid()) {
-            const int err = errno;
-            if (err != ENOENT)
-                out.problem = unopenable(current.get(), below[i], shown(path), err, outcome);
-            return out;
-        }
-        struct stat st {};
-        if (::fstat(next.get(), &st) != 0) {
-            const int err = errno;
-            out.problem = cannot("stat", shown(path), err) + "; " + outcome;
-            return out;
-        }
-        if (st.st_dev != tier.st_dev) {
-            out.problem = other_file_system(shown(path), outcome);
-            return out;
-        }
-        current = std::move(next);
-    }
-    out.fd = std::move(current);
-    out.tier_dev = tier.st_dev;
-    out.path = path;
-    out.leaf = below.back();
+    if (auto failure = walk_tier(root, dir, [&](const TierPath& tp) {
+            TierWalk walk(OnUntrusted::Refuse, ::geteuid(), nullptr);
+            out.level = walk_to_parent(walk, tp, false);
+            out.leaf = tp.below.back();
+        }))
+        out.problem = failure->problem + "; " + outcome;
     return out;
 }
+
 }  // namespace
+
+PrepareResult prepare_job_dir(const std::string& root, const std::string& dir, uid_t uid, gid_t gid,
+                              Untrusted untrusted)
+{
+    PrepareResult result;
+    if (auto failure = walk_tier(root, dir, [&](const TierPath& tp) {
+            TierWalk walk(untrusted, ::geteuid(), &result.repairs);
+            const std::optional<Level> parent = walk_to_parent(walk, tp, true);
+            result.dir = make_leaf(*parent, tp.below.back(), uid, gid, result.repairs);
+        })) {
+        result.problem = failure->problem;
+        result.err = failure->err;
+        result.at_tier_parent = failure->at_tier_parent;
+    }
+    return result;
+}
+
+OpenResult open_job_dir(const std::string& root, const std::string& dir)
+{
+    OpenResult result;
+    if (auto failure = walk_tier(root, dir, [&](const TierPath& tp) {
+            TierWalk walk(OnUntrusted::Refuse, 0, nullptr);
+            const std::optional<Level> parent = walk_to_parent(walk, tp, false);
+            if (!parent)
+                fail_walk(shown(dir) + " does not exist");
+            const std::string& name = tp.below.back();
+            const std::string label = shown(dir);
+            const Fd passage = open_passage_at(parent->fd.get(), name);
+            Facts f;
+            if (!passage.valid() || !facts_of(passage, f))
+                fail_walk(cannot("open", label, errno), errno);
+            if (f.uid != ::geteuid())
+                fail_walk(label + " belongs to uid " + std::to_string(f.uid) + ", not to you");
+            if (!S_ISDIR(f.mode))
+                fail_walk(label + " is not a directory");
+            if (f.dev != parent->facts.dev || MountTable::current().at(child_path(parent->real, name)))
+                fail_walk(label + " is a mount point");
+            result.dir = reopen_for_reading(passage);
+            if (!result.dir.valid())
+                fail_walk(cannot("open", label, errno), errno);
+        }))
+        result.problem = failure->problem;
+    return result;
+}
+
+OpenResult open_trusted_dir(const std::string& root, const std::string& dir, bool create)
+{
+    OpenResult result;
+    const bool is_root = dir == root;  // then only the walk to root is wanted
+    if (auto failure = walk_tier(root, is_root ? root + "/-" : dir, [&](const TierPath& tp) {
+            TierWalk walk(OnUntrusted::Refuse, ::geteuid(), nullptr);
+            std::optional<Level> level = walk.open_tier_parent(tp, create);
+            if (level)
+                level = walk.open_level(*level, tp.root_name, true, create);
+            for (std::size_t i = 0; level && !is_root && i < tp.below.size(); ++i)
+                level = walk.open_level(*level, tp.below[i], false, create);
+            if (!level)
+                fail_walk(shown(dir) + " does not exist");
+            result.dir = std::move(level->fd);
+        }))
+        result.problem = failure->problem;
+    return result;
+}
 
 RemoveResult remove_tree_within(const std::string& root, const std::string& dir)
 {
@@ -593,38 +825,83 @@ RemoveResult remove_tree_within(const std::string& root, const std::string& dir)
     ParentOfDir parent = open_parent_within(root, dir, kNothingRemoved);
     if (!parent.problem.empty())
         result.problems.push_back(parent.problem);
-    if (!parent.fd.valid())
+    if (!parent.level)
         return result;
     // dir itself is checked like everything inside (symlink, mount point).
-    TreeRemover(parent.tier_dev, parent.path, result).run(parent.fd.get(), parent.leaf);
+    TreeRemover(parent.level->facts.dev, parent.level->shown, result).run(parent.level->fd.get(), parent.leaf);
     return result;
 }
 
-DetachResult detach_mount_within(const std::string& root, const std::string& dir)
+RemoveResult remove_tree_at(int dir_fd, const std::string& name, const std::string& shown_dir)
+{
+    RemoveResult result;
+    struct stat st {};
+    if (::fstat(dir_fd, &st) != 0) {
+        result.problems.push_back(cannot("stat", shown(shown_dir), errno));
+        return result;
+    }
+    TreeRemover(st.st_dev, shown_dir, result).run(dir_fd, name);
+    return result;
+}
+
+namespace {
+// Reaches the directory holding mount point `point` (below parent.real)
+// without entering a mount on the way: nothing if it is nested in another
+// mount, or its way changed meanwhile (the next round sees it anew).
+std::optional<Fd> holder_of(const Level& parent, const std::string& point, std::string& leaf)
+{
+    const std::vector<std::string> parts = split(std::string_view(point).substr(parent.real.size() + 1), '/');
+    Fd current(::fcntl(parent.fd.get(), F_DUPFD_CLOEXEC, 0));
+    for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+        Fd next = open_passage_at(current.get(), parts[i]);
+        Facts f;
+        if (!next.valid() || !facts_of(next, f) || f.dev != parent.facts.dev)
+            return std::nullopt;
+        current = std::move(next);
+    }
+    leaf = parts.back();
+    return current;
+}
+}  // namespace
+
+DetachResult detach_mounts_within(const std::string& root, const std::string& dir)
 {
     DetachResult result;
     ParentOfDir parent = open_parent_within(root, dir, "nothing unmounted");
-    result.problem = parent.problem;
-    if (!parent.fd.valid())
+    if (!parent.problem.empty())
+        result.problems.push_back(parent.problem);
+    if (!parent.level)
         return result;
-    struct stat st {};
-    if (::fstatat(parent.fd.get(), parent.leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
-        // A symlink or a plain directory of the tier: nothing of ours is mounted there.
-        if (!S_ISDIR(st.st_mode) || st.st_dev == parent.tier_dev)
+    const std::string real_dir = child_path(parent.level->real, parent.leaf);
+    // Rounds, because mounts can be stacked on one point, and one detached
+    // takes those nested in it along.
+    for (int round = 0; round < 16; ++round) {
+        const std::vector<std::string> points = MountTable::current().points_within(real_dir);
+        if (points.empty())
             return result;
-    } else if (errno == ENOENT) {
-        return result;
+        bool progress = false;
+        for (const std::string& point : points) {
+            std::string leaf;
+            const std::optional<Fd> holder = holder_of(*parent.level, point, leaf);
+            if (!holder)
+                continue;
+            const int err = detach_at(holder->get(), leaf);
+            if (err == 0) {
+                ++result.detached;
+                progress = true;
+            } else if (err != EINVAL) {
+                result.problems.push_back(cannot("unmount", shown(point), err));
+                return result;
+            }
+        }
+        if (!progress)
+            break;
     }
-    // Otherwise a mount, or what cannot be stat'ed: a FUSE mount denies
-    // every other user, root included (EACCES), and one whose server died
-    // answers ENOTCONN.  umount2 tells (EINVAL: not a mount point).
-    // Through the parent's fd, so no path above it is resolved again; the
-    // leaf is never followed even if it became a symlink since the stat.
-    const std::string through_fd = "/proc/self/fd/" + std::to_string(parent.fd.get()) + "/" + parent.leaf;
-    if (::umount2(through_fd.c_str(), MNT_DETACH | UMOUNT_NOFOLLOW) == 0)
-        result.detached = true;
-    else if (const int err = errno; err != EINVAL)  // EINVAL: not a mount point (any more)
-        result.problem = cannot("unmount", shown(dir), err);
+    const std::vector<std::string> left = MountTable::current().points_within(real_dir);
+    if (!left.empty())
+        result.problems.push_back("mounts stay below " + shown(dir) + " (" + shown(left.front()) +
+                                  (left.size() > 1 ? " and " + std::to_string(left.size() - 1) + " more" : "") +
+                                  "); left in place");
     return result;
 }
 

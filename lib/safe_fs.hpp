@@ -1,16 +1,28 @@
-// Creating and removing per-job directories inside a storage tier, safely
-// from root code.
+// Creating, opening and removing per-job directories inside a storage tier,
+// safely from root code.
 //
-// The prolog and epilog run as root, but users control what lies below their
-// job directory and may plant symlinks or mount points there.  So nothing here
-// follows a symlink, acts outside the tier root or crosses into another file
-// system: every path is walked component by component from an fd of the tier
-// root with O_NOFOLLOW, and every action is an *at() call relative to an fd.
+// The prolog and epilog run as root, but users control what lies below
+// their job directory and may plant symlinks or mount FUSE file systems
+// there; and before the first job after a reboot a tier root such as
+// /dev/shm/dlstage does not exist, so any user may create it first.  Hence:
+// - nothing here follows a symlink below the tier root's parent, acts
+//   outside the tier root or crosses into another file system: every path
+//   is walked component by component from an fd, with O_NOFOLLOW, and every
+//   action is an *at() call relative to an fd;
+// - the tier root and every level between it and a job directory are
+//   trusted only if owned by the caller (root) and writable by nobody else;
+//   the prolog moves anything else aside (a rename within its parent) and
+//   makes its own, the epilog and the stager refuse to use it;
+// - nothing stats into a mount: whether a directory is a mount point comes
+//   from /proc/self/mountinfo, and the only stat of a directory not yet
+//   known to be the tier's is statx(AT_STATX_DONT_SYNC), which a FUSE file
+//   system answers from the kernel's cache without asking its server.
 //
-// Paths given to these functions ("dir") must be absolute, strictly below the
-// tier root ("root"), and have no empty, "." or ".." components; anything else
-// is refused, never normalised.  Only the components above the tier root are
-// trusted (they may be symlinks the admin set up, such as /var/run -> /run).
+// Paths given to these functions ("dir") must be absolute, strictly below
+// the tier root ("root"), and have no empty, "." or ".." components;
+// anything else is refused, never normalised.  Only the components above the
+// tier root are the admin's and trusted as they are (they may be symlinks
+// the admin set up, such as /var/run -> /run).
 #pragma once
 
 #include <cstddef>
@@ -19,31 +31,57 @@
 #include <sys/types.h>
 #include <vector>
 
+#include "lib/sys/fd.hpp"
+
 namespace dlstage {
 
-// Preparing a job's directory in a tier.
+// Preparing a job's directory in a tier (the prolog).
 struct PrepareResult {
-    // UserProblem: something below the tier root is not as it must be (a
-    // symlink, a file, another user's directory, a mount point) or the path
-    // is malformed: fail the job, not the node.
-    // BrokenTier: the tier root itself is unusable or the tier refuses to
-    // create a directory (read-only, full): a problem of the node.
-    enum class Status { Ready, UserProblem, BrokenTier };
-    Status status = Status::Ready;
-    std::string message;  // one line for UserProblem / BrokenTier
+    std::string problem;          // one line; empty: the directory is ready
+    int err = 0;                  // the errno behind problem, 0 if something was found as it must not be
+    bool at_tier_parent = false;  // the failure is in the admin's part, above the tier root
+    std::vector<std::string> repairs;  // untrusted entries moved aside, mounts detached: for the log
+    Fd dir;                       // the job directory, open for reading, when ready
+
+    bool ok() const { return problem.empty(); }
 };
 
 // Makes `dir` exist as a directory owned by uid:gid with mode 0700, empty if
 // it was created, reused (mode reset to 0700) if it already belongs to uid,
 // e.g. for a requeued job.
-// - root: must be a real directory; if it is missing but its parent exists (a
-//   fresh tmpfs after a reboot) it is created, mode 0755, owned by the caller.
-// - components between root and the leaf: created if missing, mode 0755,
-//   owned by the caller; existing ones must be real directories.
+// - root and the levels between root and dir: created if missing (mode
+//   0755, owned by the caller); anything there that is not a real directory
+//   owned by the caller and writable by nobody else (a symlink, a file, a
+//   user's directory, a FUSE mount) is detached if mounted, moved aside to
+//   NAME.untrusted-TIME-PID in the same directory and replaced.
+// - dir itself: a symlink, a file or another user's directory is moved
+//   aside the same way (a job id used again after a reset of Slurm's state
+//   may meet an old job's data); a mount on it is detached.
 // If the leaf cannot be given to uid:gid (fchown needs root when uid is not
-// the caller's) that is a UserProblem naming the errno, and a leaf created by
+// the caller's) that is a problem naming the errno, and a leaf created by
 // this call is removed again so that a retry starts from scratch.
-PrepareResult prepare_job_dir(const std::string& root, const std::string& dir, uid_t uid, gid_t gid);
+// With Untrusted::Refuse (a state_dir is the admin's, not to be moved), an
+// untrusted root or level is a problem instead; the leaf is still replaced.
+enum class Untrusted { MoveAside, Refuse };
+PrepareResult prepare_job_dir(const std::string& root, const std::string& dir, uid_t uid, gid_t gid,
+                              Untrusted untrusted = Untrusted::MoveAside);
+
+struct OpenResult {
+    Fd dir;               // open for reading, when problem is empty
+    std::string problem;  // one line
+};
+
+// The job directory as the stager (the job's user) may use it: every level
+// from root down to dir's parent owned by root (uid 0) and writable by
+// nobody else, dir itself a directory owned by the caller, mode 0700, not a
+// mount point.  Nothing is created or repaired.
+OpenResult open_job_dir(const std::string& root, const std::string& dir);
+
+// A directory for root's own files (state records) at or below root: root
+// and every level down to dir owned by the caller and writable by nobody
+// else, created (0755) if missing when `create`; anything untrusted is a
+// problem, never repaired (state_dir is the admin's).
+OpenResult open_trusted_dir(const std::string& root, const std::string& dir, bool create);
 
 struct RemoveResult {
     std::uint64_t removed = 0;          // entries removed (files, links, dirs, incl. dir itself)
@@ -55,12 +93,16 @@ struct RemoveResult {
 // (stager cleaning up partial data).
 // - A missing dir (or missing root) is success with removed = 0, so calling it
 //   again is harmless.
+// - root and the levels down to dir's parent must be trusted (owned by the
+//   caller, writable by nobody else): otherwise nothing is removed and a
+//   problem is reported.
 // - A component of dir (between root and dir, dir included) that is a symlink,
 //   not a directory or on another file system: nothing is removed, a problem
 //   is reported.
 // - Inside the tree, symlinks are unlinked and never followed; directories on
-//   another file system (mount points) are left in place with a problem; an
-//   entry that cannot be removed is reported and the walk goes on.
+//   another file system (mount points) are left in place with a problem, and
+//   never opened; an entry that cannot be removed is reported and the walk
+//   goes on.
 // - Directories the caller owns but cannot write or search (read-only trees
 //   extracted from an archive) are made 0700 first so their content can go.
 // - Depth is unbounded but open fds are not: at most kMaxOpenLevels
@@ -70,18 +112,26 @@ struct RemoveResult {
 //   while being removed), the walk stops with a problem.
 RemoveResult remove_tree_within(const std::string& root, const std::string& dir);
 
+// The same inside a directory already open (the stager's job directory):
+// removes `name` in dir_fd.  The tree must be on dir_fd's file system.
+RemoveResult remove_tree_at(int dir_fd, const std::string& name, const std::string& shown_dir);
+
 struct DetachResult {
-    bool detached = false;  // something was mounted on dir and is now detached
-    std::string problem;    // one line; empty = success
+    int detached = 0;                   // mounts detached (each takes those below it along)
+    std::vector<std::string> problems;  // one line each; empty = success
 };
 
-// Lazily unmounts (MNT_DETACH) what is mounted on `dir`, as the epilog does
-// for a job's squashfs mounts.  dir is walked like remove_tree_within; its
+// Lazily unmounts (MNT_DETACH) every mount on `dir` or below it, as the
+// epilog does before removing a job directory: the mounts come from
+// /proc/self/mountinfo, deepest first, and each is reached from the tier
+// root's side without entering any mount on the way (a mount nested in
+// another goes with the outer one).  No mount point is stat'ed or opened,
+// so a FUSE server that is stopped or hostile cannot make this hang; the
 // last component is never followed (UMOUNT_NOFOLLOW), so a symlink planted
-// there unmounts nothing.  Nothing mounted, or nothing there, is success
-// with detached = false.  Works for FUSE mounts root cannot stat (another
-// user's, EACCES; or one whose server died, ENOTCONN).  Needs CAP_SYS_ADMIN.
-DetachResult detach_mount_within(const std::string& root, const std::string& dir);
+// there unmounts nothing.  root and the levels to dir must be trusted as for
+// remove_tree_within.  Nothing mounted, or nothing there, is success.
+// Needs CAP_SYS_ADMIN.
+DetachResult detach_mounts_within(const std::string& root, const std::string& dir);
 
 // How many directory levels remove_tree_within keeps open at once.
 inline constexpr std::size_t kMaxOpenLevels = 64;

@@ -6,13 +6,15 @@
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
-#include <fstream>
+#include <random>
 #include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
+#include "lib/sys/fd.hpp"
+#include "lib/sys/read_all.hpp"
 
 namespace dlstage {
 
@@ -20,15 +22,6 @@ namespace {
 [[noreturn]] void fail(const std::string& what, const std::string& path, int err)
 {
     throw Error("cannot " + what + " " + path + ": " + std::strerror(err));
-}
-
-void make_parents(const std::string& path)
-{
-    for (std::size_t pos = path.find('/', 1); pos != std::string::npos; pos = path.find('/', pos + 1)) {
-        const std::string dir = path.substr(0, pos);
-        if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
-            fail("create directory", dir, errno);
-    }
 }
 
 void write_all(int fd, const std::string& data, const std::string& path)
@@ -93,30 +86,47 @@ std::vector<std::string> user_record_paths(const std::string& state_dir, const s
     return paths;
 }
 
-void write_record(const std::string& path, const toml::table& record)
+std::string prolog_outcome_name(const std::string& node)
 {
-    make_parents(path);
+    return "prolog-" + node + ".toml";
+}
+
+void write_record_at(int dir_fd, const std::string& shown, const std::string& name, const toml::table& record,
+                     mode_t mode)
+{
     std::ostringstream text;
     text << record << "\n";
-    const std::string tmp = path + ".tmp." + std::to_string(getpid());
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0)
-        fail("create", tmp, errno);
+    // A name nobody can guess in advance, created exclusively: a symlink or
+    // a hard link a user prepared under it is never written through.
+    char suffix[48];
+    std::snprintf(suffix, sizeof suffix, ".tmp.%d.%lx", static_cast<int>(getpid()),
+                  static_cast<unsigned long>(std::random_device{}()));
+    const std::string tmp = "." + name + suffix;
+    const Fd fd(::openat(dir_fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
+    if (!fd.valid())
+        fail("create", shown + "/" + tmp, errno);
     try {
-        write_all(fd, text.str(), tmp);
-        if (fsync(fd) != 0)
-            fail("sync", tmp, errno);
+        if (::fchmod(fd.get(), mode) != 0)  // the umask must not loosen or tighten it
+            fail("set the mode of", shown + "/" + tmp, errno);
+        write_all(fd.get(), text.str(), shown + "/" + tmp);
+        if (fsync(fd.get()) != 0)
+            fail("sync", shown + "/" + tmp, errno);
+        if (::renameat(dir_fd, tmp.c_str(), dir_fd, name.c_str()) != 0)
+            fail("replace", shown + "/" + name, errno);
     } catch (...) {
-        ::close(fd);
-        ::unlink(tmp.c_str());
+        ::unlinkat(dir_fd, tmp.c_str(), 0);
         throw;
     }
-    ::close(fd);
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-        const int err = errno;
-        ::unlink(tmp.c_str());
-        fail("replace", path, err);
-    }
+}
+
+void write_record(const std::string& path, const toml::table& record)
+{
+    const std::size_t slash = path.rfind('/');
+    const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+    const Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!fd.valid())
+        fail("open the directory of", path, errno);
+    write_record_at(fd.get(), dir, slash == std::string::npos ? path : path.substr(slash + 1), record, 0644);
 }
 
 toml::table parse_record(std::string_view text, const std::string& name)
@@ -130,13 +140,18 @@ toml::table parse_record(std::string_view text, const std::string& name)
 
 toml::table read_record(const std::string& path)
 {
-    std::ifstream in(path, std::ios::binary);  // as toml::parse_file opened it
-    std::ostringstream text;
-    if (in)
-        text << in.rdbuf();
-    if (!in || in.bad())
-        throw Error("cannot read state record " + path + ": " + std::strerror(errno));
-    return parse_record(text.str(), path);
+    const Fd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+    if (!fd.valid())
+        fail("read state record", path, errno);
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0)
+        fail("read state record", path, errno);
+    if (!S_ISREG(st.st_mode))
+        throw Error("state record " + path + " is not a regular file");
+    if (static_cast<std::uint64_t>(st.st_size) > kMaxRecordBytes)
+        throw Error("state record " + path + " is larger than " + std::to_string(kMaxRecordBytes) + " bytes");
+    const std::string text = read_all(fd.get(), kMaxRecordBytes, "state record " + path);
+    return parse_record(text, path);
 }
 
 }  // namespace dlstage

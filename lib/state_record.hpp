@@ -4,8 +4,10 @@
 // fsync, rename.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
+#include <sys/types.h>
 #include <vector>
 
 #include <toml++/toml.h>
@@ -37,15 +39,28 @@ enum class UserRecord { Progress, Failure };
 // the dir is missing or not readable by the caller.
 std::vector<std::string> user_record_paths(const std::string& state_dir, const std::string& job_id, UserRecord kind);
 
-// Creates missing parent directories (mode 0755) and replaces the file
-// atomically.  Throws Error naming the path.
+// <job user dir>/prolog-<node>.toml: the prolog's outcome on a node, where
+// the job's user (the stager) can read it; the node record itself is root's.
+std::string prolog_outcome_name(const std::string& node);
+
+// Replaces `name` in dir_fd atomically with the record: a new temporary file
+// (O_EXCL, O_NOFOLLOW: never one a user planted), fsync, renameat.  Throws
+// Error naming `shown` (the directory as the message should say it).
+void write_record_at(int dir_fd, const std::string& shown, const std::string& name, const toml::table& record,
+                     mode_t mode);
+
+// The same by path, for records in directories the caller owns (the
+// stager's, in the user dir the prolog made).  The directory must exist.
 void write_record(const std::string& path, const toml::table& record);
 
-// Throws Error "cannot read state record PATH: ..." if the file cannot be
-// read or parsed.
+// Parses a record's text; `name` is for the message.  Throws Error.
+toml::table parse_record(std::string_view text, const std::string& name);
+
+// Reads a record without following a symlink and without blocking on a fifo
+// or device a user put in its place: anything but a regular file of at most
+// kMaxRecordBytes is an Error naming the path.
 toml::table read_record(const std::string& path);
 
-// A record's text, parsed; name is for messages.  Throws Error as read_record.
-toml::table parse_record(std::string_view text, const std::string& name);
+inline constexpr std::size_t kMaxRecordBytes = 1 << 20;
 
 }  // namespace dlstage

@@ -55,6 +55,7 @@ bool ends_with(std::string_view text, std::string_view suffix)
 std::string printable(std::string_view text)
 {
     std::string out;
+    out.reserve(text.size());
     for (const char c : text) {
         const auto u = static_cast<unsigned char>(c);
         if (u < 0x20 || u == 0x7f) {

@@ -14,12 +14,13 @@ std::string trim(std::string_view text);
 bool starts_with(std::string_view text, std::string_view prefix);
 bool ends_with(std::string_view text, std::string_view suffix);
 
-// Text for a one-line message: control bytes (newlines, CR, ...) shown as
-// \xNN, so a hostile or broken value cannot break the line.
-std::string printable(std::string_view text);
-
-// Quote a value for a message: 'value', printable.
+// Quote a value for a message: 'value', with control bytes shown as \xNN so
+// a hostile or broken value cannot break the one-line message.
 std::string quoted(std::string_view value);
+
+// The text with control bytes shown as \xNN (no quotes): for logs and
+// listings that print values users wrote, which must never inject a line.
+std::string printable(std::string_view text);
 
 // The closest candidate within a small edit distance, or "" if none is
 // close: used for "did you mean 'max_bytes'?" hints.

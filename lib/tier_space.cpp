@@ -8,17 +8,32 @@
 
 namespace dlstage {
 
-TierSpace measure_tier_space(const std::string& dir)
+namespace {
+TierSpace space_of(const struct statvfs& fs)
 {
-    struct statvfs fs {};
-    if (statvfs(dir.c_str(), &fs) != 0)
-        throw Error("cannot check free space of " + dir + ": " + std::strerror(errno));
     TierSpace space;
     space.total_bytes = static_cast<std::uint64_t>(fs.f_blocks) * fs.f_frsize;
     space.free_bytes = static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize;
     if (fs.f_files > 0)
         space.free_inodes = fs.f_favail;
     return space;
+}
+}  // namespace
+
+TierSpace measure_tier_space(const std::string& dir)
+{
+    struct statvfs fs {};
+    if (statvfs(dir.c_str(), &fs) != 0)
+        throw Error("cannot check free space of " + dir + ": " + std::strerror(errno));
+    return space_of(fs);
+}
+
+TierSpace measure_tier_space(int dir_fd, const std::string& shown)
+{
+    struct statvfs fs {};
+    if (fstatvfs(dir_fd, &fs) != 0)
+        throw Error("cannot check free space of " + shown + ": " + std::strerror(errno));
+    return space_of(fs);
 }
 
 }  // namespace dlstage

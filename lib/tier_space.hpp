@@ -17,4 +17,9 @@ struct TierSpace {
 // Throws Error naming the directory when statvfs fails.
 TierSpace measure_tier_space(const std::string& dir);
 
+// The same for a directory already open (root code: no path is resolved
+// again, and a mount a user put on the path is not asked); `shown` names it
+// in the message.
+TierSpace measure_tier_space(int dir_fd, const std::string& shown);
+
 }  // namespace dlstage

@@ -1,5 +1,7 @@
 #include "policies/admission.hpp"
 
+#include <algorithm>
+
 #include "lib/size.hpp"
 #include "lib/strings.hpp"
 
@@ -20,6 +22,21 @@ std::string fewer_files_advice(const Dataset& dataset)
     return dataset.known_format() == Format::Squashfs ? ""
                                                       : "; stage a squashfs image or tar shards instead "
                                                         "(built by 'dlstage pack')";
+}
+
+// What is left of a free amount once `used` of it is taken; nothing when
+// the free amount is unknown.
+std::optional<std::uint64_t> left_after(std::optional<std::uint64_t> free, std::optional<std::uint64_t> used)
+{
+    if (!free)
+        return std::nullopt;
+    return *free - std::min(*free, used.value_or(0));
+}
+
+// The tier's own limit, unless what is free on the node is tighter.
+ExtractionLimit tighter(ExtractionLimit rule, ExtractionLimit room)
+{
+    return room.most && (!rule.most || *room.most < *rule.most) ? room : rule;
 }
 }  // namespace
 
@@ -57,6 +74,38 @@ Verdict admit(const Dataset& dataset, const Tier& tier, const SourceFacts& facts
                                    fewer_files_advice(dataset));
     }
     return Verdict::allow();
+}
+
+std::string ExtractionLimit::reason(const std::string& archive) const
+{
+    return words + " while extracting " + archive + "; " + advice;
+}
+
+ExtractionBudget extraction_budget(const Dataset& dataset, const Tier& tier, const SourceFacts& archives,
+                                   const TierSpace& space)
+{
+    const auto limit = [&](std::optional<std::uint64_t> most, bool of_bytes, const std::string& rule,
+                           const std::string& advice) {
+        if (!most)
+            return ExtractionLimit{};
+        const std::string amount = of_bytes ? format_size(*most) : std::to_string(*most) + " entries";
+        return ExtractionLimit{most,
+                               "dataset " + quoted(dataset.name) + " expands to more than " + amount + " in tier " +
+                                   quoted(tier.name) + " (" + rule + ")",
+                               advice + other_tiers(dataset, tier)};
+    };
+    const std::string mount_instead =
+        dataset.known_format() == Format::Squashfs ? ", mount the image instead (mode = \"mount\")" : "";
+    ExtractionBudget budget;
+    budget.bytes = tighter(limit(tier.max_bytes.resolve(space.total_bytes), true, "max_bytes = " + tier.max_bytes.str(),
+                                 "check the archive, or ask your admins for a larger max_bytes"),
+                           limit(left_after(space.free_bytes, archives.bytes), true, "its free space on this node",
+                                 "check the archive"));
+    budget.entries = tighter(limit(tier.max_inodes, false, "max_inodes",
+                                   "check the archive" + mount_instead + ", or ask your admins for a larger max_inodes"),
+                             limit(left_after(space.free_inodes, archives.files), false,
+                                   "its free inodes on this node", "check the archive" + mount_instead));
+    return budget;
 }
 
 }  // namespace dlstage::policy

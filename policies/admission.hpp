@@ -36,4 +36,28 @@ Verdict supported(const Dataset& dataset, const Tier& tier);
 // Unknown sizes pass: the node checks again once it knows more.
 Verdict admit(const Dataset& dataset, const Tier& tier, const SourceFacts& facts, const TierSpace& space);
 
+// One bound on what extracting a dataset's archives writes into a tier, and
+// the words for passing it.
+struct ExtractionLimit {
+    std::optional<std::uint64_t> most;  // nothing: no limit is known here
+    std::string words;                  // "dataset 'x' expands to more than 80.0 MiB in tier 'shm' (max_bytes = ...)"
+    std::string advice;                 // what to do about it
+
+    // One line: words, "while extracting ARCHIVE", advice.
+    std::string reason(const std::string& archive) const;
+};
+
+// How much extracting may write: file bytes (logical sizes: a sparse file
+// counts its size) and entries.  Each is the tighter of the tier's own limit
+// (max_bytes, max_inodes) and what is free on the node once the archives,
+// which stay until extraction ends, are in the tier (space measured before
+// they arrived; the archives' sizes and entries in `archives`).
+struct ExtractionBudget {
+    ExtractionLimit bytes;
+    ExtractionLimit entries;
+};
+
+ExtractionBudget extraction_budget(const Dataset& dataset, const Tier& tier, const SourceFacts& archives,
+                                   const TierSpace& space);
+
 }  // namespace dlstage::policy

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <ctime>
 #include <set>
+#include <sstream>
 
 #include "lib/config.hpp"
 #include "lib/config_paths.hpp"
@@ -13,14 +14,43 @@
 #include "lib/stage_spec.hpp"
 #include "lib/state_record.hpp"
 #include "lib/strings.hpp"
+#include "lib/sys/bounded.hpp"
 #include "lib/tier_space.hpp"
 #include "policies/admission.hpp"
+#include "policies/node_faults.hpp"
 #include "spank/job_facts.hpp"
 #include "spank/source_facts_env.hpp"
 
 namespace dlstage::spank {
 
 namespace {
+// What both prolog and epilog start from, gathered before their work runs
+// in a child process (which must not talk to Slurm).
+struct ScriptStart {
+    std::string stage_data;
+    JobFacts job;
+    Config config;
+    std::string facts;  // what the submit side learnt of the sources (prolog)
+};
+
+// Nothing when the job asked for no data, or when the configuration cannot
+// be used (logged): a broken or untrusted configuration is the admins' to
+// fix, not the node's, so it never drains.
+std::optional<ScriptStart> start_script(SpankApi& api, const PluginArgs& args)
+{
+    const auto stage_data = api.stage_data_option();
+    if (!stage_data)
+        return std::nullopt;
+    ScriptStart start{*stage_data, job_facts(api), {}, api.getenv(std::string("SPANK_") + kFactsVar)};
+    try {
+        start.config = load_trusted_config(choose_config_path(args.config_path, false));
+    } catch (const Error& e) {
+        api.error("job " + start.job.job_id + " on " + start.job.node + ": " + e.what());
+        return std::nullopt;
+    }
+    return start;
+}
+
 toml::table base_record(const JobFacts& job, const std::string& stage_data, const char* event)
 {
     return toml::table{
@@ -49,150 +79,168 @@ toml::array planned_datasets(const std::vector<StageItem>& items, const JobFacts
     return datasets;
 }
 
-// A tier whose root is broken: no job can stage here, so the node should
-// not get jobs that ask for it.
-struct BrokenTier : Error {
+// What the work in the child tells the parent: lines to log and the outcome.
+struct Report {
+    std::string status;
+    std::string message;
+    toml::array notes;   // logged as they are: things repaired on the way
+    toml::array errors;  // logged as errors
+
+    std::string text() const
+    {
+        std::ostringstream out;
+        out << toml::table{{"status", status}, {"message", message}, {"notes", notes}, {"errors", errors}};
+        return out.str();
+    }
+};
+
+// A node fault: no job could stage here, so the node should get no more.
+struct NodeFault : Error {
     using Error::Error;
 };
 
-void prepare_directories(const std::vector<StageItem>& items, const JobFacts& job)
+// The state record of this node for this event, root's only (0600): it
+// names users' paths.  Written through the trusted state_dir, never by path.
+void write_node_record(const ScriptStart& start, const char* event, const toml::table& record, Report& report)
 {
-    std::set<std::string> done;
-    for (const StageItem& item : items) {
-        const std::string dir = tier_directory(item, job.values());
-        if (!done.insert(dir).second)
-            continue;
-        const PrepareResult result = prepare_job_dir(item.tier.path.root(), dir, job.uid, job.gid);
-        if (result.status == PrepareResult::Status::BrokenTier)
-            throw BrokenTier("tier " + quoted(item.tier.name) + " is broken on " + job.node + ": " + result.message);
-        if (result.status == PrepareResult::Status::UserProblem)
-            throw Error(result.message);
-    }
-}
-
-// What the submit side learnt of each source, against this node's tier.
-void check_space(SpankApi& api, const std::vector<StageItem>& items, const JobFacts& job)
-{
-    const auto facts = decode_facts(api.getenv(std::string("SPANK_") + kFactsVar));
-    for (const StageItem& item : items) {
-        const auto known = facts.find(item.dataset.name);
-        if (known == facts.end())
-            continue;
-        const TierSpace space = measure_tier_space(tier_directory(item, job.values()));
-        const policy::Verdict verdict = policy::admit(item.dataset, item.tier, known->second, space);
-        if (!verdict.allowed)
-            throw Error(verdict.reason + " on " + job.node);
-    }
-}
-
-void write_node_record(SpankApi& api, const Config& config, const JobFacts& job, const char* event,
-                       const toml::table& record)
-{
+    const std::string& state_dir = start.config.site.state_dir;
+    const std::string dir = job_state_dir(state_dir, start.job.job_id);
+    const OpenResult opened = open_trusted_dir(state_dir, dir, true);
     try {
-        write_record(node_record_path(config.site.state_dir, job.job_id, job.node, event), record);
+        if (!opened.problem.empty())
+            throw Error(opened.problem);
+        write_record_at(opened.dir.get(), dir, start.job.node + "." + event + ".toml", record, 0600);
     } catch (const Error& e) {
-        api.error("job " + job.job_id + ": cannot write its state record: " + e.what());
+        report.errors.push_back("cannot write the state record: " + std::string(e.what()));
     }
 }
+
+// ---------------------------------------------------------------------------
+// prolog
 
 // The job's user may write progress records here (the rest of state_dir
-// is root's).  Walked like a tier directory: no symlink is followed.
-void prepare_user_state_dir(SpankApi& api, const Config& config, const JobFacts& job)
+// is root's).  state_dir and the levels to it are the admin's: refused,
+// never moved, when untrusted.
+Fd prepare_user_state_dir(const ScriptStart& start, Report& report)
 {
-    const std::string root = job_state_dir(config.site.state_dir, job.job_id);
-    const PrepareResult result = prepare_job_dir(root, job_user_dir(config.site.state_dir, job.job_id), job.uid, job.gid);
-    if (result.status != PrepareResult::Status::Ready)
-        api.error("job " + job.job_id + ": no progress records: " + result.message);
+    const std::string& state_dir = start.config.site.state_dir;
+    PrepareResult result = prepare_job_dir(state_dir, job_user_dir(state_dir, start.job.job_id), start.job.uid,
+                                           start.job.gid, Untrusted::Refuse);
+    if (!result.ok())
+        report.errors.push_back("no progress records: " + result.problem);
+    return std::move(result.dir);
 }
 
-// What both prolog and epilog start from.
-struct ScriptStart {
-    std::string stage_data;
-    JobFacts job;
-    Config config;
-};
-
-// Nothing when the job asked for no data, or when the configuration cannot
-// be read (logged): a broken configuration is the admins' to fix, not the
-// node's, so it never drains.
-std::optional<ScriptStart> start_script(SpankApi& api, const PluginArgs& args)
+// Makes one job directory; its fd for the space check.
+Fd prepare_tier_dir(const StageItem& item, const std::string& dir, const JobFacts& job, Report& report)
 {
-    const auto stage_data = api.stage_data_option();
-    if (!stage_data)
-        return std::nullopt;
-    ScriptStart start{*stage_data, job_facts(api), {}};
-    try {
-        start.config = load_config(choose_config_path(args.config_path, false));
-    } catch (const Error& e) {
-        api.error("job " + start.job.job_id + " on " + start.job.node + ": " + e.what());
-        return std::nullopt;
+    PrepareResult result = prepare_job_dir(item.tier.path.root(), dir, job.uid, job.gid);
+    for (const auto& repair : result.repairs)
+        report.notes.push_back(repair);
+    if (result.ok())
+        return std::move(result.dir);
+    const policy::FaultVerdict verdict = policy::blame_for_tier_error(
+        result.at_tier_parent ? policy::TierPlace::Parent : policy::TierPlace::Inside, result.err);
+    if (verdict.blame == policy::Blame::Node)
+        throw NodeFault("tier " + quoted(item.tier.name) + " is broken on " + job.node + ": " + result.problem +
+                        " (a node fault: " + verdict.why + ")");
+    throw Error(result.problem + (result.err ? " (" + verdict.why + ")" : ""));
+}
+
+// Each job directory, and what the submit side learnt of each source
+// against this node's tier.
+void prepare_directories(const std::vector<StageItem>& items, const ScriptStart& start, Report& report)
+{
+    const auto facts = decode_facts(start.facts);
+    std::set<std::string> done;
+    for (const StageItem& item : items) {
+        const std::string dir = tier_directory(item, start.job.values());
+        if (!done.insert(dir).second)
+            continue;
+        const Fd fd = prepare_tier_dir(item, dir, start.job, report);
+        const TierSpace space = measure_tier_space(fd.get(), dir);
+        for (const StageItem& other : items) {
+            const auto known = facts.find(other.dataset.name);
+            if (known == facts.end() || tier_directory(other, start.job.values()) != dir)
+                continue;
+            const policy::Verdict verdict = policy::admit(other.dataset, other.tier, known->second, space);
+            if (!verdict.allowed)
+                throw Error(verdict.reason + " on " + start.job.node);
+        }
     }
-    return start;
 }
-}  // namespace
 
-int job_prolog(SpankApi& api, const PluginArgs& args)
+// Runs in the bounded child: everything that touches the file systems.
+Report prolog_work(const ScriptStart& start)
 {
-    const auto start = start_script(api, args);
-    if (!start)
-        return 0;
-    const JobFacts& job = start->job;
-    const std::string& stage_data = start->stage_data;
-    toml::table record = base_record(job, stage_data, "prolog");
-    int rc = 0;
+    Report report;
+    const JobFacts& job = start.job;
+    toml::table record = base_record(job, start.stage_data, "prolog");
+    const Fd user_dir = prepare_user_state_dir(start, report);
     try {
-        const auto items = plan_stage(start->config, stage_data);
+        const auto items = plan_stage(start.config, start.stage_data);
         record.insert("datasets", planned_datasets(items, job));
-        prepare_directories(items, job);
-        check_space(api, items, job);
-        record.insert("status", "ready");
-        api.info("job " + job.job_id + " on " + job.node + ": stage-data=" + stage_data + " prepared");
-    } catch (const BrokenTier& e) {
-        record.insert_or_assign("status", "broken");
-        record.insert_or_assign("message", e.what());
-        api.error(e.what());
-        rc = -1;
+        prepare_directories(items, start, report);
+        report.status = "ready";
+    } catch (const NodeFault& e) {
+        report.status = "broken";
+        report.message = e.what();
     } catch (const Error& e) {
         // The user's problem (or a configuration changed since submit):
         // recorded for the stager to report; the node stays in service.
-        record.insert_or_assign("status", "failed");
-        record.insert_or_assign("message", e.what());
-        api.error("job " + job.job_id + " on " + job.node + ": " + e.what());
+        report.status = "failed";
+        report.message = e.what();
     }
-    write_node_record(api, start->config, job, "prolog", record);
-    prepare_user_state_dir(api, start->config, job);
-    return rc;
+    record.insert_or_assign("status", report.status);
+    if (!report.message.empty())
+        record.insert_or_assign("message", report.message);
+    write_node_record(start, "prolog", record, report);
+    // The outcome where the job's user can read it: the stager reports it.
+    if (user_dir.valid()) {
+        try {
+            write_record_at(user_dir.get(), job_user_dir(start.config.site.state_dir, job.job_id),
+                            prolog_outcome_name(job.node),
+                            toml::table{{"node", job.node}, {"status", report.status}, {"message", report.message}},
+                            0644);
+        } catch (const Error& e) {
+            report.errors.push_back(e.what());
+        }
+    }
+    return report;
 }
 
-int job_epilog(SpankApi& api, const PluginArgs& args)
+// ---------------------------------------------------------------------------
+// epilog
+
+Report epilog_work(const ScriptStart& start)
 {
-    const auto start = start_script(api, args);
-    if (!start)
-        return 0;
-    const JobFacts& job = start->job;
-    toml::table record = base_record(job, start->stage_data, "epilog");
+    Report report;
+    const JobFacts& job = start.job;
+    toml::table record = base_record(job, start.stage_data, "epilog");
     toml::array problems;
     std::uint64_t removed = 0;
     std::int64_t unmounted = 0;
+    const auto detach = [&](const std::string& root, const std::string& dir) {
+        const DetachResult detached = detach_mounts_within(root, dir);
+        unmounted += detached.detached;
+        for (const std::string& problem : detached.problems)
+            problems.push_back(problem);
+    };
     try {
-        const auto items = plan_stage(start->config, start->stage_data);
-        // Squashfs mounts first, whatever the tier keeps: a mount must not
-        // outlive its job, and removal never crosses into a mount.
-        for (const StageItem& item : items) {
-            if (item.dataset.mode != Mode::Mount)
-                continue;
-            const DetachResult detached =
-                detach_mount_within(item.tier.path.root(), dataset_layout(item, job.values()).dataset_dir);
-            if (!detached.problem.empty())
-                problems.push_back(detached.problem);
-            else if (detached.detached)
-                ++unmounted;
-        }
+        const auto items = plan_stage(start.config, start.stage_data);
+        // Mounts first, whatever the tier keeps: a mount must not outlive
+        // its job, and removal never crosses into a mount.  Tiers kept past
+        // the job may be shared by the user's other jobs: only this job's
+        // squashfs mount points there.
+        for (const StageItem& item : items)
+            if (item.dataset.mode == Mode::Mount && item.tier.cleanup != Cleanup::JobEnd)
+                detach(item.tier.path.root(), dataset_layout(item, job.values()).dataset_dir);
         std::set<std::string> done;
         for (const StageItem& item : items) {
             const std::string dir = tier_directory(item, job.values());
             if (item.tier.cleanup != Cleanup::JobEnd || !done.insert(dir).second)
                 continue;
+            detach(item.tier.path.root(), dir);
             const RemoveResult result = remove_tree_within(item.tier.path.root(), dir);
             removed += result.removed;
             for (const std::string& problem : result.problems)
@@ -202,13 +250,67 @@ int job_epilog(SpankApi& api, const PluginArgs& args)
         problems.push_back(std::string(e.what()));
     }
     for (const auto& problem : problems)
-        api.error("job " + job.job_id + " on " + job.node + ": cleanup: " + problem.value_or(std::string()));
-    record.insert("status", problems.empty() ? "cleaned" : "incomplete");
+        report.errors.push_back("cleanup: " + problem.value_or(std::string()));
+    report.status = problems.empty() ? "cleaned" : "incomplete";
+    record.insert("status", report.status);
     record.insert("removed", static_cast<std::int64_t>(removed));
     if (unmounted > 0)
         record.insert("unmounted", unmounted);
     record.insert("problems", problems);
-    write_node_record(api, start->config, job, "epilog", record);
+    write_node_record(start, "epilog", record, report);
+    return report;
+}
+
+// ---------------------------------------------------------------------------
+
+// Runs work in a child bounded by the site's time limit, logs what it
+// reports, and returns its status ("" if it did not finish).
+std::string run_work(SpankApi& api, const ScriptStart& start, const char* what, Report (*work)(const ScriptStart&))
+{
+    const std::string who = "job " + start.job.job_id + " on " + start.job.node + ": ";
+    const BoundedOutcome outcome =
+        run_bounded(start.config.site.prolog_epilog_timeout, [&] { return work(start).text(); });
+    if (outcome.status != BoundedOutcome::Status::Done) {
+        api.error(who + "the " + what + " " + outcome.problem + " (a hung mount or file system?); what it left " +
+                  "undone stays on the node for 'dlstage gc'; the node stays in service");
+        return "";
+    }
+    toml::table report;
+    try {
+        report = parse_record(outcome.output, what);
+    } catch (const Error& e) {
+        api.error(who + "the " + what + " sent an unreadable report: " + e.what());
+        return "";
+    }
+    for (const char* list : {"notes", "errors"})
+        if (const toml::array* lines = report[list].as_array())
+            for (const auto& line : *lines)
+                api.error(who + line.value_or(std::string()));
+    const std::string status = report["status"].value_or(std::string());
+    const std::string message = report["message"].value_or(std::string());
+    if (!message.empty())
+        api.error(status == "broken" ? message : who + message);
+    return status;
+}
+}  // namespace
+
+int job_prolog(SpankApi& api, const PluginArgs& args)
+{
+    const auto start = start_script(api, args);
+    if (!start)
+        return 0;
+    const std::string status = run_work(api, *start, "prolog", prolog_work);
+    if (status == "ready")
+        api.info("job " + start->job.job_id + " on " + start->job.node + ": stage-data=" + start->stage_data +
+                 " prepared");
+    return status == "broken" ? -1 : 0;
+}
+
+int job_epilog(SpankApi& api, const PluginArgs& args)
+{
+    const auto start = start_script(api, args);
+    if (start)
+        run_work(api, *start, "epilog", epilog_work);
     return 0;
 }
 

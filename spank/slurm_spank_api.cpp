@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "lib/error.hpp"
+#include "lib/strings.hpp"
 
 namespace dlstage::spank {
 
@@ -164,14 +165,16 @@ int SlurmSpankApi::run(const std::vector<std::string>& argv, const std::vector<s
     return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;
 }
 
+// Messages carry names users chose (paths, dataset names, user names): a
+// newline in one must not forge a line of slurmd's log.
 void SlurmSpankApi::error(const std::string& message)
 {
-    slurm_error("%s%s", kMessagePrefix, message.c_str());
+    slurm_error("%s%s", kMessagePrefix, printable(message).c_str());
 }
 
 void SlurmSpankApi::info(const std::string& message)
 {
-    slurm_info("%s%s", kMessagePrefix, message.c_str());
+    slurm_info("%s%s", kMessagePrefix, printable(message).c_str());
 }
 
 }  // namespace dlstage::spank

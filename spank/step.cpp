@@ -43,9 +43,8 @@ int run_stage(SpankApi& api, const PluginArgs& args, const std::string& spec, st
 }
 
 // DLSTAGE_<NAME> for each dataset whose ready marker exists on this node.
-void export_paths(SpankApi& api, const PluginArgs& args, const std::string& spec)
+void export_paths(SpankApi& api, const Config& config, const std::string& spec)
 {
-    const Config config = load_config(choose_config_path(args.config_path, false));
     const JobFacts job = job_facts(api);
     std::vector<std::string> names;
     for (const StageItem& item : plan_stage(config, spec)) {
@@ -72,11 +71,14 @@ int task_init(SpankApi& api, const PluginArgs& args)
     if (!spec || api.getenv(kStagerStepVar) == "1")
         return 0;
     try {
+        // First: a configuration root code refuses must stop the job with
+        // that reason, not with what follows from it.
+        const Config config = load_trusted_config(choose_config_path(args.config_path, false));
         if (api.is_batch_step() && run_stage(api, args, *spec, api.job_env()) != 0) {
             api.error("staging " + *spec + " failed; the job script does not start (see the messages above)");
             return -1;
         }
-        export_paths(api, args, *spec);
+        export_paths(api, config, *spec);
         return 0;
     } catch (const Error& e) {
         api.error(e.what());

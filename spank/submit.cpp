@@ -36,7 +36,7 @@ int validate_submission(SpankApi& api, const PluginArgs& args)
     if (!value || api.getenv(kStagerStepVar) == "1")
         return 0;
     try {
-        const Config config = load_config(choose_config_path(args.config_path, false));
+        const Config config = load_trusted_config(choose_config_path(args.config_path, false));
         std::map<std::string, SourceFacts> facts;
         for (const StageItem& item : plan_stage(config, *value))
             facts[item.dataset.name] = check_source(item);

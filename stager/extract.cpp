@@ -2,6 +2,7 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <climits>
@@ -9,18 +10,24 @@
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
+#include <functional>
 #include <memory>
+#include <poll.h>
 #include <set>
+#include <string_view>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
+#include "policies/unsquashfs.hpp"
 #include "stager/entry_rules.hpp"
+#include "stager/squashfs_listing.hpp"
 
 namespace dlstage::stager {
 
@@ -107,6 +114,17 @@ Writer open_disk_writer()
 // included (e.g. a tier below /var/run).
 std::string canonical_directory(const std::string& dest)
 {
+    // Relative: below the working directory, which the stager made the job
+    // directory it opened and checked; resolving it to a path again would
+    // look it up anew.  The stager created it, so it is no symlink.
+    if (!dest.empty() && dest.front() != '/') {
+        struct stat st;
+        if (lstat(dest.c_str(), &st) != 0)
+            fail("extract into", dest, errno);
+        if (!S_ISDIR(st.st_mode))
+            fail("extract into", dest, ENOTDIR);
+        return dest;
+    }
     char buf[PATH_MAX];
     if (!realpath(dest.c_str(), buf))
         fail("extract into", dest, errno);
@@ -120,9 +138,9 @@ std::string canonical_directory(const std::string& dest)
 
 class TarExtraction {
 public:
-    TarExtraction(const std::string& archive, const std::string& dest, ShardOutcome* outcome)
+    TarExtraction(const std::string& archive, const std::string& dest, ShardOutcome* outcome, ExtractBudget* budget)
         : source_(archive), dest_(canonical_directory(dest)), in_(open_archive(archive)), out_(open_disk_writer()),
-          outcome_(outcome)
+          outcome_(outcome), budget_(budget ? *budget : unlimited_)
     {
     }
 
@@ -160,6 +178,8 @@ private:
             return;  // "./": the destination itself, whose mode is the caller's
         const bool is_file = check_kind(entry, name, path);
         strip_special_bits(entry, archive_entry_hardlink(entry) != nullptr);
+        count_entries(entry, path);
+        const std::uint64_t counted = is_file ? count_declared_size(entry) : 0;
 
         archive_entry_set_pathname(entry, join_path(dest_, path).c_str());
         if (const char* link = archive_entry_hardlink(entry))
@@ -167,7 +187,7 @@ private:
 
         if (archive_write_header(out_.get(), entry) != ARCHIVE_OK)
             cannot_extract(out_.get(), name, source_);
-        copy_data(name);
+        copy_data(name, counted);
         if (archive_write_finish_entry(out_.get()) != ARCHIVE_OK)
             cannot_extract(out_.get(), name, source_);
 
@@ -286,7 +306,46 @@ private:
             ++stats_.stripped;
     }
 
-    void copy_data(const std::string& name)
+    // Counts what this entry creates before it is written: itself, unless it
+    // is a directory that is already there (another shard made it), and
+    // every missing parent directory libarchive makes on the way ("a/b/c/f"
+    // alone makes four inodes).
+    void count_entries(archive_entry* entry, const std::string& path)
+    {
+        std::uint64_t created = 0;
+        for (std::string dir = parent_of(path); !dir.empty() && is_new_directory(dir); dir = parent_of(dir))
+            ++created;
+        const bool is_dir = archive_entry_filetype(entry) == S_IFDIR && !archive_entry_hardlink(entry);
+        if (!is_dir || is_new_directory(path))
+            ++created;
+        budget_.add_entries(created, source_);
+    }
+
+    // True the first time this extraction meets dir, if nothing is there yet.
+    // Once met, it is there or about to be made.
+    bool is_new_directory(const std::string& dir)
+    {
+        if (!directories_.insert(dir).second)
+            return false;
+        struct stat st;
+        return lstat(join_path(dest_, dir).c_str(), &st) != 0;
+    }
+
+    // A file's size as its header declares it, counted before its data is
+    // read: a bomb stops before it is decompressed, and a sparse file counts
+    // its holes (they read as zeros, and tmpfs may have to fill them).
+    std::uint64_t count_declared_size(archive_entry* entry)
+    {
+        const la_int64_t size = archive_entry_size_is_set(entry) ? archive_entry_size(entry) : 0;
+        const std::uint64_t declared = size > 0 ? static_cast<std::uint64_t>(size) : 0;
+        budget_.add_bytes(declared, source_);
+        return declared;
+    }
+
+    // counted: bytes of this entry already counted; data that reaches past
+    // them (a sparse map beyond the declared size) is counted before it is
+    // written.
+    void copy_data(const std::string& name, std::uint64_t counted)
     {
         const void* block = nullptr;
         std::size_t size = 0;
@@ -297,6 +356,11 @@ private:
                 return;
             if (r < ARCHIVE_WARN)
                 cannot_read(in_.get(), source_);
+            const std::uint64_t end = static_cast<std::uint64_t>(std::max<la_int64_t>(offset, 0)) + size;
+            if (end > counted) {
+                budget_.add_bytes(end - counted, source_);
+                counted = end;
+            }
             if (archive_write_data_block(out_.get(), block, size, offset) != ARCHIVE_OK)
                 cannot_extract(out_.get(), name, source_);
             stats_.bytes += size;
@@ -313,6 +377,9 @@ private:
     std::unordered_map<std::string, Times> directory_times_;
     ShardOutcome* outcome_;
     std::vector<std::string> names_;  // non-directories written, when outcome_ wants them
+    ExtractBudget unlimited_;          // the budget when the caller gives none
+    ExtractBudget& budget_;
+    std::unordered_set<std::string> directories_;  // met by count_entries: there or about to be
     ExtractStats stats_;
 };
 
@@ -421,14 +488,57 @@ void require_new_destination(const std::string& image, const std::string& dest)
 
 struct ChildResult {
     int status = 0;      // as from waitpid
-    std::string output;  // its stdout and stderr, the tail only
+    std::string output;  // its stdout (unless a sink took it) and stderr, the tail only
 };
 
+using OutputSink = std::function<void(std::string_view)>;
+
+// Keeps the end of what a program writes: enough for its last line.
+void keep_tail(std::string& output, std::string_view more)
+{
+    constexpr std::size_t kKeep = 64 * 1024;
+    output.append(more);
+    if (output.size() > 2 * kKeep)
+        output.erase(0, output.size() - kKeep);
+}
+
+// Reads each fd until its end, passing what comes to its sink; all at once,
+// since a child blocked writing to one full pipe never closes the other.
+void read_until_closed(const std::string& program, const std::vector<std::pair<int, OutputSink>>& streams)
+{
+    std::vector<pollfd> fds;
+    for (const auto& stream : streams)
+        fds.push_back({stream.first, POLLIN, 0});
+    std::size_t open = fds.size();
+    std::vector<char> buf(64 * 1024);
+    while (open > 0) {
+        if (poll(fds.data(), fds.size(), -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            fail("read the output of", program, errno);
+        }
+        for (std::size_t i = 0; i < fds.size(); ++i) {
+            if (fds[i].fd < 0 || fds[i].revents == 0)
+                continue;
+            const ssize_t n = ::read(fds[i].fd, buf.data(), buf.size());
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0) {
+                fds[i].fd = -1;  // poll skips it from now on
+                --open;
+                continue;
+            }
+            streams[i].second(std::string_view(buf.data(), static_cast<std::size_t>(n)));
+        }
+    }
+}
+
 // Runs argv (looked up in PATH, no shell) with stdin from /dev/null and
-// stdout and stderr captured.  Only async-signal-safe calls happen between
-// fork and exec: the stager has other threads.  An exec failure comes back
-// through a close-on-exec pipe, which a successful exec closes empty.
-ChildResult run_captured(const std::vector<std::string>& args)
+// stdout and stderr captured, or stdout passed to on_stdout as it comes.
+// Only async-signal-safe calls happen between fork and exec: the stager has
+// other threads.  An exec failure comes back through a close-on-exec pipe,
+// which a successful exec closes empty.
+ChildResult run_captured(const std::vector<std::string>& args, const OutputSink& on_stdout = {})
 {
     std::vector<char*> argv;
     for (const std::string& arg : args)
@@ -444,6 +554,11 @@ ChildResult run_captured(const std::vector<std::string>& args)
     if (pipe2(exec_error, O_CLOEXEC) != 0)
         fail("run", program, errno);
     Fd err_read(exec_error[0]), err_write(exec_error[1]);
+    int listing[2] = {-1, -1};
+    if (on_stdout && pipe2(listing, O_CLOEXEC) != 0)
+        fail("run", program, errno);
+    Fd stdout_read(listing[0]), stdout_write(listing[1]);
+    const int child_stdout = on_stdout ? stdout_write.get() : out_write.get();
     const Fd null(open("/dev/null", O_RDONLY | O_CLOEXEC));
     if (null.get() < 0)
         fail("open", "/dev/null", errno);
@@ -452,7 +567,7 @@ ChildResult run_captured(const std::vector<std::string>& args)
     if (pid < 0)
         fail("run", program, errno);
     if (pid == 0) {
-        if (dup2(null.get(), 0) >= 0 && dup2(out_write.get(), 1) >= 0 && dup2(out_write.get(), 2) >= 0)
+        if (dup2(null.get(), 0) >= 0 && dup2(child_stdout, 1) >= 0 && dup2(out_write.get(), 2) >= 0)
             execvp(argv[0], argv.data());
         const int err = errno;
         (void)!::write(err_write.get(), &err, sizeof err);
@@ -460,20 +575,14 @@ ChildResult run_captured(const std::vector<std::string>& args)
     }
     out_write.reset();
     err_write.reset();
+    stdout_write.reset();
 
     ChildResult result;
-    constexpr std::size_t kKeep = 64 * 1024;  // enough for the last line
-    char buf[4096];
-    for (;;) {
-        const ssize_t n = ::read(out_read.get(), buf, sizeof buf);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        result.output.append(buf, static_cast<std::size_t>(n));
-        if (result.output.size() > 2 * kKeep)
-            result.output.erase(0, result.output.size() - kKeep);
-    }
+    std::vector<std::pair<int, OutputSink>> streams = {
+        {out_read.get(), [&](std::string_view more) { keep_tail(result.output, more); }}};
+    if (on_stdout)
+        streams.emplace_back(stdout_read.get(), on_stdout);
+    read_until_closed(program, streams);
     int err = 0;
     ssize_t got;
     while ((got = ::read(err_read.get(), &err, sizeof err)) < 0 && errno == EINTR) {
@@ -509,10 +618,13 @@ std::string not_an_option(const std::string& path)
     return starts_with(path, "-") ? "./" + path : path;
 }
 
-void run_unsquashfs(const std::string& image, const std::string& dest)
+// Runs unsquashfs with options on image; throws naming the image and
+// unsquashfs's last line unless it succeeds.
+void run_unsquashfs(const std::string& image, std::vector<std::string> options, const OutputSink& on_stdout = {})
 {
-    const ChildResult child = run_captured(
-        {"unsquashfs", "-no-progress", "-quiet", "-no-xattrs", "-d", not_an_option(dest), not_an_option(image)});
+    options.insert(options.begin(), "unsquashfs");
+    options.push_back(not_an_option(image));
+    const ChildResult child = run_captured(options, on_stdout);
     if (WIFEXITED(child.status) && WEXITSTATUS(child.status) == 0)
         return;
     std::string how = WIFSIGNALED(child.status)
@@ -522,13 +634,71 @@ void run_unsquashfs(const std::string& image, const std::string& dest)
     throw Error("cannot unpack " + image + ": " + how + (line.empty() ? "" : ": " + line));
 }
 
+void unpack_image(const std::string& image, const std::string& dest)
+{
+    run_unsquashfs(image, {"-no-progress", "-quiet", "-no-xattrs", "-d", not_an_option(dest)});
+}
+
+// The unsquashfs on PATH must be one that keeps a crafted image's entries
+// inside the destination: its version is all there is to go by.
+void check_unsquashfs_version()
+{
+    const policy::Verdict verdict = policy::unsquashfs_usable(run_captured({"unsquashfs", "-version"}).output);
+    if (!verdict.allowed)
+        throw Error(verdict.reason);
+}
+
+std::string first_bytes(const std::string& path, std::size_t count)
+{
+    const Fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (fd.get() < 0)
+        fail("read", path, errno);
+    std::string bytes(count, '\0');
+    const ssize_t n = pread(fd.get(), bytes.data(), count, 0);
+    if (n < 0)
+        fail("read", path, errno);
+    bytes.resize(static_cast<std::size_t>(n));
+    return bytes;
+}
+
+struct ImageSize {
+    std::uint64_t bytes = 0;    // regular files, logical sizes
+    std::uint64_t entries = 0;
+};
+
+// What image expands to, before anything of it is written: its listing's
+// file sizes and names (squashfs_listing.hpp), which must count at least
+// the superblock's inodes.  Fewer means the listing was not read right:
+// refused, never guessed.
+ImageSize measure_image(const std::string& image)
+{
+    ListingTotals listing;
+    run_unsquashfs(image, {"-lln"}, [&](std::string_view chunk) { listing.feed(chunk); });
+    listing.finish();
+    const std::string cannot = "cannot tell what " + image + " expands to: ";
+    const std::string remedy = "; check the image, or stage it with mode = \"mount\"";
+    if (!listing.unreadable_line().empty())
+        throw Error(cannot + "'unsquashfs -lln' listed " + quoted(listing.unreadable_line()) +
+                    ", a file without a size" + remedy);
+    const auto inodes = superblock_inodes(first_bytes(image, 96));
+    if (!inodes)
+        throw Error(cannot + "it has no squashfs 4.0 superblock" + remedy);
+    if (listing.entries() < *inodes)
+        throw Error(cannot + "'unsquashfs -lln' listed " + std::to_string(listing.entries()) +
+                    " entries but its superblock counts " + std::to_string(*inodes) + " inodes" + remedy);
+    return {listing.file_bytes(), listing.entries()};
+}
+
 // Walks what unsquashfs wrote, never following a symlink, and applies the
 // rules extract_tar applies before writing.  unsquashfs cannot be told to
 // leave devices out or to strip bits, so this happens afterwards; dest is
 // private to the job until the caller renames it into place.
 class TreeCheck {
 public:
-    TreeCheck(const std::string& image, const std::string& dest) : image_(image), dest_(dest) {}
+    TreeCheck(const std::string& image, const std::string& dest, ExtractBudget& budget)
+        : image_(image), dest_(dest), budget_(budget)
+    {
+    }
 
     ExtractStats run()
     {
@@ -568,6 +738,7 @@ private:
             fail("read", join_path(dest_, rel), errno);
         const mode_t type = st.st_mode & S_IFMT;
         check_type(type, rel, image_);
+        budget_.add_entries(1, image_);
         ++stats_.entries;
         if (type == S_IFLNK) {
             check_symlink(rel, rel_dir, read_link(dir_fd, name, rel), image_);
@@ -579,8 +750,10 @@ private:
                 fail("change the mode of", join_path(dest_, rel), errno);
             ++stats_.stripped;
         }
-        if (type == S_IFREG && first_sight(st))
+        if (type == S_IFREG && first_sight(st)) {
+            budget_.add_bytes(static_cast<std::uint64_t>(st.st_size), image_);
             stats_.bytes += static_cast<std::uint64_t>(st.st_size);
+        }
         if (type == S_IFDIR) {
             const Fd sub(openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
             if (sub.get() < 0)
@@ -608,15 +781,17 @@ private:
 
     const std::string& image_;
     const std::string& dest_;
+    ExtractBudget& budget_;  // counted once more, now from what is on disk
     std::set<std::pair<dev_t, ino_t>> seen_;
     ExtractStats stats_;
 };
 
 }  // namespace
 
-ExtractStats extract_tar(const std::string& archive, const std::string& dest, ShardOutcome* outcome)
+ExtractStats extract_tar(const std::string& archive, const std::string& dest, ShardOutcome* outcome,
+                         ExtractBudget* budget)
 {
-    return TarExtraction(archive, dest, outcome).run();
+    return TarExtraction(archive, dest, outcome, budget).run();
 }
 
 void restore_directory_times(const std::string& dest, const ShardOutcome& outcome)
@@ -629,12 +804,17 @@ void restore_directory_times(const std::string& dest, const ShardOutcome& outcom
     }
 }
 
-ExtractStats extract_squashfs(const std::string& image, const std::string& dest)
+ExtractStats extract_squashfs(const std::string& image, const std::string& dest, ExtractBudget* budget)
 {
     require_new_destination(image, dest);
+    check_unsquashfs_version();
+    ExtractBudget unlimited;
+    ExtractBudget& counted = budget ? *budget : unlimited;
+    const ImageSize size = measure_image(image);
+    counted.check_room(size.bytes, size.entries, image);
     try {
-        run_unsquashfs(image, dest);
-        return TreeCheck(image, dest).run();
+        unpack_image(image, dest);
+        return TreeCheck(image, dest, counted).run();
     } catch (const Error& e) {
         if (!remove_tree(dest))
             throw Error(std::string(e.what()) + "; also could not remove " + dest);

@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "stager/extract_budget.hpp"
+
 namespace dlstage::stager {
 
 struct ExtractStats {
@@ -42,7 +44,11 @@ struct ShardOutcome {
 
 // With outcome, the directory times are recorded there instead of applied;
 // the caller applies them with restore_directory_times() after all shards.
-ExtractStats extract_tar(const std::string& archive, const std::string& dest, ShardOutcome* outcome = nullptr);
+// With budget, every entry (and every parent directory it makes) and every
+// file's logical size is counted there before it is written, and passing a
+// limit throws the limit's reason naming the archive.
+ExtractStats extract_tar(const std::string& archive, const std::string& dest, ShardOutcome* outcome = nullptr,
+                         ExtractBudget* budget = nullptr);
 
 void restore_directory_times(const std::string& dest, const ShardOutcome& outcome);
 
@@ -51,6 +57,10 @@ void restore_directory_times(const std::string& dest, const ShardOutcome& outcom
 // and strips setuid/setgid/sticky bits.  On any error dest is removed again.
 // unsquashfs run by anyone but root drops those bits itself, so stripped
 // counts only the ones it left.
-ExtractStats extract_squashfs(const std::string& image, const std::string& dest);
+// Before anything is written: refuses an unsquashfs older than 4.5.1
+// (policy::unsquashfs_usable) and, with budget, an image whose listing
+// (unsquashfs -lln) and superblock say it expands past a limit.  The check
+// of the result counts what unsquashfs wrote against the budget once more.
+ExtractStats extract_squashfs(const std::string& image, const std::string& dest, ExtractBudget* budget = nullptr);
 
 }  // namespace dlstage::stager

@@ -27,21 +27,21 @@ bool overlap(const std::vector<ShardOutcome>& outcomes)
     return false;
 }
 
-ExtractStats extract_in_order(const std::vector<std::string>& shards, const std::string& dest)
+ExtractStats extract_in_order(const std::vector<std::string>& shards, const std::string& dest, ExtractBudget& budget)
 {
     ExtractStats total;
     for (const std::string& shard : shards)
-        add(total, extract_tar(shard, dest));
+        add(total, extract_tar(shard, dest, nullptr, &budget));
     return total;
 }
 }  // namespace
 
 ShardsResult extract_shards(const std::vector<std::string>& shards, const std::string& dest, unsigned threads,
-                            const std::function<void()>& clear_dest)
+                            const std::function<void()>& clear_dest, ExtractBudget& budget)
 {
     ShardsResult result;
     if (shards.size() < 2 || threads < 2) {
-        result.stats = extract_in_order(shards, dest);
+        result.stats = extract_in_order(shards, dest, budget);
         return result;
     }
     std::vector<ShardOutcome> outcomes(shards.size());
@@ -52,7 +52,7 @@ ShardsResult extract_shards(const std::vector<std::string>& shards, const std::s
     const auto work = [&] {
         for (std::size_t i; (i = next++) < shards.size();) {
             try {
-                stats[i] = extract_tar(shards[i], dest, &outcomes[i]);
+                stats[i] = extract_tar(shards[i], dest, &outcomes[i], &budget);
             } catch (...) {
                 std::lock_guard<std::mutex> lock(mutex);
                 if (!first_error)
@@ -71,7 +71,8 @@ ShardsResult extract_shards(const std::vector<std::string>& shards, const std::s
 
     if (overlap(outcomes)) {
         clear_dest();
-        result.stats = extract_in_order(shards, dest);
+        budget.restart();
+        result.stats = extract_in_order(shards, dest, budget);
         result.sequential_fallback = true;
         return result;
     }

@@ -19,8 +19,9 @@ struct ShardsResult {
 };
 
 // dest exists.  clear_dest empties it for the fallback.  Throws the first
-// shard's Error.
+// shard's Error.  All threads count what they write in one budget, which
+// starts over when the fallback does.
 ShardsResult extract_shards(const std::vector<std::string>& shards, const std::string& dest, unsigned threads,
-                            const std::function<void()>& clear_dest);
+                            const std::function<void()>& clear_dest, ExtractBudget& budget);
 
 }  // namespace dlstage::stager

@@ -64,34 +64,41 @@ bool exists(const std::string& path)
     return lstat(path.c_str(), &st) == 0;
 }
 
-// The prolog made tier_dir for this user and recorded how that went.  A
-// failure it recorded (a planted symlink, no room on this node) is the
-// reason the user should read, so it comes first.
-void check_node_prepared(const DatasetLayout& layout, const NodeContext& ctx)
+// The prolog made tier_dir for this user and told how that went in the
+// user's state dir.  A failure it recorded (a full tier, no room on this
+// node) is the reason the user should read, so it comes first.  Then the
+// directory must be as the prolog leaves it: below levels only root can
+// change, owned by this user.  It is opened once, here, and becomes the
+// working directory: every name below it is looked up from the very
+// directory checked, never through its path again.
+Fd enter_job_dir(const DatasetLayout& layout, const NodeContext& ctx)
 {
-    const std::string record_path = node_record_path(ctx.state_dir, ctx.values.job_id, ctx.node, "prolog");
-    if (exists(record_path)) {
-        const toml::table record = read_record(record_path);
+    const std::string outcome = job_user_dir(ctx.state_dir, ctx.values.job_id) + "/" + prolog_outcome_name(ctx.node);
+    if (exists(outcome)) {
+        const toml::table record = read_record(outcome);
         if (record["status"].value_or(std::string()) != "ready")
             throw Error(record["message"].value_or(std::string("the prolog could not prepare this node")));
     }
-    struct stat st {};
-    if (lstat(layout.tier_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid())
-        throw Error("the job directory " + layout.tier_dir +
-                    " was not prepared by the prolog (is PrologFlags=Alloc set and the plugin loaded?)");
+    OpenResult opened = open_job_dir(layout.tier_root, layout.tier_dir);
+    if (!opened.problem.empty())
+        throw Error("the job directory " + layout.tier_dir + " was not prepared by the prolog: " + opened.problem +
+                    " (is PrologFlags=Alloc set and the plugin loaded?)");
+    if (fchdir(opened.dir.get()) != 0)
+        throw Error("cannot enter " + layout.tier_dir + ": " + std::strerror(errno));
+    return std::move(opened.dir);
 }
 
 // Leftovers of an earlier attempt in this job (a restage after a failure).
-void clear_leftovers(const DatasetLayout& layout)
+void clear_leftovers(const DatasetLayout& here, const Fd& job_dir, const std::string& shown)
 {
-    for (const std::string* path : {&layout.partial_dir, &layout.incoming_dir, &layout.dataset_dir, &layout.image_dir}) {
-        const RemoveResult removed = remove_tree_within(layout.tier_dir, *path);
+    for (const std::string* name : {&here.partial_dir, &here.incoming_dir, &here.dataset_dir, &here.image_dir}) {
+        const RemoveResult removed = remove_tree_at(job_dir.get(), *name, shown);
         if (!removed.ok())
-            throw Error("cannot clear " + *path + ": " + removed.problems.front());
+            throw Error("cannot clear " + shown + "/" + *name + ": " + removed.problems.front());
     }
-    for (const std::string* marker : {&layout.ready_marker, &layout.staged_marker})
-        if (unlink(marker->c_str()) != 0 && errno != ENOENT)
-            throw Error("cannot remove " + *marker + ": " + std::strerror(errno));
+    for (const std::string* marker : {&here.ready_marker, &here.staged_marker})
+        if (unlinkat(job_dir.get(), marker->c_str(), 0) != 0 && errno != ENOENT)
+            throw Error("cannot remove " + shown + "/" + *marker + ": " + std::strerror(errno));
 }
 
 // Where the stager's result goes and the marker that says it is complete:
@@ -144,16 +151,18 @@ void check_mode_fits_plan(const StageItem& item, const Plan& plan)
 
 // The tier's file system on this node, against what the plan brings.  The
 // extracted size of archives is not known before extraction: their own size
-// is the floor.
-void check_space(const StageItem& item, const DatasetLayout& layout, const Plan& plan)
+// is the floor, and the budget returned bounds what extraction may write.
+policy::ExtractionBudget check_space(const StageItem& item, const Fd& job_dir, const std::string& shown,
+                                     const Plan& plan)
 {
-    const TierSpace space = measure_tier_space(layout.tier_dir);
+    const TierSpace space = measure_tier_space(job_dir.get(), shown);
     SourceFacts facts;
     facts.bytes = plan.total_bytes();
     facts.files = plan.entry_count();
     const policy::Verdict verdict = policy::admit(item.dataset, item.tier, facts, space);
     if (!verdict.allowed)
         throw Error(verdict.reason);
+    return policy::extraction_budget(item.dataset, item.tier, facts, space);
 }
 
 // Unpacks the archives that arrived into partial_dir; returns how many
@@ -164,11 +173,31 @@ void make_fresh_dir(const std::string& path)
         throw Error("cannot create " + path + ": " + std::strerror(errno));
 }
 
-std::uint64_t extract_into(const DatasetLayout& layout, const Plan& plan, unsigned threads)
+// Names the archive as the user knows it, not its node-local copy.
+Error named_for_user(const Error& e, const DatasetLayout& layout, const Plan& plan)
 {
+    std::string message = e.what();
+    const std::string local = layout.incoming_dir + "/";
+    if (const std::size_t at = message.find(local); at != std::string::npos)
+        message.replace(at, local.size(), plan.source_root + "/");
+    return Error(message);
+}
+
+// layout: relative to the job directory (the working directory).
+std::uint64_t extract_into(const DatasetLayout& layout, const Fd& job_dir, const std::string& shown, const Plan& plan,
+                           unsigned threads, const policy::ExtractionBudget& limits)
+{
+    const auto remove = [&](const std::string& name) { return remove_tree_at(job_dir.get(), name, shown); };
     std::uint64_t stripped = 0;
+    ExtractBudget budget(limits);
     if (plan.format == Format::Squashfs) {
-        stripped += extract_squashfs(layout.incoming_dir + "/" + plan.entries.front().path, layout.partial_dir).stripped;
+        try {
+            stripped +=
+                extract_squashfs(layout.incoming_dir + "/" + plan.entries.front().path, layout.partial_dir, &budget)
+                    .stripped;
+        } catch (const Error& e) {
+            throw named_for_user(e, layout, plan);
+        }
     } else {
         make_fresh_dir(layout.partial_dir);
         std::vector<std::string> shards;
@@ -176,23 +205,20 @@ std::uint64_t extract_into(const DatasetLayout& layout, const Plan& plan, unsign
             shards.push_back(layout.incoming_dir + "/" + shard.path);
         try {
             stripped += extract_shards(shards, layout.partial_dir, threads, [&] {
-                            const RemoveResult removed = remove_tree_within(layout.tier_dir, layout.partial_dir);
+                            const RemoveResult removed = remove(layout.partial_dir);
                             if (!removed.ok())
-                                throw Error("cannot clear " + layout.partial_dir + ": " + removed.problems.front());
+                                throw Error("cannot clear " + shown + "/" + layout.partial_dir + ": " +
+                                            removed.problems.front());
                             make_fresh_dir(layout.partial_dir);
-                        }).stats.stripped;
+                        }, budget).stats.stripped;
         } catch (const Error& e) {
-            // Name the shard as the user knows it, not its node-local copy.
-            std::string message = e.what();
-            const std::string local = layout.incoming_dir + "/";
-            if (const std::size_t at = message.find(local); at != std::string::npos)
-                message.replace(at, local.size(), plan.source_root + "/");
-            throw Error(message);
+            remove(layout.partial_dir);  // at once: it may be as large as the tier allows
+            throw named_for_user(e, layout, plan);
         }
     }
-    const RemoveResult removed = remove_tree_within(layout.tier_dir, layout.incoming_dir);
+    const RemoveResult removed = remove(layout.incoming_dir);
     if (!removed.ok())
-        throw Error("cannot remove " + layout.incoming_dir + ": " + removed.problems.front());
+        throw Error("cannot remove " + shown + "/" + layout.incoming_dir + ": " + removed.problems.front());
     return stripped;
 }
 
@@ -275,13 +301,15 @@ private:
 // image to be mounted goes to image_dir, next to an empty mount point, and
 // gets the staged marker: `dlstage hold-mounts` writes the ready marker
 // once it is mounted.
-void publish(const StageItem& item, const DatasetLayout& layout, const Plan& plan)
+// here: the names relative to the job directory, for the calls; layout: the
+// paths, for messages and for what DLSTAGE_<NAME> will hold.
+void publish(const StageItem& item, const DatasetLayout& layout, const DatasetLayout& here, const Plan& plan)
 {
-    const StagerOutput output = stager_output(item, layout);
-    const std::string& into = output.dir;
-    if (rename(layout.partial_dir.c_str(), into.c_str()) != 0)
+    const StagerOutput output = stager_output(item, here);
+    const std::string into = stager_output(item, layout).dir;
+    if (rename(here.partial_dir.c_str(), output.dir.c_str()) != 0)
         throw Error("cannot rename " + layout.partial_dir + " to " + into + ": " + std::strerror(errno));
-    if (item.dataset.mode == Mode::Mount && mkdir(layout.dataset_dir.c_str(), 0700) != 0)
+    if (item.dataset.mode == Mode::Mount && mkdir(here.dataset_dir.c_str(), 0700) != 0)
         throw Error("cannot create the mount point " + layout.dataset_dir + ": " + std::strerror(errno));
     ReadyMarker marker;
     marker.dataset = item.dataset.name;
@@ -293,28 +321,35 @@ void publish(const StageItem& item, const DatasetLayout& layout, const Plan& pla
     marker.files = plan.file_count();
     write_ready_marker(output.marker, marker);
 }
-}  // namespace
 
-void stage_dataset(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options)
+// Messages from below name what they touched relative to the job
+// directory; say which one that is.
+Error in_job_dir(const Error& e, const DatasetLayout& layout)
 {
-    if (const auto verdict = policy::supported(item.dataset, item.tier); !verdict.allowed)
-        throw Error(verdict.reason);
-    const DatasetLayout layout = dataset_layout(item, ctx.values);
-    check_node_prepared(layout, ctx);
+    const std::string message = e.what();
+    if (message.find(layout.tier_dir) != std::string::npos || message.find(" .") == std::string::npos)
+        return Error(message);
+    return Error(message + " (in " + layout.tier_dir + ")");
+}
 
-    if (all_ranks(staged_here(item, layout))) {
+// The rest of staging, in the job directory (the working directory).
+void stage_here(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options,
+                const DatasetLayout& layout, const Fd& job_dir)
+{
+    const DatasetLayout here = dataset_layout_within(item);
+    if (all_ranks(staged_here(item, here))) {
         if (ctx.rank == 0)
             std::fprintf(stderr, "dlstage: %s is already staged to %s on %d nodes\n", item.dataset.name.c_str(),
                          item.tier.name.c_str(), ctx.size);
         return;
     }
-    clear_leftovers(layout);
+    clear_leftovers(here, job_dir, layout.tier_dir);
 
     const auto start = Clock::now();
     const std::uint64_t cpu_start = cpu_microseconds();
     const Plan plan = broadcast_plan(item, ctx);
     check_mode_fits_plan(item, plan);
-    check_space(item, layout, plan);
+    const policy::ExtractionBudget budget = check_space(item, job_dir, layout.tier_dir, plan);
     if (ctx.rank == 0)
         std::fprintf(stderr, "dlstage: staging %s (%s in %llu %s) from %s to %s on %d nodes\n",
                      item.dataset.name.c_str(), format_size(plan.total_bytes()).c_str(),
@@ -322,7 +357,7 @@ void stage_dataset(const StageItem& item, const NodeContext& ctx, const Exchange
                      item.dataset.source.c_str(), item.tier.name.c_str(), ctx.size);
 
     const bool extract = item.dataset.mode == Mode::Extract;
-    TreeWriter writer(plan, extract ? layout.incoming_dir : layout.partial_dir);
+    TreeWriter writer(plan, extract ? here.incoming_dir : here.partial_dir);
     writer.create_skeleton();
     const auto chunks = layout_chunks(plan, options.chunk_size);
     Progress progress(item, plan, chunks.size(), ctx);
@@ -330,7 +365,7 @@ void stage_dataset(const StageItem& item, const NodeContext& ctx, const Exchange
     writer.finish();
     if (extract) {
         const auto extract_start = Clock::now();
-        const std::uint64_t stripped = extract_into(layout, plan, options.writers);
+        const std::uint64_t stripped = extract_into(here, job_dir, layout.tier_dir, plan, options.writers, budget);
         const double seconds = std::chrono::duration<double>(Clock::now() - extract_start).count();
         if (ctx.rank == 0) {
             if (stripped > 0)
@@ -345,7 +380,7 @@ void stage_dataset(const StageItem& item, const NodeContext& ctx, const Exchange
     // Publish only once every node holds a complete, verified copy: a rank
     // that failed has aborted the whole stager (MPI_Abort) before this.
     MPI_Barrier(MPI_COMM_WORLD);
-    publish(item, layout, plan);
+    publish(item, layout, here, plan);
     progress.done();
     const std::uint64_t read = reduce_over_ranks(exchanged.bytes_read, MPI_SUM);
     const std::uint64_t peak_rss = reduce_over_ranks(peak_rss_bytes(), MPI_MAX);
@@ -359,6 +394,21 @@ void stage_dataset(const StageItem& item, const NodeContext& ctx, const Exchange
                      item.dataset.name.c_str(), item.tier.name.c_str(), ctx.size, seconds,
                      rate(plan.total_bytes(), seconds).c_str(), format_size(read).c_str(), ratio,
                      format_size(peak_rss).c_str(), cpu_seconds);
+    }
+}
+
+}  // namespace
+
+void stage_dataset(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options)
+{
+    if (const auto verdict = policy::supported(item.dataset, item.tier); !verdict.allowed)
+        throw Error(verdict.reason);
+    const DatasetLayout layout = dataset_layout(item, ctx.values);
+    const Fd job_dir = enter_job_dir(layout, ctx);
+    try {
+        stage_here(item, ctx, options, layout, job_dir);
+    } catch (const Error& e) {
+        throw in_job_dir(e, layout);
     }
 }
 

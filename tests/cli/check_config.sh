@@ -28,14 +28,40 @@ run check-config /nonexistent/dlstage.toml
 expect_status 1 "missing file"
 expect_err "dlstage: cannot read configuration file /nonexistent/dlstage.toml: No such file or directory" "missing file"
 
-run check-config "$top_srcdir/etc"
+# A file (or a directory above it) others can change is refused: root code
+# would act on whatever they wrote into it.
+mkdir "$work/etc"
+cp "$top_srcdir/etc/dlstage.toml" "$work/etc/open.toml"
+chmod 0666 "$work/etc/open.toml"
+run check-config "$work/etc/open.toml"
+expect_status 1 "world-writable file"
+expect_err "dlstage: refusing the site configuration: configuration file '$work/etc/open.toml' is writable by group or others (mode 0666); run chmod go-w $work/etc/open.toml" "world-writable file"
+chmod 0644 "$work/etc/open.toml"
+chmod 0775 "$work/etc"
+run check-config "$work/etc/open.toml"
+expect_status 1 "group-writable directory"
+expect_err "directory '$work/etc' is writable by group or others (mode 0775)" "group-writable directory"
+chmod 0755 "$work/etc"
+run check-config "$work/etc/open.toml"
+expect_status 0 "fixed"
+run check-config "$work/etc"
 expect_status 1 "a directory"
-expect_err "dlstage: configuration file $top_srcdir/etc is a directory: give the path of the TOML file" "a directory"
+expect_err "configuration file '$work/etc' is not a regular file but a directory: give the path of the TOML file" "a directory"
+if [ "$(id -u)" -eq 0 ]; then
+    chown nobody "$work/etc/open.toml"
+    run check-config "$work/etc/open.toml"
+    expect_status 1 "another owner"
+    expect_err "configuration file '$work/etc/open.toml' belongs to uid $(id -u nobody); make it root's" "another owner"
+    # Root's other commands refuse it too.
+    run --config "$work/etc/open.toml" catalog list
+    expect_status 1 "root's catalog list"
+    expect_err "belongs to uid $(id -u nobody)" "root's catalog list"
+fi
 
 mkfifo "$work/fifo.toml"
 run check-config "$work/fifo.toml"    # must not wait for a writer
 expect_status 1 "a fifo"
-expect_err "dlstage: configuration file $work/fifo.toml is not a regular file" "a fifo"
+expect_err "configuration file '$work/fifo.toml' is not a regular file" "a fifo"
 
 # Default file: --config, then $DLSTAGE_CONFIG.
 run --config "$data/broken.toml" check-config

@@ -91,10 +91,36 @@ SLURM_JOB_ID=404 run --config "$work/dlstage.toml" status
 expect_status 0 "no records in the current job"
 [ "$out" = "no staging records for job 404 in $state/jobs" ] || fail "empty message"
 
+# A job's user owns its records: a fifo, a device-like name, a symlink to
+# a secret, names and values with control characters.  Status (as root too)
+# must neither block nor print them raw.
+mkdir -p "$state/jobs/31/user" "$state/jobs/$(printf 'x\ny')/user"
+mkfifo "$state/jobs/31/user/progress-fifo.toml"
+ln -s /etc/shadow "$state/jobs/31/user/progress-shadow.toml"
+cat > "$state/jobs/31/user/failure-n1.toml" <<'TOML'
+node = 'n1'
+message = "forged\nline \u001b[31mred"
+TOML
+# run_bounded ARGS...: run, but a dlstage that blocks is stopped after 10 s.
+run_bounded() {
+    set +e
+    timeout 10 "$DLSTAGE" "$@" >"$work/out" 2>"$work/err"
+    status=$?
+    set -e
+    out=$(cat "$work/out"); err=$(cat "$work/err")
+    [ "$status" -ne 124 ] || fail "status blocked on a fifo among the records"
+}
+run_bounded --config "$work/dlstage.toml" status 31
+expect_status 0 "hostile records"
+[ "$out" = 'job 31: failed on n1: forged\x0aline \x1b[31mred' ] || fail "control characters not escaped"
+run_bounded --config "$work/dlstage.toml" status
+expect_status 0 "odd job directory names are skipped"
+printf '%s\n' "$out" | grep -q '^y' && fail "a job directory name printed raw"
+
 # A record its user wrote by hand: odd values print, never crash (in the
 # sanitizer build an overflow here would abort).
-mkdir -p "$state/jobs/31/user"
-cat > "$state/jobs/31/user/progress-odd.toml" <<TOML
+mkdir -p "$state/jobs/32/user"
+cat > "$state/jobs/32/user/progress-odd.toml" <<TOML
 dataset = 'odd'
 tier = 'shm'
 state = 'staging'
@@ -106,11 +132,11 @@ bytes_per_s = 1e308
 eta_s = -1e308
 time = -9223372036854775808
 TOML
-run --config "$work/dlstage.toml" status 31
+run --config "$work/dlstage.toml" status 32
 expect_status 0 "a hand-written record"
-case "$(row 31 odd)" in
-"31 odd shm staging 0 0 B / 0 B (100%) 9223372036854775807 "*) ;;
-*) fail "hand-written record row: $(row 31 odd)" ;;
+case "$(row 32 odd)" in
+"32 odd shm staging 0 0 B / 0 B (100%) 9223372036854775807 "*) ;;
+*) fail "hand-written record row: $(row 32 odd)" ;;
 esac
 
 run --config "$work/dlstage.toml" status nope

@@ -50,9 +50,8 @@ void check_path(const std::string& path)
             expect(!part.empty() && part != "." && part != "..", "a normalized path is plain", path);
         expect(starts_with(normalized, parent_of(normalized)), "the parent is a prefix", path);
     }
-    expect(depth_of(normalized) ==
-               (normalized.empty() ? 0 : 1 + static_cast<std::size_t>(std::count(normalized.begin(), normalized.end(), '/'))),
-           "depth counts the components", path);
+    const auto slashes = static_cast<std::size_t>(std::count(normalized.begin(), normalized.end(), '/'));
+    expect(depth_of(normalized) == (normalized.empty() ? 0 : 1 + slashes), "depth counts the components", path);
     std::string again;
     expect(inside_path(normalized, again) == PathIssue::none && again == normalized, "normalizing is idempotent",
            path);

@@ -45,7 +45,7 @@ expect_prolog_records() {
 }
 
 @test "the prolog ran inside each node: its log names the node" {
-    run as_user srun -N2 --stage-data=sample bash -c 'echo $SLURM_JOB_ID'
+    run as_user srun -N2 -w n1,n2 --stage-data=sample bash -c 'echo $SLURM_JOB_ID'
     [ "$status" -eq 0 ]
     job=${lines[-1]}
     for node in n1 n2; do

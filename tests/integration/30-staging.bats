@@ -124,10 +124,7 @@ expect_on_all_nodes() {
 @test "after the job: no staged data on any node, epilog recorded the cleanup, no node drained" {
     job=$(cut -d';' -f1 "$(matrix_file job_id)")
     wait_job_gone "$job"
-    for node in n1 n2 n3; do
-        wait_for_file "$STATE/jobs/$job/$node.epilog.toml" 30
-        [ "$(record_value "$STATE/jobs/$job/$node.epilog.toml" 'r["status"]')" = cleaned ]
-    done
+    assert_epilogs_cleaned "$job"
     assert_no_leftovers
     ! sinfo -h -o %T | grep -Eiq 'drain|down'
 }

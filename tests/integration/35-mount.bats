@@ -20,11 +20,7 @@ assert_no_mounts() {
 assert_cleaned() {
     local node
     wait_job_gone "$1"
-    for node in n1 n2 n3; do
-        wait_for_file "$STATE/jobs/$1/$node.epilog.toml" 30
-        [ "$(record_value "$STATE/jobs/$1/$node.epilog.toml" 'r["status"]')" = cleaned ] ||
-            { cat "$STATE/jobs/$1/$node.epilog.toml"; return 1; }
-    done
+    assert_epilogs_cleaned "$1"
     assert_no_leftovers
     assert_no_mounts
     ! sinfo -h -o %T | grep -Eiq 'drain|down'

@@ -20,11 +20,6 @@ start_slow_staging() {
     wait_for_partial "$1" "$job" big
 }
 
-assert_healthy() {
-    sleep 1
-    ! sinfo -h -o %T | grep -Eiq 'drain|down' || { sinfo -N; return 1; }
-}
-
 @test "hostile tar (../x, /etc/x): refused naming the entry, nothing escapes, no leftovers" {
     run as_user srun -N3 --stage-data=hostile true
     echo "$output"

@@ -24,6 +24,27 @@ as_user() {
         OMPI_MCA_btl_tcp_if_include=lo "$@")
 }
 
+# The other unprivileged user (tests/make-test-users): in the attack tests,
+# the one who squats tier roots, fills tiers and plants files.
+OTHER_USER=dlstest2
+
+# as_other CMD...: as_user, for the other user, in a directory of theirs.
+as_other() {
+    local d
+    d="$(user_workdir)-other"
+    mkdir -p "$d"
+    chown "$OTHER_USER" "$d"
+    (cd "$d" && runuser -u "$OTHER_USER" -- env SLURM_CONF="$SLURM_CONF" PATH="$PATH" \
+        OMPI_MCA_btl_tcp_if_include=lo "$@")
+}
+
+# assert_healthy: no node drained or down (after a second for slurmctld to
+# hear of a failed prolog or epilog).
+assert_healthy() {
+    sleep 1
+    ! sinfo -h -o %T | grep -Eiq 'drain|down' || { sinfo -N -o '%N %T %E'; return 1; }
+}
+
 # The ids of all jobs slurmctld knows (finished ones stay for MinJobAge).
 job_ids() {
     squeue -h -t all -o %i | sort -n | tr '\n' ' '
@@ -44,6 +65,26 @@ wait_for_file() {
 # over the parsed table r, e.g. 'r["datasets"][0]["directory"]'.
 record_value() {
     python3 -c 'import sys, tomllib; r = tomllib.load(open(sys.argv[1], "rb")); print(eval(sys.argv[2]))' "$1" "$2"
+}
+
+# epilog_value JOBID NODE EXPR: a value of NODE's epilog record for the job
+# (record_value's EXPR), once the epilog has written it.
+epilog_value() {
+    wait_for_file "$STATE/jobs/$1/$2.epilog.toml" 30 || return 1
+    record_value "$STATE/jobs/$1/$2.epilog.toml" "$3"
+}
+
+# assert_epilogs_cleaned JOBID [NODE...]: each node's epilog (n1 n2 n3 by
+# default) recorded a complete cleanup.
+assert_epilogs_cleaned() {
+    local job=$1 node nodes
+    shift
+    nodes=("$@")
+    ((${#nodes[@]})) || nodes=(n1 n2 n3)
+    for node in "${nodes[@]}"; do
+        [ "$(epilog_value "$job" "$node" 'r["status"]')" = cleaned ] ||
+            { cat "$STATE/jobs/$job/$node.epilog.toml"; return 1; }
+    done
 }
 
 # assert_refused SPEC MESSAGE: sbatch refuses SPEC with MESSAGE and creates no job.

@@ -106,3 +106,67 @@ BOOST_AUTO_TEST_CASE(shared_tiers_are_refused_until_built_and_every_mode_is_supp
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(extraction_budget)
+
+using dlstage::policy::extraction_budget;
+const std::uint64_t MiB = 1ull << 20;
+
+BOOST_AUTO_TEST_CASE(max_bytes_bounds_what_extraction_writes_and_says_what_to_do)
+{
+    TierSpace node;
+    node.total_bytes = 64 * GiB;
+    node.free_bytes = 40 * GiB;
+    const auto budget = extraction_budget(dataset("/p/x/bomb.tar.gz"), tier("80M"), facts(MiB, 1), node);
+    BOOST_TEST(*budget.bytes.most == 80 * MiB);
+    BOOST_TEST(budget.bytes.reason("/p/x/bomb.tar.gz") ==
+               "dataset 'imagenet' expands to more than 80.0 MiB in tier 'shm' (max_bytes = 80.0 MiB) while "
+               "extracting /p/x/bomb.tar.gz; check the archive, or ask your admins for a larger max_bytes; allowed "
+               "tiers: ssd");
+    // A share of the file system, resolved on the node.
+    BOOST_TEST(*extraction_budget(dataset(), tier("50%"), facts(MiB, 1), node).bytes.most == 32 * GiB);
+}
+
+BOOST_AUTO_TEST_CASE(free_space_after_the_archives_is_tighter_than_the_tier)
+{
+    TierSpace node;
+    node.free_bytes = 100 * MiB;  // measured before the archives arrived
+    node.free_inodes = 500;
+    const auto budget = extraction_budget(dataset(), tier("80M", 1000), facts(30 * MiB, 3), node);
+    BOOST_TEST(*budget.bytes.most == 70 * MiB);
+    BOOST_TEST(budget.bytes.reason("a.tar") ==
+               "dataset 'imagenet' expands to more than 70.0 MiB in tier 'shm' (its free space on this node) while "
+               "extracting a.tar; check the archive; allowed tiers: ssd");
+    BOOST_TEST(*budget.entries.most == 497u);
+    BOOST_TEST(budget.entries.words == "dataset 'imagenet' expands to more than 497 entries in tier 'shm' (its free "
+                                       "inodes on this node)");
+    // Archives that took all the room leave none, rather than wrapping around.
+    BOOST_TEST(*extraction_budget(dataset(), tier(""), facts(200 * MiB, 600), node).bytes.most == 0u);
+    BOOST_TEST(*extraction_budget(dataset(), tier(""), facts(200 * MiB, 600), node).entries.most == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(max_inodes_bounds_entries_and_an_image_may_be_mounted_instead)
+{
+    TierSpace node;
+    node.free_inodes = 1000000;
+    const auto tar = extraction_budget(dataset("/p/x-*.tar"), tier("", 2000), facts(MiB, 4), node);
+    BOOST_TEST(*tar.entries.most == 2000u);
+    BOOST_TEST(tar.entries.reason("/p/x-1.tar") ==
+               "dataset 'imagenet' expands to more than 2000 entries in tier 'shm' (max_inodes) while extracting "
+               "/p/x-1.tar; check the archive, or ask your admins for a larger max_inodes; allowed tiers: ssd");
+    const auto image = extraction_budget(dataset("/p/x.sqfs"), tier("", 2000), facts(MiB, 1), node);
+    BOOST_TEST(image.entries.advice ==
+               "check the archive, mount the image instead (mode = \"mount\"), or ask your admins for a larger "
+               "max_inodes; allowed tiers: ssd");
+}
+
+BOOST_AUTO_TEST_CASE(nothing_known_bounds_nothing)
+{
+    const auto budget = extraction_budget(dataset(), tier(""), facts(MiB, 1), {});
+    BOOST_TEST(!budget.bytes.most);
+    BOOST_TEST(!budget.entries.most);
+    // A percentage without the file system's size is no limit either.
+    BOOST_TEST(!extraction_budget(dataset(), tier("50%"), facts(MiB, 1), {}).bytes.most);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

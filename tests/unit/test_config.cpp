@@ -327,7 +327,7 @@ BOOST_AUTO_TEST_CASE(a_directory_fifo_or_huge_file_is_refused_without_blocking)
                "configuration file " + fifo + " is not a regular file: give the path of the TOML file");
     const std::string huge = dir.write("huge.toml", "# " + std::string(16 << 20, 'x') + "\n");
     BOOST_TEST(error_of([&] { load_config(huge); }) ==
-               "cannot read configuration file " + huge + ": it is larger than 16.0 MiB; is it the TOML file?");
+               "configuration file " + huge + " is larger than 16777216 bytes");
 }
 
 BOOST_AUTO_TEST_CASE(env_names)

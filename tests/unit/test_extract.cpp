@@ -3,6 +3,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <cstdlib>
+#include <dirent.h>
 #include <fcntl.h>
 #include <fstream>
 #include <functional>
@@ -16,13 +17,16 @@
 
 #include "lib/error.hpp"
 #include "stager/extract.hpp"
+#include "tests/unit/bombs.hpp"
 #include "tests/unit/error_of.hpp"
 #include "tests/unit/tmpdir.hpp"
 
 using namespace dlstage;
 using stager::extract_squashfs;
 using stager::extract_tar;
+using stager::ExtractBudget;
 using stager::ExtractStats;
+using test::kMiB;
 
 namespace {
 
@@ -233,6 +237,37 @@ struct SquashStaging {
         return "unsafe entry '" + entry + "' in " + image + ": " + why;
     }
 };
+
+// Logical bytes of the files below dir and how many entries it holds.
+struct Tally {
+    std::uint64_t bytes = 0;
+    std::uint64_t entries = 0;
+};
+
+void tally(const std::string& dir, Tally& sum)
+{
+    DIR* d = opendir(dir.c_str());
+    BOOST_REQUIRE_MESSAGE(d, "cannot read " + dir);
+    while (const dirent* e = readdir(d)) {
+        const std::string name = e->d_name;
+        if (name == "." || name == "..")
+            continue;
+        const struct stat st = stat_of(dir + "/" + name);
+        ++sum.entries;
+        if (S_ISREG(st.st_mode))
+            sum.bytes += static_cast<std::uint64_t>(st.st_size);
+        if (S_ISDIR(st.st_mode))
+            tally(dir + "/" + name, sum);
+    }
+    closedir(d);
+}
+
+Tally tally_of(const std::string& dir)
+{
+    Tally sum;
+    tally(dir, sum);
+    return sum;
+}
 
 const std::string kUtf8Name = "a b \xc3\xbc\xc3\xa9.txt";  // "a b üé.txt"
 const std::string kOnlyFiles = "; datasets hold only files, directories and links";
@@ -526,6 +561,101 @@ BOOST_AUTO_TEST_CASE(non_archives_and_bad_destinations_are_errors)
                "cannot extract into " + absent + ": No such file or directory");
 }
 
+// --- tar: bounded by the tier's limits ----------------------------------------
+
+BOOST_AUTO_TEST_CASE(tar_bomb_stops_at_the_byte_limit_without_writing_past_it)
+{
+    Staging s;
+    s.archive = s.tmp / "bomb.tar.gz";
+    test::write_zeros_tgz(s.archive, test::numbered("zero", 200), kMiB);  // 200 MiB of zeros
+    BOOST_TEST(stat_of(s.archive).st_size < 1024 * 1024);
+    ExtractBudget budget(test::limits(80 * kMiB, std::nullopt));
+    BOOST_TEST(test::error_of([&] { extract_tar(s.archive, s.dest, nullptr, &budget); }) ==
+               "too many bytes while extracting " + s.archive + "; do less");
+    BOOST_TEST(budget.bytes() == 80 * kMiB);
+    const Tally written = tally_of(s.dest);
+    BOOST_TEST(written.bytes == 80 * kMiB);
+    BOOST_TEST(written.entries == 80u);  // the file that would pass the limit was not even created
+}
+
+BOOST_AUTO_TEST_CASE(one_huge_file_is_refused_before_any_of_it_is_written)
+{
+    Staging s;
+    s.archive = s.tmp / "one.tar.gz";
+    test::write_zeros_tgz(s.archive, {"huge"}, 300 * kMiB);
+    ExtractBudget budget(test::limits(80 * kMiB, std::nullopt));
+    BOOST_TEST(test::error_of([&] { extract_tar(s.archive, s.dest, nullptr, &budget); }) ==
+               "too many bytes while extracting " + s.archive + "; do less");
+    BOOST_TEST(budget.bytes() == 0u);
+    BOOST_TEST(!exists(s.in_dest("huge")));
+}
+
+// A sparse file reads as its full size and may be copied as that much.
+BOOST_AUTO_TEST_CASE(a_sparse_file_counts_its_size_not_its_data)
+{
+    Staging s;
+    archive* a = archive_write_new();
+    archive_write_set_format_pax_restricted(a);
+    BOOST_REQUIRE(archive_write_open_filename(a, s.archive.c_str()) == ARCHIVE_OK);
+    archive_entry* e = archive_entry_new();
+    archive_entry_set_pathname(e, "sparse");
+    archive_entry_set_filetype(e, AE_IFREG);
+    archive_entry_set_perm(e, 0644);
+    archive_entry_set_size(e, static_cast<la_int64_t>(100 * kMiB));
+    archive_entry_sparse_add_entry(e, static_cast<la_int64_t>(100 * kMiB - 4096), 4096);
+    BOOST_REQUIRE(archive_write_header(a, e) == ARCHIVE_OK);
+    const std::string data(4096, 'x');
+    BOOST_REQUIRE(archive_write_data(a, data.data(), data.size()) == 4096);
+    archive_entry_free(e);
+    BOOST_REQUIRE(archive_write_close(a) == ARCHIVE_OK);
+    archive_write_free(a);
+    BOOST_REQUIRE(stat_of(s.archive).st_size < 64 * 1024);
+
+    ExtractBudget small(test::limits(99 * kMiB, std::nullopt));
+    BOOST_TEST(test::error_of([&] { extract_tar(s.archive, s.dest, nullptr, &small); }) ==
+               "too many bytes while extracting " + s.archive + "; do less");
+    ExtractBudget enough(test::limits(100 * kMiB, std::nullopt));
+    BOOST_TEST(test::error_of([&] { extract_tar(s.archive, s.dest, nullptr, &enough); }) == "");
+    BOOST_TEST(stat_of(s.in_dest("sparse")).st_size == static_cast<off_t>(100 * kMiB));
+}
+
+BOOST_AUTO_TEST_CASE(too_many_entries_stop_at_the_entry_limit)
+{
+    Staging s;
+    std::vector<Entry> entries;
+    for (const std::string& name : test::numbered("f", 100))
+        entries.push_back(file(name, "x"));
+    write_archive(s.archive, entries);
+    ExtractBudget budget(test::limits(std::nullopt, 50));
+    BOOST_TEST(test::error_of([&] { extract_tar(s.archive, s.dest, nullptr, &budget); }) ==
+               "too many entries while extracting " + s.archive + "; do fewer");
+    BOOST_TEST(budget.entries() == 50u);
+    BOOST_TEST(tally_of(s.dest).entries == 50u);
+}
+
+// libarchive makes the missing parents of "a/b/c/d/f": five inodes from one
+// entry, and a long path could make thousands.
+BOOST_AUTO_TEST_CASE(parent_directories_an_entry_makes_are_counted_once)
+{
+    Staging s;
+    write_archive(s.archive, {file("a/b/c/d/f", "x")});
+    ExtractBudget four(test::limits(std::nullopt, 4));
+    BOOST_TEST(test::error_of([&] { extract_tar(s.archive, s.dest, nullptr, &four); }) ==
+               "too many entries while extracting " + s.archive + "; do fewer");
+    BOOST_TEST(!exists(s.in_dest("a")));
+
+    ExtractBudget budget(test::limits(std::nullopt, 8));
+    extract_tar(s.archive, s.dest, nullptr, &budget);
+    BOOST_TEST(budget.entries() == 5u);
+    BOOST_TEST(tally_of(s.dest).entries == 5u);
+    // A later archive's directories that are already there make nothing new.
+    const std::string second = s.tmp / "s1.tar";
+    write_archive(second, {dir("a"), dir("a/b"), file("a/b/g", "y"), file("a/b/c/e/h", "z")});
+    extract_tar(second, s.dest, nullptr, &budget);
+    BOOST_TEST(budget.entries() == 5u + 3u);  // g, e and h
+    BOOST_TEST(tally_of(s.dest).entries == 8u);
+}
+
 // --- squashfs ---------------------------------------------------------------
 
 BOOST_AUTO_TEST_CASE(squashfs_tree_keeps_content_modes_and_links)
@@ -665,6 +795,81 @@ BOOST_AUTO_TEST_CASE(squashfs_corrupt_image_reports_unsquashfs_message)
     BOOST_TEST(starts_with(message, "cannot unpack " + s.image + ": unsquashfs exited with status 1: "), message);
     BOOST_TEST(message.find("superblock") != std::string::npos, message);
     BOOST_TEST(message.find('\n') == std::string::npos);
+    BOOST_TEST(!exists(s.dest));
+}
+
+// --- squashfs: bounded by the tier's limits -----------------------------------
+
+// A 300 MiB sparse file: mksquashfs stores its holes as nothing, so the
+// image takes a few KiB.
+BOOST_AUTO_TEST_CASE(squashfs_bomb_is_refused_before_unsquashfs_writes_anything)
+{
+    SquashStaging s;
+    s.make_file("small", "x");
+    s.make_file("zeros", "");
+    BOOST_REQUIRE(truncate(s.at("zeros").c_str(), static_cast<off_t>(300 * kMiB)) == 0);
+    s.make_image();
+    BOOST_TEST(stat_of(s.image).st_size < 64 * 1024);
+    ExtractBudget budget(test::limits(80 * kMiB, std::nullopt));
+    BOOST_TEST(test::error_of([&] { extract_squashfs(s.image, s.dest, &budget); }) ==
+               "too many bytes while extracting " + s.image + "; do less");
+    BOOST_TEST(!exists(s.dest));
+    BOOST_TEST(budget.entries() == 0u);  // the check of the result never ran: unsquashfs did not
+}
+
+BOOST_AUTO_TEST_CASE(squashfs_with_too_many_entries_is_refused_before_unpacking)
+{
+    SquashStaging s;
+    for (const std::string& name : test::numbered("f", 20))
+        s.make_file(name, "x");
+    s.make_image();
+    ExtractBudget budget(test::limits(std::nullopt, 20));  // 20 files and the root
+    BOOST_TEST(test::error_of([&] { extract_squashfs(s.image, s.dest, &budget); }) ==
+               "too many entries while extracting " + s.image + "; do fewer");
+    BOOST_TEST(!exists(s.dest));
+    ExtractBudget enough(test::limits(std::nullopt, 21));
+    BOOST_TEST(extract_squashfs(s.image, s.dest, &enough).entries == 20u);
+}
+
+// What unsquashfs wrote is counted again, each file's data once.
+BOOST_AUTO_TEST_CASE(squashfs_within_the_budget_is_counted_from_what_was_written)
+{
+    SquashStaging s;
+    s.make_dir("d");
+    s.make_file("d/a", "12345");
+    s.make_file("b", "678");
+    BOOST_REQUIRE(link(s.at("d/a").c_str(), s.at("same-as-a").c_str()) == 0);
+    s.make_image();
+    ExtractBudget budget(test::limits(13, 5));  // the listing counts a's data twice and the root
+    const ExtractStats stats = extract_squashfs(s.image, s.dest, &budget);
+    BOOST_TEST(budget.bytes() == 8u);
+    BOOST_TEST(budget.entries() == 4u);
+    BOOST_TEST(stats.entries == 4u);
+    ExtractBudget tight(test::limits(12, 5));
+    BOOST_TEST(test::error_of([&] { extract_squashfs(s.image, s.tmp / "dest2", &tight); }) ==
+               "too many bytes while extracting " + s.image + "; do less");
+}
+
+// unsquashfs before 4.5.1 may write outside the destination: it never runs
+// on an image.
+BOOST_AUTO_TEST_CASE(squashfs_is_refused_with_an_unsquashfs_older_than_4_5_1)
+{
+    SquashStaging s;
+    s.make_file("f", "x");
+    s.make_image();
+    const std::string bin = s.tmp / "bin";
+    BOOST_REQUIRE(mkdir(bin.c_str(), 0755) == 0);
+    const std::string ran = s.tmp / "ran-on-the-image";
+    s.tmp.write("bin/unsquashfs", "#!/bin/sh\n[ \"$1\" = -version ] || touch '" + ran +
+                                      "'\necho 'unsquashfs version 4.4 (2019/08/29)'\n");
+    BOOST_REQUIRE(chmod((bin + "/unsquashfs").c_str(), 0755) == 0);
+    const std::string path = getenv("PATH");
+    setenv("PATH", (bin + ":" + path).c_str(), 1);
+    const std::string message = s.error_extracting();
+    setenv("PATH", path.c_str(), 1);
+    BOOST_TEST(starts_with(message, "unsquashfs '4.4' can be made to write outside the destination"), message);
+    BOOST_TEST(message.find("install squashfs-tools >= 4.5.1") != std::string::npos, message);
+    BOOST_TEST(!exists(ran));
     BOOST_TEST(!exists(s.dest));
 }
 

@@ -8,6 +8,7 @@
 
 #include "lib/error.hpp"
 #include "stager/parallel_extract.hpp"
+#include "tests/unit/bombs.hpp"
 #include "tests/unit/error_of.hpp"
 #include "tests/unit/tmpdir.hpp"
 
@@ -74,7 +75,8 @@ BOOST_AUTO_TEST_CASE(disjoint_shards_in_parallel_keep_directory_times)
     }
     mkdir((dir / "out").c_str(), 0755);
     bool cleared = false;
-    const ShardsResult result = extract_shards(shards, dir / "out", 4, [&] { cleared = true; });
+    ExtractBudget unlimited;
+    const ShardsResult result = extract_shards(shards, dir / "out", 4, [&] { cleared = true; }, unlimited);
     BOOST_TEST(!result.sequential_fallback);
     BOOST_TEST(!cleared);
     BOOST_TEST(result.stats.entries == 6u * 51u);
@@ -92,7 +94,8 @@ BOOST_AUTO_TEST_CASE(overlapping_shards_fall_back_to_tar_order)
     write_tar(c, {{"same.txt", "last"}});
     mkdir((dir / "out").c_str(), 0755);
     bool cleared = false;
-    const ShardsResult result = extract_shards({a, b, c}, dir / "out", 3, [&] { cleared = true; });
+    ExtractBudget unlimited;
+    const ShardsResult result = extract_shards({a, b, c}, dir / "out", 3, [&] { cleared = true; }, unlimited);
     BOOST_TEST(result.sequential_fallback);
     BOOST_TEST(cleared);
     BOOST_TEST(content_of(dir / "out/same.txt") == "last");
@@ -106,10 +109,50 @@ BOOST_AUTO_TEST_CASE(a_failing_shard_fails_the_whole_extraction)
     write_tar(good, {{"x", "1"}});
     write_tar(bad, {{"../escape", "2"}});
     mkdir((dir / "out").c_str(), 0755);
-    const std::string message = test::error_of([&] { extract_shards({good, bad}, dir / "out", 2, [] {}); });
+    ExtractBudget unlimited;
+    const std::string message = test::error_of([&] { extract_shards({good, bad}, dir / "out", 2, [] {}, unlimited); });
     BOOST_TEST(message.find("unsafe entry '../escape'") != std::string::npos);
     struct stat st {};
     BOOST_TEST(stat((dir / "escape").c_str(), &st) != 0);
+}
+
+// Four shards of 30 MiB each fit a limit of 80 MiB alone, not together.
+BOOST_AUTO_TEST_CASE(shards_that_pass_the_limit_together_are_stopped_in_parallel_and_in_order)
+{
+    test::TempDir dir;
+    std::vector<std::string> shards;
+    for (int s = 0; s < 4; ++s) {
+        shards.push_back(dir / ("shard-" + std::to_string(s) + ".tar.gz"));
+        test::write_zeros_tgz(shards.back(), test::numbered("s" + std::to_string(s) + "-", 30), test::kMiB);
+    }
+    const std::string expected = "too many bytes while extracting " + dir.path() + "/shard-";
+    for (const unsigned threads : {4u, 1u}) {
+        const std::string out = dir / ("out" + std::to_string(threads));
+        mkdir(out.c_str(), 0755);
+        ExtractBudget budget(test::limits(80 * test::kMiB, std::nullopt));
+        const std::string message = test::error_of([&] { extract_shards(shards, out, threads, [] {}, budget); });
+        BOOST_TEST(message.compare(0, expected.size(), expected) == 0, message);
+        BOOST_TEST(budget.bytes() <= 80 * test::kMiB);
+    }
+    ExtractBudget one(test::limits(80 * test::kMiB, std::nullopt));
+    mkdir((dir / "alone").c_str(), 0755);
+    BOOST_TEST(extract_shards({shards[0]}, dir / "alone", 4, [] {}, one).stats.bytes == 30 * test::kMiB);
+}
+
+// The fallback extracts into an emptied directory: what the parallel try
+// counted is gone, and counting it twice would refuse a dataset that fits.
+BOOST_AUTO_TEST_CASE(the_fallback_counts_from_zero_again)
+{
+    test::TempDir dir;
+    const std::string a = dir / "a.tar", b = dir / "b.tar";
+    write_tar(a, {{"same.txt", std::string(1000, 'a')}, {"only-a", std::string(1000, 'a')}});
+    write_tar(b, {{"same.txt", std::string(1000, 'b')}});
+    mkdir((dir / "out").c_str(), 0755);
+    ExtractBudget budget(test::limits(3000, 3));
+    const ShardsResult result = extract_shards({a, b}, dir / "out", 2, [] {}, budget);
+    BOOST_TEST(result.sequential_fallback);
+    BOOST_TEST(budget.bytes() == 3000u);
+    BOOST_TEST(content_of(dir / "out/same.txt") == std::string(1000, 'b'));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

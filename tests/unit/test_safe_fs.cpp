@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <functional>
+#include <regex>
 #include <grp.h>
 #include <linux/fs.h>
 #include <sched.h>
@@ -16,16 +17,18 @@
 #include <unistd.h>
 
 #include "lib/safe_fs.hpp"
+#include "tests/unit/in_child.hpp"
 #include "tests/unit/tmpdir.hpp"
 
 using namespace dlstage;
-using Status = PrepareResult::Status;
+using test::in_child;
+using test::in_mount_namespace;
+using test::kSameUid;
 
 namespace {
 
 constexpr uid_t kOtherUid = 12345;
 constexpr gid_t kOtherGid = 23456;
-constexpr uid_t kSameUid = static_cast<uid_t>(-1);  // in_child: do not switch user
 
 bool is_root()
 {
@@ -98,54 +101,15 @@ std::string outcome(const RemoveResult& result)
     return text;
 }
 
+// "Ready" or "Failed: PROBLEM", then one line per repair, with the time
+// and pid of a moved-aside name replaced by X so outcomes compare whole.
 std::string outcome(const PrepareResult& result)
 {
-    const char* status = result.status == Status::Ready         ? "Ready"
-                         : result.status == Status::UserProblem ? "UserProblem"
-                                                                : "BrokenTier";
-    return std::string(status) + ": " + result.message;
-}
-
-// Runs fn in a forked child (as `uid`/`gid` if given and we are root) and
-// returns what it returned: for what must not touch this process, such as a
-// lower fd limit, another uid or a private mount namespace.
-std::string in_child(const std::function<std::string()>& fn, uid_t uid = kSameUid, gid_t gid = 0)
-{
-    int pipe_fds[2];
-    BOOST_REQUIRE(::pipe(pipe_fds) == 0);
-    const pid_t pid = ::fork();
-    BOOST_REQUIRE(pid >= 0);
-    if (pid == 0) {
-        ::close(pipe_fds[0]);
-        std::string text;
-        try {
-            if (uid != kSameUid && (::setgroups(0, nullptr) != 0 || ::setgid(gid) != 0 || ::setuid(uid) != 0))
-                text = std::string("cannot switch user: ") + std::strerror(errno);
-            else
-                text = fn();
-        } catch (const std::exception& e) {
-            text = std::string("exception: ") + e.what();
-        }
-        std::size_t done = 0;
-        while (done < text.size()) {
-            const ssize_t n = ::write(pipe_fds[1], text.data() + done, text.size() - done);
-            if (n <= 0)
-                break;
-            done += static_cast<std::size_t>(n);
-        }
-        ::_exit(0);
-    }
-    ::close(pipe_fds[1]);
-    std::string text;
-    char buf[4096];
-    ssize_t n;
-    while ((n = ::read(pipe_fds[0], buf, sizeof buf)) > 0)
-        text.append(buf, static_cast<std::size_t>(n));
-    ::close(pipe_fds[0]);
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0), "child ended abnormally: status " << status);
-    return text;
+    std::string text = result.ok() ? "Ready" : "Failed: " + result.problem;
+    for (const std::string& repair : result.repairs)
+        text += "\n" + repair;
+    static const std::regex stamp(R"(\.untrusted-[0-9TZ]+-[0-9]+(-[0-9]+)?)");
+    return std::regex_replace(text, stamp, ".untrusted-X");
 }
 
 // A tier root inside a temporary directory.
@@ -177,7 +141,8 @@ BOOST_AUTO_TEST_CASE(creates_nested_leaf_with_exact_modes_and_owner)
         Umask strict(077);
         result = prepare_job_dir(tier.root, dir, geteuid(), getegid());
     }
-    BOOST_TEST(outcome(result) == "Ready: ");
+    BOOST_TEST(outcome(result) == "Ready");
+    BOOST_TEST(result.dir.valid());
     BOOST_TEST(is_real_dir(tier.root + "/alice"));
     BOOST_TEST(mode_of(tier.root + "/alice") == 0755u);
     BOOST_TEST(lstat_of(tier.root + "/alice").st_uid == geteuid());
@@ -187,6 +152,9 @@ BOOST_AUTO_TEST_CASE(creates_nested_leaf_with_exact_modes_and_owner)
     BOOST_TEST(lstat_of(dir).st_gid == getegid());
     BOOST_TEST(entries_in(dir) == 0);
     BOOST_TEST(mode_of(tier.root) == 0755u);  // the existing root is left alone
+    struct stat by_fd {};
+    BOOST_TEST(::fstat(result.dir.get(), &by_fd) == 0);
+    BOOST_TEST(by_fd.st_ino == lstat_of(dir).st_ino);  // the fd is the directory made
 }
 
 BOOST_AUTO_TEST_CASE(reuses_leaf_of_the_same_owner_and_resets_its_mode)
@@ -196,12 +164,12 @@ BOOST_AUTO_TEST_CASE(reuses_leaf_of_the_same_owner_and_resets_its_mode)
     make_dir(dir, 0755);
     ::chmod(dir.c_str(), 0775);
     make_file(dir + "/kept");
-    BOOST_TEST(outcome(prepare_job_dir(tier.root, dir, geteuid(), getegid())) == "Ready: ");
+    BOOST_TEST(outcome(prepare_job_dir(tier.root, dir, geteuid(), getegid())) == "Ready");
     BOOST_TEST(mode_of(dir) == 0700u);
     BOOST_TEST(exists(dir + "/kept"));  // a requeued job keeps what it staged
 }
 
-BOOST_AUTO_TEST_CASE(refuses_symlinked_leaf_and_leaves_its_target_alone)
+BOOST_AUTO_TEST_CASE(moves_a_symlinked_leaf_aside_and_leaves_its_target_alone)
 {
     Tier tier;
     const std::string outside = tier.tmp / "outside";
@@ -213,36 +181,41 @@ BOOST_AUTO_TEST_CASE(refuses_symlinked_leaf_and_leaves_its_target_alone)
     const struct stat before = lstat_of(outside);
 
     BOOST_TEST(outcome(prepare_job_dir(tier.root, dir, geteuid(), getegid())) ==
-               "UserProblem: " + dir + " is a symlink; refusing to use it");
+               "Ready\n" + dir + " is a symlink; moved it aside to " + dir + ".untrusted-X");
     const struct stat after = lstat_of(outside);
     BOOST_TEST(after.st_mode == before.st_mode);
     BOOST_TEST(after.st_uid == before.st_uid);
     BOOST_TEST(after.st_gid == before.st_gid);
-    BOOST_TEST(S_ISLNK(lstat_of(dir).st_mode));
+    BOOST_TEST(is_real_dir(dir));
+    BOOST_TEST(entries_in(dir) == 0);
+    BOOST_TEST(entries_in(tier.root + "/alice") == 2);  // the job dir and the link, renamed
     BOOST_TEST(entries_in(outside) == 1);
 }
 
-BOOST_AUTO_TEST_CASE(refuses_symlink_or_file_in_an_intermediate_component)
+BOOST_AUTO_TEST_CASE(moves_a_symlink_or_file_in_an_intermediate_component_aside)
 {
     Tier tier;
     const std::string outside = tier.tmp / "outside";
     make_dir(outside);
     make_link(outside, tier.root + "/alice");
     BOOST_TEST(outcome(prepare_job_dir(tier.root, tier.root + "/alice/42", geteuid(), getegid())) ==
-               "UserProblem: " + tier.root + "/alice is a symlink; refusing to use it");
+               "Ready\n" + tier.root + "/alice is a symlink; moved it aside to " + tier.root + "/alice.untrusted-X");
     BOOST_TEST(entries_in(outside) == 0);
+    BOOST_TEST(is_real_dir(tier.root + "/alice/42"));
 
     make_file(tier.root + "/bob");
     BOOST_TEST(outcome(prepare_job_dir(tier.root, tier.root + "/bob/42", geteuid(), getegid())) ==
-               "UserProblem: " + tier.root + "/bob is not a directory; refusing to use it");
+               "Ready\n" + tier.root + "/bob is not a directory; moved it aside to " + tier.root + "/bob.untrusted-X");
+    BOOST_TEST(is_real_dir(tier.root + "/bob/42"));
 }
 
-BOOST_AUTO_TEST_CASE(refuses_leaf_that_is_a_file)
+BOOST_AUTO_TEST_CASE(moves_a_leaf_that_is_a_file_aside)
 {
     Tier tier;
     make_file(tier.root + "/42");
     BOOST_TEST(outcome(prepare_job_dir(tier.root, tier.root + "/42", geteuid(), getegid())) ==
-               "UserProblem: " + tier.root + "/42 is not a directory; refusing to use it");
+               "Ready\n" + tier.root + "/42 is not a directory; moved it aside to " + tier.root + "/42.untrusted-X");
+    BOOST_TEST(is_real_dir(tier.root + "/42"));
 }
 
 BOOST_AUTO_TEST_CASE(creates_missing_root_when_its_parent_exists)
@@ -254,37 +227,77 @@ BOOST_AUTO_TEST_CASE(creates_missing_root_when_its_parent_exists)
         Umask strict(077);
         result = prepare_job_dir(root, root + "/42", geteuid(), getegid());
     }
-    BOOST_TEST(outcome(result) == "Ready: ");
+    BOOST_TEST(outcome(result) == "Ready");
     BOOST_TEST(is_real_dir(root));
     BOOST_TEST(mode_of(root) == 0755u);
     BOOST_TEST(lstat_of(root).st_uid == geteuid());
     BOOST_TEST(mode_of(root + "/42") == 0700u);
 }
 
-BOOST_AUTO_TEST_CASE(root_and_its_parent_missing_is_a_broken_tier)
+BOOST_AUTO_TEST_CASE(root_and_its_parent_missing_is_a_failure_above_the_tier)
 {
     test::TempDir tmp;
     const std::string root = tmp / "gone/tier";
-    BOOST_TEST(outcome(prepare_job_dir(root, root + "/42", geteuid(), getegid())) ==
-               "BrokenTier: tier root " + root + " is missing and so is its parent " + tmp / "gone");
+    const PrepareResult result = prepare_job_dir(root, root + "/42", geteuid(), getegid());
+    BOOST_TEST(outcome(result) == "Failed: tier root " + root + " is missing and so is its parent " + tmp / "gone");
+    BOOST_TEST(result.at_tier_parent);
+    BOOST_TEST(result.err == ENOENT);
     BOOST_TEST(!exists(tmp / "gone"));
 }
 
-BOOST_AUTO_TEST_CASE(root_that_is_a_symlink_or_a_file_is_a_broken_tier)
+BOOST_AUTO_TEST_CASE(a_squatted_root_is_moved_aside_and_replaced)
 {
     test::TempDir tmp;
+    const std::string root = tmp / "tier";
+    // A symlink to somewhere else: followed never, moved aside.
     const std::string real = tmp / "real";
     make_dir(real);
-    const std::string root = tmp / "tier";
     make_link(real, root);
     BOOST_TEST(outcome(prepare_job_dir(root, root + "/42", geteuid(), getegid())) ==
-               "BrokenTier: tier root " + root + " is a symlink; refusing to use it");
+               "Ready\ntier root " + root + " is a symlink; moved it aside to " + root + ".untrusted-X");
     BOOST_TEST(entries_in(real) == 0);
+    BOOST_TEST(is_real_dir(root + "/42"));
 
+    // A file.
     const std::string file = tmp / "file";
     make_file(file);
     BOOST_TEST(outcome(prepare_job_dir(file, file + "/42", geteuid(), getegid())) ==
-               "BrokenTier: tier root " + file + " is not a directory; refusing to use it");
+               "Ready\ntier root " + file + " is not a directory; moved it aside to " + file + ".untrusted-X");
+
+    // A directory others may write to (what a squatter leaves: 0777).
+    const std::string open_root = tmp / "open";
+    make_dir(open_root);
+    ::chmod(open_root.c_str(), 0777);
+    make_dir(open_root + "/42");  // planted in advance
+    BOOST_TEST(outcome(prepare_job_dir(open_root, open_root + "/42", geteuid(), getegid())) ==
+               "Ready\ntier root " + open_root + " is writable by group or others (mode 0777); moved it aside to " +
+                   open_root + ".untrusted-X");
+    BOOST_TEST(mode_of(open_root) == 0755u);
+    BOOST_TEST(entries_in(open_root + "/42") == 0);
+    BOOST_TEST(entries_in(tmp.path()) == 7);  // tier, real, file, open and what was moved aside of them
+}
+
+BOOST_AUTO_TEST_CASE(refuse_mode_names_what_is_untrusted_and_changes_nothing)
+{
+    test::TempDir tmp;
+    const std::string root = tmp / "state";
+    make_dir(root);
+    ::chmod(root.c_str(), 0775);
+    BOOST_TEST(outcome(prepare_job_dir(root, root + "/jobs/1/user", geteuid(), getegid(), Untrusted::Refuse)) ==
+               "Failed: tier root " + root + " is writable by group or others (mode 0775); refusing to use it");
+    BOOST_TEST(entries_in(root) == 0);
+    BOOST_TEST(mode_of(root) == 0775u);
+    const OpenResult opened = open_trusted_dir(root, root + "/jobs/1", true);
+    BOOST_TEST(opened.problem ==
+               "tier root " + root + " is writable by group or others (mode 0775); refusing to use it");
+    ::chmod(root.c_str(), 0755);
+    BOOST_TEST(open_trusted_dir(root, root + "/jobs/1", true).problem == "");
+    BOOST_TEST(mode_of(root + "/jobs/1") == 0755u);
+    // The leaf is still replaced: a job id used again finds the old job's.
+    make_file(root + "/jobs/1/user");
+    BOOST_TEST(outcome(prepare_job_dir(root, root + "/jobs/1/user", geteuid(), getegid(), Untrusted::Refuse)) ==
+               "Ready\n" + root + "/jobs/1/user is not a directory; moved it aside to " + root +
+                   "/jobs/1/user.untrusted-X");
 }
 
 BOOST_AUTO_TEST_CASE(refuses_paths_not_strictly_below_the_root)
@@ -305,19 +318,19 @@ BOOST_AUTO_TEST_CASE(refuses_paths_not_strictly_below_the_root)
         {"", "directory " + rule},
     };
     for (const auto& [dir, message] : cases) {
-        BOOST_TEST(outcome(prepare_job_dir(r, dir, geteuid(), getegid())) == "UserProblem: " + message);
+        BOOST_TEST(outcome(prepare_job_dir(r, dir, geteuid(), getegid())) == "Failed: " + message);
         const RemoveResult removed = remove_tree_within(r, dir);
         BOOST_TEST(outcome(removed) == "removed=0\n" + message + "; nothing removed");
     }
     BOOST_TEST(outcome(prepare_job_dir("tier", "tier/42", geteuid(), getegid())) ==
-               "BrokenTier: tier root tier" + rule + " below /");
+               "Failed: tier root tier" + rule + " below /");
     BOOST_TEST(outcome(prepare_job_dir("/", "/42", geteuid(), getegid())) ==
-               "BrokenTier: tier root /" + rule + " below /");
+               "Failed: tier root /" + rule + " below /");
     BOOST_TEST(is_real_dir(r));
     BOOST_TEST(entries_in(r) == 0);
 }
 
-BOOST_AUTO_TEST_CASE(as_root_refuses_leaf_of_another_uid)
+BOOST_AUTO_TEST_CASE(as_root_moves_a_root_or_leaf_of_another_uid_aside)
 {
     if (!is_root()) {
         BOOST_TEST_MESSAGE("skipped: needs root");
@@ -328,8 +341,14 @@ BOOST_AUTO_TEST_CASE(as_root_refuses_leaf_of_another_uid)
     make_dir(dir);
     BOOST_REQUIRE(::chown(dir.c_str(), kOtherUid, kOtherGid) == 0);
     BOOST_TEST(outcome(prepare_job_dir(tier.root, dir, 1000, 1000)) ==
-               "UserProblem: " + dir + " exists and belongs to uid 12345");
-    BOOST_TEST(lstat_of(dir).st_uid == kOtherUid);
+               "Ready\n" + dir + " belongs to uid 12345, not the job's; moved it aside to " + dir + ".untrusted-X");
+    BOOST_TEST(lstat_of(dir).st_uid == 1000u);
+
+    BOOST_REQUIRE(::chown(tier.root.c_str(), kOtherUid, kOtherGid) == 0);
+    BOOST_TEST(outcome(prepare_job_dir(tier.root, dir, 1000, 1000)) ==
+               "Ready\ntier root " + tier.root + " belongs to uid 12345 (mode 0755), not uid 0; moved it aside to " +
+                   tier.root + ".untrusted-X");
+    BOOST_TEST(lstat_of(tier.root).st_uid == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(as_root_gives_created_leaf_to_the_user)
@@ -340,14 +359,14 @@ BOOST_AUTO_TEST_CASE(as_root_gives_created_leaf_to_the_user)
     }
     Tier tier;
     const std::string dir = tier.root + "/alice/42";
-    BOOST_TEST(outcome(prepare_job_dir(tier.root, dir, kOtherUid, kOtherGid)) == "Ready: ");
+    BOOST_TEST(outcome(prepare_job_dir(tier.root, dir, kOtherUid, kOtherGid)) == "Ready");
     BOOST_TEST(lstat_of(dir).st_uid == kOtherUid);
     BOOST_TEST(lstat_of(dir).st_gid == kOtherGid);
     BOOST_TEST(mode_of(dir) == 0700u);
     BOOST_TEST(lstat_of(tier.root + "/alice").st_uid == 0u);  // shared level stays root's
 
     // The same job again (requeued): the directory is the user's, so reused.
-    BOOST_TEST(outcome(prepare_job_dir(tier.root, dir, kOtherUid, kOtherGid)) == "Ready: ");
+    BOOST_TEST(outcome(prepare_job_dir(tier.root, dir, kOtherUid, kOtherGid)) == "Ready");
 }
 
 BOOST_AUTO_TEST_CASE(unprivileged_caller_cannot_give_leaf_away_and_leaves_nothing)
@@ -364,9 +383,64 @@ BOOST_AUTO_TEST_CASE(unprivileged_caller_cannot_give_leaf_away_and_leaves_nothin
     const std::string text = in_child(
         [&] { return outcome(prepare_job_dir(tier.root, dir, caller + 1, caller_gid)); },
         is_root() ? caller : kSameUid, caller_gid);
-    BOOST_TEST(text == "UserProblem: cannot give " + dir + " to uid " + std::to_string(caller + 1) + " gid " +
+    BOOST_TEST(text == "Failed: cannot give " + dir + " to uid " + std::to_string(caller + 1) + " gid " +
                            std::to_string(caller_gid) + ": Operation not permitted");
     BOOST_TEST(!exists(dir));  // so that a retry does not find a leftover
+}
+
+BOOST_AUTO_TEST_CASE(a_full_tier_is_a_failure_with_its_errno)
+{
+    if (!is_root()) {
+        BOOST_TEST_MESSAGE("skipped: mounting needs root");
+        return;
+    }
+    test::TempDir tmp;
+    const std::string mnt = tmp / "shm";
+    make_dir(mnt);
+    const std::string text = in_child([&] {
+        if (::unshare(CLONE_NEWNS) != 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
+            return std::string("skip: ") + std::strerror(errno);
+        // Room for the root inode and two more: the tier root takes one.
+        if (::mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=1m,nr_inodes=3") != 0)
+            return std::string("skip: mount tmpfs: ") + std::strerror(errno);
+        const int filled = ::open((mnt + "/filler").c_str(), O_WRONLY | O_CREAT, 0644);
+        ::close(filled);
+        const PrepareResult result = prepare_job_dir(mnt + "/dlstage", mnt + "/dlstage/42", geteuid(), getegid());
+        return outcome(result) + " err=" + std::to_string(result.err) + (result.at_tier_parent ? " parent" : "");
+    });
+    if (text.rfind("skip: ", 0) == 0) {
+        BOOST_TEST_MESSAGE("skipped: " + text);
+        return;
+    }
+    BOOST_TEST(text == "Failed: cannot create " + mnt + "/dlstage/42: No space left on device err=" +
+                           std::to_string(ENOSPC));
+}
+
+BOOST_AUTO_TEST_CASE(the_stager_opens_only_a_job_dir_below_root_owned_levels)
+{
+    Tier tier;
+    const std::string dir = tier.root + "/42";
+    make_dir(dir, 0700);
+    const OpenResult opened = open_job_dir(tier.root, dir);
+    if (is_root()) {
+        BOOST_TEST(opened.problem == "");
+        BOOST_TEST(opened.dir.valid());
+    } else {
+        // A user's own temporary directory is not root's: refused.
+        BOOST_TEST(opened.problem.find("not uid 0; refusing to use it") != std::string::npos);
+    }
+    BOOST_TEST(open_job_dir(tier.root, tier.root + "/43").problem ==
+               "cannot open " + tier.root + "/43: No such file or directory");
+    if (!is_root())
+        return;
+    ::chmod(tier.root.c_str(), 0777);
+    BOOST_TEST(open_job_dir(tier.root, dir).problem ==
+               "tier root " + tier.root + " is writable by group or others (mode 0777); refusing to use it");
+    ::chmod(tier.root.c_str(), 0755);
+    // As another user: the job directory must be the caller's.
+    BOOST_REQUIRE(::chmod(tier.tmp.path().c_str(), 0755) == 0);
+    const std::string text = in_child([&] { return open_job_dir(tier.root, dir).problem; }, kOtherUid, kOtherGid);
+    BOOST_TEST(text == dir + " belongs to uid 0, not to you");
 }
 
 // ---------------------------------------------------------------- remove
@@ -441,13 +515,13 @@ BOOST_AUTO_TEST_CASE(symlink_as_dir_or_on_the_way_removes_nothing)
 
     make_link(outside, tier.root + "/alice");
     BOOST_TEST(outcome(remove_tree_within(tier.root, tier.root + "/alice/42")) ==
-               "removed=0\n" + tier.root + "/alice is a symlink; nothing removed");
+               "removed=0\n" + tier.root + "/alice is a symlink; refusing to use it; nothing removed");
     BOOST_TEST(exists(outside + "/42/precious"));
 
     const std::string root_link = tier.tmp / "root-link";
     make_link(outside, root_link);
     BOOST_TEST(outcome(remove_tree_within(root_link, root_link + "/42")) ==
-               "removed=0\ntier root " + root_link + " is a symlink; nothing removed");
+               "removed=0\ntier root " + root_link + " is a symlink; refusing to use it; nothing removed");
     BOOST_TEST(exists(outside + "/42/precious"));
 
     make_file(tier.root + "/43");
@@ -591,8 +665,7 @@ BOOST_AUTO_TEST_CASE(mount_points_are_left_in_place)
             return std::string("cannot write inside the mount");
         ::close(fd);
         std::string out;
-        // The mount point as the leaf, or on the way: refused outright.
-        out += outcome(prepare_job_dir(tier.root, job + "/mnt", geteuid(), getegid())) + "\n";
+        // The mount point on the way, or as the tree: refused outright.
         out += outcome(remove_tree_within(tier.root, job + "/mnt/x")) + "\n";
         out += outcome(remove_tree_within(tier.root, job + "/mnt")) + "\n";
         // Inside the tree: left in place, the rest removed.
@@ -605,8 +678,7 @@ BOOST_AUTO_TEST_CASE(mount_points_are_left_in_place)
         return;
     }
     const std::string other_fs = " is on another file system than the tier root (a mount point?); ";
-    BOOST_TEST(text == "UserProblem: " + job + "/mnt" + other_fs + "refusing to use it\n" +
-                           "removed=0\n" + job + "/mnt" + other_fs + "nothing removed\n" +
+    BOOST_TEST(text == "removed=0\n" + job + "/mnt is a mount point (tmpfs); refusing to use it; nothing removed\n" +
                            "removed=0\n" + job + "/mnt" + other_fs + "nothing removed\n" +
                            "removed=3\n" + job + "/mnt" + other_fs + "left in place\n" +
                            "inside kept");
@@ -615,7 +687,27 @@ BOOST_AUTO_TEST_CASE(mount_points_are_left_in_place)
     BOOST_TEST(!exists(job + "/z"));
 }
 
-BOOST_AUTO_TEST_CASE(detach_unmounts_the_mount_point_but_never_through_a_symlink)
+std::string mount_tmpfs(const std::string& where)
+{
+    return ::mount("tmpfs", where.c_str(), "tmpfs", 0, "size=1m") == 0 ? "" : "skip: mount tmpfs: " +
+                                                                                 std::string(std::strerror(errno));
+}
+
+std::string detached(const DetachResult& r)
+{
+    std::string text = "detached=" + std::to_string(r.detached);
+    for (const std::string& problem : r.problems)
+        text += "\n" + problem;
+    return text + "\n";
+}
+
+bool mounted(const std::string& path)
+{
+    struct stat here {}, up {};
+    return ::stat(path.c_str(), &here) == 0 && ::stat((path + "/..").c_str(), &up) == 0 && here.st_dev != up.st_dev;
+}
+
+BOOST_AUTO_TEST_CASE(detach_unmounts_what_is_below_but_never_through_a_symlink)
 {
     if (!is_root()) {
         BOOST_TEST_MESSAGE("skipped: mounting needs root");
@@ -630,34 +722,54 @@ BOOST_AUTO_TEST_CASE(detach_unmounts_the_mount_point_but_never_through_a_symlink
     make_dir(outside / "target");
     make_link(outside / "target", job + "/link");
 
-    const std::string text = in_child([&] {
-        if (::unshare(CLONE_NEWNS) != 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
-            return std::string("skip: ") + std::strerror(errno);
+    const std::string text = in_mount_namespace([&] {
         for (const std::string& where : {job + "/image", outside / "target"})
-            if (::mount("tmpfs", where.c_str(), "tmpfs", 0, "size=1m") != 0)
-                return std::string("skip: mount tmpfs: ") + std::strerror(errno);
-        const auto line = [](const DetachResult& r) {
-            return std::string(r.detached ? "detached" : "kept") + (r.problem.empty() ? "" : ": " + r.problem) + "\n";
-        };
+            if (std::string skip = mount_tmpfs(where); !skip.empty())
+                return skip;
+        make_dir(job + "/image/inner");
+        mount_tmpfs(job + "/image/inner");  // nested: goes with its outer mount
+        mount_tmpfs(job + "/plain");
+        mount_tmpfs(job + "/plain");        // stacked: two rounds
         std::string out;
-        out += line(detach_mount_within(tier.root, job + "/link"));    // the symlink is not followed
-        out += line(detach_mount_within(tier.root, job + "/plain"));   // nothing mounted
-        out += line(detach_mount_within(tier.root, job + "/gone"));    // nothing there
-        out += line(detach_mount_within(tier.root, job + "/image"));
-        out += line(detach_mount_within(tier.root, job + "/image"));   // again: harmless
-        out += line(detach_mount_within(tier.root, "/etc/x"));          // outside the tier
-        struct stat target {}, parent {};
-        ::stat((outside / "target").c_str(), &target);
-        ::stat((outside / "").c_str(), &parent);
-        out += target.st_dev != parent.st_dev ? "target still mounted" : "target unmounted";
+        out += detached(detach_mounts_within(tier.root, job + "/link"));   // the symlink is not followed
+        out += detached(detach_mounts_within(tier.root, job + "/gone"));   // nothing there
+        out += detached(detach_mounts_within(tier.root, job + "/image"));  // it, and what is inside along
+        out += detached(detach_mounts_within(tier.root, job + "/image"));  // again: harmless
+        out += detached(detach_mounts_within(tier.root, "/etc/x"));         // outside the tier
+        out += detached(detach_mounts_within(tier.root, job));              // the rest below the job dir
+        out += mounted(outside / "target") ? "target still mounted\n" : "target unmounted\n";
+        out += mounted(job + "/plain") || mounted(job + "/image") ? "job mounts left" : "job mounts gone";
         return out;
     });
     if (text.rfind("skip: ", 0) == 0) {
         BOOST_TEST_MESSAGE("skipped: " + text);
         return;
     }
-    BOOST_TEST(text == "kept\nkept\nkept\ndetached\nkept\nkept: directory /etc/x is not below tier root " +
-                           tier.root + "; nothing unmounted\ntarget still mounted");
+    BOOST_TEST(text == "detached=0\ndetached=0\ndetached=1\ndetached=0\ndetached=0\ndirectory /etc/x is not below "
+                       "tier root " + tier.root + "; nothing unmounted\ndetached=2\ntarget still mounted\njob mounts gone");
+}
+
+BOOST_AUTO_TEST_CASE(a_mount_on_the_leaf_is_detached_and_moved_aside)
+{
+    if (!is_root()) {
+        BOOST_TEST_MESSAGE("skipped: mounting needs root");
+        return;
+    }
+    Tier tier;
+    const std::string job = tier.root + "/42";
+    make_dir(job, 0700);
+    const std::string text = in_mount_namespace([&] {
+        if (std::string skip = mount_tmpfs(job); !skip.empty())
+            return skip;
+        const std::string out = outcome(prepare_job_dir(tier.root, job, geteuid(), getegid()));
+        return out + (mounted(job) ? "\nstill mounted" : "\nnot mounted");
+    });
+    if (text.rfind("skip: ", 0) == 0) {
+        BOOST_TEST_MESSAGE("skipped: " + text);
+        return;
+    }
+    BOOST_TEST(text == "Ready\n" + job + " is a mount point (tmpfs): detached the mount on it\n" + job +
+                           " is a mount point (tmpfs); moved it aside to " + job + ".untrusted-X\nnot mounted");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,4 +1,6 @@
-// An owned file descriptor, closed when it goes out of scope.
+// An owned file descriptor, closed when it goes out of scope.  The one fd
+// owner of the core library; root code walks trees with these so that no
+// path is resolved twice.
 #pragma once
 
 #include <unistd.h>

@@ -1,0 +1,32 @@
+// Root code that must end in time, whatever a user left on the node.
+//
+// The prolog and epilog touch directories users control.  A stat into a
+// FUSE mount whose server is stopped, or a hung network file system,
+// blocks a process until the server answers; if that process is slurmd's
+// job script, Slurm drains the node once PrologEpilogTimeout passes.  So
+// that work runs in a child process with a time limit: on time out the
+// child is killed (FUSE waits end on SIGKILL) and the caller logs what was
+// left, instead of hanging.
+#pragma once
+
+#include <functional>
+#include <string>
+
+namespace dlstage {
+
+struct BoundedOutcome {
+    enum class Status { Done, TimedOut, Failed };
+    Status status = Status::Done;
+    std::string output;   // Done: what the work returned
+    std::string problem;  // TimedOut / Failed: one line
+};
+
+// Runs work() in a forked child and returns its result, or TimedOut after
+// `seconds` (the child is then killed).  An exception in the child, or the
+// child dying, is Failed with its reason.  The child never returns into the
+// caller's code: it leaves with _exit, so no destructors or atexit handlers
+// of the parent's objects run twice.  Logging must happen in the caller:
+// the child may have inherited a lock another thread held at fork.
+BoundedOutcome run_bounded(double seconds, const std::function<std::string()>& work);
+
+}  // namespace dlstage

@@ -1,0 +1,31 @@
+#include "policies/launch_retry.hpp"
+
+#include "lib/strings.hpp"
+
+namespace dlstage::policy {
+
+namespace {
+// What srun says of a task that died by a signal of its own making.
+bool is_crash(const std::string& task_failure)
+{
+    for (const char* crash : {"Segmentation fault", "Aborted", "Bus error", "Illegal instruction",
+                              "Floating point exception"})
+        if (ends_with(task_failure, crash) || task_failure.find(std::string(crash) + " (core dumped)") != std::string::npos)
+            return true;
+    return false;
+}
+}  // namespace
+
+Verdict retry_launch(const LaunchFailure& failure)
+{
+    if (failure.attempt > 1)
+        return Verdict::refuse("the stager failed again");
+    if (failure.stager_spoke)
+        return Verdict::refuse("the stager said why it failed");
+    if (!is_crash(failure.task_failure))
+        return Verdict::refuse("the stager was not crashing while starting");
+    return {true, "the stager crashed while starting (" + failure.task_failure +
+                      ") before it staged anything; launching it once more"};
+}
+
+}  // namespace dlstage::policy

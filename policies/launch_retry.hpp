@@ -1,0 +1,27 @@
+// May `dlstage stage` launch the stager a second time after a failure?
+//
+// Open MPI 4.1 can crash a rank inside MPI_Init when a faster peer's first
+// message arrives before the rank is ready for it (seen here about once in
+// 50 launches on a loaded 2-core machine; open-mpi/ompi PR #13559 describes
+// the race).  Nothing was staged then, and a second launch almost always
+// succeeds.  A rank that failed for a reason of its own says so in a
+// "dlstage:" line, and one killed by SIGKILL or SIGTERM (the user, Slurm,
+// the OOM killer) was stopped on purpose: neither is tried again.
+#pragma once
+
+#include <string>
+
+#include "policies/admission.hpp"
+
+namespace dlstage::policy {
+
+struct LaunchFailure {
+    int attempt = 1;            // 1: the first launch failed
+    bool stager_spoke = false;  // some rank printed a "dlstage:" line
+    std::string task_failure;   // srun's "NODE: task N: REASON", or ""
+};
+
+// allowed: launch once more, reason says why (one line for the job output).
+Verdict retry_launch(const LaunchFailure& failure);
+
+}  // namespace dlstage::policy

@@ -1,0 +1,88 @@
+#!/usr/bin/env bats
+# A job's life does not always go to plan: its time limit hits while it
+# stages, the epilog runs twice, slurmd restarts under it, it is requeued.
+# Each time: a clear outcome, nothing left on any node, no node drained.
+
+load helpers
+
+teardown() {
+    scancel -u "$VCLUSTER_USER" 2>/dev/null || true
+}
+
+# slow_staging_job EXTRA_SBATCH_ARGS...: a 3-node batch job staging `big`
+# at RATE bytes/s per reading node (default 2M); sets $job once n1 writes.
+slow_staging_job() {
+    run as_user sbatch --parsable -N3 -o out.txt \
+        --export=ALL,DLSTAGE_RATE_LIMIT=${RATE:-2M},DLSTAGE_PROGRESS=1 "$@" \
+        --stage-data=big:shm --wrap 'echo SCRIPT-RAN; test "$(stat -c %s "$DLSTAGE_BIG")" = 67108864 && echo SIZE-OK'
+    [ "$status" -eq 0 ]
+    job=${output%%;*}
+    wait_for_partial n1 "$job" big
+}
+
+out() { cat "$(user_workdir)/out.txt"; }
+
+@test "the time limit hits while staging: the job times out, the script never runs, nothing is left" {
+    RATE=200K slow_staging_job --time=1
+    wait_job_gone "$job" 180
+    out
+    [ "$(job_state "$job")" = TIMEOUT ]
+    ! out | grep -q SCRIPT-RAN
+    out | grep -q "DUE TO TIME LIMIT"
+    assert_no_leftovers
+    assert_healthy
+}
+
+@test "the epilog run a second time (by hand, as slurmd would): harmless, nothing removed twice, no error" {
+    run as_user srun -N3 --stage-data=tree:shm,sample:ssd bash -c 'echo $SLURM_JOB_ID'
+    [ "$status" -eq 0 ]
+    job=${lines[-1]}
+    wait_job_gone "$job"
+    for node in n1 n2 n3; do
+        [ "$(epilog_value "$job" "$node" 'r["removed"] > 0')" = True ]
+    done
+    assert_no_leftovers
+    for node in n1 n2 n3; do
+        run on_node "$node" env SLURM_JOB_ID="$job" SLURM_JOB_UID="$(id -u "$VCLUSTER_USER")" \
+            SLURM_JOB_GID="$(id -g "$VCLUSTER_USER")" SLURM_JOB_USER="$VCLUSTER_USER" SLURMD_NODENAME="$node" \
+            "$DLSTAGE_TEST_DIR/bin/run-job-script" "$DLSTAGE_PLUGIN" epilog "tree:shm,sample:ssd" \
+            "config=$DLSTAGE_TEST_DIR/dlstage.toml"
+        echo "$output"
+        [ "$status" -eq 0 ]
+        ! grep -q error <<<"$output"
+        [ "$(record_value "$STATE/jobs/$job/$node.epilog.toml" 'r["status"], r["removed"]')" = "('cleaned', 0)" ]
+    done
+    assert_healthy
+}
+
+@test "slurmd restarted on a node while staging: the job completes, the new slurmd's epilog cleans up" {
+    slow_staging_job
+    wait_for_partial n2 "$job" big
+    "$VCLUSTER" restart --dir "$VCLUSTER_DIR" n2
+    wait_job_gone "$job" 120
+    out
+    [ "$(job_state "$job")" = COMPLETED ]
+    out | grep -q SIZE-OK
+    assert_epilogs_cleaned "$job"
+    assert_no_leftovers
+    assert_healthy
+}
+
+@test "a job requeued while staging: the first run is cleaned up, the second stages again and runs" {
+    slow_staging_job --requeue
+    scontrol requeue "$job"
+    # The first run's epilog, then a second run (same job id, same paths).
+    for _ in $(seq 600); do
+        [ "$(scontrol show job "$job" | grep -oE 'Restarts=[0-9]+' | cut -d= -f2)" -ge 1 ] &&
+            [ "$(job_state "$job")" = COMPLETED ] && break
+        # slurmctld holds a requeued job back for a while: let it go at once
+        [ "$(job_state "$job")" = PENDING ] && scontrol update jobid="$job" starttime=now 2>/dev/null
+        sleep 0.5
+    done
+    out
+    [ "$(job_state "$job")" = COMPLETED ]
+    out | grep -q SIZE-OK
+    [ "$(out | grep -c '^dlstage: staged big to shm on 3 nodes')" -eq 1 ]
+    assert_no_leftovers
+    assert_healthy
+}

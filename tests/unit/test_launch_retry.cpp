@@ -1,0 +1,28 @@
+#include <boost/test/unit_test.hpp>
+
+#include "policies/launch_retry.hpp"
+
+using namespace dlstage::policy;
+
+BOOST_AUTO_TEST_SUITE(launch_retry)
+
+BOOST_AUTO_TEST_CASE(a_silent_crash_at_start_is_tried_once_more)
+{
+    const Verdict v = retry_launch({1, false, "n2: task 1: Segmentation fault (core dumped)"});
+    BOOST_TEST(v.allowed);
+    BOOST_TEST(v.reason == "the stager crashed while starting (n2: task 1: Segmentation fault (core dumped)) "
+                           "before it staged anything; launching it once more");
+    BOOST_TEST(retry_launch({1, false, "n1: task 0: Aborted"}).allowed);
+}
+
+BOOST_AUTO_TEST_CASE(only_once_and_never_when_the_stager_said_why_or_was_stopped)
+{
+    BOOST_TEST(!retry_launch({2, false, "n2: task 1: Segmentation fault"}).allowed);
+    BOOST_TEST(!retry_launch({1, true, "n2: task 1: Segmentation fault"}).allowed);
+    BOOST_TEST(!retry_launch({1, false, "n2: task 1: Killed"}).allowed);
+    BOOST_TEST(!retry_launch({1, false, "n2: task 1: Terminated"}).allowed);
+    BOOST_TEST(!retry_launch({1, false, "n2: task 1: Exited with exit code 1"}).allowed);
+    BOOST_TEST(!retry_launch({1, false, ""}).allowed);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

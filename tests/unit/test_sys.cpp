@@ -1,0 +1,98 @@
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <fcntl.h>
+#include <stdexcept>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lib/sys/bounded.hpp"
+#include "lib/sys/mount_table.hpp"
+#include "tests/unit/tmpdir.hpp"
+
+using namespace dlstage;
+
+BOOST_AUTO_TEST_SUITE(mount_table)
+
+BOOST_AUTO_TEST_CASE(parses_points_and_types_and_decodes_escapes)
+{
+    const std::string text =
+        "22 1 0:21 / /dev/shm rw,nosuid,nodev shared:3 - tmpfs tmpfs rw\n"
+        "40 22 0:45 / /dev/shm/dlstage/42/my\\040mount rw,nosuid - fuse.squashfuse squashfuse rw,user_id=1000\n"
+        "41 40 0:46 / /dev/shm/dlstage/42/my\\040mount/in\\012ner rw - fuse fuse rw\n"
+        "garbage line\n"
+        "42 22 0:47 / relative rw - tmpfs tmpfs rw\n"
+        "43 22 0:48 / /dev/shm/dlstage/420 rw master:1 - tmpfs tmpfs rw\n";
+    const MountTable table(parse_mountinfo(text));
+    BOOST_REQUIRE(table.entries().size() == 4u);
+    BOOST_TEST(table.entries()[1].point == "/dev/shm/dlstage/42/my mount");
+    BOOST_TEST(table.entries()[1].fstype == "fuse.squashfuse");
+    BOOST_TEST(table.entries()[1].is_fuse());
+    BOOST_TEST(table.entries()[2].point == "/dev/shm/dlstage/42/my mount/in\nner");
+    BOOST_TEST(table.entries()[2].is_fuse());
+    BOOST_TEST(!table.entries()[0].is_fuse());
+    BOOST_TEST(table.at("/dev/shm")->id == 22);
+    BOOST_TEST(!table.at("/dev/shm/dlstage"));
+    // Deepest first; 420 is not below 42.
+    const auto points = table.points_within("/dev/shm/dlstage/42");
+    BOOST_REQUIRE(points.size() == 2u);
+    BOOST_TEST(points[0] == "/dev/shm/dlstage/42/my mount/in\nner");
+    BOOST_TEST(points[1] == "/dev/shm/dlstage/42/my mount");
+    BOOST_TEST(table.points_within("/").size() == 4u);
+}
+
+BOOST_AUTO_TEST_CASE(the_stack_top_is_the_last_mounted)
+{
+    const MountTable table(parse_mountinfo("1 0 0:1 / /a rw - tmpfs t rw\n2 1 0:2 / /a rw - fuse f rw\n"));
+    BOOST_TEST(table.at("/a")->id == 2);
+}
+
+BOOST_AUTO_TEST_CASE(this_process_has_a_root_mount)
+{
+    BOOST_TEST(MountTable::current().at("/") != nullptr);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(bounded)
+
+BOOST_AUTO_TEST_CASE(returns_what_the_work_returned)
+{
+    const BoundedOutcome outcome = run_bounded(10, [] { return std::string(100000, 'x') + "end"; });
+    BOOST_TEST((outcome.status == BoundedOutcome::Status::Done));
+    BOOST_TEST(outcome.output.size() == 100003u);
+    BOOST_TEST(outcome.output.substr(100000) == "end");
+}
+
+BOOST_AUTO_TEST_CASE(an_exception_or_a_crash_is_a_failure_with_its_reason)
+{
+    BoundedOutcome outcome = run_bounded(10, []() -> std::string { throw std::runtime_error("no room"); });
+    BOOST_TEST((outcome.status == BoundedOutcome::Status::Failed));
+    BOOST_TEST(outcome.problem == "no room");
+    outcome = run_bounded(10, []() -> std::string { std::signal(SIGABRT, SIG_DFL); std::abort(); });
+    BOOST_TEST((outcome.status == BoundedOutcome::Status::Failed));
+    BOOST_TEST(outcome.problem == "ended by signal 6 (Aborted)");
+}
+
+BOOST_AUTO_TEST_CASE(work_that_blocks_is_stopped_at_the_limit)
+{
+    // Opening a fifo nobody writes to blocks, as a stat into a stopped FUSE
+    // server does.
+    test::TempDir dir;
+    const std::string fifo = dir / "fifo";
+    BOOST_REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+    const auto start = std::chrono::steady_clock::now();
+    const BoundedOutcome outcome = run_bounded(1, [&] {
+        ::open(fifo.c_str(), O_RDONLY);
+        return std::string("opened");
+    });
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    BOOST_TEST((outcome.status == BoundedOutcome::Status::TimedOut));
+    BOOST_TEST(outcome.problem == "did not finish within 1 s");
+    BOOST_TEST(seconds >= 0.9);
+    BOOST_TEST(seconds < 5.0);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
