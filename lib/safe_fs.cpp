@@ -18,6 +18,7 @@
 
 #include "lib/strings.hpp"
 #include "lib/sys/mount_table.hpp"
+#include "lib/sys/quick_stat.hpp"
 
 namespace dlstage {
 
@@ -42,33 +43,16 @@ Fd reopen_for_reading(const Fd& passage)
     return Fd(::openat(passage.get(), ".", kDirFlags));
 }
 
-// What root code needs to know of an entry before it trusts or enters it.
-struct Facts {
-    mode_t mode = 0;
-    uid_t uid = 0;
-    dev_t dev = 0;
-    ino_t ino = 0;
-};
+using Facts = QuickStat;
 
-// statx with AT_STATX_DONT_SYNC: a FUSE file system answers it from the
-// kernel's cached attributes without asking its server, so a stopped server
-// cannot block it.  flags: AT_EMPTY_PATH for dirfd itself (name ""), or
-// AT_SYMLINK_NOFOLLOW for an entry of dirfd.  False with errno set.
 bool quick_facts(int dirfd, const char* name, int flags, Facts& out)
 {
-    struct statx sx {};
-    if (::statx(dirfd, name, flags | AT_STATX_DONT_SYNC, STATX_TYPE | STATX_MODE | STATX_UID | STATX_INO, &sx) != 0)
-        return false;
-    out.mode = sx.stx_mode;
-    out.uid = sx.stx_uid;
-    out.dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
-    out.ino = sx.stx_ino;
-    return true;
+    return quick_stat(dirfd, name, flags, out);
 }
 
 bool facts_of(const Fd& fd, Facts& out)
 {
-    return quick_facts(fd.get(), "", AT_EMPTY_PATH, out);
+    return quick_stat(fd.get(), out);
 }
 
 // "cannot <action> <label>: <reason>".  Callers pass errno straight in with
