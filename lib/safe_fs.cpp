@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "lib/strings.hpp"
+#include "lib/sys/fs_identity.hpp"
 #include "lib/sys/mount_table.hpp"
 #include "lib/sys/quick_stat.hpp"
 
@@ -468,9 +469,12 @@ const char* const kLeftInPlace = "left in place";
 // kMaxOpenLevels directories open (see safe_fs.hpp).
 class TreeRemover {
 public:
-    // parent_path: the path of the directory that holds the tree (messages only).
-    TreeRemover(dev_t tier_dev, std::string parent_path, RemoveResult& result)
-        : tier_dev_(tier_dev), parent_path_(std::move(parent_path)), result_(result)
+    // parent_path: the path of the directory that holds the tree (messages
+    // only).  as: whose permissions the tree below its top is removed with;
+    // none: the caller's.
+    TreeRemover(dev_t tier_dev, std::string parent_path, RemoveResult& result, std::optional<Owner> as = {})
+        : tier_dev_(tier_dev), parent_path_(std::move(parent_path)), result_(result), as_(as),
+          acting_uid_(as ? as->uid : ::geteuid())
     {
     }
     ~TreeRemover()
@@ -487,6 +491,11 @@ public:
     {
         top_parent_fd_ = parent_fd;
         enter(parent_fd, name);
+        // Below the top, as the owner (if asked); the top itself goes as
+        // the caller, from its root-owned parent (leave()).
+        std::optional<FsIdentity> owner;
+        if (as_)
+            owner.emplace(as_->uid, as_->gid);
         while (!levels_.empty() && !stopped_)
             step();
     }
@@ -619,10 +628,10 @@ private:
     // mode, so it does, through the O_PATH fd's /proc link (fchmod takes no
     // O_PATH fd), which cannot be swapped for a symlink.  Not done as root,
     // which needs no permission.
-    static Fd open_owned_dir(int /*parent_fd*/, const Fd& passage, const Facts& f)
+    Fd open_owned_dir(int /*parent_fd*/, const Fd& passage, const Facts& f) const
     {
         Fd fd = reopen_for_reading(passage);
-        if (::geteuid() == 0 || f.uid != ::geteuid() || (f.mode & S_IRWXU) == S_IRWXU)
+        if (acting_uid_ == 0 || f.uid != acting_uid_ || (f.mode & S_IRWXU) == S_IRWXU)
             return fd;
         const std::string self = "/proc/self/fd/" + std::to_string(passage.get());
         if (::chmod(self.c_str(), (f.mode & 07777) | S_IRWXU) != 0)  // if it fails, open or unlinkat will say why
@@ -646,6 +655,10 @@ private:
     {
         Entered done = std::move(levels_.back());
         levels_.pop_back();
+        // The top is in a level only root may change: removed as the caller.
+        std::optional<FsIdentity> caller;
+        if (levels_.empty() && as_)
+            caller.emplace(::geteuid(), ::getegid());
         int parent_fd = top_parent_fd_;
         if (!levels_.empty()) {
             if (!levels_.back().dir && !reopen_parent(done)) {
@@ -695,6 +708,8 @@ private:
     const dev_t tier_dev_;
     const std::string parent_path_;
     RemoveResult& result_;
+    const std::optional<Owner> as_;
+    const uid_t acting_uid_;
     int top_parent_fd_ = -1;
     std::vector<Entered> levels_;  // from the tree's top to the directory being read
     std::size_t first_open_ = 0;
@@ -803,7 +818,8 @@ OpenResult open_trusted_dir(const std::string& root, const std::string& dir, boo
     return result;
 }
 
-RemoveResult remove_tree_within(const std::string& root, const std::string& dir)
+namespace {
+RemoveResult remove_within(const std::string& root, const std::string& dir, const std::optional<Owner>& as)
 {
     RemoveResult result;
     ParentOfDir parent = open_parent_within(root, dir, kNothingRemoved);
@@ -812,8 +828,19 @@ RemoveResult remove_tree_within(const std::string& root, const std::string& dir)
     if (!parent.level)
         return result;
     // dir itself is checked like everything inside (symlink, mount point).
-    TreeRemover(parent.level->facts.dev, parent.level->shown, result).run(parent.level->fd.get(), parent.leaf);
+    TreeRemover(parent.level->facts.dev, parent.level->shown, result, as).run(parent.level->fd.get(), parent.leaf);
     return result;
+}
+}  // namespace
+
+RemoveResult remove_tree_within(const std::string& root, const std::string& dir)
+{
+    return remove_within(root, dir, std::nullopt);
+}
+
+RemoveResult remove_tree_within(const std::string& root, const std::string& dir, const Owner& as)
+{
+    return remove_within(root, dir, as);
 }
 
 RemoveResult remove_tree_at(int dir_fd, const std::string& name, const std::string& shown_dir)

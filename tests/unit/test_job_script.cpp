@@ -347,6 +347,9 @@ BOOST_AUTO_TEST_CASE(epilog_stuck_on_a_hung_file_system_gives_up_in_time_and_nev
     }
     BOOST_TEST(text == "0 in time: job 42 on n2: the epilog did not finish within 1 s (a hung mount or file system?); "
                        "what it left undone stays on the node for 'dlstage gc'; the node stays in service");
+    // and the record says so, for status and gc
+    BOOST_TEST(status_of(node.record("epilog")) == "unfinished");
+    BOOST_TEST(node.record("epilog")["message"].value_or(std::string()) == "the epilog did not finish within 1 s");
 }
 
 BOOST_AUTO_TEST_CASE(epilog_keeps_data_of_keep_tiers)
