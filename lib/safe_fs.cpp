@@ -254,7 +254,7 @@ public:
             // server may refuse root (EACCES) or answer nonsense (EIO), which
             // must not read as a fault of the node.  Only the admin mounts a
             // file system at a tier root, and never a FUSE one.
-            const MountEntry* mount = MountTable::current().at(level.real);
+            const std::optional<MountEntry> mount = MountTable::current().at(level.real);
             if (mount && (mount->is_fuse() || !is_root)) {
                 untrusted(parent, name, label, "is a mount point (" + mount->fstype + ")", true);
                 continue;
@@ -279,7 +279,7 @@ public:
             // What cannot even be examined was not made by root: untrusted.
             if (!facts_of(level.fd, level.facts)) {
                 untrusted(parent, name, label, cannot("examine", "it", errno),
-                          MountTable::current().at(level.real) != nullptr);
+                          MountTable::current().at(level.real).has_value());
                 continue;
             }
             std::string why = distrust(level.facts, trusted_uid_);
@@ -395,7 +395,7 @@ Fd make_leaf(const Level& parent, const std::string& name, uid_t uid, gid_t gid,
     const std::string label = shown(child_path(parent.shown, name));
     const std::string real = child_path(parent.real, name);
     for (int attempt = 0; attempt < 5; ++attempt) {
-        if (const MountEntry* mount = MountTable::current().at(real)) {
+        if (const std::optional<MountEntry> mount = MountTable::current().at(real)) {
             TierWalk::move_aside(parent, name, label, "is a mount point (" + mount->fstype + ")", true, &repairs);
             continue;
         }
@@ -413,7 +413,7 @@ Fd make_leaf(const Level& parent, const std::string& name, uid_t uid, gid_t gid,
             TierWalk::move_aside(parent, name, label,
                                  is_link ? (S_ISLNK(link.mode) ? "is a symlink" : "is not a directory")
                                          : cannot("examine", "it", err),
-                                 MountTable::current().at(real) != nullptr, &repairs);
+                                 MountTable::current().at(real).has_value(), &repairs);
             continue;
         }
         // A directory the caller owns is one another node's prolog is
@@ -789,7 +789,7 @@ OpenResult open_job_dir(const std::string& root, const std::string& dir)
                 fail_walk(label + " belongs to uid " + std::to_string(f.uid) + ", not to you");
             if (!S_ISDIR(f.mode))
                 fail_walk(label + " is not a directory");
-            if (f.dev != parent->facts.dev || MountTable::current().at(child_path(parent->real, name)))
+            if (f.dev != parent->facts.dev || MountTable::current().at(child_path(parent->real, name)).has_value())
                 fail_walk(label + " is a mount point");
             result.dir = reopen_for_reading(passage);
             if (!result.dir.valid())
