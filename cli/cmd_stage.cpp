@@ -145,12 +145,8 @@ int run_and_wait(const std::vector<std::string>& argv, LauncherReport& report)
 std::vector<std::string> recorded_failures(const Config& config, const std::string& job_id)
 {
     std::vector<std::string> messages;
-    for (const std::string& path : user_record_paths(config.site.state_dir, job_id, UserRecord::Failure)) {
-        try {
-            messages.push_back(printable(read_record(path)["message"].value_or(std::string())));
-        } catch (const Error&) {
-        }
-    }
+    for (const UserRecordFile& file : read_user_records(config.site.state_dir, job_id, UserRecord::Failure))
+        messages.push_back(printable(file.record["message"].value_or(std::string())));
     return messages;
 }
 

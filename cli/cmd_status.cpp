@@ -74,13 +74,8 @@ std::optional<JobRecords> read_job(const std::string& state_dir, const std::stri
 {
     JobRecords job{job_id, {}, {}};
     for (const auto& [kind, into] : {std::pair{UserRecord::Progress, &job.progress}, {UserRecord::Failure, &job.failures}})
-        for (const std::string& path : user_record_paths(state_dir, job_id, kind)) {
-            try {
-                into->push_back(read_record(path));
-            } catch (const Error&) {
-                // being replaced this very moment, or not ours: skip it
-            }
-        }
+        for (UserRecordFile& file : read_user_records(state_dir, job_id, kind))
+            into->push_back(std::move(file.record));
     if (job.progress.empty() && job.failures.empty())
         return std::nullopt;
     return job;

@@ -92,10 +92,17 @@ std::string chain_problem(const std::string& path)
 }
 }  // namespace
 
-std::string untrusted_config_reason(const std::string& path)
+std::string untrusted_config_reason(const std::string& given)
 {
-    if (path.empty() || path.front() != '/')
-        return "configuration file " + quoted(path) + " must be an absolute path";
+    if (given.empty())
+        return "the configuration file's path is empty";
+    std::string path = given;
+    if (path.front() != '/') {  // a command line's: below the working directory, which counts too
+        char cwd[PATH_MAX];
+        if (!::getcwd(cwd, sizeof cwd))
+            return std::string("cannot tell the working directory: ") + std::strerror(errno);
+        path = std::string(cwd) + "/" + path;
+    }
     if (std::string p = chain_problem(path); !p.empty())
         return p;
     char real[PATH_MAX];

@@ -17,7 +17,9 @@
 #include <utility>
 
 #include "lib/strings.hpp"
+#include "lib/sys/fs_identity.hpp"
 #include "lib/sys/mount_table.hpp"
+#include "lib/sys/quick_stat.hpp"
 
 namespace dlstage {
 
@@ -42,33 +44,16 @@ Fd reopen_for_reading(const Fd& passage)
     return Fd(::openat(passage.get(), ".", kDirFlags));
 }
 
-// What root code needs to know of an entry before it trusts or enters it.
-struct Facts {
-    mode_t mode = 0;
-    uid_t uid = 0;
-    dev_t dev = 0;
-    ino_t ino = 0;
-};
+using Facts = QuickStat;
 
-// statx with AT_STATX_DONT_SYNC: a FUSE file system answers it from the
-// kernel's cached attributes without asking its server, so a stopped server
-// cannot block it.  flags: AT_EMPTY_PATH for dirfd itself (name ""), or
-// AT_SYMLINK_NOFOLLOW for an entry of dirfd.  False with errno set.
 bool quick_facts(int dirfd, const char* name, int flags, Facts& out)
 {
-    struct statx sx {};
-    if (::statx(dirfd, name, flags | AT_STATX_DONT_SYNC, STATX_TYPE | STATX_MODE | STATX_UID | STATX_INO, &sx) != 0)
-        return false;
-    out.mode = sx.stx_mode;
-    out.uid = sx.stx_uid;
-    out.dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
-    out.ino = sx.stx_ino;
-    return true;
+    return quick_stat(dirfd, name, flags, out);
 }
 
 bool facts_of(const Fd& fd, Facts& out)
 {
-    return quick_facts(fd.get(), "", AT_EMPTY_PATH, out);
+    return quick_stat(fd.get(), out);
 }
 
 // "cannot <action> <label>: <reason>".  Callers pass errno straight in with
@@ -269,7 +254,7 @@ public:
             // server may refuse root (EACCES) or answer nonsense (EIO), which
             // must not read as a fault of the node.  Only the admin mounts a
             // file system at a tier root, and never a FUSE one.
-            const MountEntry* mount = MountTable::current().at(level.real);
+            const std::optional<MountEntry> mount = MountTable::current().at(level.real);
             if (mount && (mount->is_fuse() || !is_root)) {
                 untrusted(parent, name, label, "is a mount point (" + mount->fstype + ")", true);
                 continue;
@@ -294,7 +279,7 @@ public:
             // What cannot even be examined was not made by root: untrusted.
             if (!facts_of(level.fd, level.facts)) {
                 untrusted(parent, name, label, cannot("examine", "it", errno),
-                          MountTable::current().at(level.real) != nullptr);
+                          MountTable::current().at(level.real).has_value());
                 continue;
             }
             std::string why = distrust(level.facts, trusted_uid_);
@@ -410,7 +395,7 @@ Fd make_leaf(const Level& parent, const std::string& name, uid_t uid, gid_t gid,
     const std::string label = shown(child_path(parent.shown, name));
     const std::string real = child_path(parent.real, name);
     for (int attempt = 0; attempt < 5; ++attempt) {
-        if (const MountEntry* mount = MountTable::current().at(real)) {
+        if (const std::optional<MountEntry> mount = MountTable::current().at(real)) {
             TierWalk::move_aside(parent, name, label, "is a mount point (" + mount->fstype + ")", true, &repairs);
             continue;
         }
@@ -428,7 +413,7 @@ Fd make_leaf(const Level& parent, const std::string& name, uid_t uid, gid_t gid,
             TierWalk::move_aside(parent, name, label,
                                  is_link ? (S_ISLNK(link.mode) ? "is a symlink" : "is not a directory")
                                          : cannot("examine", "it", err),
-                                 MountTable::current().at(real) != nullptr, &repairs);
+                                 MountTable::current().at(real).has_value(), &repairs);
             continue;
         }
         // A directory the caller owns is one another node's prolog is
@@ -484,9 +469,12 @@ const char* const kLeftInPlace = "left in place";
 // kMaxOpenLevels directories open (see safe_fs.hpp).
 class TreeRemover {
 public:
-    // parent_path: the path of the directory that holds the tree (messages only).
-    TreeRemover(dev_t tier_dev, std::string parent_path, RemoveResult& result)
-        : tier_dev_(tier_dev), parent_path_(std::move(parent_path)), result_(result)
+    // parent_path: the path of the directory that holds the tree (messages
+    // only).  as: whose permissions the tree below its top is removed with;
+    // none: the caller's.
+    TreeRemover(dev_t tier_dev, std::string parent_path, RemoveResult& result, std::optional<Owner> as = {})
+        : tier_dev_(tier_dev), parent_path_(std::move(parent_path)), result_(result), as_(as),
+          acting_uid_(as ? as->uid : ::geteuid())
     {
     }
     ~TreeRemover()
@@ -503,6 +491,11 @@ public:
     {
         top_parent_fd_ = parent_fd;
         enter(parent_fd, name);
+        // Below the top, as the owner (if asked); the top itself goes as
+        // the caller, from its root-owned parent (leave()).
+        std::optional<FsIdentity> owner;
+        if (as_)
+            owner.emplace(as_->uid, as_->gid);
         while (!levels_.empty() && !stopped_)
             step();
     }
@@ -635,10 +628,10 @@ private:
     // mode, so it does, through the O_PATH fd's /proc link (fchmod takes no
     // O_PATH fd), which cannot be swapped for a symlink.  Not done as root,
     // which needs no permission.
-    static Fd open_owned_dir(int /*parent_fd*/, const Fd& passage, const Facts& f)
+    Fd open_owned_dir(int /*parent_fd*/, const Fd& passage, const Facts& f) const
     {
         Fd fd = reopen_for_reading(passage);
-        if (::geteuid() == 0 || f.uid != ::geteuid() || (f.mode & S_IRWXU) == S_IRWXU)
+        if (acting_uid_ == 0 || f.uid != acting_uid_ || (f.mode & S_IRWXU) == S_IRWXU)
             return fd;
         const std::string self = "/proc/self/fd/" + std::to_string(passage.get());
         if (::chmod(self.c_str(), (f.mode & 07777) | S_IRWXU) != 0)  // if it fails, open or unlinkat will say why
@@ -662,6 +655,10 @@ private:
     {
         Entered done = std::move(levels_.back());
         levels_.pop_back();
+        // The top is in a level only root may change: removed as the caller.
+        std::optional<FsIdentity> caller;
+        if (levels_.empty() && as_)
+            caller.emplace(::geteuid(), ::getegid());
         int parent_fd = top_parent_fd_;
         if (!levels_.empty()) {
             if (!levels_.back().dir && !reopen_parent(done)) {
@@ -711,6 +708,8 @@ private:
     const dev_t tier_dev_;
     const std::string parent_path_;
     RemoveResult& result_;
+    const std::optional<Owner> as_;
+    const uid_t acting_uid_;
     int top_parent_fd_ = -1;
     std::vector<Entered> levels_;  // from the tree's top to the directory being read
     std::size_t first_open_ = 0;
@@ -790,7 +789,7 @@ OpenResult open_job_dir(const std::string& root, const std::string& dir)
                 fail_walk(label + " belongs to uid " + std::to_string(f.uid) + ", not to you");
             if (!S_ISDIR(f.mode))
                 fail_walk(label + " is not a directory");
-            if (f.dev != parent->facts.dev || MountTable::current().at(child_path(parent->real, name)))
+            if (f.dev != parent->facts.dev || MountTable::current().at(child_path(parent->real, name)).has_value())
                 fail_walk(label + " is a mount point");
             result.dir = reopen_for_reading(passage);
             if (!result.dir.valid())
@@ -819,7 +818,8 @@ OpenResult open_trusted_dir(const std::string& root, const std::string& dir, boo
     return result;
 }
 
-RemoveResult remove_tree_within(const std::string& root, const std::string& dir)
+namespace {
+RemoveResult remove_within(const std::string& root, const std::string& dir, const std::optional<Owner>& as)
 {
     RemoveResult result;
     ParentOfDir parent = open_parent_within(root, dir, kNothingRemoved);
@@ -828,8 +828,19 @@ RemoveResult remove_tree_within(const std::string& root, const std::string& dir)
     if (!parent.level)
         return result;
     // dir itself is checked like everything inside (symlink, mount point).
-    TreeRemover(parent.level->facts.dev, parent.level->shown, result).run(parent.level->fd.get(), parent.leaf);
+    TreeRemover(parent.level->facts.dev, parent.level->shown, result, as).run(parent.level->fd.get(), parent.leaf);
     return result;
+}
+}  // namespace
+
+RemoveResult remove_tree_within(const std::string& root, const std::string& dir)
+{
+    return remove_within(root, dir, std::nullopt);
+}
+
+RemoveResult remove_tree_within(const std::string& root, const std::string& dir, const Owner& as)
+{
+    return remove_within(root, dir, as);
 }
 
 RemoveResult remove_tree_at(int dir_fd, const std::string& name, const std::string& shown_dir)

@@ -112,6 +112,17 @@ struct RemoveResult {
 //   while being removed), the walk stops with a problem.
 RemoveResult remove_tree_within(const std::string& root, const std::string& dir);
 
+// The epilog's removal: the same, but everything below dir is removed with
+// the permissions of its owner uid:gid (FsIdentity), so that root never
+// removes what the job's user could not (another user's data moved into the
+// job directory stays, reported); dir itself, in a root-owned level, goes
+// as root once it is empty.  Needs root when uid is not the caller.
+struct Owner {
+    uid_t uid;
+    gid_t gid;
+};
+RemoveResult remove_tree_within(const std::string& root, const std::string& dir, const Owner& as);
+
 // The same inside a directory already open (the stager's job directory):
 // removes `name` in dir_fd.  The tree must be on dir_fd's file system.
 RemoveResult remove_tree_at(int dir_fd, const std::string& name, const std::string& shown_dir);

@@ -14,6 +14,7 @@
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/fd.hpp"
+#include "lib/sys/quick_stat.hpp"
 #include "lib/sys/read_all.hpp"
 
 namespace dlstage {
@@ -126,6 +127,12 @@ void write_record(const std::string& path, const toml::table& record)
     const Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!fd.valid())
         fail("open the directory of", path, errno);
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0)
+        fail("examine the directory of", path, errno);
+    if (st.st_uid != ::geteuid())
+        throw Error("the directory of " + path + " belongs to uid " + std::to_string(st.st_uid) +
+                    ", not to you; nothing written");
     write_record_at(fd.get(), dir, slash == std::string::npos ? path : path.substr(slash + 1), record, 0644);
 }
 
@@ -138,20 +145,91 @@ toml::table parse_record(std::string_view text, const std::string& name)
     }
 }
 
-toml::table read_record(const std::string& path)
+namespace {
+// A record opened by name in dir_fd (AT_FDCWD: a path), read whole.
+toml::table read_record_at(int dir_fd, const std::string& name, const std::string& shown, uid_t* owner = nullptr)
 {
-    const Fd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+    const Fd fd(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
     if (!fd.valid())
-        fail("read state record", path, errno);
+        fail("read state record", shown, errno);
     struct stat st {};
     if (::fstat(fd.get(), &st) != 0)
-        fail("read state record", path, errno);
+        fail("read state record", shown, errno);
     if (!S_ISREG(st.st_mode))
-        throw Error("state record " + path + " is not a regular file");
+        throw Error("state record " + shown + " is not a regular file");
     if (static_cast<std::uint64_t>(st.st_size) > kMaxRecordBytes)
-        throw Error("state record " + path + " is larger than " + std::to_string(kMaxRecordBytes) + " bytes");
-    const std::string text = read_all(fd.get(), kMaxRecordBytes, "state record " + path);
-    return parse_record(text, path);
+        throw Error("state record " + shown + " is larger than " + std::to_string(kMaxRecordBytes) + " bytes");
+    if (owner)
+        *owner = st.st_uid;
+    return parse_record(read_all(fd.get(), kMaxRecordBytes, "state record " + shown), shown);
+}
+
+// The job's user dir, open for reading, reached without entering a mount.
+Fd open_user_dir(const std::string& state_dir, const std::string& job_id)
+{
+    const Fd job(::open(job_state_dir(state_dir, job_id).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    const Fd user(job.valid() ? ::openat(job.get(), "user", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1);
+    QuickStat job_facts, user_facts;
+    if (!user.valid() || !quick_stat(job.get(), job_facts) || !quick_stat(user.get(), user_facts) ||
+        user_facts.dev != job_facts.dev)
+        return Fd();
+    // "." of the lookup stays on this file system even if a mount was put
+    // on the directory since.
+    return Fd(::openat(user.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+}
+}  // namespace
+
+std::vector<UserRecordFile> read_user_records(const std::string& state_dir, const std::string& job_id,
+                                              UserRecord kind)
+{
+    std::vector<UserRecordFile> records;
+    Fd dir_fd = open_user_dir(state_dir, job_id);
+    if (!dir_fd.valid())
+        return records;
+    const std::string shown = job_user_dir(state_dir, job_id);
+    DIR* dir = ::fdopendir(dir_fd.get());
+    if (!dir)
+        return records;
+    const int fd = dir_fd.release();
+    std::vector<std::string> names;
+    while (const dirent* e = ::readdir(dir))
+        if (starts_with(e->d_name, prefix_of(kind)) && ends_with(e->d_name, ".toml"))
+            names.emplace_back(e->d_name);
+    std::sort(names.begin(), names.end());
+    for (const std::string& name : names) {
+        UserRecordFile file{name, 0, {}};
+        try {
+            file.record = read_record_at(fd, name, shown + "/" + name, &file.owner);
+            records.push_back(std::move(file));
+        } catch (const Error&) {
+            // being replaced this very moment, or not a record: skipped
+        }
+    }
+    ::closedir(dir);
+    return records;
+}
+
+std::optional<toml::table> read_prolog_outcome(const std::string& state_dir, const std::string& job_id,
+                                               const std::string& node)
+{
+    const std::string name = prolog_outcome_name(node);
+    const Fd dir = open_user_dir(state_dir, job_id);
+    if (!dir.valid())
+        return std::nullopt;
+    uid_t owner = 0;
+    try {
+        toml::table record = read_record_at(dir.get(), name, job_user_dir(state_dir, job_id) + "/" + name, &owner);
+        if (owner != 0)
+            return std::nullopt;
+        return record;
+    } catch (const Error&) {
+        return std::nullopt;
+    }
+}
+
+toml::table read_record(const std::string& path)
+{
+    return read_record_at(AT_FDCWD, path, path);
 }
 
 }  // namespace dlstage

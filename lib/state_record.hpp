@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <sys/types.h>
@@ -39,6 +40,31 @@ enum class UserRecord { Progress, Failure };
 // the dir is missing or not readable by the caller.
 std::vector<std::string> user_record_paths(const std::string& state_dir, const std::string& job_id, UserRecord kind);
 
+// One record read from a job's user dir.
+struct UserRecordFile {
+    std::string name;  // e.g. failure-n2.toml
+    uid_t owner = 0;
+    toml::table record;
+};
+
+// The records of this kind in the job's user dir, by name, read through
+// descriptors (root runs this for `dlstage status`, in a directory the
+// job's user owns): the dir is looked up from state_dir/jobs/JOB with
+// O_PATH, must be on that directory's file system (a mount the user put
+// there is never entered, so a stopped FUSE server cannot hang the
+// caller), and is opened as "." of the lookup; each record is opened
+// relative to it, without following a link or blocking on a fifo.
+// Records that cannot be read (being replaced, not a regular file) are
+// skipped; none if the dir is missing, mounted over or not readable.
+std::vector<UserRecordFile> read_user_records(const std::string& state_dir, const std::string& job_id,
+                                              UserRecord kind);
+
+// The prolog's outcome on this node (user dir, prolog-NODE.toml), only if
+// root wrote it: a file the job's user left there from an earlier job with
+// the same id is not the prolog's word.  Nothing if there is none.
+std::optional<toml::table> read_prolog_outcome(const std::string& state_dir, const std::string& job_id,
+                                               const std::string& node);
+
 // <job user dir>/prolog-<node>.toml: the prolog's outcome on a node, where
 // the job's user (the stager) can read it; the node record itself is root's.
 std::string prolog_outcome_name(const std::string& node);
@@ -50,7 +76,8 @@ void write_record_at(int dir_fd, const std::string& shown, const std::string& na
                      mode_t mode);
 
 // The same by path, for records in directories the caller owns (the
-// stager's, in the user dir the prolog made).  The directory must exist.
+// stager's, in the user dir the prolog made): the directory must exist and
+// belong to the caller, or nothing is written (Error).
 void write_record(const std::string& path, const toml::table& record);
 
 // Parses a record's text; `name` is for the message.  Throws Error.

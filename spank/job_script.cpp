@@ -241,7 +241,9 @@ Report epilog_work(const ScriptStart& start)
             if (item.tier.cleanup != Cleanup::JobEnd || !done.insert(dir).second)
                 continue;
             detach(item.tier.path.root(), dir);
-            const RemoveResult result = remove_tree_within(item.tier.path.root(), dir);
+            // As the job's user below the job directory: root never removes
+            // what the user could not (another user's data moved in).
+            const RemoveResult result = remove_tree_within(item.tier.path.root(), dir, Owner{job.uid, job.gid});
             removed += result.removed;
             for (const std::string& problem : result.problems)
                 problems.push_back(problem);
@@ -263,6 +265,24 @@ Report epilog_work(const ScriptStart& start)
 
 // ---------------------------------------------------------------------------
 
+// The record of work that did not finish, so that status and gc know of
+// it; written in a child of its own, briefly bounded: it is the state_dir
+// that may be what hangs.
+void record_unfinished(SpankApi& api, const ScriptStart& start, const char* what, const std::string& problem)
+{
+    const BoundedOutcome written = run_bounded(5, [&] {
+        Report report;
+        toml::table record = base_record(start.job, start.stage_data, what);
+        record.insert("status", "unfinished");
+        record.insert("message", "the " + std::string(what) + " " + problem);
+        write_node_record(start, what, record, report);
+        return report.errors.empty() ? std::string() : report.errors.front().value_or(std::string());
+    });
+    if (written.status != BoundedOutcome::Status::Done || !written.output.empty())
+        api.error("job " + start.job.job_id + " on " + start.job.node + ": no record of the unfinished " + what +
+                  ": " + (written.output.empty() ? written.problem : written.output));
+}
+
 // Runs work in a child bounded by the site's time limit, logs what it
 // reports, and returns its status ("" if it did not finish).
 std::string run_work(SpankApi& api, const ScriptStart& start, const char* what, Report (*work)(const ScriptStart&))
@@ -273,6 +293,7 @@ std::string run_work(SpankApi& api, const ScriptStart& start, const char* what, 
     if (outcome.status != BoundedOutcome::Status::Done) {
         api.error(who + "the " + what + " " + outcome.problem + " (a hung mount or file system?); what it left " +
                   "undone stays on the node for 'dlstage gc'; the node stays in service");
+        record_unfinished(api, start, what, outcome.problem);
         return "";
     }
     toml::table report;

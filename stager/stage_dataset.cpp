@@ -73,11 +73,9 @@ bool exists(const std::string& path)
 // directory checked, never through its path again.
 Fd enter_job_dir(const DatasetLayout& layout, const NodeContext& ctx)
 {
-    const std::string outcome = job_user_dir(ctx.state_dir, ctx.values.job_id) + "/" + prolog_outcome_name(ctx.node);
-    if (exists(outcome)) {
-        const toml::table record = read_record(outcome);
-        if (record["status"].value_or(std::string()) != "ready")
-            throw Error(record["message"].value_or(std::string("the prolog could not prepare this node")));
+    if (const auto outcome = read_prolog_outcome(ctx.state_dir, ctx.values.job_id, ctx.node)) {
+        if ((*outcome)["status"].value_or(std::string()) != "ready")
+            throw Error((*outcome)["message"].value_or(std::string("the prolog could not prepare this node")));
     }
     OpenResult opened = open_job_dir(layout.tier_root, layout.tier_dir);
     if (!opened.problem.empty())

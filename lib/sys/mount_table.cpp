@@ -83,13 +83,13 @@ MountTable MountTable::current()
     return MountTable(parse_mountinfo(text));
 }
 
-const MountEntry* MountTable::at(std::string_view path) const
+std::optional<MountEntry> MountTable::at(std::string_view path) const
 {
     // Later lines are mounted later: on a stack of mounts the last is on top.
     for (auto it = entries_.rbegin(); it != entries_.rend(); ++it)
         if (it->point == path)
-            return &*it;
-    return nullptr;
+            return *it;
+    return std::nullopt;
 }
 
 std::vector<std::string> MountTable::points_within(std::string_view dir) const

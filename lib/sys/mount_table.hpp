@@ -7,6 +7,7 @@
 // blocks until that server answers.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,8 +38,9 @@ public:
     // /proc/self/mountinfo now.  Throws Error when it cannot be read.
     static MountTable current();
 
-    // The topmost mount on exactly this path, or null.
-    const MountEntry* at(std::string_view path) const;
+    // The topmost mount on exactly this path, if any (a copy: the table is
+    // often a temporary, MountTable::current().at(path)).
+    std::optional<MountEntry> at(std::string_view path) const;
 
     // Mount points at dir or below it, deepest first (the order in which
     // they can be unmounted one by one).

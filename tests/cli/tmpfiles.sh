@@ -3,7 +3,7 @@
 # root-owned and writable by root only, as systemd-tmpfiles does at boot.
 . "${top_srcdir:-.}/tests/cli/lib.sh"
 set -e
-snippet="$top_srcdir/etc/tmpfiles.d/dlstage.conf"
+snippet="$(cd "$top_srcdir" && pwd)/etc/tmpfiles.d/dlstage.conf"  # absolute: --root would prefix a relative one
 example="$top_srcdir/etc/dlstage.toml"
 
 # Every tier root and the state_dir of the example are in the snippet.

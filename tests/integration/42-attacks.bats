@@ -98,18 +98,20 @@ the_squatter_cannot_write() {
 }
 
 @test "a tier out of inodes: the job fails with dlstage's reason, the node stays up, the epilog still cleans" {
-    local used
+    local used total
     used=$(on_node n2 df --output=iused /dev/shm | tail -n1 | tr -d ' ')
+    total=$(on_node n2 df --output=itotal /dev/shm | tail -n1 | tr -d ' ')
     on_node n2 mount -o remount,nr_inodes=$((used + 100)) /dev/shm
     run as_other srun -w n2 -N1 bash -c 'mkdir /dev/shm/fill; i=0; while touch /dev/shm/fill/$i 2>/dev/null; do i=$((i + 1)); done; echo filled $i'
     echo "$output"
     run as_user srun -w n2 -N1 --stage-data=sample:shm bash -c 'echo $SLURM_JOB_ID; echo TASK-RAN'
     echo "$output"
     on_node n2 rm -rf /dev/shm/fill
-    on_node n2 mount -o remount,nr_inodes=0 /dev/shm  # 0: no limit, as before the test
+    on_node n2 mount -o remount,nr_inodes="$total" /dev/shm  # as before the test
     [ "$status" -ne 0 ]
     ! grep -q TASK-RAN <<<"$output"
-    grep -q "^dlstage: staging sample to shm failed on n2: cannot create /dev/shm/dlstage/[0-9]*: No space left on device (the tier is full (no space or no inodes left))" <<<"$output"
+    # the tier root (if no job made it yet on n2) or the job's directory
+    grep -Eq "^dlstage: staging sample to shm failed on n2: cannot create (tier root /dev/shm/dlstage|/dev/shm/dlstage/[0-9]+): No space left on device \(the tier is full \(no space or no inodes left\)\)" <<<"$output"
     job=$(squeue -h -t all -u "$VCLUSTER_USER" -o %i | sort -n | tail -n1)
     assert_epilogs_cleaned "$job" n2
     [ "$(record_value "$STATE/jobs/$job/n2.prolog.toml" 'r["status"]')" = failed ]
@@ -135,6 +137,26 @@ the_squatter_cannot_write() {
     pkill -KILL -u "$VCLUSTER_USER" -x squashfuse || true
     assert_no_leftovers
     assert_healthy
+}
+
+@test "another user's data moved into a job directory: the epilog (as the job's user) leaves it, no drain" {
+    # The squatter owns a sticky shared directory the victim keeps results in;
+    # they cannot delete the victim's files, but can move the whole directory
+    # into their own job directory for root's epilog to remove.
+    run as_other srun -w n1 -N1 bash -c 'mkdir -m 1777 /dev/shm/team'
+    [ "$status" -eq 0 ]
+    run as_user srun -w n1 -N1 bash -c 'mkdir -m 0755 /dev/shm/team/victim && echo precious > /dev/shm/team/victim/results.txt'
+    [ "$status" -eq 0 ]
+    run as_other srun -w n1 -N1 --stage-data=sample:shm bash -c 'mv /dev/shm/team "$(dirname "$DLSTAGE_SAMPLE")/" && echo JOB $SLURM_JOB_ID'
+    echo "$output"
+    [ "$status" -eq 0 ]
+    job=$(grep -oE '^JOB [0-9]+' <<<"$output" | cut -d' ' -f2)
+    [ "$(epilog_value "$job" n1 'r["status"]')" = incomplete ]
+    epilog_value "$job" n1 'r["problems"][0]' | grep -q "cannot remove /dev/shm/dlstage/$job/team/victim/results.txt: Permission denied"
+    [ "$(on_node n1 cat "/dev/shm/dlstage/$job/team/victim/results.txt")" = precious ]
+    ! on_node n1 test -e "/dev/shm/dlstage/$job/sample"   # the job's own data is gone
+    assert_healthy
+    on_node n1 rm -rf "/dev/shm/dlstage/$job"
 }
 
 @test "a configuration others can write: refused at submit, and by the prolog if it changes after" {

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
 #include <functional>
 #include <grp.h>
 #include <sched.h>
@@ -24,8 +25,10 @@ constexpr uid_t kSameUid = static_cast<uid_t>(-1);  // in_child: do not switch u
 // lower fd limit, another uid or a private mount namespace.
 inline std::string in_child(const std::function<std::string()>& fn, uid_t uid = kSameUid, gid_t gid = 0)
 {
+    // Close-on-exec: a program the child starts (a FUSE server) must not
+    // hold the pipe open after the child has gone.
     int pipe_fds[2];
-    BOOST_REQUIRE(::pipe(pipe_fds) == 0);
+    BOOST_REQUIRE(::pipe2(pipe_fds, O_CLOEXEC) == 0);
     const pid_t pid = ::fork();
     BOOST_REQUIRE(pid >= 0);
     if (pid == 0) {

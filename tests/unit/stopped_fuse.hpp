@@ -12,6 +12,7 @@
 #include <fstream>
 #include <string>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,15 +32,18 @@ public:
         }
         server_ = ::fork();
         if (server_ == 0) {
+            // Dies with the test's child even if that one crashes before its
+            // destructors: a stopped server left behind would hold the mount.
+            ::prctl(PR_SET_PDEATHSIG, SIGKILL);
             const int null = ::open("/dev/null", O_RDWR);
             ::dup2(null, 1);
             ::dup2(null, 2);
             ::execlp("squashfuse", "squashfuse", "-f", image.c_str(), point.c_str(), static_cast<char*>(nullptr));
             ::_exit(127);
         }
-        for (int i = 0; i < 500 && !MountTable::current().at(point); ++i)
+        for (int i = 0; i < 500 && !MountTable::current().at(point).has_value(); ++i)
             ::usleep(10000);
-        if (!MountTable::current().at(point)) {
+        if (!MountTable::current().at(point).has_value()) {
             problem = "skip: squashfuse did not mount (squashfuse and /dev/fuse here?)";
             return;
         }

@@ -273,7 +273,7 @@ BOOST_AUTO_TEST_CASE(a_fuse_mount_on_a_squatted_tier_root_is_detached_and_never_
         struct stat st {};
         return std::to_string(rc) + " " + status_of(node.record("prolog")) +
                (lstat(node.job_dir().c_str(), &st) == 0 && S_ISDIR(st.st_mode) ? " made" : " missing") +
-               (MountTable::current().at(node.dir / "tier") ? " mounted" : " detached");
+               (MountTable::current().at(node.dir / "tier").has_value() ? " mounted" : " detached");
     });
     if (text.rfind("skip: ", 0) == 0) {
         BOOST_TEST_MESSAGE("skipped: " + text);
@@ -347,6 +347,9 @@ BOOST_AUTO_TEST_CASE(epilog_stuck_on_a_hung_file_system_gives_up_in_time_and_nev
     }
     BOOST_TEST(text == "0 in time: job 42 on n2: the epilog did not finish within 1 s (a hung mount or file system?); "
                        "what it left undone stays on the node for 'dlstage gc'; the node stays in service");
+    // and the record says so, for status and gc
+    BOOST_TEST(status_of(node.record("epilog")) == "unfinished");
+    BOOST_TEST(node.record("epilog")["message"].value_or(std::string()) == "the epilog did not finish within 1 s");
 }
 
 BOOST_AUTO_TEST_CASE(epilog_keeps_data_of_keep_tiers)

@@ -640,6 +640,42 @@ BOOST_AUTO_TEST_CASE(owner_removes_read_only_directories)
     ::chmod(tier.root.c_str(), 0755);  // for TempDir's cleanup
 }
 
+BOOST_AUTO_TEST_CASE(the_epilog_removes_as_the_jobs_user_and_leaves_what_others_own)
+{
+    if (!is_root()) {
+        BOOST_TEST_MESSAGE("skipped: needs root");
+        return;
+    }
+    Tier tier;
+    const std::string job = tier.root + "/42";
+    make_dir(job, 0700);
+    make_dir(job + "/mine", 0500);  // read-only: its owner may open it up
+    make_file(job + "/mine/a");
+    make_file(job + "/b");
+    // Another user's data, moved into the job directory by its user (it was
+    // in a sticky directory the job's user owned): root must not remove it.
+    make_dir(job + "/team");
+    make_dir(job + "/team/victim");
+    make_file(job + "/team/victim/results.txt");
+    for (const std::string& p : {job, job + "/mine", job + "/mine/a", job + "/b", job + "/team"})
+        BOOST_REQUIRE(::lchown(p.c_str(), kOtherUid, kOtherGid) == 0);
+    for (const std::string& p : {job + "/team/victim", job + "/team/victim/results.txt"})
+        BOOST_REQUIRE(::lchown(p.c_str(), kOtherUid + 1, kOtherGid + 1) == 0);
+
+    const RemoveResult result = remove_tree_within(tier.root, job, Owner{kOtherUid, kOtherGid});
+    BOOST_TEST(outcome(result) == "removed=3\ncannot remove " + job +
+                                      "/team/victim/results.txt: Permission denied");
+    BOOST_TEST(exists(job + "/team/victim/results.txt"));
+    BOOST_TEST(!exists(job + "/mine"));
+    BOOST_TEST(!exists(job + "/b"));
+    // Once it is the job's own again, the same call removes the rest, the
+    // job directory too (as root, from the root-owned tier root).
+    BOOST_REQUIRE(::lchown((job + "/team/victim").c_str(), kOtherUid, kOtherGid) == 0);
+    BOOST_REQUIRE(::lchown((job + "/team/victim/results.txt").c_str(), kOtherUid, kOtherGid) == 0);
+    BOOST_TEST(outcome(remove_tree_within(tier.root, job, Owner{kOtherUid, kOtherGid})) == "removed=4");
+    BOOST_TEST(!exists(job));
+}
+
 BOOST_AUTO_TEST_CASE(mount_points_are_left_in_place)
 {
     if (!is_root()) {

@@ -12,6 +12,8 @@
 #include "lib/state_record.hpp"
 #include "lib/sys/bounded.hpp"
 #include "tests/unit/error_of.hpp"
+#include "tests/unit/in_child.hpp"
+#include "tests/unit/stopped_fuse.hpp"
 #include "tests/unit/tmpdir.hpp"
 
 using namespace dlstage;
@@ -147,6 +149,67 @@ BOOST_AUTO_TEST_CASE(reading_refuses_fifos_links_and_huge_files_without_blocking
     BOOST_TEST(error_of(dir / "huge.toml") == "state record " + dir / "huge.toml" + " is larger than 1048576 bytes");
     BOOST_TEST(error_of(dir / "bad.toml").find("cannot read state record " + dir / "bad.toml") == 0u);
     BOOST_TEST(read_record(real)["status"].value_or(std::string()) == "ready");
+}
+
+// A state_dir with one job whose user dir holds records.
+struct JobRecords {
+    test::TempDir state;
+    std::string user = job_user_dir(state.path(), "5");
+    JobRecords()
+    {
+        for (const std::string& dir : {state / "jobs", state / "jobs/5", user})
+            mkdir(dir.c_str(), 0755);
+        write_record(user + "/failure-n1.toml", toml::table{{"node", "n1"}, {"message", "no room"}});
+        write_record(user + "/progress-tree.toml", toml::table{{"dataset", "tree"}});
+        write_record(user + "/" + prolog_outcome_name("n1"), toml::table{{"status", "failed"}});
+        BOOST_REQUIRE(mkfifo((user + "/failure-n2.toml").c_str(), 0644) == 0);  // skipped, without blocking
+    }
+};
+
+BOOST_AUTO_TEST_CASE(user_records_are_read_through_the_user_dir)
+{
+    JobRecords job;
+    const auto failures = read_user_records(job.state.path(), "5", UserRecord::Failure);
+    BOOST_REQUIRE(failures.size() == 1u);
+    BOOST_TEST(failures[0].name == "failure-n1.toml");
+    BOOST_TEST(failures[0].owner == geteuid());
+    BOOST_TEST(failures[0].record["message"].value_or(std::string()) == "no room");
+    BOOST_TEST(read_user_records(job.state.path(), "5", UserRecord::Progress).size() == 1u);
+    BOOST_TEST(read_user_records(job.state.path(), "6", UserRecord::Progress).empty());
+    // The prolog's outcome counts only if root wrote it.
+    const auto outcome = read_prolog_outcome(job.state.path(), "5", "n1");
+    BOOST_TEST(outcome.has_value() == (geteuid() == 0));
+    if (geteuid() == 0) {
+        BOOST_REQUIRE(chown((job.user + "/" + prolog_outcome_name("n1")).c_str(), 12345, 12345) == 0);
+        BOOST_TEST(!read_prolog_outcome(job.state.path(), "5", "n1").has_value());
+    }
+}
+
+BOOST_AUTO_TEST_CASE(a_mount_on_the_user_dir_is_never_entered)
+{
+    if (geteuid() != 0) {
+        BOOST_TEST_MESSAGE("skipped: mounting needs root");
+        return;
+    }
+    JobRecords job;
+    mkdir((job.state / "content").c_str(), 0755);
+    job.state.write("content/failure-n9.toml", "node = 'n9'\nmessage = 'from the mount'\n");
+    const std::string text = test::in_mount_namespace([&] {
+        // The job's user mounts a FUSE file system on their user dir and
+        // stops its server: reading it would block root's dlstage status.
+        test::StoppedFuse fuse(job.state / "content", job.state / "image.sqfs", job.user);
+        if (!fuse.problem.empty())
+            return fuse.problem;
+        const BoundedOutcome read = run_bounded(10, [&] {
+            return std::to_string(read_user_records(job.state.path(), "5", UserRecord::Failure).size());
+        });
+        return read.status == BoundedOutcome::Status::Done ? "read " + read.output : "blocked: " + read.problem;
+    });
+    if (text.rfind("skip: ", 0) == 0) {
+        BOOST_TEST_MESSAGE("skipped: " + text);
+        return;
+    }
+    BOOST_TEST(text == "read 0");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

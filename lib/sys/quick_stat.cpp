@@ -1,0 +1,23 @@
+#include "lib/sys/quick_stat.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+namespace dlstage {
+
+static_assert(AT_EMPTY_PATH == 0x1000, "quick_stat.hpp spells AT_EMPTY_PATH out");
+
+bool quick_stat(int dirfd, const char* name, int flags, QuickStat& out)
+{
+    struct statx sx {};
+    if (::statx(dirfd, name, flags | AT_STATX_DONT_SYNC, STATX_TYPE | STATX_MODE | STATX_UID | STATX_INO, &sx) != 0)
+        return false;
+    out.mode = sx.stx_mode;
+    out.uid = sx.stx_uid;
+    out.dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
+    out.ino = sx.stx_ino;
+    return true;
+}
+
+}  // namespace dlstage

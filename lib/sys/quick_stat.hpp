@@ -1,0 +1,28 @@
+// What root code needs to know of an entry before it trusts or enters it,
+// asked in a way no file system server can block.
+#pragma once
+
+#include <sys/types.h>
+
+namespace dlstage {
+
+struct QuickStat {
+    mode_t mode = 0;
+    uid_t uid = 0;
+    dev_t dev = 0;
+    ino_t ino = 0;
+};
+
+// statx with AT_STATX_DONT_SYNC: a FUSE file system answers it from the
+// kernel's cached attributes without asking its server, so a stopped
+// server cannot block it.  flags: AT_EMPTY_PATH for dirfd itself (name
+// ""), or AT_SYMLINK_NOFOLLOW for an entry of dirfd.  False with errno set.
+bool quick_stat(int dirfd, const char* name, int flags, QuickStat& out);
+
+// The same for an fd itself (an O_PATH fd too).
+inline bool quick_stat(int fd, QuickStat& out)
+{
+    return quick_stat(fd, "", 0x1000 /* AT_EMPTY_PATH */, out);
+}
+
+}  // namespace dlstage
