@@ -18,8 +18,8 @@
 #include "lib/error.hpp"
 #include "lib/identity.hpp"
 #include "lib/number.hpp"
-#include "lib/stager_tuning.hpp"
 #include "lib/stage_spec.hpp"
+#include "lib/stager_tuning.hpp"
 #include "lib/state_record.hpp"
 #include "stager/stage_dataset.hpp"
 
