@@ -52,19 +52,63 @@ bool ends_with(std::string_view text, std::string_view suffix)
     return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
 }
 
+namespace {
+void escape_bytes(std::string& out, std::string_view bytes)
+{
+    for (const char c : bytes) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned char>(c));
+        out += buf;
+    }
+}
+
+// The length of the valid UTF-8 sequence at the start of text and its code
+// point, or 0 if it is not one (a stray byte, an overlong or cut sequence).
+std::size_t utf8_sequence(std::string_view text, char32_t& code)
+{
+    const auto b0 = static_cast<unsigned char>(text[0]);
+    std::size_t length = b0 < 0x80 ? 1 : (b0 & 0xe0) == 0xc0 ? 2 : (b0 & 0xf0) == 0xe0 ? 3 : (b0 & 0xf8) == 0xf0 ? 4 : 0;
+    if (length == 0 || length > text.size())
+        return 0;
+    code = length == 1 ? b0 : b0 & (0x7f >> length);
+    for (std::size_t i = 1; i < length; ++i) {
+        const auto b = static_cast<unsigned char>(text[i]);
+        if ((b & 0xc0) != 0x80)
+            return 0;
+        code = (code << 6) | (b & 0x3f);
+    }
+    static const char32_t kMinimum[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (code < kMinimum[length] || code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff))
+        return 0;
+    return length;
+}
+
+// Characters a terminal acts on rather than shows: C0 and C1 controls
+// (CSI is U+009B), and the invisible marks that reorder text (bidi).
+bool is_control(char32_t code)
+{
+    return code < 0x20 || (code >= 0x7f && code <= 0x9f) || code == 0x200e || code == 0x200f ||
+           (code >= 0x202a && code <= 0x202e) || (code >= 0x2066 && code <= 0x2069);
+}
+}  // namespace
+
 std::string printable(std::string_view text)
 {
     std::string out;
     out.reserve(text.size());
-    for (const char c : text) {
-        const auto u = static_cast<unsigned char>(c);
-        if (u < 0x20 || u == 0x7f) {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "\\x%02x", u);
-            out += buf;
-        } else {
-            out += c;
+    while (!text.empty()) {
+        char32_t code = 0;
+        const std::size_t length = utf8_sequence(text, code);
+        if (length == 0) {
+            escape_bytes(out, text.substr(0, 1));  // not UTF-8: a byte an 8-bit terminal may take for C1
+            text.remove_prefix(1);
+            continue;
         }
+        if (is_control(code))
+            escape_bytes(out, text.substr(0, length));
+        else
+            out.append(text.substr(0, length));
+        text.remove_prefix(length);
     }
     return out;
 }

@@ -18,8 +18,11 @@ bool ends_with(std::string_view text, std::string_view suffix);
 // a hostile or broken value cannot break the one-line message.
 std::string quoted(std::string_view value);
 
-// The text with control bytes shown as \xNN (no quotes): for logs and
-// listings that print values users wrote, which must never inject a line.
+// The text with what a terminal would act on shown as \xNN (no quotes):
+// C0 and C1 control characters, bidi marks and overrides, and bytes that
+// are not UTF-8; other UTF-8 text stays as it is.  For logs and listings
+// that print values users wrote, which must never inject a line, move the
+// cursor or reorder what an admin reads.
 std::string printable(std::string_view text);
 
 // The closest candidate within a small edit distance, or "" if none is

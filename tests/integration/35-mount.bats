@@ -23,7 +23,7 @@ assert_cleaned() {
     assert_epilogs_cleaned "$1"
     assert_no_leftovers
     assert_no_mounts
-    ! sinfo -h -o %T | grep -Eiq 'drain|down'
+    ! sinfo -h -o %T | grep -Eiq 'drain|down' || false
 }
 
 # sbatch_image_m WORK: runs WORK/job.sh (from stdin) on 3 nodes with
@@ -100,7 +100,7 @@ SCRIPT
     run as_user srun -N3 --stage-data=broken-m bash -c 'echo TASK-RAN'
     echo "$output"
     [ "$status" -ne 0 ]
-    ! grep -q TASK-RAN <<<"$output"
+    ! grep -q TASK-RAN <<<"$output" || false
     grep -q "^dlstage: mounting broken-m failed on n[123]: squashfuse[_a-z]* cannot mount the image $DLSTAGE_TEST_DIR/data/broken.sqfs: .*(rebuild it with 'dlstage pack')$" <<<"$output"
     grep -q "^dlstage: mounting broken-m failed; see the messages above" <<<"$output"
     job=$(squeue -h -t all -o '%i %j' | sort -n | tail -n1 | cut -d' ' -f1)

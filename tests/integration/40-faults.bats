@@ -27,7 +27,7 @@ start_slow_staging() {
     [[ "$output" == *"dlstage: staging hostile to shm failed on n"*": unsafe entry '../escape.txt' in $DATA/hostile.tar: its path leaves the destination"* ]]
     [ ! -e /etc/dlstage-hostile.txt ]
     for node in n1 n2 n3; do
-        ! on_node "$node" sh -c 'ls /dev/shm/escape.txt /dev/shm/dlstage/escape.txt /etc/dlstage-hostile.txt' 2>/dev/null
+        ! on_node "$node" sh -c 'ls /dev/shm/escape.txt /dev/shm/dlstage/escape.txt /etc/dlstage-hostile.txt' 2>/dev/null || false
     done
     assert_no_leftovers
     assert_healthy
@@ -49,7 +49,7 @@ start_slow_staging() {
     job=${output%%;*}
     out=$(cat "$(user_workdir)/out.txt")
     echo "$out"
-    ! grep -q SCRIPT-RAN <<<"$out"
+    ! grep -q SCRIPT-RAN <<<"$out" || false
     grep -q "dlstage: staging hostile to shm failed on n" <<<"$out"
     wait_job_gone "$job"  # sbatch --wait may return while the epilog still runs
     [ "$(job_state "$job")" = FAILED ]
@@ -62,7 +62,7 @@ start_slow_staging() {
     echo "$output"
     [ "$status" -ne 0 ]
     grep -q "dlstage: staging big to shm failed on n3: dataset 'big' needs 64.0 MiB but tier 'shm' has only" <<<"$output"
-    ! grep -q "failed on n[12]" <<<"$output"
+    ! grep -q "failed on n[12]" <<<"$output" || false
     assert_no_leftovers
     assert_healthy
 }
@@ -72,7 +72,7 @@ start_slow_staging() {
     echo "$output"
     [ "$status" -ne 0 ]
     grep -q "dlstage: staging b76 to shm failed on n3: dataset 'b76' needs 76.0 MiB but tier 'shm' has only .* free on n3" <<<"$output"
-    ! grep -q "failed on n[12]" <<<"$output"
+    ! grep -q "failed on n[12]" <<<"$output" || false
     grep -q "needs 76.0 MiB" "$VCLUSTER_DIR/log/slurmd-n3.log"   # logged by the prolog on n3
     assert_no_leftovers
     assert_healthy
@@ -98,7 +98,7 @@ start_slow_staging() {
     scancel "$job"
     wait_job_gone "$job"
     [ "$(job_state "$job")" = CANCELLED ]
-    ! grep -q SCRIPT-RAN "$(user_workdir)/out.txt"
+    ! grep -q SCRIPT-RAN "$(user_workdir)/out.txt" || false
     for node in n1 n2 n3; do
         wait_for_file "$STATE/jobs/$job/$node.epilog.toml" 30
     done
@@ -119,7 +119,7 @@ start_slow_staging() {
     out=$(cat "$(user_workdir)/out.txt")
     echo "$out"
     [ "$(job_state "$job")" = FAILED ]
-    ! grep -q SCRIPT-RAN <<<"$out"
+    ! grep -q SCRIPT-RAN <<<"$out" || false
     grep -q "dlstage: staging big:shm failed on n2: the stager ended early" <<<"$out"
     assert_no_leftovers
     assert_healthy

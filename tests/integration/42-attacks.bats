@@ -37,7 +37,7 @@ the_squatter_cannot_write() {
     echo "$output"
     [ "$status" -ne 0 ]
     [[ "$output" == *"Permission denied"* ]]
-    ! grep -q WROTE <<<"$output"
+    ! grep -q WROTE <<<"$output" || false
 }
 
 @test "a tier root planted as a symlink after a reboot: moved aside, the other user's job gets its data, no drain" {
@@ -69,7 +69,7 @@ the_squatter_cannot_write() {
     victim_reads n2
     [ "$status" -eq 0 ]
     grep -qx "CONTENT hello" <<<"$output"
-    ! grep -q evil <<<"$output"
+    ! grep -q evil <<<"$output" || false
     grep -qx "ROOT root 755 directory" <<<"$output"
     grep -q "tier root /dev/shm/dlstage belongs to uid $(id -u "$OTHER_USER") (mode 0777), not uid 0; moved it aside to /dev/shm/dlstage.untrusted-" \
         "$VCLUSTER_DIR/log/slurmd-n2.log"
@@ -91,7 +91,7 @@ the_squatter_cannot_write() {
     grep -qx "ROOT root 755 directory" <<<"$output"
     grep -q "tier root /dev/shm/dlstage is a mount point (fuse.squashfuse): detached the mount on it" \
         "$VCLUSTER_DIR/log/slurmd-n3.log"
-    ! on_node n3 grep -q ' /dev/shm/dlstage .* fuse.squashfuse ' /proc/self/mountinfo
+    ! on_node n3 grep -q ' /dev/shm/dlstage .* fuse.squashfuse ' /proc/self/mountinfo || false
     assert_no_leftovers
     assert_healthy
     on_node n3 sh -c 'rm -rf /dev/shm/dlstage.untrusted-*'
@@ -109,7 +109,7 @@ the_squatter_cannot_write() {
     on_node n2 rm -rf /dev/shm/fill
     on_node n2 mount -o remount,nr_inodes="$total" /dev/shm  # as before the test
     [ "$status" -ne 0 ]
-    ! grep -q TASK-RAN <<<"$output"
+    ! grep -q TASK-RAN <<<"$output" || false
     # the tier root (if no job made it yet on n2) or the job's directory
     grep -Eq "^dlstage: staging sample to shm failed on n2: cannot create (tier root /dev/shm/dlstage|/dev/shm/dlstage/[0-9]+): No space left on device \(the tier is full \(no space or no inodes left\)\)" <<<"$output"
     job=$(squeue -h -t all -u "$VCLUSTER_USER" -o %i | sort -n | tail -n1)
@@ -132,8 +132,8 @@ the_squatter_cannot_write() {
     [ "$(job_state "$job")" = COMPLETED ]
     assert_epilogs_cleaned "$job" n1
     [ "$(epilog_value "$job" n1 'r["unmounted"]')" -ge 1 ]
-    ! on_node n1 test -e "/dev/shm/dlstage/$job"
-    ! on_node n1 grep -q "/dev/shm/dlstage/$job" /proc/self/mountinfo
+    ! on_node n1 test -e "/dev/shm/dlstage/$job" || false
+    ! on_node n1 grep -q "/dev/shm/dlstage/$job" /proc/self/mountinfo || false
     pkill -KILL -u "$VCLUSTER_USER" -x squashfuse || true
     assert_no_leftovers
     assert_healthy
@@ -154,7 +154,7 @@ the_squatter_cannot_write() {
     [ "$(epilog_value "$job" n1 'r["status"]')" = incomplete ]
     epilog_value "$job" n1 'r["problems"][0]' | grep -q "cannot remove /dev/shm/dlstage/$job/team/victim/results.txt: Permission denied"
     [ "$(on_node n1 cat "/dev/shm/dlstage/$job/team/victim/results.txt")" = precious ]
-    ! on_node n1 test -e "/dev/shm/dlstage/$job/sample"   # the job's own data is gone
+    ! on_node n1 test -e "/dev/shm/dlstage/$job/sample" || false   # the job's own data is gone
     assert_healthy
     on_node n1 rm -rf "/dev/shm/dlstage/$job"
 }
@@ -178,10 +178,10 @@ the_squatter_cannot_write() {
     chmod 0644 "$conf"
     cat "$(user_workdir)/out.txt"
     [ "$(job_state "$job")" = FAILED ]
-    ! grep -q SCRIPT-RAN "$(user_workdir)/out.txt"
+    ! grep -q SCRIPT-RAN "$(user_workdir)/out.txt" || false
     grep -q "refusing the site configuration" "$(user_workdir)/out.txt"
     grep -q "dlstage: job $job on n3: refusing the site configuration" "$VCLUSTER_DIR/log/slurmd-n3.log"
-    ! on_node n3 test -e "/dev/shm/dlstage/$job"  # root did nothing for it
+    ! on_node n3 test -e "/dev/shm/dlstage/$job" || false  # root did nothing for it
     assert_healthy
 }
 
@@ -199,8 +199,8 @@ the_squatter_cannot_write() {
     echo "$output"
     [ "$status" -eq 0 ]
     grep -qF 'job '"$job"': failed on n1: x\x1b[2Jy\x0aforged line' <<<"$output"
-    ! grep -q $'\x1b' <<<"$output"
-    ! grep -q root: <<<"$output"   # nothing of /etc/shadow
+    ! grep -q $'\x1b' <<<"$output" || false
+    ! grep -q root: <<<"$output" || false   # nothing of /etc/shadow
 }
 
 @test "malformed tuning knobs: one line naming the knob, the job fails, no drain" {
@@ -208,9 +208,9 @@ the_squatter_cannot_write() {
         run as_user env "$knob" srun -N1 --stage-data=sample:shm bash -c 'echo TASK-RAN'
         echo "$output"
         [ "$status" -ne 0 ]
-        ! grep -q TASK-RAN <<<"$output"
+        ! grep -q TASK-RAN <<<"$output" || false
         grep -q "^dlstage: ${knob%%=*}: " <<<"$output"
-        ! grep -Eq 'terminate called|Aborted|core dumped' <<<"$output"
+        ! grep -Eq 'terminate called|Aborted|core dumped' <<<"$output" || false
     done
     assert_no_leftovers
     assert_healthy

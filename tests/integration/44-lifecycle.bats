@@ -27,7 +27,7 @@ out() { cat "$(user_workdir)/out.txt"; }
     wait_job_gone "$job" 180
     out
     [ "$(job_state "$job")" = TIMEOUT ]
-    ! out | grep -q SCRIPT-RAN
+    ! out | grep -q SCRIPT-RAN || false
     out | grep -q "DUE TO TIME LIMIT"
     assert_no_leftovers
     assert_healthy
@@ -49,7 +49,7 @@ out() { cat "$(user_workdir)/out.txt"; }
             "config=$DLSTAGE_TEST_DIR/dlstage.toml"
         echo "$output"
         [ "$status" -eq 0 ]
-        ! grep -q error <<<"$output"
+        ! grep -q error <<<"$output" || false
         [ "$(record_value "$STATE/jobs/$job/$node.epilog.toml" 'r["status"], r["removed"]')" = "('cleaned', 0)" ]
     done
     assert_healthy
