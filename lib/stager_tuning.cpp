@@ -32,7 +32,8 @@ ExchangeScheme scheme_named(std::string_view value)
 const std::vector<TuningKnob>& tuning_knobs()
 {
     // A chunk travels as one MPI message and window x chunk_size bytes are
-    // held per rank; below 1 MiB/s a rate limit is a missing unit, not a wish.
+    // held per rank; below 64 KiB/s a rate limit is a missing unit, not a wish
+    // (a slow, gentle rate such as 200K is a wish).
     static const std::vector<TuningKnob> knobs = {
         {"DLSTAGE_CHUNK_SIZE", "--chunk-size",
          [](std::string_view v, StagerTuning& t) { t.chunk_size = parse_size(v, 4ull << 10, 1ull << 30); }},
@@ -43,7 +44,7 @@ const std::vector<TuningKnob>& tuning_knobs()
          [](std::string_view v, StagerTuning& t) { t.writers = count_from_1_to_256(v); }},
         {"DLSTAGE_RATE_LIMIT", "--rate-limit",
          [](std::string_view v, StagerTuning& t) {
-             t.read_rate_limit = parse_size(v, 1ull << 20, std::numeric_limits<std::uint64_t>::max());
+             t.read_rate_limit = parse_size(v, 64ull << 10, std::numeric_limits<std::uint64_t>::max());
          }},
         {"DLSTAGE_PROGRESS", "--progress",
          [](std::string_view v, StagerTuning& t) { t.progress_interval = parse_seconds(v, 0.1, 86400); }},

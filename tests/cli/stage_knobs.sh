@@ -52,7 +52,7 @@ refused DLSTAGE_READERS -1 "invalid value '-1': expected a whole number from 1 t
 refused DLSTAGE_WRITERS 99999999999999999999 "invalid value '99999999999999999999': expected a whole number from 1 to 256"
 refused DLSTAGE_CHUNK_SIZE 4Mx "invalid size '4Mx': unknown unit 'Mx'"
 refused DLSTAGE_CHUNK_SIZE 2G "invalid size '2G': expected a size from 4.0 KiB to 1.0 GiB"
-refused DLSTAGE_RATE_LIMIT 200 "invalid size '200': expected a size of at least 1.0 MiB"
+refused DLSTAGE_RATE_LIMIT 200 "invalid size '200': expected a size of at least 64.0 KiB"
 refused DLSTAGE_PROGRESS 1e1 "invalid value '1e1': expected a number of seconds from 0.1 to 86400"
 refused DLSTAGE_PROGRESS nan "invalid value 'nan': expected a number of seconds"
 refused DLSTAGE_EXCHANGE rings "invalid value 'rings': expected ring or bcast"

@@ -59,7 +59,7 @@ BOOST_AUTO_TEST_CASE(knobs_refuse_malformed_and_out_of_range_values)
     BOOST_TEST(knob_error("--chunk-size", "1K") == "invalid size '1K': expected a size from 4.0 KiB to 1.0 GiB");
     BOOST_TEST(knob_error("--chunk-size", "2G") == "invalid size '2G': expected a size from 4.0 KiB to 1.0 GiB");
     BOOST_TEST(knob_error("--chunk-size", "4Mx").find("unknown unit 'Mx'") != std::string::npos);
-    BOOST_TEST(knob_error("--rate-limit", "200") == "invalid size '200': expected a size of at least 1.0 MiB");
+    BOOST_TEST(knob_error("--rate-limit", "200") == "invalid size '200': expected a size of at least 64.0 KiB");
     BOOST_TEST(knob_error("--progress", "1e1") ==
                "invalid value '1e1': expected a number of seconds from 0.1 to 86400");
     BOOST_TEST(knob_error("--exchange", "rings") == "invalid value 'rings': expected ring or bcast");
