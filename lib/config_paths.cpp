@@ -37,13 +37,6 @@ std::string choose_config_path(const std::string& explicit_path, bool allow_env)
 }
 
 namespace {
-std::string mode_text(mode_t mode)
-{
-    char buf[8];
-    std::snprintf(buf, sizeof buf, "%04o", static_cast<unsigned>(mode & 07777));
-    return buf;
-}
-
 bool trusted_owner(uid_t uid)
 {
     return uid == 0 || uid == ::geteuid();
@@ -61,7 +54,7 @@ std::string entry_problem(const std::string& path, const struct stat& st, bool i
         return what + " is not a regular file" + (S_ISDIR(st.st_mode) ? " but a directory: give the path of the TOML file" : "");
     const bool sticky_dir = S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX) != 0;
     if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && !sticky_dir)
-        return what + " is writable by group or others (mode " + mode_text(st.st_mode) + "); run chmod go-w " + path;
+        return what + " is writable by group or others (mode " + octal_mode(st.st_mode) + "); run chmod go-w " + path;
     return "";
 }
 

@@ -12,7 +12,6 @@
 #include <set>
 #include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 #include <utility>
 
@@ -44,18 +43,6 @@ Fd reopen_for_reading(const Fd& passage)
     return Fd(::openat(passage.get(), ".", kDirFlags));
 }
 
-using Facts = QuickStat;
-
-bool quick_facts(int dirfd, const char* name, int flags, Facts& out)
-{
-    return quick_stat(dirfd, name, flags, out);
-}
-
-bool facts_of(const Fd& fd, Facts& out)
-{
-    return quick_stat(fd.get(), out);
-}
-
 // "cannot <action> <label>: <reason>".  Callers pass errno straight in with
 // a label built beforehand, so nothing can change errno before it is read.
 std::string cannot(const char* action, const std::string& label, int err)
@@ -76,13 +63,6 @@ std::string shown(const std::string& path)
         return u < 0x20 || u == 0x7f;
     });
     return plain ? text : quoted(text);
-}
-
-std::string octal_mode(mode_t mode)
-{
-    char buf[8];
-    std::snprintf(buf, sizeof buf, "%04o", static_cast<unsigned>(mode & 07777));
-    return buf;
 }
 
 // The components of an absolute path, or nothing if it is relative or has an
@@ -167,7 +147,7 @@ std::string other_file_system(const std::string& label, const char* outcome)
 // Why an entry is not a level root code may build on, or "": it must be a
 // real directory owned by root or trusted_uid (the caller), and writable
 // by nobody else.
-std::string distrust(const Facts& f, uid_t trusted_uid)
+std::string distrust(const QuickStat& f, uid_t trusted_uid)
 {
     if (S_ISLNK(f.mode))
         return "is a symlink";
@@ -187,7 +167,7 @@ std::string distrust(const Facts& f, uid_t trusted_uid)
 // One directory of the walk: an O_PATH fd, its facts, and its names.
 struct Level {
     Fd fd;
-    Facts facts;
+    QuickStat facts;
     std::string shown;  // as configured, for messages
     std::string real;   // as the kernel names it, for mountinfo
 };
@@ -204,13 +184,9 @@ struct WalkFailure {
     throw WalkFailure{std::move(problem), err, at_tier_parent};
 }
 
-// What the walk does with an untrusted entry: the prolog repairs, the
-// epilog and the stager refuse.
-using OnUntrusted = Untrusted;
-
 class TierWalk {
 public:
-    TierWalk(OnUntrusted on_untrusted, uid_t trusted_uid, std::vector<std::string>* repairs)
+    TierWalk(Untrusted on_untrusted, uid_t trusted_uid, std::vector<std::string>* repairs)
         : on_untrusted_(on_untrusted), trusted_uid_(trusted_uid), repairs_(repairs)
     {
     }
@@ -231,7 +207,7 @@ public:
             fail_walk(cannot("open", shown(tp.parent_path), err) + " (the parent of tier root " + shown(tp.root) + ")",
                       err, true);
         }
-        if (!facts_of(level.fd, level.facts))
+        if (!quick_stat(level.fd.get(), level.facts))
             fail_walk(cannot("stat", shown(tp.parent_path), errno), errno, true);
         level.shown = tp.parent_path;
         level.real = kernel_path(level.fd);
@@ -269,15 +245,15 @@ public:
                     continue;
                 }
                 // A symlink or a file (ENOTDIR), a loop, something odd.
-                Facts f;
-                std::string why = quick_facts(parent.fd.get(), name.c_str(), AT_SYMLINK_NOFOLLOW, f)
+                QuickStat f;
+                std::string why = quick_stat(parent.fd.get(), name.c_str(), AT_SYMLINK_NOFOLLOW, f)
                                       ? distrust(f, trusted_uid_)
                                       : "";
                 untrusted(parent, name, label, why.empty() ? cannot("open", "it", err) : why);
                 continue;
             }
             // What cannot even be examined was not made by root: untrusted.
-            if (!facts_of(level.fd, level.facts)) {
+            if (!quick_stat(level.fd.get(), level.facts)) {
                 untrusted(parent, name, label, cannot("examine", "it", errno),
                           MountTable::current().at(level.real).has_value());
                 continue;
@@ -314,7 +290,7 @@ private:
     void untrusted(const Level& parent, const std::string& name, const std::string& label, const std::string& why,
                    bool mounted = false)
     {
-        if (on_untrusted_ == OnUntrusted::Refuse)
+        if (on_untrusted_ == Untrusted::Refuse)
             fail_walk(label + " " + why + "; refusing to use it");
         move_aside(parent, name, label, why, mounted, repairs_);
     }
@@ -360,7 +336,7 @@ public:
     }
 
 private:
-    OnUntrusted on_untrusted_;
+    Untrusted on_untrusted_;
     uid_t trusted_uid_;
     std::vector<std::string>* repairs_;
 };
@@ -380,8 +356,6 @@ std::optional<Level> walk_to_parent(TierWalk& walk, const TierPath& tp, bool cre
 
 // ---------------------------------------------------------------------------
 // prepare_job_dir: the leaf
-
-const char* const kRefused = "refusing to use it";
 
 // The job's own directory: created for uid:gid, or reused if it already is
 // uid's; anything else there (another user's directory: a job id used again
@@ -404,11 +378,11 @@ Fd make_leaf(const Level& parent, const std::string& name, uid_t uid, gid_t gid,
         if (!created && errno != EEXIST)
             fail_walk(cannot("create", label, errno), errno);
         const Fd passage = open_passage_at(parent.fd.get(), name);
-        Facts f;
-        if (!passage.valid() || !facts_of(passage, f)) {
+        QuickStat f;
+        if (!passage.valid() || !quick_stat(passage.get(), f)) {
             const int err = errno;
-            Facts link;
-            const bool is_link = quick_facts(parent.fd.get(), name.c_str(), AT_SYMLINK_NOFOLLOW, link) &&
+            QuickStat link;
+            const bool is_link = quick_stat(parent.fd.get(), name.c_str(), AT_SYMLINK_NOFOLLOW, link) &&
                                  !S_ISDIR(link.mode);
             TierWalk::move_aside(parent, name, label,
                                  is_link ? (S_ISLNK(link.mode) ? "is a symlink" : "is not a directory")
@@ -561,8 +535,8 @@ private:
     {
         if (entry.d_type != DT_UNKNOWN)
             return entry.d_type == DT_DIR;
-        Facts f;
-        return quick_facts(dirfd, entry.d_name, AT_SYMLINK_NOFOLLOW, f) && S_ISDIR(f.mode);
+        QuickStat f;
+        return quick_stat(dirfd, entry.d_name, AT_SYMLINK_NOFOLLOW, f) && S_ISDIR(f.mode);
     }
 
     // Files, symlinks (the link itself, never its target), sockets, fifos...
@@ -582,8 +556,8 @@ private:
     {
         const char* outcome = levels_.empty() ? kNothingRemoved : kLeftInPlace;
         const Fd passage = open_passage_at(parent_fd, name);
-        Facts f;
-        if (!passage.valid() || !facts_of(passage, f)) {
+        QuickStat f;
+        if (!passage.valid() || !quick_stat(passage.get(), f)) {
             const int err = errno;
             if (err != ENOENT)  // else removed meanwhile: fine
                 keep(name, unopenable(parent_fd, name, path_of(name), err, outcome));
@@ -593,7 +567,7 @@ private:
             keep(name, other_file_system(path_of(name), outcome));
             return;
         }
-        Fd fd = open_owned_dir(parent_fd, passage, f);
+        Fd fd = open_owned_dir(passage, f);
         if (!fd.valid()) {
             const int err = errno;
             keep(name, cannot("open", path_of(name), err) + "; " + outcome);
@@ -613,8 +587,8 @@ private:
     static std::string unopenable(int dirfd, const std::string& name, const std::string& label, int err,
                                   const char* outcome)
     {
-        Facts f;
-        if (quick_facts(dirfd, name.c_str(), AT_SYMLINK_NOFOLLOW, f)) {
+        QuickStat f;
+        if (quick_stat(dirfd, name.c_str(), AT_SYMLINK_NOFOLLOW, f)) {
             if (S_ISLNK(f.mode))
                 return label + " is a symlink; " + outcome;
             if (!S_ISDIR(f.mode))
@@ -628,7 +602,7 @@ private:
     // mode, so it does, through the O_PATH fd's /proc link (fchmod takes no
     // O_PATH fd), which cannot be swapped for a symlink.  Not done as root,
     // which needs no permission.
-    Fd open_owned_dir(int /*parent_fd*/, const Fd& passage, const Facts& f) const
+    Fd open_owned_dir(const Fd& passage, const QuickStat& f) const
     {
         Fd fd = reopen_for_reading(passage);
         if (acting_uid_ == 0 || f.uid != acting_uid_ || (f.mode & S_IRWXU) == S_IRWXU)
@@ -745,7 +719,7 @@ ParentOfDir open_parent_within(const std::string& root, const std::string& dir, 
 {
     ParentOfDir out;
     if (auto failure = walk_tier(root, dir, [&](const TierPath& tp) {
-            TierWalk walk(OnUntrusted::Refuse, ::geteuid(), nullptr);
+            TierWalk walk(Untrusted::Refuse, ::geteuid(), nullptr);
             out.level = walk_to_parent(walk, tp, false);
             out.leaf = tp.below.back();
         }))
@@ -775,15 +749,15 @@ OpenResult open_job_dir(const std::string& root, const std::string& dir)
 {
     OpenResult result;
     if (auto failure = walk_tier(root, dir, [&](const TierPath& tp) {
-            TierWalk walk(OnUntrusted::Refuse, 0, nullptr);
+            TierWalk walk(Untrusted::Refuse, 0, nullptr);
             const std::optional<Level> parent = walk_to_parent(walk, tp, false);
             if (!parent)
                 fail_walk(shown(dir) + " does not exist");
             const std::string& name = tp.below.back();
             const std::string label = shown(dir);
             const Fd passage = open_passage_at(parent->fd.get(), name);
-            Facts f;
-            if (!passage.valid() || !facts_of(passage, f))
+            QuickStat f;
+            if (!passage.valid() || !quick_stat(passage.get(), f))
                 fail_walk(cannot("open", label, errno), errno);
             if (f.uid != ::geteuid())
                 fail_walk(label + " belongs to uid " + std::to_string(f.uid) + ", not to you");
@@ -804,7 +778,7 @@ OpenResult open_trusted_dir(const std::string& root, const std::string& dir, boo
     OpenResult result;
     const bool is_root = dir == root;  // then only the walk to root is wanted
     if (auto failure = walk_tier(root, is_root ? root + "/-" : dir, [&](const TierPath& tp) {
-            TierWalk walk(OnUntrusted::Refuse, ::geteuid(), nullptr);
+            TierWalk walk(Untrusted::Refuse, ::geteuid(), nullptr);
             std::optional<Level> level = walk.open_tier_parent(tp, create);
             if (level)
                 level = walk.open_level(*level, tp.root_name, true, create);
@@ -865,8 +839,8 @@ std::optional<Fd> holder_of(const Level& parent, const std::string& point, std::
     Fd current(::fcntl(parent.fd.get(), F_DUPFD_CLOEXEC, 0));
     for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
         Fd next = open_passage_at(current.get(), parts[i]);
-        Facts f;
-        if (!next.valid() || !facts_of(next, f) || f.dev != parent.facts.dev)
+        QuickStat f;
+        if (!next.valid() || !quick_stat(next.get(), f) || f.dev != parent.facts.dev)
             return std::nullopt;
         current = std::move(next);
     }

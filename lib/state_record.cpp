@@ -72,20 +72,6 @@ std::string failure_record_path(const std::string& state_dir, const std::string&
     return job_user_dir(state_dir, job_id) + "/" + prefix_of(UserRecord::Failure) + node + ".toml";
 }
 
-std::vector<std::string> user_record_paths(const std::string& state_dir, const std::string& job_id, UserRecord kind)
-{
-    std::vector<std::string> paths;
-    const std::string dir = job_user_dir(state_dir, job_id);
-    DIR* d = opendir(dir.c_str());
-    if (!d)
-        return paths;
-    while (const dirent* e = readdir(d))
-        if (starts_with(e->d_name, prefix_of(kind)) && ends_with(e->d_name, ".toml"))
-            paths.push_back(dir + "/" + e->d_name);
-    closedir(d);
-    std::sort(paths.begin(), paths.end());
-    return paths;
-}
 
 std::string prolog_outcome_name(const std::string& node)
 {
@@ -177,35 +163,49 @@ Fd open_user_dir(const std::string& state_dir, const std::string& job_id)
     // on the directory since.
     return Fd(::openat(user.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
 }
+// The names of this kind of record in the open user dir, sorted.
+std::vector<std::string> record_names(const Fd& dir, UserRecord kind)
+{
+    std::vector<std::string> names;
+    const int fd = dir.valid() ? ::fcntl(dir.get(), F_DUPFD_CLOEXEC, 0) : -1;  // closedir closes it
+    DIR* d = fd >= 0 ? ::fdopendir(fd) : nullptr;
+    if (!d) {
+        if (fd >= 0)
+            ::close(fd);
+        return names;
+    }
+    while (const dirent* e = ::readdir(d))
+        if (starts_with(e->d_name, prefix_of(kind)) && ends_with(e->d_name, ".toml"))
+            names.emplace_back(e->d_name);
+    ::closedir(d);
+    std::sort(names.begin(), names.end());
+    return names;
+}
 }  // namespace
+
+std::vector<std::string> user_record_paths(const std::string& state_dir, const std::string& job_id, UserRecord kind)
+{
+    std::vector<std::string> paths;
+    for (const std::string& name : record_names(open_user_dir(state_dir, job_id), kind))
+        paths.push_back(job_user_dir(state_dir, job_id) + "/" + name);
+    return paths;
+}
 
 std::vector<UserRecordFile> read_user_records(const std::string& state_dir, const std::string& job_id,
                                               UserRecord kind)
 {
     std::vector<UserRecordFile> records;
-    Fd dir_fd = open_user_dir(state_dir, job_id);
-    if (!dir_fd.valid())
-        return records;
+    const Fd dir = open_user_dir(state_dir, job_id);
     const std::string shown = job_user_dir(state_dir, job_id);
-    DIR* dir = ::fdopendir(dir_fd.get());
-    if (!dir)
-        return records;
-    const int fd = dir_fd.release();
-    std::vector<std::string> names;
-    while (const dirent* e = ::readdir(dir))
-        if (starts_with(e->d_name, prefix_of(kind)) && ends_with(e->d_name, ".toml"))
-            names.emplace_back(e->d_name);
-    std::sort(names.begin(), names.end());
-    for (const std::string& name : names) {
+    for (const std::string& name : record_names(dir, kind)) {
         UserRecordFile file{name, 0, {}};
         try {
-            file.record = read_record_at(fd, name, shown + "/" + name, &file.owner);
+            file.record = read_record_at(dir.get(), name, shown + "/" + name, &file.owner);
             records.push_back(std::move(file));
         } catch (const Error&) {
             // being replaced this very moment, or not a record: skipped
         }
     }
-    ::closedir(dir);
     return records;
 }
 

@@ -37,7 +37,8 @@ std::string failure_record_path(const std::string& state_dir, const std::string&
 enum class UserRecord { Progress, Failure };
 
 // The paths of this kind of record in the job's user dir, sorted; none if
-// the dir is missing or not readable by the caller.
+// the dir is missing, mounted over (see read_user_records) or not readable
+// by the caller.
 std::vector<std::string> user_record_paths(const std::string& state_dir, const std::string& job_id, UserRecord kind);
 
 // One record read from a job's user dir.

@@ -113,6 +113,13 @@ std::string printable(std::string_view text)
     return out;
 }
 
+std::string octal_mode(unsigned mode)
+{
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "%04o", mode & 07777u);
+    return buf;
+}
+
 std::string quoted(std::string_view value)
 {
     return "'" + printable(value) + "'";

@@ -25,6 +25,9 @@ std::string quoted(std::string_view value);
 // cursor or reorder what an admin reads.
 std::string printable(std::string_view text);
 
+// A file mode's permission bits as ls -l's numbers show them: "0755".
+std::string octal_mode(unsigned mode);
+
 // The closest candidate within a small edit distance, or "" if none is
 // close: used for "did you mean 'max_bytes'?" hints.
 std::string closest_match(std::string_view word, const std::vector<std::string>& candidates);

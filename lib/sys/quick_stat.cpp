@@ -6,8 +6,6 @@
 
 namespace dlstage {
 
-static_assert(AT_EMPTY_PATH == 0x1000, "quick_stat.hpp spells AT_EMPTY_PATH out");
-
 bool quick_stat(int dirfd, const char* name, int flags, QuickStat& out)
 {
     struct statx sx {};

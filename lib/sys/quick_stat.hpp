@@ -2,6 +2,7 @@
 // asked in a way no file system server can block.
 #pragma once
 
+#include <fcntl.h>
 #include <sys/types.h>
 
 namespace dlstage {
@@ -22,7 +23,7 @@ bool quick_stat(int dirfd, const char* name, int flags, QuickStat& out);
 // The same for an fd itself (an O_PATH fd too).
 inline bool quick_stat(int fd, QuickStat& out)
 {
-    return quick_stat(fd, "", 0x1000 /* AT_EMPTY_PATH */, out);
+    return quick_stat(fd, "", AT_EMPTY_PATH, out);
 }
 
 }  // namespace dlstage
