@@ -76,4 +76,14 @@ inline std::string in_mount_namespace(const std::function<std::string()>& fn)
     });
 }
 
+// True, with a message, when a child's text says it could not set up what
+// the test needs here ("skip: ...", e.g. no mount namespace).
+inline bool skipped(const std::string& text)
+{
+    if (text.rfind("skip: ", 0) != 0)
+        return false;
+    BOOST_TEST_MESSAGE("skipped: " + text);
+    return true;
+}
+
 }  // namespace dlstage::test

@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "lib/sys/mount_table.hpp"
+#include "tests/unit/in_child.hpp"
 
 namespace dlstage::test {
 
@@ -90,5 +92,16 @@ private:
     std::string point_;
     pid_t server_ = -1;
 };
+
+// Runs fn in a private mount namespace while a stopped server serves a
+// squashfs image of `content` on `point`; "skip: ..." if that cannot be had.
+inline std::string with_stopped_fuse(const std::string& content, const std::string& image, const std::string& point,
+                                     const std::function<std::string()>& fn)
+{
+    return in_mount_namespace([&] {
+        StoppedFuse fuse(content, image, point);
+        return fuse.problem.empty() ? fn() : fuse.problem;
+    });
+}
 
 }  // namespace dlstage::test

@@ -226,10 +226,8 @@ BOOST_AUTO_TEST_CASE(a_full_tier_fails_the_job_and_never_drains)
         return std::to_string(rc) + " " + status_of(node.record("prolog")) + " " +
                node.record("prolog")["message"].value_or(std::string());
     });
-    if (text.rfind("skip: ", 0) == 0) {
-        BOOST_TEST_MESSAGE("skipped: " + text);
+    if (test::skipped(text))
         return;
-    }
     BOOST_TEST(text == "0 failed cannot create " + node.job_dir() +
                            ": No space left on device (the tier is full (no space or no inodes left))");
 }
@@ -263,22 +261,17 @@ BOOST_AUTO_TEST_CASE(a_fuse_mount_on_a_squatted_tier_root_is_detached_and_never_
     Node node;
     node.api.stage_data = "imagenet";
     mkdir((node.dir / "content").c_str(), 0755);
-    const std::string text = test::in_mount_namespace([&] {
-        // A FUSE file system on the tier root, its server stopped: any stat
-        // of it would hang, and a refusing one would answer EACCES or EIO.
-        test::StoppedFuse fuse(node.dir / "content", node.dir / "image.sqfs", node.dir / "tier");
-        if (!fuse.problem.empty())
-            return fuse.problem;
+    // A FUSE file system on the tier root, its server stopped: any stat
+    // of it would hang, and a refusing one would answer EACCES or EIO.
+    const std::string text = test::with_stopped_fuse(node.dir / "content", node.dir / "image.sqfs", node.dir / "tier", [&] {
         const int rc = spank::job_prolog(node.api, node.args);
         struct stat st {};
         return std::to_string(rc) + " " + status_of(node.record("prolog")) +
                (lstat(node.job_dir().c_str(), &st) == 0 && S_ISDIR(st.st_mode) ? " made" : " missing") +
                (MountTable::current().at(node.dir / "tier").has_value() ? " mounted" : " detached");
     });
-    if (text.rfind("skip: ", 0) == 0) {
-        BOOST_TEST_MESSAGE("skipped: " + text);
+    if (test::skipped(text))
         return;
-    }
     BOOST_TEST(text == "0 ready made detached");
 }
 
@@ -294,10 +287,7 @@ BOOST_AUTO_TEST_CASE(epilog_detaches_a_stopped_fuse_mount_and_removes_the_job_di
     mkdir((node.job_dir() + "/mnt").c_str(), 0755);
     mkdir((node.dir / "content").c_str(), 0755);
     node.dir.write("content/file", "data");
-    const std::string text = test::in_mount_namespace([&] {
-        test::StoppedFuse fuse(node.dir / "content", node.dir / "image.sqfs", node.job_dir() + "/mnt");
-        if (!fuse.problem.empty())
-            return fuse.problem;
+    const std::string text = test::with_stopped_fuse(node.dir / "content", node.dir / "image.sqfs", node.job_dir() + "/mnt", [&] {
         const auto start = std::chrono::steady_clock::now();
         const int rc = spank::job_epilog(node.api, node.args);
         const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -306,10 +296,8 @@ BOOST_AUTO_TEST_CASE(epilog_detaches_a_stopped_fuse_mount_and_removes_the_job_di
                std::to_string(node.record("epilog")["unmounted"].value_or(0)) +
                (lstat(node.job_dir().c_str(), &st) == 0 ? " left" : " removed") + (seconds < 5 ? " quick" : " slow");
     });
-    if (text.rfind("skip: ", 0) == 0) {
-        BOOST_TEST_MESSAGE("skipped: " + text);
+    if (test::skipped(text))
         return;
-    }
     BOOST_TEST(text == "0 cleaned unmounted=1 removed quick");
 }
 
@@ -331,20 +319,15 @@ BOOST_AUTO_TEST_CASE(epilog_stuck_on_a_hung_file_system_gives_up_in_time_and_nev
                                                             node.dir / "hung/tier/%j" +
                                                             "\"\n[datasets.imagenet]\nsource = \"/p/imagenet\"\n"
                                                             "tiers = [\"shm\"]\n");
-    const std::string text = test::in_mount_namespace([&] {
-        test::StoppedFuse fuse(node.dir / "content", node.dir / "image.sqfs", node.dir / "hung");
-        if (!fuse.problem.empty())
-            return fuse.problem;
+    const std::string text = test::with_stopped_fuse(node.dir / "content", node.dir / "image.sqfs", node.dir / "hung", [&] {
         const auto start = std::chrono::steady_clock::now();
         const int rc = spank::job_epilog(node.api, node.args);
         const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         return std::to_string(rc) + (seconds < 8 ? " in time: " : " too slow: ") +
                (node.api.errors.empty() ? "" : node.api.errors.front());
     });
-    if (text.rfind("skip: ", 0) == 0) {
-        BOOST_TEST_MESSAGE("skipped: " + text);
+    if (test::skipped(text))
         return;
-    }
     BOOST_TEST(text == "0 in time: job 42 on n2: the epilog did not finish within 1 s (a hung mount or file system?); "
                        "what it left undone stays on the node for 'dlstage gc'; the node stays in service");
     // and the record says so, for status and gc

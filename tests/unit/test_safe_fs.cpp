@@ -24,6 +24,7 @@ using namespace dlstage;
 using test::in_child;
 using test::in_mount_namespace;
 using test::kSameUid;
+using test::skipped;
 
 namespace {
 
@@ -408,10 +409,8 @@ BOOST_AUTO_TEST_CASE(a_full_tier_is_a_failure_with_its_errno)
         const PrepareResult result = prepare_job_dir(mnt + "/dlstage", mnt + "/dlstage/42", geteuid(), getegid());
         return outcome(result) + " err=" + std::to_string(result.err) + (result.at_tier_parent ? " parent" : "");
     });
-    if (text.rfind("skip: ", 0) == 0) {
-        BOOST_TEST_MESSAGE("skipped: " + text);
+    if (skipped(text))
         return;
-    }
     BOOST_TEST(text == "Failed: cannot create " + mnt + "/dlstage/42: No space left on device err=" +
                            std::to_string(ENOSPC));
 }
@@ -709,10 +708,8 @@ BOOST_AUTO_TEST_CASE(mount_points_are_left_in_place)
         out += exists(job + "/mnt/inside") ? "inside kept" : "inside removed";
         return out;
     });
-    if (text.rfind("skip: ", 0) == 0) {
-        BOOST_TEST_MESSAGE("skipped: " + text);
+    if (skipped(text))
         return;
-    }
     const std::string other_fs = " is on another file system than the tier root (a mount point?); ";
     BOOST_TEST(text == "removed=0\n" + job + "/mnt is a mount point (tmpfs); refusing to use it; nothing removed\n" +
                            "removed=0\n" + job + "/mnt" + other_fs + "nothing removed\n" +
@@ -777,10 +774,8 @@ BOOST_AUTO_TEST_CASE(detach_unmounts_what_is_below_but_never_through_a_symlink)
         out += mounted(job + "/plain") || mounted(job + "/image") ? "job mounts left" : "job mounts gone";
         return out;
     });
-    if (text.rfind("skip: ", 0) == 0) {
-        BOOST_TEST_MESSAGE("skipped: " + text);
+    if (skipped(text))
         return;
-    }
     BOOST_TEST(text == "detached=0\ndetached=0\ndetached=1\ndetached=0\ndetached=0\ndirectory /etc/x is not below "
                        "tier root " + tier.root + "; nothing unmounted\ndetached=2\ntarget still mounted\njob mounts gone");
 }
@@ -800,10 +795,8 @@ BOOST_AUTO_TEST_CASE(a_mount_on_the_leaf_is_detached_and_moved_aside)
         const std::string out = outcome(prepare_job_dir(tier.root, job, geteuid(), getegid()));
         return out + (mounted(job) ? "\nstill mounted" : "\nnot mounted");
     });
-    if (text.rfind("skip: ", 0) == 0) {
-        BOOST_TEST_MESSAGE("skipped: " + text);
+    if (skipped(text))
         return;
-    }
     BOOST_TEST(text == "Ready\n" + job + " is a mount point (tmpfs): detached the mount on it\n" + job +
                            " is a mount point (tmpfs); moved it aside to " + job + ".untrusted-X\nnot mounted");
 }

@@ -194,21 +194,16 @@ BOOST_AUTO_TEST_CASE(a_mount_on_the_user_dir_is_never_entered)
     JobRecords job;
     mkdir((job.state / "content").c_str(), 0755);
     job.state.write("content/failure-n9.toml", "node = 'n9'\nmessage = 'from the mount'\n");
-    const std::string text = test::in_mount_namespace([&] {
-        // The job's user mounts a FUSE file system on their user dir and
-        // stops its server: reading it would block root's dlstage status.
-        test::StoppedFuse fuse(job.state / "content", job.state / "image.sqfs", job.user);
-        if (!fuse.problem.empty())
-            return fuse.problem;
+    // The job's user mounts a FUSE file system on their user dir and
+    // stops its server: reading it would block root's dlstage status.
+    const std::string text = test::with_stopped_fuse(job.state / "content", job.state / "image.sqfs", job.user, [&] {
         const BoundedOutcome read = run_bounded(10, [&] {
             return std::to_string(read_user_records(job.state.path(), "5", UserRecord::Failure).size());
         });
         return read.status == BoundedOutcome::Status::Done ? "read " + read.output : "blocked: " + read.problem;
     });
-    if (text.rfind("skip: ", 0) == 0) {
-        BOOST_TEST_MESSAGE("skipped: " + text);
+    if (test::skipped(text))
         return;
-    }
     BOOST_TEST(text == "read 0");
 }
 
