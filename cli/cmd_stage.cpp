@@ -192,7 +192,7 @@ int cmd_stage(const GlobalOptions& options, const std::vector<std::string>& args
 
     const std::string config_path = choose_config_path(options.config_path, true);
     const Config config = load_config_for_caller(config_path);
-    const auto items = plan_stage(config, spec);  // refuse bad input before starting anything
+    const auto items = resolve_stage_data(config, spec);  // refuse bad input before starting anything
     for (const std::string& stale : user_record_paths(config.site.state_dir, job_id, UserRecord::Failure))  // from an earlier attempt
         unlink(stale.c_str());
     LauncherReport report;

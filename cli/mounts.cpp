@@ -71,7 +71,7 @@ private:
 std::vector<StageItem> mount_items(const Config& config, const std::string& spec)
 {
     std::vector<StageItem> mounts;
-    for (StageItem& item : plan_stage(config, spec))
+    for (StageItem& item : resolve_stage_data(config, spec))
         if (item.dataset.mode == Mode::Mount)
             mounts.push_back(std::move(item));
     return mounts;

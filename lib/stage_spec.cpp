@@ -152,7 +152,7 @@ std::vector<StageItem> resolve_stage_requests(const Config& config, const std::v
     return items;
 }
 
-std::vector<StageItem> plan_stage(const Config& config, std::string_view value)
+std::vector<StageItem> resolve_stage_data(const Config& config, std::string_view value)
 {
     return resolve_stage_requests(config, parse_stage_specs(value));
 }

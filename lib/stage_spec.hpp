@@ -34,7 +34,7 @@ std::vector<StageItem> resolve_stage_requests(const Config& config,
                                               const std::vector<StageRequest>& requests);
 
 // parse + resolve.
-std::vector<StageItem> plan_stage(const Config& config, std::string_view value);
+std::vector<StageItem> resolve_stage_data(const Config& config, std::string_view value);
 
 // The name a path is staged under: its base name without archive or image
 // suffixes ("/p/x/cifar10.sqfs" -> "cifar10"; a glob takes its directory's

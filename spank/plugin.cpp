@@ -2,7 +2,7 @@
 // everything (no exception may cross into slurmd, slurmstepd or the
 // clients) and forwards to the file of its context:
 //   submit.cpp      allocator and local context (sbatch, salloc, srun)
-//   job_script.cpp  job_prolog / job_epilog (root, on every node)
+//   prolog_epilog.cpp  job_prolog / job_epilog (root, on every node)
 //   step.cpp        job start as the user: local_user_init (srun), task_init
 #include <cstdlib>
 #include <exception>
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "lib/error.hpp"
-#include "spank/job_script.hpp"
+#include "spank/prolog_epilog.hpp"
 #include "spank/plugin_args.hpp"
 #include "spank/slurm_spank_api.hpp"
 #include "spank/step.hpp"

@@ -47,7 +47,7 @@ void export_paths(SpankApi& api, const Config& config, const std::string& spec)
 {
     const JobFacts job = job_facts(api);
     std::vector<std::string> names;
-    for (const StageItem& item : plan_stage(config, spec)) {
+    for (const StageItem& item : resolve_stage_data(config, spec)) {
         const auto marker = read_ready_marker(dataset_layout(item, job.values()).ready_marker);
         if (!marker) {
             // Not staged (yet) or its mount is gone: better unset than pointing

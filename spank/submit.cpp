@@ -38,7 +38,7 @@ int validate_submission(SpankApi& api, const PluginArgs& args)
     try {
         const Config config = load_trusted_config(choose_config_path(args.config_path, false));
         std::map<std::string, SourceFacts> facts;
-        for (const StageItem& item : plan_stage(config, *value))
+        for (const StageItem& item : resolve_stage_data(config, *value))
             facts[item.dataset.name] = check_source(item);
         // For the prolog's space check on each node; and the configuration
         // for `dlstage stage` in the job (SLURM_SPANK_DLSTAGE_CONFIG).

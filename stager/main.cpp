@@ -117,7 +117,7 @@ int main(int argc, char** argv)
         const Config config = load_config(args.config);
         ctx.state_dir = config.site.state_dir;
         ctx.values = {args.job_id, this_user_name(), ctx.node};
-        for (const StageItem& item : plan_stage(config, args.spec)) {
+        for (const StageItem& item : resolve_stage_data(config, args.spec)) {
             what = "staging " + item.dataset.name + " to " + item.tier.name;
             stager::stage_dataset(item, ctx, args.tuning);
         }

@@ -31,7 +31,7 @@ tiers = ["scratch", "shm"]
 
 std::string error_of(const Config& config, const std::string& value)
 {
-    return test::error_of([&] { plan_stage(config, value); });
+    return test::error_of([&] { resolve_stage_data(config, value); });
 }
 }  // namespace
 
@@ -86,12 +86,12 @@ BOOST_AUTO_TEST_CASE(tiers_are_checked_against_the_dataset)
 
 BOOST_AUTO_TEST_CASE(default_tier_is_the_site_default_when_allowed_else_the_first)
 {
-    const auto items = plan_stage(catalog(), "imagenet,coco,cifar");
+    const auto items = resolve_stage_data(catalog(), "imagenet,coco,cifar");
     BOOST_TEST(items[0].tier.name == "shm");      // site default, allowed
     BOOST_TEST(items[1].tier.name == "ssd");      // site default not allowed: first
     BOOST_TEST(items[2].tier.name == "shm");      // site default wins over the first
     BOOST_TEST(items[0].env_name == "DLSTAGE_IMAGENET");
-    const auto no_site_default = plan_stage(catalog(""), "cifar");
+    const auto no_site_default = resolve_stage_data(catalog(""), "cifar");
     BOOST_TEST(no_site_default[0].tier.name == "scratch");
 }
 
@@ -108,7 +108,7 @@ BOOST_AUTO_TEST_CASE(duplicates_are_refused)
 
 BOOST_AUTO_TEST_CASE(paths_become_datasets)
 {
-    const auto items = plan_stage(catalog(), "/p/scratch/me/Train Set.tar.zst:ssd,/p/shards/*.tar");
+    const auto items = resolve_stage_data(catalog(), "/p/scratch/me/Train Set.tar.zst:ssd,/p/shards/*.tar");
     BOOST_TEST(items[0].dataset.name == "Train_Set");
     BOOST_TEST(items[0].env_name == "DLSTAGE_TRAIN_SET");
     BOOST_TEST(!items[0].dataset.from_catalog);
@@ -128,7 +128,7 @@ BOOST_AUTO_TEST_CASE(paths_need_a_tier_without_a_site_default_and_can_be_disable
 
 BOOST_AUTO_TEST_CASE(tier_directory_expands_the_template)
 {
-    const auto items = plan_stage(catalog(), "cifar:scratch");
+    const auto items = resolve_stage_data(catalog(), "cifar:scratch");
     BOOST_TEST(tier_directory(items[0], {"77", "bob", "n1"}) == "/p/scratch/dlstage/bob/77");
     BOOST_CHECK_THROW(tier_directory(items[0], {"77", "..", "n1"}), Error);
 }

@@ -9,7 +9,7 @@
 #include "lib/job_layout.hpp"
 #include "lib/state_record.hpp"
 #include "lib/sys/mount_table.hpp"
-#include "spank/job_script.hpp"
+#include "spank/prolog_epilog.hpp"
 #include "spank/source_facts_env.hpp"
 #include "spank/step.hpp"
 #include "tests/unit/fake_spank.hpp"
@@ -54,7 +54,7 @@ std::string status_of(const toml::table& record)
 }
 }  // namespace
 
-BOOST_AUTO_TEST_SUITE(job_script)
+BOOST_AUTO_TEST_SUITE(prolog_epilog)
 
 BOOST_AUTO_TEST_CASE(prolog_prepares_a_private_directory_and_records_it)
 {

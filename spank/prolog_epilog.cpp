@@ -1,4 +1,4 @@
-#include "spank/job_script.hpp"
+#include "spank/prolog_epilog.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -178,7 +178,7 @@ Report prolog_work(const ScriptStart& start)
     toml::table record = base_record(job, start.stage_data, "prolog");
     const Fd user_dir = prepare_user_state_dir(start, report);
     try {
-        const auto items = plan_stage(start.config, start.stage_data);
+        const auto items = resolve_stage_data(start.config, start.stage_data);
         record.insert("datasets", planned_datasets(items, job));
         prepare_directories(items, start, report);
         report.status = "ready";
@@ -227,7 +227,7 @@ Report epilog_work(const ScriptStart& start)
             problems.push_back(problem);
     };
     try {
-        const auto items = plan_stage(start.config, start.stage_data);
+        const auto items = resolve_stage_data(start.config, start.stage_data);
         // Mounts first, whatever the tier keeps: a mount must not outlive
         // its job, and removal never crosses into a mount.  Tiers kept past
         // the job may be shared by the user's other jobs: only this job's
