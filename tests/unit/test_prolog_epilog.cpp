@@ -182,10 +182,8 @@ BOOST_AUTO_TEST_CASE(node_records_are_root_only_and_the_user_gets_the_outcome)
 
 BOOST_AUTO_TEST_CASE(a_full_tier_fails_the_job_and_never_drains)
 {
-    if (geteuid() != 0) {
-        BOOST_TEST_MESSAGE("skipped: mounting needs root");
+    if (test::cannot_mount())
         return;
-    }
     Node node;
     node.api.stage_data = "imagenet";
     const std::string text = test::in_mount_namespace([&] {
@@ -227,10 +225,8 @@ BOOST_AUTO_TEST_CASE(epilog_removes_the_job_directory_and_is_idempotent)
 
 BOOST_AUTO_TEST_CASE(a_fuse_mount_on_a_squatted_tier_root_is_detached_and_never_drains)
 {
-    if (geteuid() != 0) {
-        BOOST_TEST_MESSAGE("skipped: mounting needs root");
+    if (test::cannot_mount())
         return;
-    }
     Node node;
     node.api.stage_data = "imagenet";
     mkdir((node.dir / "content").c_str(), 0755);
@@ -250,10 +246,8 @@ BOOST_AUTO_TEST_CASE(a_fuse_mount_on_a_squatted_tier_root_is_detached_and_never_
 
 BOOST_AUTO_TEST_CASE(epilog_detaches_a_stopped_fuse_mount_and_removes_the_job_dir_in_time)
 {
-    if (geteuid() != 0) {
-        BOOST_TEST_MESSAGE("skipped: mounting needs root");
+    if (test::cannot_mount())
         return;
-    }
     Node node;
     node.api.stage_data = "imagenet";
     BOOST_REQUIRE(spank::job_prolog(node.api, node.args) == 0);
@@ -276,10 +270,8 @@ BOOST_AUTO_TEST_CASE(epilog_detaches_a_stopped_fuse_mount_and_removes_the_job_di
 
 BOOST_AUTO_TEST_CASE(epilog_stuck_on_a_hung_file_system_gives_up_in_time_and_never_drains)
 {
-    if (geteuid() != 0) {
-        BOOST_TEST_MESSAGE("skipped: mounting needs root");
+    if (test::cannot_mount())
         return;
-    }
     Node node;
     node.api.stage_data = "imagenet";
     // The tier lies on a file system whose server is stopped, as a hung
