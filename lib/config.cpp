@@ -33,18 +33,6 @@ std::string to_string(Cleanup cleanup)
     return "?";
 }
 
-std::string to_string(Format format)
-{
-    switch (format) {
-    case Format::Auto: return "auto";
-    case Format::Dir: return "dir";
-    case Format::File: return "file";
-    case Format::Tar: return "tar";
-    case Format::Squashfs: return "squashfs";
-    }
-    return "?";
-}
-
 std::string to_string(Mode mode)
 {
     switch (mode) {
@@ -57,17 +45,7 @@ std::string to_string(Mode mode)
 
 Format Dataset::known_format() const
 {
-    if (format != Format::Auto)
-        return format;
-    if (ends_with(source, ".sqfs") || ends_with(source, ".squashfs"))
-        return Format::Squashfs;
-    static const char* const tar_suffixes[] = {".tar", ".tar.gz", ".tgz", ".tar.zst", ".tar.xz",
-                                               ".tar.bz2"};
-    const bool is_glob = source.find_first_of("*?[") != std::string::npos;
-    for (const char* suffix : tar_suffixes)
-        if (ends_with(source, suffix))
-            return Format::Tar;
-    return is_glob ? Format::Tar : Format::Auto;
+    return format != Format::Auto ? format : format_from_name(source);
 }
 
 const Tier* Config::find_tier(std::string_view name) const

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <map>
 
+#include "lib/dataset_format.hpp"
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
 
@@ -163,18 +164,12 @@ std::string dataset_name_for_path(const std::string& path)
     while (trimmed.size() > 1 && trimmed.back() == '/')
         trimmed.pop_back();
     std::string base = trimmed.substr(trimmed.rfind('/') + 1);
-    if (base.find_first_of("*?[") != std::string::npos) {
+    if (is_glob(base)) {
         const std::string dir = trimmed.substr(0, trimmed.rfind('/'));
         base = dir.substr(dir.rfind('/') + 1);
     }
-    static const char* const suffixes[] = {".tar.gz", ".tar.zst", ".tar.xz", ".tar.bz2", ".tgz",
-                                           ".tar",    ".sqfs",    ".squashfs"};
-    for (const char* suffix : suffixes) {
-        if (ends_with(base, suffix) && base.size() > std::string_view(suffix).size()) {
-            base.resize(base.size() - std::string_view(suffix).size());
-            break;
-        }
-    }
+    if (const std::string_view suffix = archive_suffix(base); !suffix.empty() && base.size() > suffix.size())
+        base.resize(base.size() - suffix.size());
     for (char& c : base)
         if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.')
             c = '_';
