@@ -15,6 +15,7 @@
 #include "lib/strings.hpp"
 #include "lib/sys/fd.hpp"
 #include "lib/sys/read_all.hpp"
+#include "policies/staging_mode.hpp"
 
 namespace dlstage {
 
@@ -457,15 +458,10 @@ private:
 
     void check_mode_fits_format(const toml::table& table, const std::string& prefix, const Dataset& dataset)
     {
-        const Format format = dataset.known_format();
         const toml::node* where = table.get("mode") ? table.get("mode") : table.get("source");
-        if (dataset.mode == Mode::Extract && format != Format::Tar && format != Format::Squashfs)
-            problem(where->source(), prefix + ".mode",
-                    "mode = \"extract\" needs tar shards or a squashfs image; set format = \"tar\" or "
-                    "\"squashfs\" if the source name does not show it");
-        if (dataset.mode == Mode::Mount && format != Format::Squashfs)
-            problem(where->source(), prefix + ".mode",
-                    "mode = \"mount\" needs a squashfs image (.sqfs); build one with 'dlstage pack'");
+        if (const auto verdict = policy::mode_fits_declared_format(dataset.mode, dataset.known_format());
+            !verdict.allowed)
+            problem(where->source(), prefix + ".mode", verdict.reason);
     }
 
     void check_site_against_tiers(const toml::table& root, const Config& config)

@@ -17,15 +17,12 @@ namespace {
 // a source they cannot read is refused here, before any root code runs.
 SourceFacts check_source(const StageItem& item)
 {
-    if (const auto verdict = policy::supported(item.dataset, item.tier); !verdict.allowed)
-        throw Error(verdict.reason);
+    policy::require(policy::supported(item.dataset, item.tier));
     const SourceFacts facts = probe_source(item.dataset);
     if (facts.state != SourceFacts::State::Present)
         throw Error("cannot stage " + quoted(item.dataset.name) + ": " + facts.problem +
                     (item.dataset.from_catalog ? " (ask your site admins)" : ""));
-    const policy::Verdict verdict = policy::admit(item.dataset, item.tier, facts, policy::TierSpace{});
-    if (!verdict.allowed)
-        throw Error(verdict.reason);
+    policy::require(policy::admit(item.dataset, item.tier, facts, policy::TierSpace{}));
     return facts;
 }
 }  // namespace

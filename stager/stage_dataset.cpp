@@ -19,6 +19,7 @@
 #include "lib/strings.hpp"
 #include "lib/tier_space.hpp"
 #include "policies/admission.hpp"
+#include "policies/staging_mode.hpp"
 #include "stager/extract.hpp"
 #include "stager/parallel_extract.hpp"
 #include "stager/plan.hpp"
@@ -139,13 +140,7 @@ Plan broadcast_plan(const StageItem& item, const NodeContext& ctx)
 
 void check_mode_fits_plan(const StageItem& item, const Plan& plan)
 {
-    const bool archive = plan.format == Format::Tar || plan.format == Format::Squashfs;
-    if (item.dataset.mode == Mode::Extract && !archive)
-        throw Error("mode = \"extract\" needs tar shards or a squashfs image, but " + item.dataset.source + " is a " +
-                    to_string(plan.format));
-    if (item.dataset.mode == Mode::Mount && (plan.format != Format::Squashfs || !plan.single_file))
-        throw Error("mode = \"mount\" needs one squashfs image, but " + item.dataset.source + " is a " +
-                    to_string(plan.format));
+    policy::require(policy::mode_fits_source(item.dataset.mode, plan.format, plan.single_file, item.dataset.source));
 }
 
 // The tier's file system on this node, against what the plan brings.  The
@@ -158,9 +153,7 @@ policy::ExtractionBudget check_space(const StageItem& item, const Fd& job_dir, c
     SourceFacts facts;
     facts.bytes = plan.total_bytes();
     facts.files = plan.entry_count();
-    const policy::Verdict verdict = policy::admit(item.dataset, item.tier, facts, space);
-    if (!verdict.allowed)
-        throw Error(verdict.reason);
+    policy::require(policy::admit(item.dataset, item.tier, facts, space));
     return policy::extraction_budget(item.dataset, item.tier, facts, space);
 }
 
@@ -400,8 +393,7 @@ void stage_here(const StageItem& item, const NodeContext& ctx, const ExchangeOpt
 
 void stage_dataset(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options)
 {
-    if (const auto verdict = policy::supported(item.dataset, item.tier); !verdict.allowed)
-        throw Error(verdict.reason);
+    policy::require(policy::supported(item.dataset, item.tier));
     const DatasetLayout layout = dataset_layout(item, ctx.values);
     const Fd job_dir = enter_job_dir(layout, ctx);
     try {
