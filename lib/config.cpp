@@ -11,6 +11,7 @@
 
 #include <toml++/toml.h>
 
+#include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/fd.hpp"
@@ -79,7 +80,7 @@ std::vector<std::string> Config::dataset_names() const
 
 std::string dataset_env_name(std::string_view dataset_name)
 {
-    std::string env = "DLSTAGE_";
+    std::string env = kDatasetEnvPrefix;
     for (const char c : dataset_name)
         env += std::isalnum(static_cast<unsigned char>(c))
                    ? static_cast<char>(std::toupper(static_cast<unsigned char>(c)))
@@ -375,8 +376,8 @@ private:
                 continue;
             }
             const std::string env = dataset_env_name(name);
-            if (env == kDatasetsEnvName) {
-                problem(key.source(), prefix, std::string("the name is reserved: ") + kDatasetsEnvName +
+            if (env == kDatasetsVar) {
+                problem(key.source(), prefix, std::string("the name is reserved: ") + kDatasetsVar +
                                                   " lists the staged datasets");
                 continue;
             }

@@ -73,9 +73,6 @@ struct Config {
 // DLSTAGE_<NAME>: the name upper-cased, every other character '_'.
 std::string dataset_env_name(std::string_view dataset_name);
 
-// The variable listing the staged dataset names; no dataset may map onto it.
-inline constexpr const char* kDatasetsEnvName = "DLSTAGE_DATASETS";
-
 // Parse and check a whole configuration.  Throws ConfigError with every
 // problem found (file, line, key), or Error if the file cannot be read or is
 // not a regular file of at most 16 MiB (a directory, a fifo: never blocks).

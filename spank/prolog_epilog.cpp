@@ -8,6 +8,7 @@
 
 #include "lib/config.hpp"
 #include "lib/config_paths.hpp"
+#include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "lib/job_layout.hpp"
 #include "lib/safe_fs.hpp"
@@ -41,7 +42,7 @@ std::optional<ScriptStart> start_script(SpankApi& api, const PluginArgs& args)
     const auto stage_data = api.stage_data_option();
     if (!stage_data)
         return std::nullopt;
-    ScriptStart start{*stage_data, job_facts(api), {}, api.getenv(std::string("SPANK_") + kFactsVar)};
+    ScriptStart start{*stage_data, job_facts(api), {}, api.getenv(std::string(kPrologEnvPrefix) + kFactsVar)};
     try {
         start.config = load_trusted_config(choose_config_path(args.config_path, false));
     } catch (const Error& e) {
@@ -109,7 +110,7 @@ void write_node_record(const ScriptStart& start, const char* event, const toml::
     try {
         if (!opened.problem.empty())
             throw Error(opened.problem);
-        write_record_at(opened.dir.get(), dir, start.job.node + "." + event + ".toml", record, 0600);
+        write_record_at(opened.dir.get(), dir, node_record_name(start.job.node, event), record, 0600);
     } catch (const Error& e) {
         report.errors.push_back("cannot write the state record: " + std::string(e.what()));
     }
@@ -181,7 +182,7 @@ Report prolog_work(const ScriptStart& start)
         const auto items = resolve_stage_data(start.config, start.stage_data);
         record.insert("datasets", planned_datasets(items, job));
         prepare_directories(items, start, report);
-        report.status = "ready";
+        report.status = kReadyState;
     } catch (const NodeFault& e) {
         report.status = "broken";
         report.message = e.what();
@@ -321,7 +322,7 @@ int job_prolog(SpankApi& api, const PluginArgs& args)
     if (!start)
         return 0;
     const std::string status = run_work(api, *start, "prolog", prolog_work);
-    if (status == "ready")
+    if (status == kReadyState)
         api.info("job " + start->job.job_id + " on " + start->job.node + ": stage-data=" + start->stage_data +
                  " prepared");
     return status == "broken" ? -1 : 0;

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "lib/log.hpp"
 #include "lib/job_layout.hpp"
@@ -76,7 +77,7 @@ bool exists(const std::string& path)
 Fd enter_job_dir(const DatasetLayout& layout, const NodeContext& ctx)
 {
     if (const auto outcome = read_prolog_outcome(ctx.state_dir, ctx.values.job_id, ctx.node)) {
-        if ((*outcome)["status"].value_or(std::string()) != "ready")
+        if ((*outcome)["status"].value_or(std::string()) != kReadyState)
             throw Error((*outcome)["message"].value_or(std::string("the prolog could not prepare this node")));
     }
     OpenResult opened = open_job_dir(layout.tier_root, layout.tier_dir);
@@ -246,13 +247,13 @@ public:
                      format_size(done_bytes).c_str(), format_size(total_).c_str(),
                      100.0 * static_cast<double>(done_bytes) / static_cast<double>(total_), rate(done_bytes, elapsed).c_str(),
                      eta);
-        record("staging", done_bytes, elapsed, eta);
+        record(kStagingState, done_bytes, elapsed, eta);
     }
 
     void done()
     {
         if (ctx_.rank == 0)
-            record("ready", total_, std::chrono::duration<double>(Clock::now() - start_).count(), 0);
+            record(kReadyState, total_, std::chrono::duration<double>(Clock::now() - start_).count(), 0);
     }
 
 private:
