@@ -144,8 +144,8 @@ Fd prepare_tier_dir(const StageItem& item, const std::string& dir, const JobFact
         result.at_tier_parent ? policy::TierPlace::Parent : policy::TierPlace::Inside, result.err);
     if (verdict.blame == policy::Blame::Node)
         throw NodeFault("tier " + quoted(item.tier.name) + " is broken on " + job.node + ": " + result.problem +
-                        " (a node fault: " + verdict.why + ")");
-    throw Error(result.problem + (result.err ? " (" + verdict.why + ")" : ""));
+                        " (a node fault: " + verdict.reason + ")");
+    throw Error(result.problem + (result.err ? " (" + verdict.reason + ")" : ""));
 }
 
 // Each job directory, and what the submit side learnt of each source
