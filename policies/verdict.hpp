@@ -5,10 +5,10 @@
 // policies/ holds one file per question, each a pure function from facts
 // (plain structs of numbers and names, gathered by the caller: no file
 // system, no Slurm) to a Verdict, unit-tested with plain numbers:
-// tier_choice, staging_mode, admission, node_faults (a Blame instead of a
-// yes or no), unsquashfs, launch_retry.  Rules still to come (what cleanup
-// keeps, which cache entry to evict, when a shared copy is purged) belong
-// beside them in the same shape.
+// tier_choice, staging_mode, admission, cleanup, node_faults (a Blame
+// instead of a yes or no), unsquashfs, launch_retry.  Rules still to come
+// (which cache entry to evict, when a shared copy is purged, overrides)
+// belong beside them in the same shape.
 #pragma once
 
 #include <string>

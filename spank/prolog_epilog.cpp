@@ -18,6 +18,7 @@
 #include "lib/sys/bounded.hpp"
 #include "lib/tier_space.hpp"
 #include "policies/admission.hpp"
+#include "policies/cleanup.hpp"
 #include "policies/node_faults.hpp"
 #include "spank/job_facts.hpp"
 #include "spank/source_facts_env.hpp"
@@ -229,17 +230,15 @@ Report epilog_work(const ScriptStart& start)
     };
     try {
         const auto items = resolve_stage_data(start.config, start.stage_data);
-        // Mounts first, whatever the tier keeps: a mount must not outlive
-        // its job, and removal never crosses into a mount.  Tiers kept past
-        // the job may be shared by the user's other jobs: only this job's
-        // squashfs mount points there.
+        // Mounts first (policies/cleanup.hpp).
         for (const StageItem& item : items)
-            if (item.dataset.mode == Mode::Mount && item.tier.cleanup != Cleanup::JobEnd)
+            if (policy::cleanup_at_job_end(item.tier.cleanup, item.dataset.mode).detach_dataset_mount)
                 detach(item.tier.path.root(), dataset_layout(item, job.values()).dataset_dir);
         std::set<std::string> done;
         for (const StageItem& item : items) {
             const std::string dir = tier_directory(item, job.values());
-            if (item.tier.cleanup != Cleanup::JobEnd || !done.insert(dir).second)
+            if (!policy::cleanup_at_job_end(item.tier.cleanup, item.dataset.mode).remove_job_dir ||
+                !done.insert(dir).second)
                 continue;
             detach(item.tier.path.root(), dir);
             // As the job's user below the job directory: root never removes
