@@ -61,7 +61,7 @@ const std::map<std::string, Command>& commands()
     static const std::map<std::string, Command> table = {
         {"check-config", cmd_check_config},
         {"catalog", cmd_catalog},
-        {"stage", cmd_stage},
+        {kStageCommand, cmd_stage},
         {"status", cmd_status},
         {"pack", cmd_pack},
         {kHoldMountsCommand, cmd_hold_mounts},  // internal: started by stage

@@ -25,7 +25,7 @@ int run_stage_command(SpankApi& api, const PluginArgs& args, const std::string& 
 {
     put_env(env, kStageDataVar, spec);
     put_env(env, kConfigVar, choose_config_path(args.config_path, false));
-    const int rc = api.run({args.dlstage_path, "stage", "--quiet"}, env);
+    const int rc = api.run({args.dlstage_path, kStageCommand, "--quiet"}, env);
     if (rc == -1 || rc == 127)
         api.error("cannot run " + args.dlstage_path + " (plugstack.conf dlstage=): staging did not start");
     return rc;
