@@ -35,6 +35,7 @@
 #include "lib/pack_plan.hpp"
 #include "lib/size.hpp"
 #include "lib/strings.hpp"
+#include "lib/sys/dataset_walk.hpp"
 
 namespace dlstage::cli {
 
@@ -197,19 +198,6 @@ struct Tree {
     throw Error("cannot " + what + " " + quoted(path) + ": " + std::strerror(err));
 }
 
-const char* special_kind(mode_t mode)
-{
-    if (S_ISFIFO(mode))
-        return "a fifo";
-    if (S_ISSOCK(mode))
-        return "a socket";
-    if (S_ISCHR(mode))
-        return "a character device";
-    if (S_ISBLK(mode))
-        return "a block device";
-    return "not a file, directory or symlink";
-}
-
 std::vector<std::string> sorted_names(const std::string& dir_path)
 {
     DIR* dir = opendir(dir_path.c_str());
@@ -247,35 +235,14 @@ void add_entry(Tree& tree, const std::string& rel, const struct stat& st)
     tree.newest_mtime = std::max(tree.newest_mtime, st.st_mtim.tv_sec);
 }
 
-// Depth-first, names sorted: the same tree always gives the same list.
-void walk(const std::string& root, const std::string& rel, Tree& tree)
-{
-    for (const std::string& name : sorted_names(rel.empty() ? root : root + "/" + rel)) {
-        const std::string child_rel = rel.empty() ? name : rel + "/" + name;
-        const std::string child_path = root + "/" + child_rel;
-        struct stat st {};
-        if (lstat(child_path.c_str(), &st) != 0)
-            fail("read", child_path, errno);
-        if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode))
-            throw Error(quoted(child_path) + " is " + special_kind(st.st_mode) +
-                        "; pack takes only files, directories and symlinks");
-        // Found now rather than after hours of packing (mksquashfs would
-        // even store an unreadable file as an empty one).
-        if (S_ISREG(st.st_mode) && access(child_path.c_str(), R_OK) != 0)
-            fail("read", child_path, errno);
-        add_entry(tree, child_rel, st);
-        if (S_ISDIR(st.st_mode))
-            walk(root, child_rel, tree);
-    }
-}
-
 Tree read_tree(const std::string& root)
 {
     Tree tree;
     struct stat st {};
     if (stat(root.c_str(), &st) == 0)
         tree.newest_mtime = st.st_mtim.tv_sec;
-    walk(root, "", tree);
+    for (const WalkedEntry& walked : walk_dataset(root))
+        add_entry(tree, walked.path, walked.st);
     return tree;
 }
 
