@@ -32,7 +32,7 @@
 #include "cli/commands.hpp"
 #include "lib/error.hpp"
 #include "lib/number.hpp"
-#include "lib/pack_plan.hpp"
+#include "pack/shard_layout.hpp"
 #include "lib/size.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/dataset_walk.hpp"
@@ -40,6 +40,8 @@
 namespace dlstage::cli {
 
 namespace {
+using namespace dlstage::pack;
+
 void print_help()
 {
     std::cout << "Usage: dlstage pack [--format squashfs|tar] [--shards N | --shard-size SIZE]\n"
@@ -186,7 +188,7 @@ struct Metadata {
 };
 
 struct Tree {
-    std::vector<PackEntry> entries;  // for the plan
+    std::vector<PackEntry> entries;  // for the shard layout
     std::vector<Metadata> metadata;  // same indexes
     std::size_t files = 0;           // files and symlinks
     std::uint64_t file_bytes = 0;
@@ -516,7 +518,7 @@ public:
         // Restricted pax: plain ustar headers unless a name, link target or
         // size needs more; no atime/ctime, which would differ per run.
         // No padding after the end marker, so the shard's size is what the
-        // plan predicts.
+        // layout predicts.
         if (archive_write_set_format_pax_restricted(archive_) != ARCHIVE_OK ||
             archive_write_set_bytes_in_last_block(archive_, 1) != ARCHIVE_OK ||
             archive_write_open_fd(archive_, fd_) != ARCHIVE_OK)
@@ -681,35 +683,35 @@ void write_shard(const std::string& root, const Tree& tree, const PackShard& sha
     writer.finish();
 }
 
-PackPlan plan_shards(const PackOptions& options, const Tree& tree)
+ShardLayout shard_layout_for(const PackOptions& options, const Tree& tree)
 {
     if (options.shards)
-        return plan_pack_by_count(tree.entries, options.shards);
-    return plan_pack_by_size(tree.entries, options.shard_size ? options.shard_size : kDefaultShardSize);
+        return lay_out_shards_by_count(tree.entries, options.shards);
+    return lay_out_shards_by_size(tree.entries, options.shard_size ? options.shard_size : kDefaultShardSize);
 }
 
-void say_fewer_shards(const PackOptions& options, const PackPlan& plan)
+void say_fewer_shards(const PackOptions& options, const ShardLayout& layout)
 {
-    if (options.shards && plan.shards.size() < options.shards)
-        std::cerr << kMessagePrefix << quoted(options.dir) << " holds only " << plan.sample_count
-                  << (plan.sample_count == 1 ? " sample" : " samples") << ": writing " << plan.shards.size()
-                  << (plan.shards.size() == 1 ? " shard" : " shards") << " instead of " << options.shards << "\n";
+    if (options.shards && layout.shards.size() < options.shards)
+        std::cerr << kMessagePrefix << quoted(options.dir) << " holds only " << layout.sample_count
+                  << (layout.sample_count == 1 ? " sample" : " samples") << ": writing " << layout.shards.size()
+                  << (layout.shards.size() == 1 ? " shard" : " shards") << " instead of " << options.shards << "\n";
 }
 
 int pack_tar(const PackOptions& options, const Tree& tree, const std::vector<std::string>& old_shards)
 {
-    const PackPlan plan = plan_shards(options, tree);
-    say_fewer_shards(options, plan);
+    const ShardLayout layout = shard_layout_for(options, tree);
+    say_fewer_shards(options, layout);
     std::vector<std::string> finals;
     std::vector<std::string> temporaries;
-    for (std::size_t s = 0; s < plan.shards.size(); ++s) {
+    for (std::size_t s = 0; s < layout.shards.size(); ++s) {
         finals.push_back(shard_name(options.out, s));
         temporaries.push_back(temporary_name(finals.back()));
     }
     const Temporaries temporary(temporaries);
     std::vector<char> buffer(1 << 20);
-    for (std::size_t s = 0; s < plan.shards.size(); ++s)
-        write_shard(options.dir, tree, plan.shards[s], temporary[s], buffer);
+    for (std::size_t s = 0; s < layout.shards.size(); ++s)
+        write_shard(options.dir, tree, layout.shards[s], temporary[s], buffer);
 
     // Only a complete set gets the final names: a pack that fails halfway
     // leaves no shards that look like a whole dataset.
