@@ -28,13 +28,13 @@
 #include <archive.h>
 #include <archive_entry.h>
 
-#include "cli/child.hpp"
 #include "cli/commands.hpp"
 #include "lib/error.hpp"
 #include "lib/number.hpp"
 #include "lib/pack_plan.hpp"
 #include "lib/size.hpp"
 #include "lib/strings.hpp"
+#include "lib/sys/process.hpp"
 
 namespace dlstage::cli {
 
@@ -430,15 +430,15 @@ struct ChildResult {
 ChildResult run_collecting_stderr(const std::vector<std::string>& argv)
 {
     StderrLines collected;
-    ChildOptions options;
+    StderrRunOptions options;
     options.discard_stdout = true;
     options.started = [](pid_t pid) { g_child = pid; };
     int status = 0;
     try {
-        status = run_child(argv, std::ref(collected), options);
-    } catch (...) {
+        status = run_reading_stderr(argv, std::ref(collected), options);
+    } catch (const Error& e) {  // it could not be started
         g_child = 0;
-        throw;
+        return ChildResult{e.what(), {}};
     }
     ChildResult result;
     result.stderr = std::move(collected.lines);
@@ -446,13 +446,7 @@ ChildResult run_collecting_stderr(const std::vector<std::string>& argv)
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
         return result;
     const std::string last_line = result.stderr.empty() ? "" : result.stderr.back();
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && starts_with(last_line, "cannot run "))
-        result.failure = last_line;
-    else
-        result.failure = argv[0] + " " +
-                         (WIFSIGNALED(status) ? "was killed by signal " + std::to_string(WTERMSIG(status))
-                                              : "failed (exit status " + std::to_string(WEXITSTATUS(status)) + ")") +
-                         (last_line.empty() ? "" : ": " + last_line);
+    result.failure = argv[0] + " " + describe_exit(status) + (last_line.empty() ? "" : ": " + last_line);
     return result;
 }
 
