@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include "cli/commands.hpp"
-#include "cli/child.hpp"
 #include "cli/launch.hpp"
 #include "cli/mounts.hpp"
 #include "lib/config.hpp"
@@ -24,6 +23,7 @@
 #include "lib/stager_tuning.hpp"
 #include "lib/state_record.hpp"
 #include "lib/strings.hpp"
+#include "lib/sys/process.hpp"
 #include "policies/launch_retry.hpp"
 
 extern char** environ;
@@ -129,16 +129,15 @@ int run_and_wait(const std::vector<std::string>& argv, LauncherReport& report)
     // and on an oversubscribed node a waiting rank should yield its core.
     setenv("DLSTAGE_STAGER_STEP", "1", 1);
     setenv("OMPI_MCA_mpi_yield_when_idle", env_or("OMPI_MCA_mpi_yield_when_idle", "1").c_str(), 1);
-    const int status = run_child(argv, [&](const std::string& line) {
-        if (starts_with(line, "cannot run " + argv[0] + ":"))
-            std::cerr << kMessagePrefix << line << " (site.launcher)\n";
-        else
+    try {
+        return shell_exit_code(run_reading_stderr(argv, [&](const std::string& line) {
             std::cerr << line << "\n";
-        watch_line(line, report);
-    });
-    if (WIFEXITED(status))
-        return WEXITSTATUS(status);
-    return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+            watch_line(line, report);
+        }));
+    } catch (const Error& e) {  // it could not be started
+        std::cerr << kMessagePrefix << e.what() << " (site.launcher)\n";
+        return 127;
+    }
 }
 
 // What failing ranks recorded.

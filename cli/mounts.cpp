@@ -14,7 +14,6 @@
 #include <thread>
 #include <unistd.h>
 
-#include "cli/child.hpp"
 #include "cli/launch.hpp"
 #include "lib/config_paths.hpp"
 #include "lib/error.hpp"
@@ -24,6 +23,7 @@
 #include "lib/stage_spec.hpp"
 #include "lib/state_record.hpp"
 #include "lib/strings.hpp"
+#include "lib/sys/process.hpp"
 
 namespace dlstage::cli {
 
@@ -114,13 +114,6 @@ struct HeldMount {
     pid_t server = -1;  // squashfuse in the foreground; -1: none (any more)
 };
 
-std::string exit_description(int status)
-{
-    if (WIFSIGNALED(status))
-        return std::string("killed by signal ") + strsignal(WTERMSIG(status));
-    return "exit status " + std::to_string(WEXITSTATUS(status));
-}
-
 std::string first_line(const std::string& text)
 {
     const std::string trimmed = trim(text);
@@ -142,9 +135,9 @@ void mount_image(HeldMount& held, const std::string& program, const std::string&
         throw Error("the mount point " + layout.dataset_dir + " is not a directory of yours on " + node);
 
     ScratchFile messages;
-    const DevNull null(O_RDWR);
+    const Fd null = open_dev_null(O_RDWR);
     held.server =
-        spawn({program, "-f", staged->path, layout.dataset_dir}, SpawnIo{null.fd(), null.fd(), messages.fd(), false});
+        spawn({program, "-f", staged->path, layout.dataset_dir}, SpawnIo{null.get(), null.get(), messages.fd(), false});
     const auto deadline = Clock::now() + kMountTimeout;
     while (!mounted(layout)) {
         int status = 0;
@@ -152,7 +145,7 @@ void mount_image(HeldMount& held, const std::string& program, const std::string&
             held.server = -1;
             const std::string why = first_line(messages.text());
             throw Error(program + " cannot mount the image " + staged->source + ": " +
-                        (why.empty() ? exit_description(status) : why) + " (rebuild it with 'dlstage pack')");
+                        (why.empty() ? describe_exit(status) : why) + " (rebuild it with 'dlstage pack')");
         }
         if (Clock::now() > deadline)
             throw Error(program + " did not mount the image " + staged->source + " within " +
@@ -184,7 +177,10 @@ void release(HeldMount& held)
     }
     held.server = -1;
     if (mounted(held.layout) || access(held.layout.dataset_dir.c_str(), F_OK) != 0)
-        run_child({"fusermount3", "-u", "-z", held.layout.dataset_dir}, [](const std::string&) {});
+        try {
+            run_reading_stderr({"fusermount3", "-u", "-z", held.layout.dataset_dir}, [](const std::string&) {});
+        } catch (const Error&) {  // no fusermount3: the epilog detaches it
+        }
 }
 
 void release_all(std::vector<HeldMount>& held)
@@ -213,7 +209,7 @@ int hold(std::vector<HeldMount>& held, const sigset_t& signals, const std::strin
             mount.server = -1;
             unlink(mount.layout.ready_marker.c_str());
             const std::string why = "the squashfuse serving " + mount.item.dataset.name + " on " + node + " ended (" +
-                                    exit_description(status) + "); " + mount.item.env_name + " no longer works there";
+                                    describe_exit(status) + "); " + mount.item.env_name + " no longer works there";
             print_error(why);
             // Nobody reads this step's output any more: `dlstage status` shows the record.
             try {
@@ -283,12 +279,12 @@ int start_mount_holder(const Config& config, const std::string& config_path, con
     const std::string what = join(names, ", ");
 
     ScratchFile out, err;
-    const DevNull null(O_RDONLY);
+    const Fd null = open_dev_null(O_RDONLY);
     setenv("DLSTAGE_STAGER_STEP", "1", 1);  // the plugin leaves dlstage's own steps alone
     // Its own session: it outlives this command and must not get a
     // terminal's signals in salloc.
     const pid_t pid =
-        spawn(holder_command(config, config_path, job_id, nodes, spec), SpawnIo{null.fd(), out.fd(), err.fd(), true});
+        spawn(holder_command(config, config_path, job_id, nodes, spec), SpawnIo{null.get(), out.fd(), err.fd(), true});
     const std::uint64_t want = parse_count(nodes, 1, kMaxSlurmNumber);  // checked by dlstage stage
     const auto started = Clock::now();
     const auto deadline = started + kHolderTimeout;
@@ -320,7 +316,7 @@ int start_mount_holder(const Config& config, const std::string& config_path, con
         std::cerr << line << "\n";
         explained = explained || starts_with(line, kMessagePrefix);
     }
-    print_error("mounting " + what + " failed" + (explained ? "; see the messages above" : " (" + exit_description(status) + ")"));
+    print_error("mounting " + what + " failed" + (explained ? "; see the messages above" : " (" + describe_exit(status) + ")"));
     return kExitFailure;
 }
 

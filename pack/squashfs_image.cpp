@@ -8,18 +8,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cli/child.hpp"
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
+#include "lib/sys/process.hpp"
 #include "pack/output_files.hpp"
 
 namespace dlstage::pack {
 
 namespace {
-// The command's runner until lib/sys has the one process runner.
-using cli::ChildOptions;
-using cli::run_child;
-
 // The CPUs this process may run on: inside a Slurm job, the job's share of
 // the node, not the whole node.
 int usable_cpus()
@@ -56,15 +52,15 @@ struct ChildResult {
 ChildResult run_collecting_stderr(const std::vector<std::string>& argv)
 {
     StderrLines collected;
-    ChildOptions options;
+    StderrRunOptions options;
     options.discard_stdout = true;
     options.started = [](pid_t pid) { set_child_to_stop(pid); };
     int status = 0;
     try {
-        status = run_child(argv, std::ref(collected), options);
-    } catch (...) {
+        status = run_reading_stderr(argv, std::ref(collected), options);
+    } catch (const Error& e) {  // it could not be started
         set_child_to_stop(0);
-        throw;
+        return ChildResult{e.what(), {}};
     }
     ChildResult result;
     result.stderr = std::move(collected.lines);
@@ -72,13 +68,7 @@ ChildResult run_collecting_stderr(const std::vector<std::string>& argv)
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
         return result;
     const std::string last_line = result.stderr.empty() ? "" : result.stderr.back();
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && starts_with(last_line, "cannot run "))
-        result.failure = last_line;
-    else
-        result.failure = argv[0] + " " +
-                         (WIFSIGNALED(status) ? "was killed by signal " + std::to_string(WTERMSIG(status))
-                                              : "failed (exit status " + std::to_string(WEXITSTATUS(status)) + ")") +
-                         (last_line.empty() ? "" : ": " + last_line);
+    result.failure = argv[0] + " " + describe_exit(status) + (last_line.empty() ? "" : ": " + last_line);
     return result;
 }
 

@@ -25,6 +25,8 @@
 
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
+#include "lib/sys/fd.hpp"
+#include "lib/sys/process.hpp"
 #include "policies/unsquashfs.hpp"
 #include "stager/entry_rules.hpp"
 #include "stager/squashfs_listing.hpp"
@@ -385,28 +387,6 @@ private:
 
 // --- squashfs -----------------------------------------------------------------
 
-class Fd {
-public:
-    explicit Fd(int fd = -1) : fd_(fd) {}
-    ~Fd()
-    {
-        if (fd_ >= 0)
-            ::close(fd_);
-    }
-    Fd(const Fd&) = delete;
-    Fd& operator=(const Fd&) = delete;
-    int get() const { return fd_; }
-    void reset(int fd = -1)
-    {
-        if (fd_ >= 0)
-            ::close(fd_);
-        fd_ = fd;
-    }
-
-private:
-    int fd_;
-};
-
 struct DirClose {
     void operator()(DIR* d) const { closedir(d); }
 };
@@ -533,48 +513,23 @@ void read_until_closed(const std::string& program, const std::vector<std::pair<i
     }
 }
 
-// Runs argv (looked up in PATH, no shell) with stdin from /dev/null and
-// stdout and stderr captured, or stdout passed to on_stdout as it comes.
-// Only async-signal-safe calls happen between fork and exec: the stager has
-// other threads.  An exec failure comes back through a close-on-exec pipe,
-// which a successful exec closes empty.
+// Runs args (see spawn) with stdin from /dev/null and stdout and stderr
+// captured, or stdout passed to on_stdout as it comes.
 ChildResult run_captured(const std::vector<std::string>& args, const OutputSink& on_stdout = {})
 {
-    std::vector<char*> argv;
-    for (const std::string& arg : args)
-        argv.push_back(const_cast<char*>(arg.c_str()));
-    argv.push_back(nullptr);
-
     const std::string& program = args.front();
     int output[2];
-    int exec_error[2];
     if (pipe2(output, O_CLOEXEC) != 0)
         fail("run", program, errno);
     Fd out_read(output[0]), out_write(output[1]);
-    if (pipe2(exec_error, O_CLOEXEC) != 0)
-        fail("run", program, errno);
-    Fd err_read(exec_error[0]), err_write(exec_error[1]);
     int listing[2] = {-1, -1};
     if (on_stdout && pipe2(listing, O_CLOEXEC) != 0)
         fail("run", program, errno);
     Fd stdout_read(listing[0]), stdout_write(listing[1]);
     const int child_stdout = on_stdout ? stdout_write.get() : out_write.get();
-    const Fd null(open("/dev/null", O_RDONLY | O_CLOEXEC));
-    if (null.get() < 0)
-        fail("open", "/dev/null", errno);
-
-    const pid_t pid = fork();
-    if (pid < 0)
-        fail("run", program, errno);
-    if (pid == 0) {
-        if (dup2(null.get(), 0) >= 0 && dup2(child_stdout, 1) >= 0 && dup2(out_write.get(), 2) >= 0)
-            execvp(argv[0], argv.data());
-        const int err = errno;
-        (void)!::write(err_write.get(), &err, sizeof err);
-        _exit(127);
-    }
+    const Fd null = open_dev_null(O_RDONLY);
+    const pid_t pid = spawn(args, SpawnIo{null.get(), child_stdout, out_write.get(), false});
     out_write.reset();
-    err_write.reset();
     stdout_write.reset();
 
     ChildResult result;
@@ -583,16 +538,7 @@ ChildResult run_captured(const std::vector<std::string>& args, const OutputSink&
     if (on_stdout)
         streams.emplace_back(stdout_read.get(), on_stdout);
     read_until_closed(program, streams);
-    int err = 0;
-    ssize_t got;
-    while ((got = ::read(err_read.get(), &err, sizeof err)) < 0 && errno == EINTR) {
-    }
-    while (waitpid(pid, &result.status, 0) < 0) {
-        if (errno != EINTR)
-            fail("wait for", program, errno);
-    }
-    if (got == static_cast<ssize_t>(sizeof err))
-        fail("run", program, err);
+    result.status = wait_for(pid, program);
     return result;
 }
 
@@ -627,11 +573,9 @@ void run_unsquashfs(const std::string& image, std::vector<std::string> options, 
     const ChildResult child = run_captured(options, on_stdout);
     if (WIFEXITED(child.status) && WEXITSTATUS(child.status) == 0)
         return;
-    std::string how = WIFSIGNALED(child.status)
-                          ? "unsquashfs was killed by signal " + std::to_string(WTERMSIG(child.status))
-                          : "unsquashfs exited with status " + std::to_string(WEXITSTATUS(child.status));
     const std::string line = last_line(child.output);
-    throw Error("cannot unpack " + image + ": " + how + (line.empty() ? "" : ": " + line));
+    throw Error("cannot unpack " + image + ": unsquashfs " + describe_exit(child.status) +
+                (line.empty() ? "" : ": " + line));
 }
 
 void unpack_image(const std::string& image, const std::string& dest)

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "lib/sys/fd.hpp"
+#include "lib/sys/process.hpp"
 
 namespace dlstage {
 
@@ -50,9 +51,7 @@ void write_all(int fd, const std::string& data)
 
 std::string how_it_ended(int status)
 {
-    if (WIFSIGNALED(status))
-        return "ended by signal " + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
-    return "exited with status " + std::to_string(WEXITSTATUS(status)) + " without a result";
+    return describe_exit(status) + (WIFEXITED(status) ? " without a result" : "");
 }
 
 // Reaps pid within a short grace; false if it could not be (a process
