@@ -8,17 +8,11 @@
 
 #include "build-aux/config.h"
 #include "cli/commands.hpp"
-#include "cli/mounts.hpp"
 #include "lib/config_paths.hpp"
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
 
 namespace dlstage::cli {
-
-void print_error(const std::string& message)
-{
-    std::cerr << kMessagePrefix << printable(message) << "\n";  // one line, whatever a path held
-}
 
 int usage_error(const std::string& message, const std::string& command)
 {
@@ -124,7 +118,7 @@ int main(int argc, char** argv)
     try {
         return dlstage::cli::run(argc, argv);
     } catch (const std::exception& e) {
-        dlstage::cli::print_error(e.what());
+        dlstage::print_error(e.what());
         return dlstage::cli::kExitFailure;
     }
 }

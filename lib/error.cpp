@@ -1,8 +1,15 @@
 #include "lib/error.hpp"
 
+#include <iostream>
+
 #include "lib/strings.hpp"
 
 namespace dlstage {
+
+void print_error(const std::string& message)
+{
+    std::cerr << kMessagePrefix << printable(message) << "\n";  // one line, whatever a path held
+}
 
 std::string ConfigProblem::str() const
 {

@@ -13,6 +13,10 @@ namespace dlstage {
 
 inline constexpr const char* kMessagePrefix = "dlstage: ";
 
+// "dlstage: MESSAGE" on stderr, control bytes shown as \xNN: the one way
+// the command and its helper steps print a problem.
+void print_error(const std::string& message);
+
 // A problem the user or admin can fix; what() is the one-line message.
 class Error : public std::runtime_error {
 public:

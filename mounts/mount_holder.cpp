@@ -1,72 +1,24 @@
-#include "cli/mounts.hpp"
+#include "mounts/mount_holder.hpp"
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <csignal>
-#include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <fcntl.h>
 #include <iostream>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
 
-#include "cli/launch.hpp"
-#include "lib/config_paths.hpp"
 #include "lib/error.hpp"
 #include "lib/identity.hpp"
 #include "lib/job_layout.hpp"
-#include "lib/number.hpp"
-#include "lib/stage_spec.hpp"
 #include "lib/state_record.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/process.hpp"
+#include "mounts/scratch_file.hpp"
 
-namespace dlstage::cli {
-
-namespace {
-using Clock = std::chrono::steady_clock;
-
-// How long a squashfuse may take to mount, and the holder step to report
-// from every node (its start includes Slurm's step launch).
-constexpr auto kMountTimeout = std::chrono::seconds(30);
-constexpr auto kHolderTimeout = std::chrono::seconds(120);
-
-// An unlinked temporary file: a child's output we read back later, which
-// (unlike a pipe) never stops the child once we stop reading.
-class ScratchFile {
-public:
-    ScratchFile()
-    {
-        const char* dir = std::getenv("TMPDIR");
-        std::string path = std::string(dir && *dir ? dir : "/tmp") + "/dlstage-XXXXXX";
-        fd_ = mkostemp(path.data(), O_CLOEXEC | O_APPEND);
-        if (fd_ < 0)
-            throw Error("cannot create a temporary file in " + path.substr(0, path.rfind('/')) + ": " +
-                        std::strerror(errno));
-        unlink(path.c_str());
-    }
-    ~ScratchFile() { ::close(fd_); }
-    ScratchFile(const ScratchFile&) = delete;
-    ScratchFile& operator=(const ScratchFile&) = delete;
-
-    int fd() const { return fd_; }
-    std::string text() const
-    {
-        std::string all;
-        char buf[4096];
-        ssize_t n;
-        for (off_t at = 0; (n = pread(fd_, buf, sizeof buf, at)) > 0; at += n)
-            all.append(buf, static_cast<std::size_t>(n));
-        return all;
-    }
-
-private:
-    int fd_ = -1;
-};
+namespace dlstage::mounts {
 
 std::vector<StageItem> mount_items(const Config& config, const std::string& spec)
 {
@@ -77,8 +29,11 @@ std::vector<StageItem> mount_items(const Config& config, const std::string& spec
     return mounts;
 }
 
-// ---------------------------------------------------------------------------
-// The holder, on one node.
+namespace {
+using Clock = std::chrono::steady_clock;
+
+// How long a squashfuse may take to mount.
+constexpr auto kMountTimeout = std::chrono::seconds(30);
 
 bool on_path(const std::string& program)
 {
@@ -200,7 +155,7 @@ int hold(std::vector<HeldMount>& held, const sigset_t& signals, const std::strin
         const int signal = sigtimedwait(&signals, nullptr, &second);
         if (signal == SIGTERM || signal == SIGINT || signal == SIGHUP) {
             release_all(held);
-            return kExitOk;
+            return EXIT_SUCCESS;
         }
         for (HeldMount& mount : held) {
             int status = 0;
@@ -219,115 +174,15 @@ int hold(std::vector<HeldMount>& held, const sigset_t& signals, const std::strin
         }
         // exit 0: a failing task would make srun stop the other nodes' mounts too
         if (std::none_of(held.begin(), held.end(), [](const HeldMount& m) { return m.server >= 0; }))
-            return kExitOk;
+            return EXIT_SUCCESS;
     }
-}
-
-// ---------------------------------------------------------------------------
-// Starting the holder step from `dlstage stage`.
-
-std::vector<std::string> holder_command(const Config& config, const std::string& config_path,
-                                        const std::string& job_id, const std::string& nodes, const std::string& spec)
-{
-    std::vector<std::string> argv;
-    // A node that fails must not get the others SIGKILLed (which leaves dead
-    // mounts and their ready markers): start_mount_holder stops the step
-    // with SIGTERM instead, and every holder cleans up.
-    for (const std::string& word : job_step_command(config, job_id, nodes, "dlstage-mount", OnTaskFailure::KeepOthers))
-        if (!starts_with(word, "--mpi="))  // not an MPI program
-            argv.push_back(word);
-    // Shares the job's CPUs and memory with every later step, for the whole job.
-    argv.insert(argv.end(), {"--mpi=none", "--overlap", "--input=none", sibling_program("dlstage"), "--config",
-                             config_path, "hold-mounts", "--job", job_id, spec});
-    return argv;
-}
-
-// srun passes SIGTERM on to the tasks and waits for them: each holder
-// releases its mounts.
-void stop_step(pid_t srun, int& status)
-{
-    kill(srun, SIGTERM);
-    waitpid(srun, &status, 0);
-}
-
-std::string format_seconds(Clock::duration elapsed)
-{
-    char text[32];
-    std::snprintf(text, sizeof text, "%.2f", std::chrono::duration<double>(elapsed).count());
-    return text;
-}
-
-std::size_t count_mounted_lines(const std::string& out)
-{
-    std::size_t count = 0;
-    for (const std::string& line : split(out, '\n'))
-        if (starts_with(line, kMountedLine))
-            ++count;
-    return count;
 }
 }  // namespace
 
-int start_mount_holder(const Config& config, const std::string& config_path, const std::string& job_id,
-                       const std::string& nodes, const std::string& spec)
+int hold_mounts(const Config& config, const std::string& job_id, const std::string& spec)
 {
-    const auto mounts = mount_items(config, spec);
-    if (mounts.empty())
-        return kExitOk;
-    std::vector<std::string> names;
-    for (const StageItem& item : mounts)
-        names.push_back(item.dataset.name);
-    const std::string what = join(names, ", ");
-
-    ScratchFile out, err;
-    const Fd null = open_dev_null(O_RDONLY);
-    setenv("DLSTAGE_STAGER_STEP", "1", 1);  // the plugin leaves dlstage's own steps alone
-    // Its own session: it outlives this command and must not get a
-    // terminal's signals in salloc.
-    const pid_t pid =
-        spawn(holder_command(config, config_path, job_id, nodes, spec), SpawnIo{null.get(), out.fd(), err.fd(), true});
-    const std::uint64_t want = parse_count(nodes, 1, kMaxSlurmNumber);  // checked by dlstage stage
-    const auto started = Clock::now();
-    const auto deadline = started + kHolderTimeout;
-    int status = 0;
-    for (;;) {
-        if (count_mounted_lines(out.text()) >= want) {
-            std::cerr << kMessagePrefix << "mounted " << what << " on " << want << (want == 1 ? " node" : " nodes")
-                      << " in " << format_seconds(Clock::now() - started) << " s (squashfuse, held until the job ends)\n";
-            return kExitOk;  // the step runs on, holding the mounts until job end
-        }
-        if (waitpid(pid, &status, WNOHANG) == pid)
-            break;
-        if (err.text().find(std::string(kMessagePrefix) + "mounting ") != std::string::npos) {
-            stop_step(pid, status);
-            break;
-        }
-        if (Clock::now() > deadline) {
-            stop_step(pid, status);
-            print_error("mounting " + what + ": the mount step did not report from every node within " +
-                        std::to_string(kHolderTimeout.count()) + " s");
-            return kExitFailure;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    bool explained = false;
-    for (const std::string& line : split(err.text(), '\n')) {
-        if (trim(line).empty())
-            continue;
-        std::cerr << line << "\n";
-        explained = explained || starts_with(line, kMessagePrefix);
-    }
-    print_error("mounting " + what + " failed" + (explained ? "; see the messages above" : " (" + describe_exit(status) + ")"));
-    return kExitFailure;
-}
-
-int cmd_hold_mounts(const GlobalOptions& options, const std::vector<std::string>& args)
-{
-    if (args.size() != 3 || args[0] != "--job")
-        return usage_error("hold-mounts --job ID SPEC is started by 'dlstage stage'; it is not for direct use",
-                           "hold-mounts");
     const std::string node = this_node_name();
-    const Config config = load_config_for_caller(choose_config_path(options.config_path, true));
-    const TemplateValues values{args[1], this_user_name(), node};
+    const TemplateValues values{job_id, this_user_name(), node};
 
     // Blocked from the start, so a job end during mounting is seen.
     sigset_t signals;
@@ -339,7 +194,7 @@ int cmd_hold_mounts(const GlobalOptions& options, const std::vector<std::string>
     std::vector<HeldMount> held;
     std::string current;
     try {
-        const auto mounts = mount_items(config, args[2]);
+        const auto mounts = mount_items(config, spec);
         const std::string program = mounts.empty() ? "" : squashfuse_program(node);
         for (const StageItem& item : mounts) {
             current = item.dataset.name;
@@ -349,13 +204,13 @@ int cmd_hold_mounts(const GlobalOptions& options, const std::vector<std::string>
     } catch (const Error& e) {
         release_all(held);
         print_error("mounting " + current + " failed on " + node + ": " + e.what());
-        return kExitFailure;
+        return EXIT_FAILURE;
     }
     std::cout << kMountedLine << node << std::endl;
     held.erase(std::remove_if(held.begin(), held.end(), [](const HeldMount& m) { return m.server < 0; }), held.end());
     if (held.empty())
-        return kExitOk;  // nothing new to hold: earlier holders keep theirs
-    return hold(held, signals, node, config.site.state_dir, args[1]);
+        return EXIT_SUCCESS;  // nothing new to hold: earlier holders keep theirs
+    return hold(held, signals, node, config.site.state_dir, job_id);
 }
 
-}  // namespace dlstage::cli
+}  // namespace dlstage::mounts

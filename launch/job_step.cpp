@@ -1,4 +1,4 @@
-#include "cli/launch.hpp"
+#include "launch/job_step.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -7,7 +7,7 @@
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
 
-namespace dlstage::cli {
+namespace dlstage::launch {
 
 std::vector<std::string> job_step_command(const Config& config, const std::string& job_id, const std::string& nodes,
                                           const std::string& step_name, OnTaskFailure on_failure)
@@ -32,4 +32,4 @@ std::string sibling_program(const std::string& name)
     return exe.substr(0, exe.rfind('/')) + "/" + name;
 }
 
-}  // namespace dlstage::cli
+}  // namespace dlstage::launch
