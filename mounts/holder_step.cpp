@@ -34,7 +34,8 @@ std::vector<std::string> holder_command(const Config& config, const std::string&
     // A node that fails must not get the others SIGKILLed (which leaves dead
     // mounts and their ready markers): start_mount_holder stops the step
     // with SIGTERM instead, and every holder cleans up.
-    for (const std::string& word : launch::job_step_command(config, job_id, nodes, "dlstage-mount", launch::OnTaskFailure::KeepOthers))
+    const auto on_failure = launch::OnTaskFailure::KeepOthers;
+    for (const std::string& word : launch::job_step_command(config, job_id, nodes, "dlstage-mount", on_failure))
         if (!starts_with(word, "--mpi="))  // not an MPI program
             argv.push_back(word);
     // Shares the job's CPUs and memory with every later step, for the whole job.
