@@ -35,6 +35,7 @@
 #include "lib/size.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/process.hpp"
+#include "lib/sys/sys_error.hpp"
 
 namespace dlstage::cli {
 
@@ -194,7 +195,7 @@ struct Tree {
 
 [[noreturn]] void fail(const std::string& what, const std::string& path, int err)
 {
-    throw Error("cannot " + what + " " + quoted(path) + ": " + std::strerror(err));
+    throw_cannot(what, quoted(path), err);
 }
 
 const char* special_kind(mode_t mode)

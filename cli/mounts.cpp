@@ -24,6 +24,7 @@
 #include "lib/state_record.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/process.hpp"
+#include "lib/sys/sys_error.hpp"
 
 namespace dlstage::cli {
 
@@ -45,8 +46,7 @@ public:
         std::string path = std::string(dir && *dir ? dir : "/tmp") + "/dlstage-XXXXXX";
         fd_ = mkostemp(path.data(), O_CLOEXEC | O_APPEND);
         if (fd_ < 0)
-            throw Error("cannot create a temporary file in " + path.substr(0, path.rfind('/')) + ": " +
-                        std::strerror(errno));
+            throw_cannot("create a temporary file in", path.substr(0, path.rfind('/')), errno);
         unlink(path.c_str());
     }
     ~ScratchFile() { ::close(fd_); }

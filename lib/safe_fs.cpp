@@ -19,6 +19,7 @@
 #include "lib/sys/fs_identity.hpp"
 #include "lib/sys/mount_table.hpp"
 #include "lib/sys/quick_stat.hpp"
+#include "lib/sys/sys_error.hpp"
 
 namespace dlstage {
 
@@ -41,13 +42,6 @@ Fd open_passage_at(int dirfd, const std::string& name)
 Fd reopen_for_reading(const Fd& passage)
 {
     return Fd(::openat(passage.get(), ".", kDirFlags));
-}
-
-// "cannot <action> <label>: <reason>".  Callers pass errno straight in with
-// a label built beforehand, so nothing can change errno before it is read.
-std::string cannot(const char* action, const std::string& label, int err)
-{
-    return std::string("cannot ") + action + " " + label + ": " + std::strerror(err);
 }
 
 // A path as it may appear in a one-line message.  Names below the tier root
@@ -415,8 +409,7 @@ Fd make_leaf(const Level& parent, const std::string& name, uid_t uid, gid_t gid,
                      : st.st_gid != gid && ::fchown(fd.get(), static_cast<uid_t>(-1), gid) != 0) {
                 // Fails unless the caller is root or uid itself (the unit tests as a user).
                 const int err = errno;
-                fail_walk("cannot give " + label + " to uid " + std::to_string(uid) + " gid " + std::to_string(gid) +
-                              ": " + std::strerror(err),
+                fail_walk(cannot("give", label + " to uid " + std::to_string(uid) + " gid " + std::to_string(gid), err),
                           err);
             }
             if (::fchmod(fd.get(), 0700) != 0)

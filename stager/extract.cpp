@@ -27,6 +27,7 @@
 #include "lib/strings.hpp"
 #include "lib/sys/fd.hpp"
 #include "lib/sys/process.hpp"
+#include "lib/sys/sys_error.hpp"
 #include "policies/unsquashfs.hpp"
 #include "stager/entry_rules.hpp"
 #include "stager/squashfs_listing.hpp"
@@ -41,11 +42,6 @@ static_assert(AE_IFREG == S_IFREG && AE_IFDIR == S_IFDIR && AE_IFLNK == S_IFLNK 
 namespace {
 
 constexpr mode_t kSpecialBits = S_ISUID | S_ISGID | S_ISVTX;
-
-[[noreturn]] void fail(const std::string& what, const std::string& path, int err)
-{
-    throw Error("cannot " + what + " " + path + ": " + std::strerror(err));
-}
 
 std::string join_path(const std::string& dir, const std::string& name)
 {
@@ -122,19 +118,19 @@ std::string canonical_directory(const std::string& dest)
     if (!dest.empty() && dest.front() != '/') {
         struct stat st;
         if (lstat(dest.c_str(), &st) != 0)
-            fail("extract into", dest, errno);
+            throw_cannot("extract into", dest, errno);
         if (!S_ISDIR(st.st_mode))
-            fail("extract into", dest, ENOTDIR);
+            throw_cannot("extract into", dest, ENOTDIR);
         return dest;
     }
     char buf[PATH_MAX];
     if (!realpath(dest.c_str(), buf))
-        fail("extract into", dest, errno);
+        throw_cannot("extract into", dest, errno);
     struct stat st;
     if (stat(buf, &st) != 0)
-        fail("extract into", dest, errno);
+        throw_cannot("extract into", dest, errno);
     if (!S_ISDIR(st.st_mode))
-        fail("extract into", dest, ENOTDIR);
+        throw_cannot("extract into", dest, ENOTDIR);
     return buf;
 }
 
@@ -230,7 +226,7 @@ private:
         for (const auto& [path, times] : directory_times_) {
             const std::string full = join_path(dest_, path);
             if (utimensat(AT_FDCWD, full.c_str(), times.data(), AT_SYMLINK_NOFOLLOW) != 0)
-                fail("set the times of", full, errno);
+                throw_cannot("set the times of", full, errno);
         }
     }
 
@@ -458,12 +454,12 @@ void require_new_destination(const std::string& image, const std::string& dest)
     if (lstat(dest.c_str(), &st) == 0)
         throw Error("cannot unpack " + image + " into " + dest + ": it already exists");
     if (errno != ENOENT)
-        fail("unpack " + image + " into", dest, errno);
+        throw_cannot("unpack " + image + " into", dest, errno);
     const std::string parent = split_parent(without_trailing_slashes(dest)).first;
     if (stat(parent.c_str(), &st) != 0)
-        fail("unpack " + image + " into", dest, errno);
+        throw_cannot("unpack " + image + " into", dest, errno);
     if (!S_ISDIR(st.st_mode))
-        fail("unpack " + image + " into", dest, ENOTDIR);
+        throw_cannot("unpack " + image + " into", dest, ENOTDIR);
 }
 
 struct ChildResult {
@@ -495,7 +491,7 @@ void read_until_closed(const std::string& program, const std::vector<std::pair<i
         if (poll(fds.data(), fds.size(), -1) < 0) {
             if (errno == EINTR)
                 continue;
-            fail("read the output of", program, errno);
+            throw_cannot("read the output of", program, errno);
         }
         for (std::size_t i = 0; i < fds.size(); ++i) {
             if (fds[i].fd < 0 || fds[i].revents == 0)
@@ -520,11 +516,11 @@ ChildResult run_captured(const std::vector<std::string>& args, const OutputSink&
     const std::string& program = args.front();
     int output[2];
     if (pipe2(output, O_CLOEXEC) != 0)
-        fail("run", program, errno);
+        throw_cannot("run", program, errno);
     Fd out_read(output[0]), out_write(output[1]);
     int listing[2] = {-1, -1};
     if (on_stdout && pipe2(listing, O_CLOEXEC) != 0)
-        fail("run", program, errno);
+        throw_cannot("run", program, errno);
     Fd stdout_read(listing[0]), stdout_write(listing[1]);
     const int child_stdout = on_stdout ? stdout_write.get() : out_write.get();
     const Fd null = open_dev_null(O_RDONLY);
@@ -596,11 +592,11 @@ std::string first_bytes(const std::string& path, std::size_t count)
 {
     const Fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (fd.get() < 0)
-        fail("read", path, errno);
+        throw_cannot("read", path, errno);
     std::string bytes(count, '\0');
     const ssize_t n = pread(fd.get(), bytes.data(), count, 0);
     if (n < 0)
-        fail("read", path, errno);
+        throw_cannot("read", path, errno);
     bytes.resize(static_cast<std::size_t>(n));
     return bytes;
 }
@@ -648,7 +644,7 @@ public:
     {
         Fd root(open(dest_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
         if (root.get() < 0)
-            fail("read", dest_, errno);
+            throw_cannot("read", dest_, errno);
         walk(root.get(), "");
         return stats_;
     }
@@ -658,11 +654,11 @@ private:
     {
         const int fd = fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
         if (fd < 0)
-            fail("read", join_path(dest_, rel_dir), errno);
+            throw_cannot("read", join_path(dest_, rel_dir), errno);
         Dir dir(fdopendir(fd));
         if (!dir) {
             ::close(fd);
-            fail("read", join_path(dest_, rel_dir), errno);
+            throw_cannot("read", join_path(dest_, rel_dir), errno);
         }
         errno = 0;
         while (const dirent* e = readdir(dir.get())) {
@@ -671,7 +667,7 @@ private:
             errno = 0;
         }
         if (errno != 0)
-            fail("read", join_path(dest_, rel_dir), errno);
+            throw_cannot("read", join_path(dest_, rel_dir), errno);
     }
 
     void check(int dir_fd, const char* name, const std::string& rel_dir)
@@ -679,7 +675,7 @@ private:
         const std::string rel = rel_dir.empty() ? name : rel_dir + "/" + name;
         struct stat st;
         if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-            fail("read", join_path(dest_, rel), errno);
+            throw_cannot("read", join_path(dest_, rel), errno);
         const mode_t type = st.st_mode & S_IFMT;
         check_type(type, rel, image_);
         budget_.add_entries(1, image_);
@@ -691,7 +687,7 @@ private:
         if ((st.st_mode & kSpecialBits) != 0) {
             // Not a symlink (checked above), so following is harmless.
             if (fchmodat(dir_fd, name, st.st_mode & 0777, 0) != 0)
-                fail("change the mode of", join_path(dest_, rel), errno);
+                throw_cannot("change the mode of", join_path(dest_, rel), errno);
             ++stats_.stripped;
         }
         if (type == S_IFREG && first_sight(st)) {
@@ -701,7 +697,7 @@ private:
         if (type == S_IFDIR) {
             const Fd sub(openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
             if (sub.get() < 0)
-                fail("read", join_path(dest_, rel), errno);
+                throw_cannot("read", join_path(dest_, rel), errno);
             walk(sub.get(), rel);
         }
     }
@@ -717,7 +713,7 @@ private:
         std::vector<char> buf(PATH_MAX + 1);
         const ssize_t n = readlinkat(dir_fd, name, buf.data(), buf.size());
         if (n < 0)
-            fail("read the symlink", join_path(dest_, rel), errno);
+            throw_cannot("read the symlink", join_path(dest_, rel), errno);
         if (static_cast<std::size_t>(n) == buf.size())
             refuse(rel, image_, "its symlink target is longer than PATH_MAX");
         return std::string(buf.data(), static_cast<std::size_t>(n));
@@ -744,7 +740,7 @@ void restore_directory_times(const std::string& dest, const ShardOutcome& outcom
     for (const auto& [path, times] : outcome.directory_times) {
         const std::string full = join_path(base, path);
         if (utimensat(AT_FDCWD, full.c_str(), times.data(), AT_SYMLINK_NOFOLLOW) != 0)
-            fail("set the times of", full, errno);
+            throw_cannot("set the times of", full, errno);
     }
 }
 
