@@ -9,14 +9,13 @@
 #include <fcntl.h>
 #include <functional>
 #include <optional>
-#include <set>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <utility>
 
 #include "lib/strings.hpp"
-#include "lib/sys/fs_identity.hpp"
+#include "lib/sys/dir_fd.hpp"
 #include "lib/sys/mount_table.hpp"
 #include "lib/sys/quick_stat.hpp"
 #include "lib/sys/sys_error.hpp"
@@ -24,40 +23,6 @@
 namespace dlstage {
 
 namespace {
-
-// O_NOFOLLOW|O_DIRECTORY: a symlink or anything but a directory fails to open.
-constexpr int kDirFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
-// O_PATH only looks the name up: it neither opens the directory in its file
-// system (a FUSE server would be asked) nor needs read permission, so the
-// stager, as the user, can pass through a 0711 tier root too.
-constexpr int kPassageFlags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
-
-Fd open_passage_at(int dirfd, const std::string& name)
-{
-    return Fd(::openat(dirfd, name.c_str(), kPassageFlags));
-}
-
-// The directory an O_PATH fd names, opened for reading.  "." from that fd
-// stays on its mount: a file system mounted over it meanwhile is not entered.
-Fd reopen_for_reading(const Fd& passage)
-{
-    return Fd(::openat(passage.get(), ".", kDirFlags));
-}
-
-// A path as it may appear in a one-line message.  Names below the tier root
-// are the user's and may hold newlines, so control bytes are escaped; a
-// hostile tree thousands of levels deep is shortened in the middle.
-std::string shown(const std::string& path)
-{
-    constexpr std::size_t kKeep = 200;
-    const std::string text =
-        path.size() > 2 * kKeep ? path.substr(0, kKeep) + "..." + path.substr(path.size() - kKeep) : path;
-    const bool plain = std::none_of(text.begin(), text.end(), [](char c) {
-        const auto u = static_cast<unsigned char>(c);
-        return u < 0x20 || u == 0x7f;
-    });
-    return plain ? text : quoted(text);
-}
 
 // The components of an absolute path, or nothing if it is relative or has an
 // empty, "." or ".." component.  Refused rather than normalised: a path that
@@ -94,12 +59,12 @@ std::string split_tier_path(const std::string& root, const std::string& dir, Tie
 {
     const auto root_parts = components(root);
     if (!root_parts || root_parts->empty())
-        return "tier root " + shown(root) + " " + kPathRule + " below /";
+        return "tier root " + shown_path(root) + " " + kPathRule + " below /";
     const auto parts = components(dir);
     if (!parts)
-        return "directory " + shown(dir) + " " + kPathRule;
+        return "directory " + shown_path(dir) + " " + kPathRule;
     if (parts->size() <= root_parts->size() || !std::equal(root_parts->begin(), root_parts->end(), parts->begin()))
-        return "directory " + shown(dir) + " is not below tier root " + shown(root);
+        return "directory " + shown_path(dir) + " is not below tier root " + shown_path(root);
     out.root = root;
     out.parent_path = path_of(std::vector<std::string>(root_parts->begin(), root_parts->end() - 1));
     out.root_name = root_parts->back();
@@ -131,11 +96,6 @@ int detach_at(int dirfd, const std::string& name)
 {
     const std::string through_fd = "/proc/self/fd/" + std::to_string(dirfd) + "/" + name;
     return ::umount2(through_fd.c_str(), MNT_DETACH | UMOUNT_NOFOLLOW) == 0 ? 0 : errno;
-}
-
-std::string other_file_system(const std::string& label, const char* outcome)
-{
-    return label + " is on another file system than the tier root (a mount point?); " + outcome;
 }
 
 // Why an entry is not a level root code may build on, or "": it must be a
@@ -196,17 +156,17 @@ public:
             if (err == ENOENT && !missing_is_failure)
                 return std::nullopt;
             if (err == ENOENT)
-                fail_walk("tier root " + shown(tp.root) + " is missing and so is its parent " + shown(tp.parent_path),
+                fail_walk("tier root " + shown_path(tp.root) + " is missing and so is its parent " + shown_path(tp.parent_path),
                           err, true);
-            fail_walk(cannot("open", shown(tp.parent_path), err) + " (the parent of tier root " + shown(tp.root) + ")",
+            fail_walk(cannot("open", shown_path(tp.parent_path), err) + " (the parent of tier root " + shown_path(tp.root) + ")",
                       err, true);
         }
         if (!quick_stat(level.fd.get(), level.facts))
-            fail_walk(cannot("stat", shown(tp.parent_path), errno), errno, true);
+            fail_walk(cannot("stat", shown_path(tp.parent_path), errno), errno, true);
         level.shown = tp.parent_path;
         level.real = kernel_path(level.fd);
         if (level.real.empty())
-            fail_walk("cannot tell where " + shown(tp.parent_path) + " is (/proc not mounted?)", 0, true);
+            fail_walk("cannot tell where " + shown_path(tp.parent_path) + " is (/proc not mounted?)", 0, true);
         return level;
     }
 
@@ -215,7 +175,7 @@ public:
     // std::nullopt.
     std::optional<Level> open_level(const Level& parent, const std::string& name, bool is_root, bool create)
     {
-        const std::string label = (is_root ? "tier root " : "") + shown(child_path(parent.shown, name));
+        const std::string label = (is_root ? "tier root " : "") + shown_path(child_path(parent.shown, name));
         for (int attempt = 0; attempt < kAttempts; ++attempt) {
             Level level;
             level.shown = child_path(parent.shown, name);
@@ -313,7 +273,7 @@ public:
             if (::renameat2(parent.fd.get(), name.c_str(), parent.fd.get(), aside.c_str(), RENAME_NOREPLACE) == 0) {
                 if (repairs)
                     repairs->push_back(label + " " + why + "; moved it aside to " +
-                                       shown(child_path(parent.shown, aside)));
+                                       shown_path(child_path(parent.shown, aside)));
                 return;
             }
             const int err = errno;
@@ -360,7 +320,7 @@ std::optional<Level> walk_to_parent(TierWalk& walk, const TierPath& tp, bool cre
 // a retry as "belongs to uid 0".
 Fd make_leaf(const Level& parent, const std::string& name, uid_t uid, gid_t gid, std::vector<std::string>& repairs)
 {
-    const std::string label = shown(child_path(parent.shown, name));
+    const std::string label = shown_path(child_path(parent.shown, name));
     const std::string real = child_path(parent.real, name);
     for (int attempt = 0; attempt < 5; ++attempt) {
         if (const std::optional<MountEntry> mount = MountTable::current().at(real)) {
@@ -426,263 +386,6 @@ Fd make_leaf(const Level& parent, const std::string& name, uid_t uid, gid_t gid,
     fail_walk(label + " keeps being replaced by something untrusted; giving up");
 }
 
-// ---------------------------------------------------------------------------
-// remove_tree_within
-
-const char* const kNothingRemoved = "nothing removed";
-const char* const kLeftInPlace = "left in place";
-
-// Removes one directory tree depth first, without recursion, holding at most
-// kMaxOpenLevels directories open (see safe_fs.hpp).
-class TreeRemover {
-public:
-    // parent_path: the path of the directory that holds the tree (messages
-    // only).  as: whose permissions the tree below its top is removed with;
-    // none: the caller's.
-    TreeRemover(dev_t tier_dev, std::string parent_path, RemoveResult& result, std::optional<Owner> as = {})
-        : tier_dev_(tier_dev), parent_path_(std::move(parent_path)), result_(result), as_(as),
-          acting_uid_(as ? as->uid : ::geteuid())
-    {
-    }
-    ~TreeRemover()
-    {
-        for (Entered& level : levels_)
-            if (level.dir)
-                ::closedir(level.dir);
-    }
-    TreeRemover(const TreeRemover&) = delete;
-    TreeRemover& operator=(const TreeRemover&) = delete;
-
-    // Removes `name` in parent_fd and everything below it.
-    void run(int parent_fd, const std::string& name)
-    {
-        top_parent_fd_ = parent_fd;
-        enter(parent_fd, name);
-        // Below the top, as the owner (if asked); the top itself goes as
-        // the caller, from its root-owned parent (leave()).
-        std::optional<FsIdentity> owner;
-        if (as_)
-            owner.emplace(as_->uid, as_->gid);
-        while (!levels_.empty() && !stopped_)
-            step();
-    }
-
-private:
-    struct Entered {
-        std::string name;
-        dev_t dev = 0;
-        ino_t ino = 0;
-        DIR* dir = nullptr;               // null while closed to bound the open fds
-        std::set<std::string> kept;       // entries given up on: skipped when read again
-        bool incomplete = false;          // something below stays, so rmdir cannot succeed
-    };
-
-    std::string current_path() const
-    {
-        std::string path = parent_path_;
-        for (const Entered& level : levels_)
-            path += "/" + level.name;
-        return path;
-    }
-    std::string path_of(const std::string& name) const { return shown(current_path() + "/" + name); }
-
-    void keep(const std::string& name)
-    {
-        if (levels_.empty())
-            return;
-        levels_.back().kept.insert(name);
-        levels_.back().incomplete = true;
-    }
-    void keep(const std::string& name, std::string problem)
-    {
-        result_.problems.push_back(std::move(problem));
-        keep(name);
-    }
-
-    // One entry of the deepest open directory, or leaving it when it is done.
-    void step()
-    {
-        Entered& top = levels_.back();
-        errno = 0;
-        const dirent* entry = ::readdir(top.dir);
-        if (!entry) {
-            if (errno != 0) {
-                const int err = errno;
-                result_.problems.push_back(cannot("read", shown(current_path()), err));
-                top.incomplete = true;
-            }
-            leave();
-            return;
-        }
-        const std::string name = entry->d_name;
-        if (name == "." || name == ".." || top.kept.count(name) != 0)
-            return;
-        const int fd = ::dirfd(top.dir);
-        if (is_directory(fd, *entry))
-            enter(fd, name);  // invalidates `top`
-        else
-            unlink_entry(fd, name);
-    }
-
-    static bool is_directory(int dirfd, const dirent& entry)
-    {
-        if (entry.d_type != DT_UNKNOWN)
-            return entry.d_type == DT_DIR;
-        QuickStat f;
-        return quick_stat(dirfd, entry.d_name, AT_SYMLINK_NOFOLLOW, f) && S_ISDIR(f.mode);
-    }
-
-    // Files, symlinks (the link itself, never its target), sockets, fifos...
-    void unlink_entry(int dirfd, const std::string& name)
-    {
-        if (::unlinkat(dirfd, name.c_str(), 0) == 0) {
-            ++result_.removed;
-        } else if (errno != ENOENT) {
-            const int err = errno;
-            keep(name, cannot("remove", path_of(name), err));
-        }
-    }
-
-    // A mount point below is never opened: an O_PATH lookup and a cached
-    // statx tell its device without a word to its file system.
-    void enter(int parent_fd, const std::string& name)
-    {
-        const char* outcome = levels_.empty() ? kNothingRemoved : kLeftInPlace;
-        const Fd passage = open_passage_at(parent_fd, name);
-        QuickStat f;
-        if (!passage.valid() || !quick_stat(passage.get(), f)) {
-            const int err = errno;
-            if (err != ENOENT)  // else removed meanwhile: fine
-                keep(name, unopenable(parent_fd, name, path_of(name), err, outcome));
-            return;
-        }
-        if (f.dev != tier_dev_) {
-            keep(name, other_file_system(path_of(name), outcome));
-            return;
-        }
-        Fd fd = open_owned_dir(passage, f);
-        if (!fd.valid()) {
-            const int err = errno;
-            keep(name, cannot("open", path_of(name), err) + "; " + outcome);
-            return;
-        }
-        DIR* dir = ::fdopendir(fd.get());
-        if (!dir) {
-            const int err = errno;
-            keep(name, cannot("read", path_of(name), err) + "; " + outcome);
-            return;
-        }
-        fd.release();
-        levels_.push_back(Entered{name, f.dev, f.ino, dir, {}, false});
-        close_shallow_levels();
-    }
-
-    static std::string unopenable(int dirfd, const std::string& name, const std::string& label, int err,
-                                  const char* outcome)
-    {
-        QuickStat f;
-        if (quick_stat(dirfd, name.c_str(), AT_SYMLINK_NOFOLLOW, f)) {
-            if (S_ISLNK(f.mode))
-                return label + " is a symlink; " + outcome;
-            if (!S_ISDIR(f.mode))
-                return label + " is not a directory; " + outcome;
-        }
-        return cannot("open", label, err) + "; " + outcome;
-    }
-
-    // The caller (the stager, as the user) may own directories it cannot read
-    // or search, e.g. extracted read-only from an archive; it may change their
-    // mode, so it does, through the O_PATH fd's /proc link (fchmod takes no
-    // O_PATH fd), which cannot be swapped for a symlink.  Not done as root,
-    // which needs no permission.
-    Fd open_owned_dir(const Fd& passage, const QuickStat& f) const
-    {
-        Fd fd = reopen_for_reading(passage);
-        if (acting_uid_ == 0 || f.uid != acting_uid_ || (f.mode & S_IRWXU) == S_IRWXU)
-            return fd;
-        const std::string self = "/proc/self/fd/" + std::to_string(passage.get());
-        if (::chmod(self.c_str(), (f.mode & 07777) | S_IRWXU) != 0)  // if it fails, open or unlinkat will say why
-            return fd;
-        return fd.valid() ? std::move(fd) : reopen_for_reading(passage);
-    }
-
-    // Keeps the kMaxOpenLevels deepest levels open; the open ones are always
-    // the deepest, from first_open_ on.
-    void close_shallow_levels()
-    {
-        while (levels_.size() - first_open_ > kMaxOpenLevels) {
-            ::closedir(levels_[first_open_].dir);
-            levels_[first_open_].dir = nullptr;
-            ++first_open_;
-        }
-    }
-
-    // Done with the deepest level: removes it from its parent.
-    void leave()
-    {
-        Entered done = std::move(levels_.back());
-        levels_.pop_back();
-        // The top is in a level only root may change: removed as the caller.
-        std::optional<FsIdentity> caller;
-        if (levels_.empty() && as_)
-            caller.emplace(::geteuid(), ::getegid());
-        int parent_fd = top_parent_fd_;
-        if (!levels_.empty()) {
-            if (!levels_.back().dir && !reopen_parent(done)) {
-                ::closedir(done.dir);
-                stopped_ = true;
-                return;
-            }
-            parent_fd = ::dirfd(levels_.back().dir);
-        }
-        ::closedir(done.dir);
-        if (::unlinkat(parent_fd, done.name.c_str(), AT_REMOVEDIR) == 0) {
-            ++result_.removed;
-            return;
-        }
-        const int err = errno;
-        if (err == ENOENT)
-            return;
-        if (done.incomplete && (err == ENOTEMPTY || err == EEXIST))
-            keep(done.name);  // what stays below is reported already
-        else
-            keep(done.name, cannot("remove", path_of(done.name), err));
-    }
-
-    // Reopens the parent level, closed to bound the open fds, through ".." of
-    // the child: only if it is still the very directory that was left, or
-    // else the tree was moved meanwhile and the walk could end up outside it.
-    bool reopen_parent(const Entered& child)
-    {
-        Entered& parent = levels_.back();
-        Fd fd(::openat(::dirfd(child.dir), "..", kDirFlags));
-        struct stat st {};
-        if (!fd.valid() || ::fstat(fd.get(), &st) != 0 || st.st_dev != parent.dev || st.st_ino != parent.ino) {
-            result_.problems.push_back(shown(current_path()) + " was moved or replaced while being removed; stopped");
-            return false;
-        }
-        parent.dir = ::fdopendir(fd.get());
-        if (!parent.dir) {
-            const int err = errno;
-            result_.problems.push_back(cannot("read", shown(current_path()), err) + "; stopped");
-            return false;
-        }
-        fd.release();
-        first_open_ = levels_.size() - 1;
-        return true;
-    }
-
-    const dev_t tier_dev_;
-    const std::string parent_path_;
-    RemoveResult& result_;
-    const std::optional<Owner> as_;
-    const uid_t acting_uid_;
-    int top_parent_fd_ = -1;
-    std::vector<Entered> levels_;  // from the tree's top to the directory being read
-    std::size_t first_open_ = 0;
-    bool stopped_ = false;
-};
-
 // Runs body on root/dir split for a walk; a malformed path or a walk that
 // failed comes back as its failure.
 std::optional<WalkFailure> walk_tier(const std::string& root, const std::string& dir,
@@ -745,9 +448,9 @@ OpenResult open_job_dir(const std::string& root, const std::string& dir)
             TierWalk walk(Untrusted::Refuse, 0, nullptr);
             const std::optional<Level> parent = walk_to_parent(walk, tp, false);
             if (!parent)
-                fail_walk(shown(dir) + " does not exist");
+                fail_walk(shown_path(dir) + " does not exist");
             const std::string& name = tp.below.back();
-            const std::string label = shown(dir);
+            const std::string label = shown_path(dir);
             const Fd passage = open_passage_at(parent->fd.get(), name);
             QuickStat f;
             if (!passage.valid() || !quick_stat(passage.get(), f))
@@ -778,7 +481,7 @@ OpenResult open_trusted_dir(const std::string& root, const std::string& dir, boo
             for (std::size_t i = 0; level && !is_root && i < tp.below.size(); ++i)
                 level = walk.open_level(*level, tp.below[i], false, create);
             if (!level)
-                fail_walk(shown(dir) + " does not exist");
+                fail_walk(shown_path(dir) + " does not exist");
             result.dir = std::move(level->fd);
         }))
         result.problem = failure->problem;
@@ -789,13 +492,13 @@ namespace {
 RemoveResult remove_within(const std::string& root, const std::string& dir, const std::optional<Owner>& as)
 {
     RemoveResult result;
-    ParentOfDir parent = open_parent_within(root, dir, kNothingRemoved);
+    ParentOfDir parent = open_parent_within(root, dir, "nothing removed");
     if (!parent.problem.empty())
         result.problems.push_back(parent.problem);
     if (!parent.level)
         return result;
     // dir itself is checked like everything inside (symlink, mount point).
-    TreeRemover(parent.level->facts.dev, parent.level->shown, result, as).run(parent.level->fd.get(), parent.leaf);
+    remove_tree_on(parent.level->fd.get(), parent.leaf, parent.level->facts.dev, parent.level->shown, result, as);
     return result;
 }
 }  // namespace
@@ -808,18 +511,6 @@ RemoveResult remove_tree_within(const std::string& root, const std::string& dir)
 RemoveResult remove_tree_within(const std::string& root, const std::string& dir, const Owner& as)
 {
     return remove_within(root, dir, as);
-}
-
-RemoveResult remove_tree_at(int dir_fd, const std::string& name, const std::string& shown_dir)
-{
-    RemoveResult result;
-    struct stat st {};
-    if (::fstat(dir_fd, &st) != 0) {
-        result.problems.push_back(cannot("stat", shown(shown_dir), errno));
-        return result;
-    }
-    TreeRemover(st.st_dev, shown_dir, result).run(dir_fd, name);
-    return result;
 }
 
 namespace {
@@ -868,7 +559,7 @@ DetachResult detach_mounts_within(const std::string& root, const std::string& di
                 ++result.detached;
                 progress = true;
             } else if (err != EINVAL) {
-                result.problems.push_back(cannot("unmount", shown(point), err));
+                result.problems.push_back(cannot("unmount", shown_path(point), err));
                 return result;
             }
         }
@@ -877,7 +568,7 @@ DetachResult detach_mounts_within(const std::string& root, const std::string& di
     }
     const std::vector<std::string> left = MountTable::current().points_within(real_dir);
     if (!left.empty())
-        result.problems.push_back("mounts stay below " + shown(dir) + " (" + shown(left.front()) +
+        result.problems.push_back("mounts stay below " + shown_path(dir) + " (" + shown_path(left.front()) +
                                   (left.size() > 1 ? " and " + std::to_string(left.size() - 1) + " more" : "") +
                                   "); left in place");
     return result;

@@ -28,6 +28,7 @@
 #include "lib/sys/fd.hpp"
 #include "lib/sys/process.hpp"
 #include "lib/sys/sys_error.hpp"
+#include "lib/sys/tree_remover.hpp"
 #include "policies/unsquashfs.hpp"
 #include "stager/entry_rules.hpp"
 #include "stager/squashfs_listing.hpp"
@@ -403,51 +404,6 @@ std::pair<std::string, std::string> split_parent(const std::string& path)
     return {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)};
 }
 
-// An image may hold directories without read, write or search permission
-// for their owner; they are ours and about to go, so open them up.
-int open_dir_for_removal(int parent, const char* name)
-{
-    const int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
-    int fd = openat(parent, name, flags);
-    if (fd < 0 && errno == EACCES && fchmodat(parent, name, S_IRWXU, 0) == 0)
-        fd = openat(parent, name, flags);
-    if (fd >= 0)
-        fchmod(fd, S_IRWXU);
-    return fd;
-}
-
-// Removes name below parent and everything inside it, never following a
-// symlink; true if nothing is left.
-bool remove_below(int parent, const char* name)
-{
-    if (unlinkat(parent, name, 0) == 0 || errno == ENOENT)
-        return true;
-    if (errno != EISDIR && errno != EPERM)
-        return false;
-    const int fd = open_dir_for_removal(parent, name);
-    if (fd < 0)
-        return false;
-    Dir dir(fdopendir(fd));
-    if (!dir) {
-        ::close(fd);
-        return false;
-    }
-    bool removed = true;
-    while (const dirent* e = readdir(dir.get())) {
-        if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0)
-            removed = remove_below(dirfd(dir.get()), e->d_name) && removed;
-    }
-    dir.reset();
-    return unlinkat(parent, name, AT_REMOVEDIR) == 0 && removed;
-}
-
-bool remove_tree(const std::string& path)
-{
-    const auto [parent, name] = split_parent(without_trailing_slashes(path));
-    const Fd parent_fd(open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    return parent_fd.get() >= 0 && remove_below(parent_fd.get(), name.c_str());
-}
-
 void require_new_destination(const std::string& image, const std::string& dest)
 {
     struct stat st;
@@ -756,7 +712,7 @@ ExtractStats extract_squashfs(const std::string& image, const std::string& dest,
         unpack_image(image, dest);
         return TreeCheck(image, dest, counted).run();
     } catch (const Error& e) {
-        if (!remove_tree(dest))
+        if (!remove_tree(dest).ok())
             throw Error(std::string(e.what()) + "; also could not remove " + dest);
         throw;
     } catch (...) {
