@@ -6,6 +6,7 @@
 
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
+#include "lib/sys/sys_error.hpp"
 
 namespace dlstage::launch {
 
@@ -27,7 +28,7 @@ std::string sibling_program(const std::string& name)
     char self[4096] = {};
     const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     if (n <= 0)
-        throw Error(std::string("cannot find the dlstage executable: ") + std::strerror(errno));
+        throw_cannot("find", "the dlstage executable", errno);
     const std::string exe(self, static_cast<std::size_t>(n));
     return exe.substr(0, exe.rfind('/')) + "/" + name;
 }

@@ -3,12 +3,11 @@
 
 #include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <fcntl.h>
 #include <string>
 #include <unistd.h>
 
-#include "lib/error.hpp"
+#include "lib/sys/sys_error.hpp"
 
 namespace dlstage::mounts {
 
@@ -22,8 +21,7 @@ public:
         std::string path = std::string(dir && *dir ? dir : "/tmp") + "/dlstage-XXXXXX";
         fd_ = mkostemp(path.data(), O_CLOEXEC | O_APPEND);
         if (fd_ < 0)
-            throw Error("cannot create a temporary file in " + path.substr(0, path.rfind('/')) + ": " +
-                        std::strerror(errno));
+            throw_cannot("create a temporary file in", path.substr(0, path.rfind('/')), errno);
         unlink(path.c_str());
     }
     ~ScratchFile() { ::close(fd_); }

@@ -13,12 +13,13 @@
 
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
+#include "lib/sys/sys_error.hpp"
 
 namespace dlstage::pack {
 
 [[noreturn]] void fail(const std::string& what, const std::string& path, int err)
 {
-    throw Error("cannot " + what + " " + quoted(path) + ": " + std::strerror(err));
+    throw_cannot(what, quoted(path), err);
 }
 
 std::string dir_of(const std::string& path)

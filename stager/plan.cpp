@@ -10,6 +10,7 @@
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/dataset_walk.hpp"
+#include "lib/sys/sys_error.hpp"
 
 namespace dlstage::stager {
 
@@ -30,7 +31,7 @@ std::uint64_t Plan::file_count() const
 namespace {
 [[noreturn]] void fail(const std::string& path, int err)
 {
-    throw Error("cannot read " + path + ": " + std::strerror(err));
+    throw_cannot("read", path, err);
 }
 
 Entry entry_from_stat(const std::string& rel, const struct stat& st)

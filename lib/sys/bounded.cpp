@@ -12,6 +12,7 @@
 
 #include "lib/sys/fd.hpp"
 #include "lib/sys/process.hpp"
+#include "lib/sys/sys_error.hpp"
 
 namespace dlstage {
 
@@ -103,7 +104,7 @@ BoundedOutcome run_bounded(double seconds, const std::function<std::string()>& w
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) {
         outcome.status = BoundedOutcome::Status::Failed;
-        outcome.problem = std::string("cannot create a pipe: ") + std::strerror(errno);
+        outcome.problem = cannot("create", "a pipe", errno);
         return outcome;
     }
     Fd in(fds[0]), out(fds[1]);
@@ -111,7 +112,7 @@ BoundedOutcome run_bounded(double seconds, const std::function<std::string()>& w
     const pid_t pid = ::fork();
     if (pid < 0) {
         outcome.status = BoundedOutcome::Status::Failed;
-        outcome.problem = std::string("cannot fork: ") + std::strerror(errno);
+        outcome.problem = cannot("fork", "", errno);
         return outcome;
     }
     if (pid == 0) {

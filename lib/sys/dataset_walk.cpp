@@ -16,14 +16,16 @@
 
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
+#include "lib/sys/dir_fd.hpp"
 #include "lib/sys/fd.hpp"
+#include "lib/sys/sys_error.hpp"
 
 namespace dlstage {
 
 namespace {
 [[noreturn]] void cannot_read(const std::string& path, int err)
 {
-    throw Error("cannot read " + quoted(path) + ": " + std::strerror(err));
+    throw_cannot("read", quoted(path), err);
 }
 
 const char* special_kind(mode_t mode)
@@ -57,8 +59,7 @@ public:
     // listed (not one swapped in since, through a symlink further up).
     Fd open_dir(int root_fd, const PendingDir& dir) const
     {
-        Fd fd(openat(root_fd, dir.rel.empty() ? "." : dir.rel.c_str(),
-                     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        Fd fd(openat(root_fd, dir.rel.empty() ? "." : dir.rel.c_str(), kDirFlags));
         if (!fd.valid())
             cannot_read(path_of(dir.rel), errno);
         struct stat st {};

@@ -10,17 +10,13 @@
 
 #include "lib/error.hpp"
 #include "lib/sys/read_lines.hpp"
+#include "lib/sys/sys_error.hpp"
 
 extern char** environ;
 
 namespace dlstage {
 
 namespace {
-
-[[noreturn]] void cannot_run(const std::string& program, int err)
-{
-    throw Error("cannot run " + program + ": " + std::strerror(err));
-}
 
 // Where execvp would look for program: itself if it names a path, else each
 // PATH entry (an empty one is the current directory).
@@ -82,7 +78,7 @@ Fd open_dev_null(int flags)
 {
     Fd fd(::open("/dev/null", flags | O_CLOEXEC));
     if (!fd.valid())
-        throw Error(std::string("cannot open /dev/null: ") + std::strerror(errno));
+        throw_cannot("open", "/dev/null", errno);
     return fd;
 }
 
@@ -95,11 +91,11 @@ pid_t spawn(const std::vector<std::string>& argv, const SpawnIo& io, const std::
     const std::vector<char*> envp = env ? c_strings(*env) : std::vector<char*>();
     int exec_error[2];
     if (pipe2(exec_error, O_CLOEXEC) != 0)
-        cannot_run(program, errno);
+        throw_cannot("run", program, errno);
     Fd error_read(exec_error[0]), error_write(exec_error[1]);
     const pid_t pid = fork();
     if (pid < 0)
-        cannot_run(program, errno);
+        throw_cannot("run", program, errno);
     if (pid == 0)
         exec_child(candidate_ptrs.data(), args.data(), env ? envp.data() : environ, io, error_write.get());
     error_write.reset();
@@ -112,7 +108,7 @@ pid_t spawn(const std::vector<std::string>& argv, const SpawnIo& io, const std::
         int status = 0;
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
         }
-        cannot_run(program, err);
+        throw_cannot("run", program, err);
     }
     return pid;
 }
@@ -122,7 +118,7 @@ int wait_for(pid_t pid, const std::string& program)
     int status = 0;
     while (waitpid(pid, &status, 0) < 0)
         if (errno != EINTR)
-            throw Error("cannot wait for " + program + ": " + std::strerror(errno));
+            throw_cannot("wait for", program, errno);
     return status;
 }
 
@@ -131,7 +127,7 @@ int run_reading_stderr(const std::vector<std::string>& argv,
 {
     int err_pipe[2];
     if (pipe2(err_pipe, O_CLOEXEC) != 0)
-        cannot_run(argv.at(0), errno);
+        throw_cannot("run", argv.at(0), errno);
     Fd err_read(err_pipe[0]), err_write(err_pipe[1]);
     const Fd null = options.discard_stdout ? open_dev_null(O_WRONLY) : Fd();
     const pid_t pid = spawn(argv, SpawnIo{-1, null.get(), err_write.get(), false});

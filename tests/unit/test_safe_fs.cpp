@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "lib/safe_fs.hpp"
+#include "tests/unit/deep_tree.hpp"
 #include "tests/unit/in_child.hpp"
 #include "tests/unit/tmpdir.hpp"
 
@@ -529,34 +530,13 @@ BOOST_AUTO_TEST_CASE(symlink_as_dir_or_on_the_way_removes_nothing)
     BOOST_TEST(exists(tier.root + "/43"));
 }
 
-namespace {
-// Builds `levels` nested directories named `name` below top, a file at the
-// bottom, through fds: the full path is far longer than PATH_MAX.
-void make_deep_tree(const std::string& top, int levels, const std::string& name)
-{
-    int fd = ::open(top.c_str(), O_RDONLY | O_DIRECTORY);
-    BOOST_REQUIRE(fd >= 0);
-    for (int i = 0; i < levels; ++i) {
-        BOOST_REQUIRE(::mkdirat(fd, name.c_str(), 0755) == 0);
-        const int next = ::openat(fd, name.c_str(), O_RDONLY | O_DIRECTORY);
-        ::close(fd);
-        BOOST_REQUIRE(next >= 0);
-        fd = next;
-    }
-    const int file = ::openat(fd, "bottom", O_WRONLY | O_CREAT, 0644);
-    BOOST_REQUIRE(file >= 0);
-    ::close(file);
-    ::close(fd);
-}
-}  // namespace
-
 BOOST_AUTO_TEST_CASE(deep_tree_is_removed_with_a_bounded_number_of_fds)
 {
     Tier tier;
     const std::string job = tier.root + "/42";
     make_dir(job);
     const int levels = 2000;
-    make_deep_tree(job, levels, "level-name");  // 2000 * 11 bytes: no full path would work
+    test::make_deep_tree(job, levels, "level-name");  // 2000 * 11 bytes: no full path would work
     // An fd limit far below the depth: holding one fd per level would fail.
     const std::string text = in_child([&] {
         const rlimit limit{100, 100};
