@@ -6,9 +6,7 @@
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
-#include <functional>
 #include <memory>
-#include <poll.h>
 #include <set>
 #include <string_view>
 #include <sys/stat.h>
@@ -64,82 +62,6 @@ void require_new_destination(const std::string& image, const std::string& dest)
         throw_cannot("unpack " + image + " into", dest, ENOTDIR);
 }
 
-struct ChildResult {
-    int status = 0;      // as from waitpid
-    std::string output;  // its stdout (unless a sink took it) and stderr, the tail only
-};
-
-using OutputSink = std::function<void(std::string_view)>;
-
-// Keeps the end of what a program writes: enough for its last line.
-void keep_tail(std::string& output, std::string_view more)
-{
-    constexpr std::size_t kKeep = 64 * 1024;
-    output.append(more);
-    if (output.size() > 2 * kKeep)
-        output.erase(0, output.size() - kKeep);
-}
-
-// Reads each fd until its end, passing what comes to its sink; all at once,
-// since a child blocked writing to one full pipe never closes the other.
-void read_until_closed(const std::string& program, const std::vector<std::pair<int, OutputSink>>& streams)
-{
-    std::vector<pollfd> fds;
-    for (const auto& stream : streams)
-        fds.push_back({stream.first, POLLIN, 0});
-    std::size_t open = fds.size();
-    std::vector<char> buf(64 * 1024);
-    while (open > 0) {
-        if (poll(fds.data(), fds.size(), -1) < 0) {
-            if (errno == EINTR)
-                continue;
-            throw_cannot("read the output of", program, errno);
-        }
-        for (std::size_t i = 0; i < fds.size(); ++i) {
-            if (fds[i].fd < 0 || fds[i].revents == 0)
-                continue;
-            const ssize_t n = ::read(fds[i].fd, buf.data(), buf.size());
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n <= 0) {
-                fds[i].fd = -1;  // poll skips it from now on
-                --open;
-                continue;
-            }
-            streams[i].second(std::string_view(buf.data(), static_cast<std::size_t>(n)));
-        }
-    }
-}
-
-// Runs args (see spawn) with stdin from /dev/null and stdout and stderr
-// captured, or stdout passed to on_stdout as it comes.
-ChildResult run_captured(const std::vector<std::string>& args, const OutputSink& on_stdout = {})
-{
-    const std::string& program = args.front();
-    int output[2];
-    if (pipe2(output, O_CLOEXEC) != 0)
-        throw_cannot("run", program, errno);
-    Fd out_read(output[0]), out_write(output[1]);
-    int listing[2] = {-1, -1};
-    if (on_stdout && pipe2(listing, O_CLOEXEC) != 0)
-        throw_cannot("run", program, errno);
-    Fd stdout_read(listing[0]), stdout_write(listing[1]);
-    const int child_stdout = on_stdout ? stdout_write.get() : out_write.get();
-    const Fd null = open_dev_null(O_RDONLY);
-    const pid_t pid = spawn(args, SpawnIo{null.get(), child_stdout, out_write.get(), false});
-    out_write.reset();
-    stdout_write.reset();
-
-    ChildResult result;
-    std::vector<std::pair<int, OutputSink>> streams = {
-        {out_read.get(), [&](std::string_view more) { keep_tail(result.output, more); }}};
-    if (on_stdout)
-        streams.emplace_back(stdout_read.get(), on_stdout);
-    read_until_closed(program, streams);
-    result.status = wait_for(pid, program);
-    return result;
-}
-
 // The last non-empty line of a program's output, made safe for a one-line
 // message.
 std::string last_line(const std::string& output)
@@ -168,7 +90,7 @@ void run_unsquashfs(const std::string& image, std::vector<std::string> options, 
 {
     options.insert(options.begin(), "unsquashfs");
     options.push_back(not_an_option(image));
-    const ChildResult child = run_captured(options, on_stdout);
+    const CapturedRun child = run_capturing(options, on_stdout);
     if (WIFEXITED(child.status) && WEXITSTATUS(child.status) == 0)
         return;
     const std::string line = last_line(child.output);
@@ -185,7 +107,7 @@ void unpack_image(const std::string& image, const std::string& dest)
 // inside the destination: its version is all there is to go by.
 void check_unsquashfs_version()
 {
-    const policy::Verdict verdict = policy::unsquashfs_usable(run_captured({"unsquashfs", "-version"}).output);
+    const policy::Verdict verdict = policy::unsquashfs_usable(run_capturing({"unsquashfs", "-version"}).output);
     if (!verdict.allowed)
         throw Error(verdict.reason);
 }

@@ -5,10 +5,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "lib/error.hpp"
 #include "lib/sys/read_lines.hpp"
 #include "lib/sys/sys_error.hpp"
 
@@ -58,18 +58,61 @@ std::vector<char*> c_strings(const std::vector<std::string>& strings)
     sigprocmask(SIG_SETMASK, &none, nullptr);
     if (io.new_session)
         setsid();
-    const int fds[] = {io.in, io.out, io.err};
-    for (int target = 0; target < 3; ++target)
-        if (fds[target] >= 0 && fds[target] != target && dup2(fds[target], target) < 0)
-            break;
     int err = ENOENT;
-    for (char* const* c = candidates; *c; ++c) {
+    const int fds[] = {io.in, io.out, io.err};
+    bool ready = true;
+    for (int target = 0; ready && target < 3; ++target)
+        if (fds[target] >= 0 && fds[target] != target && dup2(fds[target], target) < 0) {
+            err = errno;
+            ready = false;
+        }
+    for (char* const* c = candidates; ready && *c; ++c) {
         execve(*c, argv, envp);
         if (errno == EACCES || err != EACCES)
             err = errno;
     }
     (void)!::write(exec_error, &err, sizeof err);
     _exit(127);
+}
+
+// Keeps the end of what a program writes: enough for its last line.
+void keep_tail(std::string& output, std::string_view more)
+{
+    constexpr std::size_t kKeep = 64 * 1024;
+    output.append(more);
+    if (output.size() > 2 * kKeep)
+        output.erase(0, output.size() - kKeep);
+}
+
+// Reads each fd until its end, passing what comes to its sink; all at once,
+// since a child blocked writing to one full pipe never closes the other.
+void read_until_closed(const std::string& program, const std::vector<std::pair<int, OutputSink>>& streams)
+{
+    std::vector<pollfd> fds;
+    for (const auto& stream : streams)
+        fds.push_back({stream.first, POLLIN, 0});
+    std::size_t open = fds.size();
+    std::vector<char> buf(64 * 1024);
+    while (open > 0) {
+        if (poll(fds.data(), fds.size(), -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            throw_cannot("read the output of", program, errno);
+        }
+        for (std::size_t i = 0; i < fds.size(); ++i) {
+            if (fds[i].fd < 0 || fds[i].revents == 0)
+                continue;
+            const ssize_t n = ::read(fds[i].fd, buf.data(), buf.size());
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0) {
+                fds[i].fd = -1;  // poll skips it from now on
+                --open;
+                continue;
+            }
+            streams[i].second(std::string_view(buf.data(), static_cast<std::size_t>(n)));
+        }
+    }
 }
 
 }  // namespace
@@ -136,6 +179,33 @@ int run_reading_stderr(const std::vector<std::string>& argv,
     err_write.reset();
     for_each_line(err_read.get(), on_stderr_line);
     return wait_for(pid, argv[0]);
+}
+
+CapturedRun run_capturing(const std::vector<std::string>& args, const OutputSink& on_stdout)
+{
+    const std::string& program = args.front();
+    int output[2];
+    if (pipe2(output, O_CLOEXEC) != 0)
+        throw_cannot("run", program, errno);
+    Fd out_read(output[0]), out_write(output[1]);
+    int listing[2] = {-1, -1};
+    if (on_stdout && pipe2(listing, O_CLOEXEC) != 0)
+        throw_cannot("run", program, errno);
+    Fd stdout_read(listing[0]), stdout_write(listing[1]);
+    const int child_stdout = on_stdout ? stdout_write.get() : out_write.get();
+    const Fd null = open_dev_null(O_RDONLY);
+    const pid_t pid = spawn(args, SpawnIo{null.get(), child_stdout, out_write.get(), false});
+    out_write.reset();
+    stdout_write.reset();
+
+    CapturedRun result;
+    std::vector<std::pair<int, OutputSink>> streams = {
+        {out_read.get(), [&](std::string_view more) { keep_tail(result.output, more); }}};
+    if (on_stdout)
+        streams.emplace_back(stdout_read.get(), on_stdout);
+    read_until_closed(program, streams);
+    result.status = wait_for(pid, program);
+    return result;
 }
 
 std::string describe_exit(int wait_status)

@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 #include <sys/types.h>
 #include <vector>
 
@@ -50,6 +51,17 @@ struct StderrRunOptions {
 int run_reading_stderr(const std::vector<std::string>& argv,
                        const std::function<void(const std::string&)>& on_stderr_line,
                        const StderrRunOptions& options = {});
+
+struct CapturedRun {
+    int status = 0;      // as from waitpid
+    std::string output;  // its stdout (unless a sink took it) and stderr, the tail only
+};
+
+using OutputSink = std::function<void(std::string_view)>;
+
+// Runs args (as spawn) with stdin from /dev/null and its stdout and stderr
+// captured, or stdout passed to on_stdout as it comes, and waits.
+CapturedRun run_capturing(const std::vector<std::string>& args, const OutputSink& on_stdout = {});
 
 // How a process ended, from its wait status: "exited with status N" or
 // "killed by signal N (NAME)".
