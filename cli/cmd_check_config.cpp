@@ -6,6 +6,7 @@
 #include "lib/config.hpp"
 #include "lib/config_paths.hpp"
 #include "lib/error.hpp"
+#include "lib/log.hpp"
 
 namespace dlstage::cli {
 
@@ -43,11 +44,11 @@ int cmd_check_config(const GlobalOptions& options, const std::vector<std::string
         return kExitOk;
     } catch (const ConfigError& e) {
         for (const ConfigProblem& problem : e.problems())
-            print_error(problem.str());
+            say(problem.str());
         std::cerr << file << ": " << e.problems().size() << (e.problems().size() == 1 ? " problem" : " problems")
                   << "\n";
     } catch (const Error& e) {
-        print_error(e.what());
+        say(e.what());
     }
     return kExitFailure;
 }

@@ -2,30 +2,25 @@
 //
 // The plugin runs this before a batch script or srun's tasks start; users
 // run it in salloc (or any job script).  It starts dlstage-stager through
-// the site's launcher, one rank per node, and waits.
-#include <cerrno>
+// the site's launcher, one rank per node, and waits (launch/); then the
+// mount holder for datasets in mode = "mount" (mounts/).  Here: the command
+// line, the job's environment, and what stage says.
 #include <cstdlib>
-#include <cstring>
-#include <fcntl.h>
 #include <iostream>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "cli/commands.hpp"
-#include "cli/child.hpp"
-#include "cli/launch.hpp"
-#include "cli/mounts.hpp"
+#include "launch/stager_step.hpp"
+#include "lib/contract.hpp"
 #include "lib/config.hpp"
 #include "lib/config_paths.hpp"
-#include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "lib/identity.hpp"
+#include "lib/log.hpp"
 #include "lib/number.hpp"
 #include "lib/stage_spec.hpp"
 #include "lib/stager_tuning.hpp"
-#include "lib/state_record.hpp"
 #include "lib/strings.hpp"
-#include "policies/launch_retry.hpp"
+#include "mounts/holder_step.hpp"
 
 extern char** environ;
 
@@ -94,71 +89,13 @@ std::string slurm_number(const char* variable)
     return naming(variable, [&] { return std::to_string(parse_count(env_or(variable, ""), 1, kMaxSlurmNumber)); });
 }
 
-std::vector<std::string> launcher_command(const Config& config, const std::string& job_id, const std::string& nodes,
-                                          const std::string& config_path, const std::string& spec,
-                                          const std::vector<std::string>& tuning)
-{
-    std::vector<std::string> argv = job_step_command(config, job_id, nodes, kStageStep, OnTaskFailure::StopStep);
-    argv.insert(argv.end(), {sibling_program(kStagerProgram), "--config", config_path, "--job", job_id});
-    argv.insert(argv.end(), tuning.begin(), tuning.end());
-    argv.push_back(spec);
-    return argv;
-}
-
-// What the launcher's stderr told about a failure, read as it passes through.
-struct LauncherReport {
-    bool stager_spoke = false;      // a rank printed a "dlstage:" line
-    bool stager_explained = false;  // a rank printed "dlstage: ... failed on NODE: ..."
-    std::string task_failure;       // srun's first "NODE: task N: REASON"
-};
-
-void watch_line(const std::string& line, LauncherReport& report)
-{
-    report.stager_spoke = report.stager_spoke || starts_with(line, kMessagePrefix);
-    if (starts_with(line, kMessagePrefix) && line.find(" failed on ") != std::string::npos)
-        report.stager_explained = true;
-    const std::string srun_error = "srun: error: ";
-    if (report.task_failure.empty() && starts_with(line, srun_error) && line.find(": task ") != std::string::npos)
-        report.task_failure = line.substr(srun_error.size());
-}
-
-// Runs the launcher, copying its stderr to ours line by line and watching
-// for failures.  Its exit status, or 128 + the signal that killed it.
-int run_and_wait(const std::vector<std::string>& argv, LauncherReport& report)
-{
-    // The stager's own srun step must not stage again (the plugin sees this),
-    // and on an oversubscribed node a waiting rank should yield its core.
-    setenv(kStagerStepVar, "1", 1);
-    setenv("OMPI_MCA_mpi_yield_when_idle", env_or("OMPI_MCA_mpi_yield_when_idle", "1").c_str(), 1);
-    const int status = run_child(argv, [&](const std::string& line) {
-        if (starts_with(line, "cannot run " + argv[0] + ":"))
-            std::cerr << kMessagePrefix << line << " (site.launcher)\n";
-        else
-            std::cerr << line << "\n";
-        watch_line(line, report);
-    });
-    if (WIFEXITED(status))
-        return WEXITSTATUS(status);
-    return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-}
-
-// What failing ranks recorded.
-std::vector<std::string> recorded_failures(const Config& config, const std::string& job_id)
-{
-    std::vector<std::string> messages;
-    for (const UserRecordFile& file : read_user_records(config.site.state_dir, job_id, UserRecord::Failure))
-        messages.push_back(printable(file.record["message"].value_or(std::string())));
-    return messages;
-}
-
 // Where the data went, for a user in salloc; "<node>" stands for %n.
 void print_paths(const std::vector<StageItem>& items, const std::string& job_id)
 {
     const std::string user = this_user_name();
     for (const StageItem& item : items) {
         const std::string dir = item.tier.path.expand({job_id, user, "<node>"});
-        std::cerr << kMessagePrefix << item.env_name << " is set in each srun step (data in " << dir << "/"
-                  << item.dataset.name << " on every node)\n";
+        say(item.env_name + " is set in each srun step (data in " + dir + "/" + item.dataset.name + " on every node)");
     }
 }
 }  // namespace
@@ -181,7 +118,7 @@ int cmd_stage(const GlobalOptions& options, const std::vector<std::string>& args
     }
     const char* nodes_variable = env_or("SLURM_JOB_NUM_NODES", "").empty() ? "SLURM_NNODES" : "SLURM_JOB_NUM_NODES";
     if (env_or("SLURM_JOB_ID", "").empty() || env_or(nodes_variable, "").empty()) {
-        print_error("stage runs inside a Slurm job (salloc, sbatch, srun): SLURM_JOB_ID and SLURM_JOB_NUM_NODES are not set");
+        say("stage runs inside a Slurm job (salloc, sbatch, srun): SLURM_JOB_ID and SLURM_JOB_NUM_NODES are not set");
         return kExitFailure;
     }
     const std::string job_id = slurm_number("SLURM_JOB_ID");
@@ -194,37 +131,13 @@ int cmd_stage(const GlobalOptions& options, const std::vector<std::string>& args
     const std::string config_path = choose_config_path(options.config_path, true);
     const Config config = load_config_for_caller(config_path);
     const auto items = resolve_stage_data(config, spec);  // refuse bad input before starting anything
-    for (const std::string& stale : user_record_paths(config.site.state_dir, job_id, UserRecord::Failure))  // from an earlier attempt
-        unlink(stale.c_str());
-    LauncherReport report;
-    int rc = 0;
-    for (int attempt = 1;; ++attempt) {
-        report = LauncherReport{};
-        rc = run_and_wait(launcher_command(config, job_id, nodes, config_path, spec, tuning), report);
-        if (rc == 0)
-            break;
-        const policy::Verdict again =
-            policy::retry_launch({attempt, report.stager_spoke, report.task_failure});
-        if (!again.allowed)
-            break;
-        print_error(again.reason);
-    }
-    if (rc != 0) {
-        // A rank that failed said why; one that was killed could not: then
-        // srun's line names the node.
-        const auto recorded = recorded_failures(config, job_id);
-        for (const std::string& reason : report.stager_explained ? std::vector<std::string>{} : recorded)
-            print_error(reason);
-        if (report.stager_explained || !recorded.empty())
-            print_error("staging " + spec + " failed; see the messages above");
-        else if (!report.task_failure.empty())
-            print_error("staging " + spec + " failed on " + report.task_failure.substr(0, report.task_failure.find(':')) +
-                        ": the stager ended early (" + report.task_failure + ")");
-        else
-            print_error("staging " + spec + " failed (launcher exit status " + std::to_string(rc) + ")");
+    const launch::StagerStep step{config_path, job_id, nodes, spec, tuning};
+    if (const launch::LauncherReport report = launch::run_stager_step(config, step); report.exit_code != 0) {
+        for (const std::string& line : launch::staging_failure(config, step, report))
+            say(line);
         return kExitFailure;
     }
-    if (start_mount_holder(config, config_path, job_id, nodes, spec) != kExitOk)
+    if (!mounts::start_mount_holder(config, config_path, job_id, nodes, spec))
         return kExitFailure;
     if (!quiet)
         print_paths(items, job_id);

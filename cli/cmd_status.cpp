@@ -22,6 +22,7 @@
 #include "lib/config_paths.hpp"
 #include "lib/contract.hpp"
 #include "lib/error.hpp"
+#include "lib/log.hpp"
 #include "lib/number.hpp"
 #include "lib/record_field.hpp"
 #include "lib/size.hpp"
@@ -204,7 +205,7 @@ int cmd_status(const GlobalOptions& options, const std::vector<std::string>& arg
     else
         print_table(jobs);
     if (explicit_jobs && !missing.empty()) {
-        print_error("no staging records for job " + join(missing, ", ") + " in " + jobs_dir(state_dir) +
+        say("no staging records for job " + join(missing, ", ") + " in " + jobs_dir(state_dir) +
                     " (not a --stage-data job, not started yet, or not yours)");
         return kExitFailure;
     }

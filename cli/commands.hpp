@@ -18,9 +18,8 @@ int cmd_catalog(const GlobalOptions& options, const std::vector<std::string>& ar
 int cmd_stage(const GlobalOptions& options, const std::vector<std::string>& args);
 int cmd_status(const GlobalOptions& options, const std::vector<std::string>& args);
 int cmd_pack(const GlobalOptions& options, const std::vector<std::string>& args);
-
-// "dlstage: MESSAGE" on stderr, control bytes shown as \xNN.
-void print_error(const std::string& message);
+// Internal: the mount holder on one node, started by stage as a job step.
+int cmd_hold_mounts(const GlobalOptions& options, const std::vector<std::string>& args);
 
 // A usage error: the message, a pointer to --help, exit code 2.
 int usage_error(const std::string& message, const std::string& command);

@@ -8,23 +8,17 @@
 
 #include "build-aux/config.h"
 #include "cli/commands.hpp"
-#include "cli/mounts.hpp"
-#include "lib/config_paths.hpp"
 #include "lib/contract.hpp"
+#include "lib/config_paths.hpp"
 #include "lib/error.hpp"
 #include "lib/log.hpp"
 #include "lib/strings.hpp"
 
 namespace dlstage::cli {
 
-void print_error(const std::string& message)
-{
-    say(message);
-}
-
 int usage_error(const std::string& message, const std::string& command)
 {
-    print_error(message);
+    say(message);
     std::cerr << "Try 'dlstage " << (command.empty() ? "" : command + " ") << "--help' for more information.\n";
     return kExitUsage;
 }
@@ -61,7 +55,7 @@ const std::map<std::string, Command>& commands()
     static const std::map<std::string, Command> table = {
         {"check-config", cmd_check_config},
         {"catalog", cmd_catalog},
-        {kStageCommand, cmd_stage},
+        {"stage", cmd_stage},
         {"status", cmd_status},
         {"pack", cmd_pack},
         {kHoldMountsCommand, cmd_hold_mounts},  // internal: started by stage
@@ -126,7 +120,7 @@ int main(int argc, char** argv)
     try {
         return dlstage::cli::run(argc, argv);
     } catch (const std::exception& e) {
-        dlstage::cli::print_error(e.what());
+        dlstage::say(e.what());
         return dlstage::cli::kExitFailure;
     }
 }

@@ -16,6 +16,7 @@
 #include "lib/strings.hpp"
 #include "lib/sys/fd.hpp"
 #include "lib/sys/read_all.hpp"
+#include "lib/sys/sys_error.hpp"
 #include "policies/staging_mode.hpp"
 
 namespace dlstage {
@@ -509,7 +510,7 @@ std::string read_config_text(const std::string& path)
     const Fd fd(open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
     struct stat st;
     if (!fd.valid() || fstat(fd.get(), &st) != 0)
-        throw Error("cannot read configuration file " + path + ": " + std::strerror(errno));
+        throw_cannot("read configuration file", path, errno);
     if (S_ISDIR(st.st_mode))
         throw Error("configuration file " + path + " is a directory: give the path of the TOML file");
     if (!S_ISREG(st.st_mode))

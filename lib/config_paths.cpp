@@ -11,6 +11,7 @@
 #include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
+#include "lib/sys/sys_error.hpp"
 
 #ifndef DLSTAGE_SYSCONFDIR
 #define DLSTAGE_SYSCONFDIR "/etc"
@@ -66,7 +67,7 @@ std::string chain_problem(const std::string& path)
     const std::vector<std::string> parts = split(std::string_view(path).substr(1), '/');
     struct stat st {};
     if (::lstat("/", &st) != 0)
-        return std::string("cannot check /: ") + std::strerror(errno);
+        return cannot("check", "/", errno);
     if (std::string p = entry_problem("/", st, false); !p.empty())
         return p;
     for (std::size_t i = 0; i < parts.size(); ++i) {
@@ -77,7 +78,7 @@ std::string chain_problem(const std::string& path)
             // A missing file is for the loader to report ("cannot read").
             if (errno == ENOENT)
                 return "";
-            return "cannot check " + quoted(prefix) + ": " + std::strerror(errno);
+            return cannot("check", quoted(prefix), errno);
         }
         if (std::string p = entry_problem(prefix, st, i + 1 == parts.size()); !p.empty())
             return p;
@@ -94,14 +95,14 @@ std::string untrusted_config_reason(const std::string& given)
     if (path.front() != '/') {  // a command line's: below the working directory, which counts too
         char cwd[PATH_MAX];
         if (!::getcwd(cwd, sizeof cwd))
-            return std::string("cannot tell the working directory: ") + std::strerror(errno);
+            return cannot("tell", "the working directory", errno);
         path = std::string(cwd) + "/" + path;
     }
     if (std::string p = chain_problem(path); !p.empty())
         return p;
     char real[PATH_MAX];
     if (!::realpath(path.c_str(), real))
-        return errno == ENOENT ? "" : "cannot resolve " + quoted(path) + ": " + std::strerror(errno);
+        return errno == ENOENT ? "" : cannot("resolve", quoted(path), errno);
     return real == path ? "" : chain_problem(real);
 }
 

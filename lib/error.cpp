@@ -1,5 +1,7 @@
 #include "lib/error.hpp"
 
+#include <iostream>
+
 #include "lib/strings.hpp"
 
 namespace dlstage {

@@ -1,358 +1,24 @@
 #include "lib/safe_fs.hpp"
 
-#include <algorithm>
 #include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <ctime>
-#include <dirent.h>
 #include <fcntl.h>
-#include <functional>
 #include <optional>
-#include <set>
-#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <utility>
 
 #include "lib/strings.hpp"
-#include "lib/sys/fs_identity.hpp"
+#include "lib/sys/dir_fd.hpp"
 #include "lib/sys/mount_table.hpp"
 #include "lib/sys/quick_stat.hpp"
+#include "lib/sys/sys_error.hpp"
+#include "lib/tier_walk.hpp"
 
 namespace dlstage {
 
+using namespace tier_walk;
+
 namespace {
-
-// O_NOFOLLOW|O_DIRECTORY: a symlink or anything but a directory fails to open.
-constexpr int kDirFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
-// O_PATH only looks the name up: it neither opens the directory in its file
-// system (a FUSE server would be asked) nor needs read permission, so the
-// stager, as the user, can pass through a 0711 tier root too.
-constexpr int kPassageFlags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
-
-Fd open_passage_at(int dirfd, const std::string& name)
-{
-    return Fd(::openat(dirfd, name.c_str(), kPassageFlags));
-}
-
-// The directory an O_PATH fd names, opened for reading.  "." from that fd
-// stays on its mount: a file system mounted over it meanwhile is not entered.
-Fd reopen_for_reading(const Fd& passage)
-{
-    return Fd(::openat(passage.get(), ".", kDirFlags));
-}
-
-// "cannot <action> <label>: <reason>".  Callers pass errno straight in with
-// a label built beforehand, so nothing can change errno before it is read.
-std::string cannot(const char* action, const std::string& label, int err)
-{
-    return std::string("cannot ") + action + " " + label + ": " + std::strerror(err);
-}
-
-// A path as it may appear in a one-line message.  Names below the tier root
-// are the user's and may hold newlines, so control bytes are escaped; a
-// hostile tree thousands of levels deep is shortened in the middle.
-std::string shown(const std::string& path)
-{
-    constexpr std::size_t kKeep = 200;
-    const std::string text =
-        path.size() > 2 * kKeep ? path.substr(0, kKeep) + "..." + path.substr(path.size() - kKeep) : path;
-    const bool plain = std::none_of(text.begin(), text.end(), [](char c) {
-        const auto u = static_cast<unsigned char>(c);
-        return u < 0x20 || u == 0x7f;
-    });
-    return plain ? text : quoted(text);
-}
-
-// The components of an absolute path, or nothing if it is relative or has an
-// empty, "." or ".." component.  Refused rather than normalised: a path that
-// needs normalising did not come from a path template.
-std::optional<std::vector<std::string>> components(const std::string& path)
-{
-    if (path.empty() || path[0] != '/')
-        return std::nullopt;
-    std::vector<std::string> parts = split(std::string_view(path).substr(1), '/');
-    for (const std::string& part : parts)
-        if (part.empty() || part == "." || part == "..")
-            return std::nullopt;
-    return parts;
-}
-
-std::string path_of(const std::vector<std::string>& parts)
-{
-    return "/" + join(parts, "/");
-}
-
-const char* const kPathRule = "must be an absolute path without empty, '.' or '..' components";
-
-// A tier path split for the walk: the root's parent (the admin's), the
-// root's name, and dir's components below the root (never empty).
-struct TierPath {
-    std::string root;
-    std::string parent_path;
-    std::string root_name;
-    std::vector<std::string> below;
-};
-
-// Why root/dir cannot be walked, or "" (then `out` is filled).
-std::string split_tier_path(const std::string& root, const std::string& dir, TierPath& out)
-{
-    const auto root_parts = components(root);
-    if (!root_parts || root_parts->empty())
-        return "tier root " + shown(root) + " " + kPathRule + " below /";
-    const auto parts = components(dir);
-    if (!parts)
-        return "directory " + shown(dir) + " " + kPathRule;
-    if (parts->size() <= root_parts->size() || !std::equal(root_parts->begin(), root_parts->end(), parts->begin()))
-        return "directory " + shown(dir) + " is not below tier root " + shown(root);
-    out.root = root;
-    out.parent_path = path_of(std::vector<std::string>(root_parts->begin(), root_parts->end() - 1));
-    out.root_name = root_parts->back();
-    out.below.assign(parts->begin() + static_cast<std::ptrdiff_t>(root_parts->size()), parts->end());
-    return "";
-}
-
-// The path the kernel gives an open directory (what mountinfo lists), or
-// "" if it cannot tell.
-std::string kernel_path(const Fd& fd)
-{
-    char buf[4096];
-    const std::string link = "/proc/self/fd/" + std::to_string(fd.get());
-    const ssize_t n = ::readlink(link.c_str(), buf, sizeof buf);
-    if (n <= 0 || static_cast<std::size_t>(n) >= sizeof buf)
-        return "";
-    return std::string(buf, static_cast<std::size_t>(n));
-}
-
-std::string child_path(const std::string& parent, const std::string& name)
-{
-    return parent == "/" ? "/" + name : parent + "/" + name;
-}
-
-// Lazily unmounts whatever is mounted on `name` in dirfd, through the fd so
-// that no path above it is resolved again; the name itself is never
-// followed.  0, or the errno (EINVAL: nothing mounted there).
-int detach_at(int dirfd, const std::string& name)
-{
-    const std::string through_fd = "/proc/self/fd/" + std::to_string(dirfd) + "/" + name;
-    return ::umount2(through_fd.c_str(), MNT_DETACH | UMOUNT_NOFOLLOW) == 0 ? 0 : errno;
-}
-
-std::string other_file_system(const std::string& label, const char* outcome)
-{
-    return label + " is on another file system than the tier root (a mount point?); " + outcome;
-}
-
-// Why an entry is not a level root code may build on, or "": it must be a
-// real directory owned by root or trusted_uid (the caller), and writable
-// by nobody else.
-std::string distrust(const QuickStat& f, uid_t trusted_uid)
-{
-    if (S_ISLNK(f.mode))
-        return "is a symlink";
-    if (!S_ISDIR(f.mode))
-        return "is not a directory";
-    if (f.uid != trusted_uid && f.uid != 0)
-        return "belongs to uid " + std::to_string(f.uid) + " (mode " + octal_mode(f.mode) + "), not uid " +
-               std::to_string(trusted_uid);
-    if ((f.mode & (S_IWGRP | S_IWOTH)) != 0)
-        return "is writable by group or others (mode " + octal_mode(f.mode) + ")";
-    return "";
-}
-
-// ---------------------------------------------------------------------------
-// The walk from the tier root's parent down to the parent of a job directory.
-
-// One directory of the walk: an O_PATH fd, its facts, and its names.
-struct Level {
-    Fd fd;
-    QuickStat facts;
-    std::string shown;  // as configured, for messages
-    std::string real;   // as the kernel names it, for mountinfo
-};
-
-// Ends a walk early with a failure.
-struct WalkFailure {
-    std::string problem;
-    int err = 0;
-    bool at_tier_parent = false;
-};
-
-[[noreturn]] void fail_walk(std::string problem, int err = 0, bool at_tier_parent = false)
-{
-    throw WalkFailure{std::move(problem), err, at_tier_parent};
-}
-
-class TierWalk {
-public:
-    TierWalk(Untrusted on_untrusted, uid_t trusted_uid, std::vector<std::string>* repairs)
-        : on_untrusted_(on_untrusted), trusted_uid_(trusted_uid), repairs_(repairs)
-    {
-    }
-
-    // The admin's directory holding the tier root; may be reached through
-    // the admin's symlinks.  Missing: nothing there (quiet) or a node fault.
-    std::optional<Level> open_tier_parent(const TierPath& tp, bool missing_is_failure)
-    {
-        Level level;
-        level.fd = Fd(::open(tp.parent_path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-        if (!level.fd.valid()) {
-            const int err = errno;
-            if (err == ENOENT && !missing_is_failure)
-                return std::nullopt;
-            if (err == ENOENT)
-                fail_walk("tier root " + shown(tp.root) + " is missing and so is its parent " + shown(tp.parent_path),
-                          err, true);
-            fail_walk(cannot("open", shown(tp.parent_path), err) + " (the parent of tier root " + shown(tp.root) + ")",
-                      err, true);
-        }
-        if (!quick_stat(level.fd.get(), level.facts))
-            fail_walk(cannot("stat", shown(tp.parent_path), errno), errno, true);
-        level.shown = tp.parent_path;
-        level.real = kernel_path(level.fd);
-        if (level.real.empty())
-            fail_walk("cannot tell where " + shown(tp.parent_path) + " is (/proc not mounted?)", 0, true);
-        return level;
-    }
-
-    // A level below `parent`: the tier root (is_root) or a directory between
-    // it and the job directory.  Nothing there: created if `create`, else
-    // std::nullopt.
-    std::optional<Level> open_level(const Level& parent, const std::string& name, bool is_root, bool create)
-    {
-        const std::string label = (is_root ? "tier root " : "") + shown(child_path(parent.shown, name));
-        for (int attempt = 0; attempt < kAttempts; ++attempt) {
-            Level level;
-            level.shown = child_path(parent.shown, name);
-            level.real = child_path(parent.real, name);
-            // A mount is judged by mountinfo before anything asks it: a FUSE
-            // server may refuse root (EACCES) or answer nonsense (EIO), which
-            // must not read as a fault of the node.  Only the admin mounts a
-            // file system at a tier root, and never a FUSE one.
-            const std::optional<MountEntry> mount = MountTable::current().at(level.real);
-            if (mount && (mount->is_fuse() || !is_root)) {
-                untrusted(parent, name, label, "is a mount point (" + mount->fstype + ")", true);
-                continue;
-            }
-            level.fd = open_passage_at(parent.fd.get(), name);
-            if (!level.fd.valid()) {
-                const int err = errno;
-                if (err == ENOENT) {
-                    if (!create)
-                        return std::nullopt;
-                    make_level(parent, name, label);
-                    continue;
-                }
-                // A symlink or a file (ENOTDIR), a loop, something odd.
-                QuickStat f;
-                std::string why = quick_stat(parent.fd.get(), name.c_str(), AT_SYMLINK_NOFOLLOW, f)
-                                      ? distrust(f, trusted_uid_)
-                                      : "";
-                untrusted(parent, name, label, why.empty() ? cannot("open", "it", err) : why);
-                continue;
-            }
-            // What cannot even be examined was not made by root: untrusted.
-            if (!quick_stat(level.fd.get(), level.facts)) {
-                untrusted(parent, name, label, cannot("examine", "it", errno),
-                          MountTable::current().at(level.real).has_value());
-                continue;
-            }
-            std::string why = distrust(level.facts, trusted_uid_);
-            if (why.empty() && !is_root && level.facts.dev != parent.facts.dev)
-                why = "is on another file system than the tier root";
-            if (why.empty())
-                return level;
-            untrusted(parent, name, label, why);
-        }
-        fail_walk(label + " keeps being replaced by something untrusted; giving up");
-    }
-
-private:
-    static constexpr int kAttempts = 5;
-
-    void make_level(const Level& parent, const std::string& name, const std::string& label)
-    {
-        if (::mkdirat(parent.fd.get(), name.c_str(), 0755) != 0) {
-            const int err = errno;
-            if (err == EEXIST)
-                return;  // someone was quicker: look at what they made
-            fail_walk(cannot("create", label, err), err);
-        }
-        // mkdirat's mode is cut by the umask, and the job's user must be able
-        // to pass through the shared levels to reach their own directory.
-        const Fd made(::openat(parent.fd.get(), name.c_str(), kDirFlags));
-        if (made.valid() && ::fchmod(made.get(), 0755) != 0)
-            fail_walk(cannot("set the mode of", label, errno), errno);
-    }
-
-    // Not trusted: moved aside by the prolog, refused by the others.
-    void untrusted(const Level& parent, const std::string& name, const std::string& label, const std::string& why,
-                   bool mounted = false)
-    {
-        if (on_untrusted_ == Untrusted::Refuse)
-            fail_walk(label + " " + why + "; refusing to use it");
-        move_aside(parent, name, label, why, mounted, repairs_);
-    }
-
-public:
-    // Renames `name` out of the way within parent, detaching a mount on it
-    // first; the new name is logged with what was wrong with it.
-    static void move_aside(const Level& parent, const std::string& name, const std::string& label,
-                           const std::string& why, bool mounted, std::vector<std::string>* repairs)
-    {
-        if (mounted) {
-            const int err = detach_at(parent.fd.get(), name);
-            if (err != 0 && err != EINVAL)
-                fail_walk(cannot("unmount", label, err), err);
-            if (repairs && err == 0)
-                repairs->push_back(label + " " + why + ": detached the mount on it");
-        }
-        char stamp[32];
-        const std::time_t now = std::time(nullptr);
-        std::tm tm {};
-        ::gmtime_r(&now, &tm);
-        std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
-        for (int n = 0; n < 100; ++n) {
-            const std::string aside = name + ".untrusted-" + stamp + "-" + std::to_string(::getpid()) +
-                                      (n ? "-" + std::to_string(n) : "");
-            if (::renameat2(parent.fd.get(), name.c_str(), parent.fd.get(), aside.c_str(), RENAME_NOREPLACE) == 0) {
-                if (repairs)
-                    repairs->push_back(label + " " + why + "; moved it aside to " +
-                                       shown(child_path(parent.shown, aside)));
-                return;
-            }
-            const int err = errno;
-            if (err == ENOENT)
-                return;  // gone meanwhile: nothing to move
-            if (err == EBUSY && !mounted) {
-                move_aside(parent, name, label, why, true, repairs);  // a mount on it after all
-                return;
-            }
-            if (err != EEXIST)
-                fail_walk(cannot("move aside", label, err) + " (it " + why + ")", err);
-        }
-        fail_walk("cannot find a free name to move " + label + " aside");
-    }
-
-private:
-    Untrusted on_untrusted_;
-    uid_t trusted_uid_;
-    std::vector<std::string>* repairs_;
-};
-
-// From the tier root's parent to the directory holding `dir`; nothing if
-// something on the way is missing (and create is false).
-std::optional<Level> walk_to_parent(TierWalk& walk, const TierPath& tp, bool create)
-{
-    std::optional<Level> current = walk.open_tier_parent(tp, create);
-    if (!current)
-        return std::nullopt;
-    current = walk.open_level(*current, tp.root_name, true, create);
-    for (std::size_t i = 0; current && i + 1 < tp.below.size(); ++i)
-        current = walk.open_level(*current, tp.below[i], false, create);
-    return current;
-}
 
 // ---------------------------------------------------------------------------
 // prepare_job_dir: the leaf
@@ -366,7 +32,7 @@ std::optional<Level> walk_to_parent(TierWalk& walk, const TierPath& tp, bool cre
 // a retry as "belongs to uid 0".
 Fd make_leaf(const Level& parent, const std::string& name, uid_t uid, gid_t gid, std::vector<std::string>& repairs)
 {
-    const std::string label = shown(child_path(parent.shown, name));
+    const std::string label = shown_path(child_path(parent.shown, name));
     const std::string real = child_path(parent.real, name);
     for (int attempt = 0; attempt < 5; ++attempt) {
         if (const std::optional<MountEntry> mount = MountTable::current().at(real)) {
@@ -415,8 +81,7 @@ Fd make_leaf(const Level& parent, const std::string& name, uid_t uid, gid_t gid,
                      : st.st_gid != gid && ::fchown(fd.get(), static_cast<uid_t>(-1), gid) != 0) {
                 // Fails unless the caller is root or uid itself (the unit tests as a user).
                 const int err = errno;
-                fail_walk("cannot give " + label + " to uid " + std::to_string(uid) + " gid " + std::to_string(gid) +
-                              ": " + std::strerror(err),
+                fail_walk(cannot("give", label + " to uid " + std::to_string(uid) + " gid " + std::to_string(gid), err),
                           err);
             }
             if (::fchmod(fd.get(), 0700) != 0)
@@ -431,300 +96,6 @@ Fd make_leaf(const Level& parent, const std::string& name, uid_t uid, gid_t gid,
         }
     }
     fail_walk(label + " keeps being replaced by something untrusted; giving up");
-}
-
-// ---------------------------------------------------------------------------
-// remove_tree_within
-
-const char* const kNothingRemoved = "nothing removed";
-const char* const kLeftInPlace = "left in place";
-
-// Removes one directory tree depth first, without recursion, holding at most
-// kMaxOpenLevels directories open (see safe_fs.hpp).
-class TreeRemover {
-public:
-    // parent_path: the path of the directory that holds the tree (messages
-    // only).  as: whose permissions the tree below its top is removed with;
-    // none: the caller's.
-    TreeRemover(dev_t tier_dev, std::string parent_path, RemoveResult& result, std::optional<Owner> as = {})
-        : tier_dev_(tier_dev), parent_path_(std::move(parent_path)), result_(result), as_(as),
-          acting_uid_(as ? as->uid : ::geteuid())
-    {
-    }
-    ~TreeRemover()
-    {
-        for (Entered& level : levels_)
-            if (level.dir)
-                ::closedir(level.dir);
-    }
-    TreeRemover(const TreeRemover&) = delete;
-    TreeRemover& operator=(const TreeRemover&) = delete;
-
-    // Removes `name` in parent_fd and everything below it.
-    void run(int parent_fd, const std::string& name)
-    {
-        top_parent_fd_ = parent_fd;
-        enter(parent_fd, name);
-        // Below the top, as the owner (if asked); the top itself goes as
-        // the caller, from its root-owned parent (leave()).
-        std::optional<FsIdentity> owner;
-        if (as_)
-            owner.emplace(as_->uid, as_->gid);
-        while (!levels_.empty() && !stopped_)
-            step();
-    }
-
-private:
-    struct Entered {
-        std::string name;
-        dev_t dev = 0;
-        ino_t ino = 0;
-        DIR* dir = nullptr;               // null while closed to bound the open fds
-        std::set<std::string> kept;       // entries given up on: skipped when read again
-        bool incomplete = false;          // something below stays, so rmdir cannot succeed
-    };
-
-    std::string current_path() const
-    {
-        std::string path = parent_path_;
-        for (const Entered& level : levels_)
-            path += "/" + level.name;
-        return path;
-    }
-    std::string path_of(const std::string& name) const { return shown(current_path() + "/" + name); }
-
-    void keep(const std::string& name)
-    {
-        if (levels_.empty())
-            return;
-        levels_.back().kept.insert(name);
-        levels_.back().incomplete = true;
-    }
-    void keep(const std::string& name, std::string problem)
-    {
-        result_.problems.push_back(std::move(problem));
-        keep(name);
-    }
-
-    // One entry of the deepest open directory, or leaving it when it is done.
-    void step()
-    {
-        Entered& top = levels_.back();
-        errno = 0;
-        const dirent* entry = ::readdir(top.dir);
-        if (!entry) {
-            if (errno != 0) {
-                const int err = errno;
-                result_.problems.push_back(cannot("read", shown(current_path()), err));
-                top.incomplete = true;
-            }
-            leave();
-            return;
-        }
-        const std::string name = entry->d_name;
-        if (name == "." || name == ".." || top.kept.count(name) != 0)
-            return;
-        const int fd = ::dirfd(top.dir);
-        if (is_directory(fd, *entry))
-            enter(fd, name);  // invalidates `top`
-        else
-            unlink_entry(fd, name);
-    }
-
-    static bool is_directory(int dirfd, const dirent& entry)
-    {
-        if (entry.d_type != DT_UNKNOWN)
-            return entry.d_type == DT_DIR;
-        QuickStat f;
-        return quick_stat(dirfd, entry.d_name, AT_SYMLINK_NOFOLLOW, f) && S_ISDIR(f.mode);
-    }
-
-    // Files, symlinks (the link itself, never its target), sockets, fifos...
-    void unlink_entry(int dirfd, const std::string& name)
-    {
-        if (::unlinkat(dirfd, name.c_str(), 0) == 0) {
-            ++result_.removed;
-        } else if (errno != ENOENT) {
-            const int err = errno;
-            keep(name, cannot("remove", path_of(name), err));
-        }
-    }
-
-    // A mount point below is never opened: an O_PATH lookup and a cached
-    // statx tell its device without a word to its file system.
-    void enter(int parent_fd, const std::string& name)
-    {
-        const char* outcome = levels_.empty() ? kNothingRemoved : kLeftInPlace;
-        const Fd passage = open_passage_at(parent_fd, name);
-        QuickStat f;
-        if (!passage.valid() || !quick_stat(passage.get(), f)) {
-            const int err = errno;
-            if (err != ENOENT)  // else removed meanwhile: fine
-                keep(name, unopenable(parent_fd, name, path_of(name), err, outcome));
-            return;
-        }
-        if (f.dev != tier_dev_) {
-            keep(name, other_file_system(path_of(name), outcome));
-            return;
-        }
-        Fd fd = open_owned_dir(passage, f);
-        if (!fd.valid()) {
-            const int err = errno;
-            keep(name, cannot("open", path_of(name), err) + "; " + outcome);
-            return;
-        }
-        DIR* dir = ::fdopendir(fd.get());
-        if (!dir) {
-            const int err = errno;
-            keep(name, cannot("read", path_of(name), err) + "; " + outcome);
-            return;
-        }
-        fd.release();
-        levels_.push_back(Entered{name, f.dev, f.ino, dir, {}, false});
-        close_shallow_levels();
-    }
-
-    static std::string unopenable(int dirfd, const std::string& name, const std::string& label, int err,
-                                  const char* outcome)
-    {
-        QuickStat f;
-        if (quick_stat(dirfd, name.c_str(), AT_SYMLINK_NOFOLLOW, f)) {
-            if (S_ISLNK(f.mode))
-                return label + " is a symlink; " + outcome;
-            if (!S_ISDIR(f.mode))
-                return label + " is not a directory; " + outcome;
-        }
-        return cannot("open", label, err) + "; " + outcome;
-    }
-
-    // The caller (the stager, as the user) may own directories it cannot read
-    // or search, e.g. extracted read-only from an archive; it may change their
-    // mode, so it does, through the O_PATH fd's /proc link (fchmod takes no
-    // O_PATH fd), which cannot be swapped for a symlink.  Not done as root,
-    // which needs no permission.
-    Fd open_owned_dir(const Fd& passage, const QuickStat& f) const
-    {
-        Fd fd = reopen_for_reading(passage);
-        if (acting_uid_ == 0 || f.uid != acting_uid_ || (f.mode & S_IRWXU) == S_IRWXU)
-            return fd;
-        const std::string self = "/proc/self/fd/" + std::to_string(passage.get());
-        if (::chmod(self.c_str(), (f.mode & 07777) | S_IRWXU) != 0)  // if it fails, open or unlinkat will say why
-            return fd;
-        return fd.valid() ? std::move(fd) : reopen_for_reading(passage);
-    }
-
-    // Keeps the kMaxOpenLevels deepest levels open; the open ones are always
-    // the deepest, from first_open_ on.
-    void close_shallow_levels()
-    {
-        while (levels_.size() - first_open_ > kMaxOpenLevels) {
-            ::closedir(levels_[first_open_].dir);
-            levels_[first_open_].dir = nullptr;
-            ++first_open_;
-        }
-    }
-
-    // Done with the deepest level: removes it from its parent.
-    void leave()
-    {
-        Entered done = std::move(levels_.back());
-        levels_.pop_back();
-        // The top is in a level only root may change: removed as the caller.
-        std::optional<FsIdentity> caller;
-        if (levels_.empty() && as_)
-            caller.emplace(::geteuid(), ::getegid());
-        int parent_fd = top_parent_fd_;
-        if (!levels_.empty()) {
-            if (!levels_.back().dir && !reopen_parent(done)) {
-                ::closedir(done.dir);
-                stopped_ = true;
-                return;
-            }
-            parent_fd = ::dirfd(levels_.back().dir);
-        }
-        ::closedir(done.dir);
-        if (::unlinkat(parent_fd, done.name.c_str(), AT_REMOVEDIR) == 0) {
-            ++result_.removed;
-            return;
-        }
-        const int err = errno;
-        if (err == ENOENT)
-            return;
-        if (done.incomplete && (err == ENOTEMPTY || err == EEXIST))
-            keep(done.name);  // what stays below is reported already
-        else
-            keep(done.name, cannot("remove", path_of(done.name), err));
-    }
-
-    // Reopens the parent level, closed to bound the open fds, through ".." of
-    // the child: only if it is still the very directory that was left, or
-    // else the tree was moved meanwhile and the walk could end up outside it.
-    bool reopen_parent(const Entered& child)
-    {
-        Entered& parent = levels_.back();
-        Fd fd(::openat(::dirfd(child.dir), "..", kDirFlags));
-        struct stat st {};
-        if (!fd.valid() || ::fstat(fd.get(), &st) != 0 || st.st_dev != parent.dev || st.st_ino != parent.ino) {
-            result_.problems.push_back(shown(current_path()) + " was moved or replaced while being removed; stopped");
-            return false;
-        }
-        parent.dir = ::fdopendir(fd.get());
-        if (!parent.dir) {
-            const int err = errno;
-            result_.problems.push_back(cannot("read", shown(current_path()), err) + "; stopped");
-            return false;
-        }
-        fd.release();
-        first_open_ = levels_.size() - 1;
-        return true;
-    }
-
-    const dev_t tier_dev_;
-    const std::string parent_path_;
-    RemoveResult& result_;
-    const std::optional<Owner> as_;
-    const uid_t acting_uid_;
-    int top_parent_fd_ = -1;
-    std::vector<Entered> levels_;  // from the tree's top to the directory being read
-    std::size_t first_open_ = 0;
-    bool stopped_ = false;
-};
-
-// Runs body on root/dir split for a walk; a malformed path or a walk that
-// failed comes back as its failure.
-std::optional<WalkFailure> walk_tier(const std::string& root, const std::string& dir,
-                                     const std::function<void(const TierPath&)>& body)
-{
-    TierPath tp;
-    if (std::string problem = split_tier_path(root, dir, tp); !problem.empty())
-        return WalkFailure{problem};
-    try {
-        body(tp);
-    } catch (const WalkFailure& failure) {
-        return failure;
-    }
-    return std::nullopt;
-}
-
-// The directory holding `dir`, reached as the caller's trusted walk; its
-// problem (with `outcome` appended) or nothing when something on the way is
-// missing.
-struct ParentOfDir {
-    std::optional<Level> level;
-    std::string leaf;
-    std::string problem;
-};
-
-ParentOfDir open_parent_within(const std::string& root, const std::string& dir, const char* outcome)
-{
-    ParentOfDir out;
-    if (auto failure = walk_tier(root, dir, [&](const TierPath& tp) {
-            TierWalk walk(Untrusted::Refuse, ::geteuid(), nullptr);
-            out.level = walk_to_parent(walk, tp, false);
-            out.leaf = tp.below.back();
-        }))
-        out.problem = failure->problem + "; " + outcome;
-    return out;
 }
 
 }  // namespace
@@ -752,9 +123,9 @@ OpenResult open_job_dir(const std::string& root, const std::string& dir)
             TierWalk walk(Untrusted::Refuse, 0, nullptr);
             const std::optional<Level> parent = walk_to_parent(walk, tp, false);
             if (!parent)
-                fail_walk(shown(dir) + " does not exist");
+                fail_walk(shown_path(dir) + " does not exist");
             const std::string& name = tp.below.back();
-            const std::string label = shown(dir);
+            const std::string label = shown_path(dir);
             const Fd passage = open_passage_at(parent->fd.get(), name);
             QuickStat f;
             if (!passage.valid() || !quick_stat(passage.get(), f))
@@ -785,7 +156,7 @@ OpenResult open_trusted_dir(const std::string& root, const std::string& dir, boo
             for (std::size_t i = 0; level && !is_root && i < tp.below.size(); ++i)
                 level = walk.open_level(*level, tp.below[i], false, create);
             if (!level)
-                fail_walk(shown(dir) + " does not exist");
+                fail_walk(shown_path(dir) + " does not exist");
             result.dir = std::move(level->fd);
         }))
         result.problem = failure->problem;
@@ -796,13 +167,13 @@ namespace {
 RemoveResult remove_within(const std::string& root, const std::string& dir, const std::optional<Owner>& as)
 {
     RemoveResult result;
-    ParentOfDir parent = open_parent_within(root, dir, kNothingRemoved);
+    ParentOfDir parent = open_parent_within(root, dir, "nothing removed");
     if (!parent.problem.empty())
         result.problems.push_back(parent.problem);
     if (!parent.level)
         return result;
     // dir itself is checked like everything inside (symlink, mount point).
-    TreeRemover(parent.level->facts.dev, parent.level->shown, result, as).run(parent.level->fd.get(), parent.leaf);
+    remove_tree_on(parent.level->fd.get(), parent.leaf, parent.level->facts.dev, parent.level->shown, result, as);
     return result;
 }
 }  // namespace
@@ -815,18 +186,6 @@ RemoveResult remove_tree_within(const std::string& root, const std::string& dir)
 RemoveResult remove_tree_within(const std::string& root, const std::string& dir, const Owner& as)
 {
     return remove_within(root, dir, as);
-}
-
-RemoveResult remove_tree_at(int dir_fd, const std::string& name, const std::string& shown_dir)
-{
-    RemoveResult result;
-    struct stat st {};
-    if (::fstat(dir_fd, &st) != 0) {
-        result.problems.push_back(cannot("stat", shown(shown_dir), errno));
-        return result;
-    }
-    TreeRemover(st.st_dev, shown_dir, result).run(dir_fd, name);
-    return result;
 }
 
 namespace {
@@ -875,7 +234,7 @@ DetachResult detach_mounts_within(const std::string& root, const std::string& di
                 ++result.detached;
                 progress = true;
             } else if (err != EINVAL) {
-                result.problems.push_back(cannot("unmount", shown(point), err));
+                result.problems.push_back(cannot("unmount", shown_path(point), err));
                 return result;
             }
         }
@@ -884,7 +243,7 @@ DetachResult detach_mounts_within(const std::string& root, const std::string& di
     }
     const std::vector<std::string> left = MountTable::current().points_within(real_dir);
     if (!left.empty())
-        result.problems.push_back("mounts stay below " + shown(dir) + " (" + shown(left.front()) +
+        result.problems.push_back("mounts stay below " + shown_path(dir) + " (" + shown_path(left.front()) +
                                   (left.size() > 1 ? " and " + std::to_string(left.size() - 1) + " more" : "") +
                                   "); left in place");
     return result;

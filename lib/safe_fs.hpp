@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "lib/sys/fd.hpp"
+#include "lib/sys/tree_remover.hpp"
 
 namespace dlstage {
 
@@ -83,12 +84,6 @@ OpenResult open_job_dir(const std::string& root, const std::string& dir);
 // problem, never repaired (state_dir is the admin's).
 OpenResult open_trusted_dir(const std::string& root, const std::string& dir, bool create);
 
-struct RemoveResult {
-    std::uint64_t removed = 0;          // entries removed (files, links, dirs, incl. dir itself)
-    std::vector<std::string> problems;  // one line each; empty = complete success
-    bool ok() const { return problems.empty(); }
-};
-
 // Removes `dir` and everything in it; usable by root (epilog) and by the user
 // (stager cleaning up partial data).
 // - A missing dir (or missing root) is success with removed = 0, so calling it
@@ -99,17 +94,7 @@ struct RemoveResult {
 // - A component of dir (between root and dir, dir included) that is a symlink,
 //   not a directory or on another file system: nothing is removed, a problem
 //   is reported.
-// - Inside the tree, symlinks are unlinked and never followed; directories on
-//   another file system (mount points) are left in place with a problem, and
-//   never opened; an entry that cannot be removed is reported and the walk
-//   goes on.
-// - Directories the caller owns but cannot write or search (read-only trees
-//   extracted from an archive) are made 0700 first so their content can go.
-// - Depth is unbounded but open fds are not: at most kMaxOpenLevels
-//   directories are held open; shallower ones are closed and re-entered
-//   through ".." on the way back up, after checking (st_dev, st_ino) that it
-//   is the very directory that was left; if it is not (the tree was moved
-//   while being removed), the walk stops with a problem.
+// - Inside dir: as remove_tree_on (lib/sys/tree_remover.hpp).
 RemoveResult remove_tree_within(const std::string& root, const std::string& dir);
 
 // The epilog's removal: the same, but everything below dir is removed with
@@ -117,15 +102,7 @@ RemoveResult remove_tree_within(const std::string& root, const std::string& dir)
 // removes what the job's user could not (another user's data moved into the
 // job directory stays, reported); dir itself, in a root-owned level, goes
 // as root once it is empty.  Needs root when uid is not the caller.
-struct Owner {
-    uid_t uid;
-    gid_t gid;
-};
 RemoveResult remove_tree_within(const std::string& root, const std::string& dir, const Owner& as);
-
-// The same inside a directory already open (the stager's job directory):
-// removes `name` in dir_fd.  The tree must be on dir_fd's file system.
-RemoveResult remove_tree_at(int dir_fd, const std::string& name, const std::string& shown_dir);
 
 struct DetachResult {
     int detached = 0;                   // mounts detached (each takes those below it along)
@@ -143,8 +120,5 @@ struct DetachResult {
 // remove_tree_within.  Nothing mounted, or nothing there, is success.
 // Needs CAP_SYS_ADMIN.
 DetachResult detach_mounts_within(const std::string& root, const std::string& dir);
-
-// How many directory levels remove_tree_within keeps open at once.
-inline constexpr std::size_t kMaxOpenLevels = 64;
 
 }  // namespace dlstage

@@ -17,15 +17,11 @@
 #include "lib/sys/fd.hpp"
 #include "lib/sys/quick_stat.hpp"
 #include "lib/sys/read_all.hpp"
+#include "lib/sys/sys_error.hpp"
 
 namespace dlstage {
 
 namespace {
-[[noreturn]] void fail(const std::string& what, const std::string& path, int err)
-{
-    throw Error("cannot " + what + " " + path + ": " + std::strerror(err));
-}
-
 void write_all(int fd, const std::string& data, const std::string& path)
 {
     std::size_t done = 0;
@@ -34,7 +30,7 @@ void write_all(int fd, const std::string& data, const std::string& path)
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
-            fail("write", path, errno);
+            throw_cannot("write", path, errno);
         done += static_cast<std::size_t>(n);
     }
 }
@@ -102,15 +98,15 @@ void write_record_at(int dir_fd, const std::string& shown, const std::string& na
     const std::string tmp = "." + name + suffix;
     const Fd fd(::openat(dir_fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
     if (!fd.valid())
-        fail("create", shown + "/" + tmp, errno);
+        throw_cannot("create", shown + "/" + tmp, errno);
     try {
         if (::fchmod(fd.get(), mode) != 0)  // the umask must not loosen or tighten it
-            fail("set the mode of", shown + "/" + tmp, errno);
+            throw_cannot("set the mode of", shown + "/" + tmp, errno);
         write_all(fd.get(), text.str(), shown + "/" + tmp);
         if (fsync(fd.get()) != 0)
-            fail("sync", shown + "/" + tmp, errno);
+            throw_cannot("sync", shown + "/" + tmp, errno);
         if (::renameat(dir_fd, tmp.c_str(), dir_fd, name.c_str()) != 0)
-            fail("replace", shown + "/" + name, errno);
+            throw_cannot("replace", shown + "/" + name, errno);
     } catch (...) {
         ::unlinkat(dir_fd, tmp.c_str(), 0);
         throw;
@@ -123,10 +119,10 @@ void write_record(const std::string& path, const toml::table& record)
     const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
     const Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!fd.valid())
-        fail("open the directory of", path, errno);
+        throw_cannot("open the directory of", path, errno);
     struct stat st {};
     if (::fstat(fd.get(), &st) != 0)
-        fail("examine the directory of", path, errno);
+        throw_cannot("examine the directory of", path, errno);
     if (st.st_uid != ::geteuid())
         throw Error("the directory of " + path + " belongs to uid " + std::to_string(st.st_uid) +
                     ", not to you; nothing written");
@@ -148,10 +144,10 @@ toml::table read_record_at(int dir_fd, const std::string& name, const std::strin
 {
     const Fd fd(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
     if (!fd.valid())
-        fail("read state record", shown, errno);
+        throw_cannot("read state record", shown, errno);
     struct stat st {};
     if (::fstat(fd.get(), &st) != 0)
-        fail("read state record", shown, errno);
+        throw_cannot("read state record", shown, errno);
     if (!S_ISREG(st.st_mode))
         throw Error("state record " + shown + " is not a regular file");
     if (static_cast<std::uint64_t>(st.st_size) > kMaxRecordBytes)

@@ -180,4 +180,19 @@ bool is_simple_name(std::string_view name, bool allow_dot)
     });
 }
 
+// A path as it may appear in a one-line message.  Names below the tier root
+// are the user's and may hold newlines, so control bytes are escaped; a
+// hostile tree thousands of levels deep is shortened in the middle.
+std::string shown_path(const std::string& path)
+{
+    constexpr std::size_t kKeep = 200;
+    const std::string text =
+        path.size() > 2 * kKeep ? path.substr(0, kKeep) + "..." + path.substr(path.size() - kKeep) : path;
+    const bool plain = std::none_of(text.begin(), text.end(), [](char c) {
+        const auto u = static_cast<unsigned char>(c);
+        return u < 0x20 || u == 0x7f;
+    });
+    return plain ? text : quoted(text);
+}
+
 }  // namespace dlstage

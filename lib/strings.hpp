@@ -25,6 +25,11 @@ std::string quoted(std::string_view value);
 // cursor or reorder what an admin reads.
 std::string printable(std::string_view text);
 
+// A path as it may appear in a one-line message: quoted() if it holds
+// control bytes (names users chose may hold newlines), shortened in the
+// middle if very long (a hostile tree thousands of levels deep).
+std::string shown_path(const std::string& path);
+
 // A file mode's permission bits as ls -l's numbers show them: "0755".
 std::string octal_mode(unsigned mode);
 

@@ -5,6 +5,7 @@
 #include <sys/statvfs.h>
 
 #include "lib/error.hpp"
+#include "lib/sys/sys_error.hpp"
 
 namespace dlstage {
 
@@ -24,7 +25,7 @@ TierSpace measure_tier_space(const std::string& dir)
 {
     struct statvfs fs {};
     if (statvfs(dir.c_str(), &fs) != 0)
-        throw Error("cannot check free space of " + dir + ": " + std::strerror(errno));
+        throw_cannot("check free space of", dir, errno);
     return space_of(fs);
 }
 
@@ -32,7 +33,7 @@ TierSpace measure_tier_space(int dir_fd, const std::string& shown)
 {
     struct statvfs fs {};
     if (fstatvfs(dir_fd, &fs) != 0)
-        throw Error("cannot check free space of " + shown + ": " + std::strerror(errno));
+        throw_cannot("check free space of", shown, errno);
     return space_of(fs);
 }
 

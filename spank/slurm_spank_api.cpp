@@ -8,6 +8,7 @@
 #include "lib/error.hpp"
 #include "lib/log.hpp"
 #include "lib/strings.hpp"
+#include "lib/sys/process.hpp"
 
 namespace dlstage::spank {
 
@@ -143,27 +144,11 @@ bool SlurmSpankApi::job_control_setenv(const std::string& name, const std::strin
 
 int SlurmSpankApi::run(const std::vector<std::string>& argv, const std::vector<std::string>& env)
 {
-    std::vector<char*> args, envp;
-    for (const std::string& a : argv)
-        args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    for (const std::string& e : env)
-        envp.push_back(const_cast<char*>(e.c_str()));
-    envp.push_back(nullptr);
-    const pid_t pid = fork();
-    if (pid < 0)
-        return -1;
-    if (pid == 0) {
-        execve(args[0], args.data(), envp.data());
-        _exit(127);
+    try {
+        return shell_exit_code(wait_for(spawn(argv, SpawnIo{}, &env), argv.at(0)));
+    } catch (const Error&) {
+        return -1;  // it could not be started
     }
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR)
-            return -1;
-    if (WIFEXITED(status))
-        return WEXITSTATUS(status);
-    return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;
 }
 
 // Messages carry names users chose (paths, dataset names, user names): a

@@ -95,4 +95,11 @@ void check_type(mode_t type, const std::string& entry, const std::string& source
     refuse(entry, source, std::string("it is ") + what + "; datasets hold only files, directories and links");
 }
 
+std::string join_path(const std::string& dest, const std::string& normalized)
+{
+    if (normalized.empty())
+        return dest;
+    return dest.back() == '/' ? dest + normalized : dest + "/" + normalized;
+}
+
 }  // namespace dlstage::stager

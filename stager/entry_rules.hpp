@@ -1,14 +1,22 @@
 // What an archive entry (a tar member or a file of an unpacked squashfs
 // image) may be: the rules that keep a hostile archive inside its
 // destination.  Pure string and mode checks, no file system access, so they
-// can be tested and fuzzed on their own; extract.cpp applies them.
+// can be tested and fuzzed on their own; extract_tar.cpp and
+// extract_squashfs.cpp apply them.
 #pragma once
 
 #include <cstddef>
 #include <string>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 namespace dlstage::stager {
+
+// The setuid, setgid and sticky bits: never left on what an archive brings.
+inline constexpr mode_t kSpecialBits = S_ISUID | S_ISGID | S_ISVTX;
+
+// The path of a normalized entry below dest ("" is dest itself).
+std::string join_path(const std::string& dest, const std::string& normalized);
 
 // Throws Error "unsafe entry 'ENTRY' in SOURCE: WHY".
 [[noreturn]] void refuse(const std::string& entry, const std::string& source, const std::string& why);

@@ -2,14 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <condition_variable>
-#include <deque>
-#include <exception>
-#include <mutex>
-#include <thread>
 #include <cstring>
-#include <dirent.h>
-#include <fcntl.h>
 #include <glob.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -17,6 +10,8 @@
 #include "lib/dataset_format.hpp"
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
+#include "lib/sys/dataset_walk.hpp"
+#include "lib/sys/sys_error.hpp"
 
 namespace dlstage::stager {
 
@@ -37,7 +32,7 @@ std::uint64_t Plan::file_count() const
 namespace {
 [[noreturn]] void fail(const std::string& path, int err)
 {
-    throw Error("cannot read " + path + ": " + std::strerror(err));
+    throw_cannot("read", path, err);
 }
 
 Entry entry_from_stat(const std::string& rel, const struct stat& st)
@@ -56,129 +51,6 @@ Entry entry_from_stat(const std::string& rel, const struct stat& st)
         e.type = EntryType::Symlink;
     }
     return e;
-}
-
-std::string read_link_at(int dir_fd, const std::string& name, const std::string& path)
-{
-    std::string target(4096, '\0');
-    const ssize_t n = readlinkat(dir_fd, name.c_str(), target.data(), target.size());
-    if (n < 0)
-        fail(path, errno);
-    target.resize(static_cast<std::size_t>(n));
-    return target;
-}
-
-// One directory: its entries (not recursing), and the subdirectories found.
-// Everything is asked relative to the directory's descriptor: on a
-// parallel file system each path component of a full path can cost a
-// metadata round trip, so one lookup per entry is the least there is.
-void list_directory(const std::string& root, const std::string& rel, std::vector<Entry>& entries,
-                    std::vector<std::string>& subdirs)
-{
-    const std::string dir_path = rel.empty() ? root : root + "/" + rel;
-    const int dir_fd = ::open(dir_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dir_fd < 0)
-        fail(dir_path, errno);
-    DIR* dir = fdopendir(dup(dir_fd));
-    if (!dir) {
-        const int err = errno;
-        ::close(dir_fd);
-        fail(dir_path, err);
-    }
-    std::vector<std::string> names;
-    errno = 0;
-    while (const dirent* d = readdir(dir)) {
-        if (std::strcmp(d->d_name, ".") != 0 && std::strcmp(d->d_name, "..") != 0)
-            names.emplace_back(d->d_name);
-    }
-    int err = errno;
-    closedir(dir);
-    if (err) {
-        ::close(dir_fd);
-        fail(dir_path, err);
-    }
-    try {
-        for (const std::string& name : names) {
-            const std::string child_rel = rel.empty() ? name : rel + "/" + name;
-            const std::string child_path = root + "/" + child_rel;
-            struct stat st {};
-            if (fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
-                fail(child_path, errno);
-            if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode))
-                throw Error(quoted(child_path) + " is not a file, directory or symlink; datasets cannot hold "
-                            "devices, fifos or sockets");
-            Entry e = entry_from_stat(child_rel, st);
-            if (e.type == EntryType::Symlink)
-                e.target = read_link_at(dir_fd, name, child_path);
-            if (e.type == EntryType::File && faccessat(dir_fd, name.c_str(), R_OK, 0) != 0)
-                fail(child_path, errno);
-            if (e.type == EntryType::Dir)
-                subdirs.push_back(child_rel);
-            entries.push_back(std::move(e));
-        }
-    } catch (...) {
-        ::close(dir_fd);
-        throw;
-    }
-    ::close(dir_fd);
-}
-
-// The walk is the one metadata-heavy pass over the parallel file system
-// (one lstat per entry): several threads work on different directories at
-// once, as a file system's metadata servers serve many requests in
-// parallel.  Paths sorted bytewise afterwards give every rank and every run
-// the same order, with each directory before its contents.
-void walk(const std::string& root, Plan& plan, unsigned threads)
-{
-    std::mutex mutex;
-    std::condition_variable changed;
-    std::deque<std::string> pending{""};
-    unsigned busy = 0;
-    std::exception_ptr error;
-    const auto work = [&] {
-        std::vector<Entry> entries;
-        std::vector<std::string> subdirs;
-        for (;;) {
-            std::string rel;
-            {
-                std::unique_lock<std::mutex> lock(mutex);
-                changed.wait(lock, [&] { return !pending.empty() || busy == 0 || error; });
-                if (pending.empty() || error)
-                    return;
-                rel = std::move(pending.front());
-                pending.pop_front();
-                ++busy;
-            }
-            entries.clear();
-            subdirs.clear();
-            std::exception_ptr failed;
-            try {
-                list_directory(root, rel, entries, subdirs);
-            } catch (...) {
-                failed = std::current_exception();
-            }
-            {
-                std::lock_guard<std::mutex> lock(mutex);
-                if (failed && !error)
-                    error = failed;
-                for (Entry& e : entries)
-                    plan.entries.push_back(std::move(e));
-                for (std::string& d : subdirs)
-                    pending.push_back(std::move(d));
-                --busy;
-            }
-            changed.notify_all();
-        }
-    };
-    std::vector<std::thread> pool;
-    for (unsigned i = 0; i < std::max(1u, threads); ++i)
-        pool.emplace_back(work);
-    for (auto& t : pool)
-        t.join();
-    if (error)
-        std::rethrow_exception(error);
-    std::sort(plan.entries.begin(), plan.entries.end(),
-              [](const Entry& a, const Entry& b) { return a.path < b.path; });
 }
 
 std::string base_name(const std::string& path)
@@ -239,7 +111,10 @@ Plan build_plan(const Dataset& dataset, unsigned walk_threads)
                         to_string(known));
         plan.format = Format::Dir;
         plan.source_root = dataset.source;
-        walk(dataset.source, plan, walk_threads);
+        for (const WalkedEntry& walked : walk_dataset(dataset.source, walk_threads)) {
+            plan.entries.push_back(entry_from_stat(walked.path, walked.st));
+            plan.entries.back().target = walked.link_target;
+        }
         return plan;
     }
     plan.format = known == Format::Auto ? Format::File : known;

@@ -34,9 +34,9 @@ struct Plan {
     std::uint64_t entry_count() const { return entries.size(); }
 };
 
-// Walks the source as the calling user, with walk_threads threads listing
-// directories in parallel.  Throws Error naming what cannot be read;
-// special files (devices, fifos, sockets) are refused.
+// Walks the source as the calling user (walk_dataset, with walk_threads
+// threads listing directories in parallel).  Throws Error naming what cannot
+// be read; special files (devices, fifos, sockets) are refused.
 Plan build_plan(const Dataset& dataset, unsigned walk_threads = 16);
 
 std::string serialize(const Plan& plan);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "lib/error.hpp"
+#include "lib/sys/sys_error.hpp"
 
 namespace dlstage::stager {
 
@@ -30,7 +31,7 @@ int SourceReader::dir_fd_for(const std::string& dir)
     const std::string path = dir.empty() ? plan_.source_root : plan_.source_root + "/" + dir;
     const int fd = ::open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
-        throw Error("cannot read " + path + ": " + std::strerror(errno));
+        throw_cannot("read", path, errno);
     dir_fds_.emplace(dir, fd);
     return fd;
 }
@@ -49,7 +50,7 @@ int SourceReader::fd_for(std::size_t entry)
     fd_ = ::openat(dir_fd_for(dir), name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     open_entry_ = entry;
     if (fd_ < 0)
-        throw Error("cannot read " + path + ": " + std::strerror(errno));
+        throw_cannot("read", path, errno);
     // One sequential pass: let the kernel read ahead and not keep the pages.
     posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
     return fd_;
@@ -66,7 +67,7 @@ void SourceReader::read(const Chunk& chunk, char* out)
                 continue;
             const std::string path = plan_.source_root + "/" + plan_.entries[piece.entry].path;
             if (n < 0)
-                throw Error("cannot read " + path + ": " + std::strerror(errno));
+                throw_cannot("read", path, errno);
             if (n == 0)
                 throw Error(path + " became shorter while staging (the source changed); stage it again");
             done += static_cast<std::uint64_t>(n);

@@ -19,6 +19,7 @@
 #include "lib/state_record.hpp"
 #include "lib/strings.hpp"
 #include "lib/tier_space.hpp"
+#include "lib/sys/sys_error.hpp"
 #include "policies/admission.hpp"
 #include "policies/staging_mode.hpp"
 #include "stager/extract.hpp"
@@ -85,7 +86,7 @@ Fd enter_job_dir(const DatasetLayout& layout, const NodeContext& ctx)
         throw Error("the job directory " + layout.tier_dir + " was not prepared by the prolog: " + opened.problem +
                     " (is PrologFlags=Alloc set and the plugin loaded?)");
     if (fchdir(opened.dir.get()) != 0)
-        throw Error("cannot enter " + layout.tier_dir + ": " + std::strerror(errno));
+        throw_cannot("enter", layout.tier_dir, errno);
     return std::move(opened.dir);
 }
 
@@ -99,7 +100,7 @@ void clear_leftovers(const DatasetLayout& here, const Fd& job_dir, const std::st
     }
     for (const std::string* marker : {&here.ready_marker, &here.staged_marker})
         if (unlinkat(job_dir.get(), marker->c_str(), 0) != 0 && errno != ENOENT)
-            throw Error("cannot remove " + shown + "/" + *marker + ": " + std::strerror(errno));
+            throw_cannot("remove", shown + "/" + *marker, errno);
 }
 
 // Where the stager's result goes and the marker that says it is complete:
@@ -163,7 +164,7 @@ policy::ExtractionBudget check_space(const StageItem& item, const Fd& job_dir, c
 void make_fresh_dir(const std::string& path)
 {
     if (mkdir(path.c_str(), 0755) != 0)
-        throw Error("cannot create " + path + ": " + std::strerror(errno));
+        throw_cannot("create", path, errno);
 }
 
 // Names the archive as the user knows it, not its node-local copy.
@@ -301,9 +302,9 @@ void publish(const StageItem& item, const DatasetLayout& layout, const DatasetLa
     const StagerOutput output = stager_output(item, here);
     const std::string into = stager_output(item, layout).dir;
     if (rename(here.partial_dir.c_str(), output.dir.c_str()) != 0)
-        throw Error("cannot rename " + layout.partial_dir + " to " + into + ": " + std::strerror(errno));
+        throw_cannot("rename", layout.partial_dir + " to " + into, errno);
     if (item.dataset.mode == Mode::Mount && mkdir(here.dataset_dir.c_str(), 0700) != 0)
-        throw Error("cannot create the mount point " + layout.dataset_dir + ": " + std::strerror(errno));
+        throw_cannot("create the mount point", layout.dataset_dir, errno);
     ReadyMarker marker;
     marker.dataset = item.dataset.name;
     marker.tier = item.tier.name;

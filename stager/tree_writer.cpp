@@ -7,15 +7,11 @@
 #include <unistd.h>
 
 #include "lib/error.hpp"
+#include "lib/sys/sys_error.hpp"
 
 namespace dlstage::stager {
 
 namespace {
-[[noreturn]] void fail(const std::string& what, const std::string& path, int err)
-{
-    throw Error("cannot " + what + " " + path + ": " + std::strerror(err));
-}
-
 void write_all(int fd, const char* data, std::uint64_t length, std::uint64_t offset, const std::string& path)
 {
     std::uint64_t done = 0;
@@ -24,7 +20,7 @@ void write_all(int fd, const char* data, std::uint64_t length, std::uint64_t off
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
-            fail("write", path, errno);  // ENOSPC lands here, naming the file
+            throw_cannot("write", path, errno);  // ENOSPC lands here, naming the file
         done += static_cast<std::uint64_t>(n);
     }
 }
@@ -34,7 +30,7 @@ void apply_times(const std::string& path, std::int64_t sec, std::uint32_t nsec)
 {
     const struct timespec times[2] = {{sec, static_cast<long>(nsec)}, {sec, static_cast<long>(nsec)}};
     if (utimensat(AT_FDCWD, path.c_str(), times, AT_SYMLINK_NOFOLLOW) != 0)
-        fail("set the time of", path, errno);
+        throw_cannot("set the time of", path, errno);
 }
 
 TreeWriter::TreeWriter(const Plan& plan, std::string dest)
@@ -47,14 +43,14 @@ TreeWriter::TreeWriter(const Plan& plan, std::string dest)
 void TreeWriter::create_skeleton()
 {
     if (mkdir(dest_.c_str(), 0700) != 0)
-        fail("create", dest_, errno);
+        throw_cannot("create", dest_, errno);
     for (std::size_t i = 0; i < plan_.entries.size(); ++i) {
         const Entry& e = plan_.entries[i];
         const std::string path = dest_path(e);
         // Directories stay writable (0700) until finish(): a read-only
         // directory in the source must still receive its files.
         if (e.type == EntryType::Dir && mkdir(path.c_str(), 0700) != 0)
-            fail("create", path, errno);
+            throw_cannot("create", path, errno);
         if (e.type == EntryType::File && e.size == 0)
             finish_file(i, open_for_write(i, true));
     }
@@ -69,7 +65,7 @@ int TreeWriter::open_for_write(std::size_t entry, bool create_new)
     const int flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (create_new ? O_EXCL : 0);
     const int fd = ::open(path.c_str(), flags, 0600);
     if (fd < 0)
-        fail("create", path, errno);
+        throw_cannot("create", path, errno);
     return fd;
 }
 
@@ -79,7 +75,7 @@ void TreeWriter::finish_file(std::size_t entry, int fd)
     const std::string path = dest_path(e);
     struct stat st {};
     if (fstat(fd, &st) != 0)
-        fail("check", path, errno);
+        throw_cannot("check", path, errno);
     if (static_cast<std::uint64_t>(st.st_size) != e.size) {
         ::close(fd);
         throw Error(path + " has " + std::to_string(st.st_size) + " bytes, expected " + std::to_string(e.size));
@@ -90,10 +86,10 @@ void TreeWriter::finish_file(std::size_t entry, int fd)
     if (fchmod(fd, e.mode & 0777) != 0 || futimens(fd, times) != 0) {
         const int err = errno;
         ::close(fd);
-        fail("set mode and time of", path, err);
+        throw_cannot("set mode and time of", path, err);
     }
     if (::close(fd) != 0)
-        fail("close", path, errno);
+        throw_cannot("close", path, errno);
 }
 
 void TreeWriter::write(const Chunk& chunk, const char* data)
@@ -114,7 +110,7 @@ void TreeWriter::write(const Chunk& chunk, const char* data)
         if (written_[piece.entry].fetch_add(piece.length) + piece.length == e.size)
             finish_file(piece.entry, fd);
         else if (::close(fd) != 0)
-            fail("close", dest_path(e), errno);
+            throw_cannot("close", dest_path(e), errno);
     }
 }
 
@@ -127,7 +123,7 @@ void TreeWriter::finish()
                         std::to_string(e.size) + " bytes");
         if (e.type == EntryType::Symlink) {
             if (symlink(e.target.c_str(), dest_path(e).c_str()) != 0)
-                fail("create symlink", dest_path(e), errno);
+                throw_cannot("create symlink", dest_path(e), errno);
             apply_times(dest_path(e), e.mtime_sec, e.mtime_nsec);
         }
     }
@@ -138,7 +134,7 @@ void TreeWriter::finish()
         if (e.type != EntryType::Dir)
             continue;
         if (chmod(dest_path(e).c_str(), e.mode & 0777) != 0)
-            fail("set the mode of", dest_path(e), errno);
+            throw_cannot("set the mode of", dest_path(e), errno);
         apply_times(dest_path(e), e.mtime_sec, e.mtime_nsec);
     }
 }

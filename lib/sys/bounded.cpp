@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include "lib/sys/fd.hpp"
+#include "lib/sys/process.hpp"
+#include "lib/sys/sys_error.hpp"
 
 namespace dlstage {
 
@@ -50,9 +52,7 @@ void write_all(int fd, const std::string& data)
 
 std::string how_it_ended(int status)
 {
-    if (WIFSIGNALED(status))
-        return "ended by signal " + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
-    return "exited with status " + std::to_string(WEXITSTATUS(status)) + " without a result";
+    return describe_exit(status) + (WIFEXITED(status) ? " without a result" : "");
 }
 
 // Reaps pid within a short grace; false if it could not be (a process
@@ -104,7 +104,7 @@ BoundedOutcome run_bounded(double seconds, const std::function<std::string()>& w
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) {
         outcome.status = BoundedOutcome::Status::Failed;
-        outcome.problem = std::string("cannot create a pipe: ") + std::strerror(errno);
+        outcome.problem = cannot("create", "a pipe", errno);
         return outcome;
     }
     Fd in(fds[0]), out(fds[1]);
@@ -112,7 +112,7 @@ BoundedOutcome run_bounded(double seconds, const std::function<std::string()>& w
     const pid_t pid = ::fork();
     if (pid < 0) {
         outcome.status = BoundedOutcome::Status::Failed;
-        outcome.problem = std::string("cannot fork: ") + std::strerror(errno);
+        outcome.problem = cannot("fork", "", errno);
         return outcome;
     }
     if (pid == 0) {

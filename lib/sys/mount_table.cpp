@@ -10,6 +10,7 @@
 #include "lib/strings.hpp"
 #include "lib/sys/fd.hpp"
 #include "lib/sys/read_all.hpp"
+#include "lib/sys/sys_error.hpp"
 
 namespace dlstage {
 
@@ -77,7 +78,7 @@ MountTable MountTable::current()
 {
     const Fd fd(::open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC));
     if (!fd.valid())
-        throw Error(std::string("cannot read /proc/self/mountinfo: ") + std::strerror(errno));
+        throw_cannot("read", "/proc/self/mountinfo", errno);
     // Thousands of mounts (containers) still fit.
     const std::string text = read_all(fd.get(), 64 << 20, "/proc/self/mountinfo");
     return MountTable(parse_mountinfo(text));

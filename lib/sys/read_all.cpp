@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "lib/error.hpp"
+#include "lib/sys/sys_error.hpp"
 
 namespace dlstage {
 
@@ -17,7 +18,7 @@ std::string read_all(int fd, std::size_t limit, const std::string& shown)
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
-            throw Error("cannot read " + shown + ": " + std::strerror(errno));
+            throw_cannot("read", shown, errno);
         if (n == 0)
             return text;
         text.append(buf, static_cast<std::size_t>(n));

@@ -10,6 +10,8 @@
 
 #include "lib/sys/bounded.hpp"
 #include "lib/sys/mount_table.hpp"
+#include "lib/sys/process.hpp"
+#include "tests/unit/error_of.hpp"
 #include "tests/unit/tmpdir.hpp"
 
 using namespace dlstage;
@@ -73,7 +75,7 @@ BOOST_AUTO_TEST_CASE(an_exception_or_a_crash_is_a_failure_with_its_reason)
     BOOST_TEST(outcome.problem == "no room");
     outcome = run_bounded(10, []() -> std::string { std::signal(SIGABRT, SIG_DFL); std::abort(); });
     BOOST_TEST((outcome.status == BoundedOutcome::Status::Failed));
-    BOOST_TEST(outcome.problem == "ended by signal 6 (Aborted)");
+    BOOST_TEST(outcome.problem == "killed by signal 6 (Aborted)");
 }
 
 BOOST_AUTO_TEST_CASE(work_that_blocks_is_stopped_at_the_limit)
@@ -93,6 +95,43 @@ BOOST_AUTO_TEST_CASE(work_that_blocks_is_stopped_at_the_limit)
     BOOST_TEST(outcome.problem == "did not finish within 1 s");
     BOOST_TEST(seconds >= 0.9);
     BOOST_TEST(seconds < 5.0);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(process)
+
+BOOST_AUTO_TEST_CASE(an_exit_reads_the_same_everywhere)
+{
+    BOOST_TEST(describe_exit(3 << 8) == "exited with status 3");
+    BOOST_TEST(describe_exit(SIGKILL) == "killed by signal 9 (Killed)");
+    BOOST_TEST(shell_exit_code(3 << 8) == 3);
+    BOOST_TEST(shell_exit_code(SIGTERM) == 128 + SIGTERM);
+}
+
+BOOST_AUTO_TEST_CASE(a_program_that_cannot_run_is_reported_to_the_caller)
+{
+    BOOST_TEST(test::error_of([] { spawn({"/nonexistent/dlstage-test"}); }) ==
+               "cannot run /nonexistent/dlstage-test: No such file or directory");
+    BOOST_TEST(test::error_of([] { spawn({"dlstage-no-such-program"}); }) ==
+               "cannot run dlstage-no-such-program: No such file or directory");
+}
+
+BOOST_AUTO_TEST_CASE(stderr_lines_come_one_by_one_and_the_status_at_the_end)
+{
+    std::vector<std::string> lines;
+    const int status = run_reading_stderr({"sh", "-c", "echo out; echo one >&2; printf two >&2; exit 4"},
+                                          [&](const std::string& line) { lines.push_back(line); },
+                                          StderrRunOptions{true, {}});
+    BOOST_TEST(describe_exit(status) == "exited with status 4");
+    BOOST_TEST((lines == std::vector<std::string>{"one", "two"}));
+}
+
+BOOST_AUTO_TEST_CASE(the_program_gets_exactly_the_environment_given)
+{
+    const std::vector<std::string> env = {"ONLY=this"};
+    const pid_t pid = spawn({"/bin/sh", "-c", "test \"$ONLY\" = this && test -z \"$HOME\""}, SpawnIo{}, &env);
+    BOOST_TEST(describe_exit(wait_for(pid, "sh")) == "exited with status 0");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,4 +1,4 @@
-#include "cli/launch.hpp"
+#include "launch/job_step.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -6,8 +6,9 @@
 
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
+#include "lib/sys/sys_error.hpp"
 
-namespace dlstage::cli {
+namespace dlstage::launch {
 
 std::vector<std::string> job_step_command(const Config& config, const std::string& job_id, const std::string& nodes,
                                           const std::string& step_name, OnTaskFailure on_failure)
@@ -27,9 +28,9 @@ std::string sibling_program(const std::string& name)
     char self[4096] = {};
     const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     if (n <= 0)
-        throw Error(std::string("cannot find the dlstage executable: ") + std::strerror(errno));
+        throw_cannot("find", "the dlstage executable", errno);
     const std::string exe(self, static_cast<std::size_t>(n));
     return exe.substr(0, exe.rfind('/')) + "/" + name;
 }
 
-}  // namespace dlstage::cli
+}  // namespace dlstage::launch

@@ -7,7 +7,7 @@
 
 #include "lib/config.hpp"
 
-namespace dlstage::cli {
+namespace dlstage::launch {
 
 // What happens to the other tasks of the step when one exits non-zero.
 enum class OnTaskFailure {
@@ -26,4 +26,4 @@ std::vector<std::string> job_step_command(const Config& config, const std::strin
 // dlstage-stager are installed side by side).
 std::string sibling_program(const std::string& name);
 
-}  // namespace dlstage::cli
+}  // namespace dlstage::launch

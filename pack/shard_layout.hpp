@@ -1,5 +1,5 @@
 // Which files of a dataset directory go into which tar shard of
-// `dlstage pack`: pure planning, no I/O, so it can be tested on made-up
+// `dlstage pack`: arithmetic over names and sizes, no I/O, so it can be tested on made-up
 // trees of any size.
 //
 // A sample is the WebDataset unit: the files of one directory that share
@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-namespace dlstage {
+namespace dlstage::pack {
 
 enum class PackEntryType { File, Dir, Symlink };
 
@@ -32,7 +32,7 @@ struct PackShard {
     std::size_t samples = 0;
 };
 
-struct PackPlan {
+struct ShardLayout {
     std::vector<PackShard> shards;
     std::size_t sample_count = 0;
     // The largest cost of placing one sample: its members plus the
@@ -56,10 +56,10 @@ std::string sample_name(std::string_view path);
 
 // Exactly shard_count shards (>= 1), or as many as there are samples when
 // there are fewer (at least one shard, even for an empty tree).
-PackPlan plan_pack_by_count(const std::vector<PackEntry>& entries, std::size_t shard_count);
+ShardLayout lay_out_shards_by_count(const std::vector<PackEntry>& entries, std::size_t shard_count);
 
 // As few shards as the balancing needs so that none is estimated above
 // max_shard_bytes.  Throws Error naming a sample that cannot fit alone.
-PackPlan plan_pack_by_size(const std::vector<PackEntry>& entries, std::uint64_t max_shard_bytes);
+ShardLayout lay_out_shards_by_size(const std::vector<PackEntry>& entries, std::uint64_t max_shard_bytes);
 
-}  // namespace dlstage
+}  // namespace dlstage::pack

@@ -1,6 +1,5 @@
-// Reading a child process's output as it comes, line by line: how
-// `dlstage stage` relays the launcher and `dlstage pack` collects
-// mksquashfs's messages.
+// Reading a child process's output as it comes, line by line (how
+// run_reading_stderr passes on a program's messages).
 #pragma once
 
 #include <cerrno>
@@ -8,7 +7,7 @@
 #include <string>
 #include <unistd.h>
 
-namespace dlstage::cli {
+namespace dlstage {
 
 // Calls on_line for each line read from fd until end of file (a last line
 // without a newline included), without the newline.
@@ -30,4 +29,4 @@ inline void for_each_line(int fd, const std::function<void(const std::string&)>&
         on_line(pending);
 }
 
-}  // namespace dlstage::cli
+}  // namespace dlstage

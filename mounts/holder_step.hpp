@@ -15,20 +15,16 @@
 #pragma once
 
 #include <string>
-#include <vector>
 
-#include "cli/commands.hpp"
 #include "lib/config.hpp"
 
-namespace dlstage::cli {
+namespace dlstage::mounts {
 
 // Starts the holder step for the mount datasets of spec and waits until
-// every one of `nodes` nodes reports its mounts.  Returns 0, or prints why
-// not (dlstage: ...) and returns 1 with the step stopped.
-int start_mount_holder(const Config& config, const std::string& config_path, const std::string& job_id,
-                       const std::string& nodes, const std::string& spec);
+// every one of `nodes` nodes reports its mounts.  Returns true (at once
+// when spec holds no mount dataset), or prints why not (dlstage: ...) and
+// returns false with the step stopped.
+bool start_mount_holder(const Config& config, const std::string& config_path, const std::string& job_id,
+                        const std::string& nodes, const std::string& spec);
 
-// `dlstage hold-mounts --job ID SPEC`: the holder itself (internal).
-int cmd_hold_mounts(const GlobalOptions& options, const std::vector<std::string>& args);
-
-}  // namespace dlstage::cli
+}  // namespace dlstage::mounts

@@ -1,4 +1,4 @@
-#include "lib/pack_plan.hpp"
+#include "pack/shard_layout.hpp"
 
 #include <algorithm>
 #include <functional>
@@ -35,9 +35,9 @@
 // size rather than by class; interleaving classes and then going
 // round-robin can put a whole class into one shard (3 classes, 3 shards).
 // Nothing here depends on the input's order or on the clock, so the same
-// tree always gives the same plan.
+// tree always gives the same layout.
 
-namespace dlstage {
+namespace dlstage::pack {
 
 namespace {
 constexpr std::uint64_t kBlock = 512;
@@ -167,22 +167,22 @@ private:
 };
 
 // Each sample, in path order, into the currently smallest shard.
-PackPlan assign(const Samples& samples, std::size_t shard_count)
+ShardLayout assign(const Samples& samples, std::size_t shard_count)
 {
-    PackPlan plan;
-    plan.sample_count = samples.list().size();
-    plan.shards.resize(shard_count);
+    ShardLayout layout;
+    layout.sample_count = samples.list().size();
+    layout.shards.resize(shard_count);
     std::vector<std::unordered_set<std::size_t>> dirs_in(shard_count);
     using Slot = std::pair<std::uint64_t, std::size_t>;  // (bytes, shard): smallest first, then lowest number
     std::priority_queue<Slot, std::vector<Slot>, std::greater<Slot>> smallest;
     for (std::size_t s = 0; s < shard_count; ++s) {
-        plan.shards[s].bytes = kTarEndBytes;
+        layout.shards[s].bytes = kTarEndBytes;
         smallest.emplace(kTarEndBytes, s);
     }
     for (const Sample& sample : samples.list()) {
         const std::size_t s = smallest.top().second;
         smallest.pop();
-        PackShard& shard = plan.shards[s];
+        PackShard& shard = layout.shards[s];
         for (std::size_t d : sample.ancestors) {
             if (dirs_in[s].insert(d).second) {
                 shard.members.push_back(d);
@@ -192,20 +192,20 @@ PackPlan assign(const Samples& samples, std::size_t shard_count)
         shard.members.insert(shard.members.end(), sample.members.begin(), sample.members.end());
         shard.bytes += sample.bytes;
         ++shard.samples;
-        plan.largest_sample_bytes = std::max(plan.largest_sample_bytes, sample.bytes_with_dirs);
+        layout.largest_sample_bytes = std::max(layout.largest_sample_bytes, sample.bytes_with_dirs);
         smallest.emplace(shard.bytes, s);
     }
     const std::vector<std::size_t>& rank = samples.rank();
-    for (PackShard& shard : plan.shards)
+    for (PackShard& shard : layout.shards)
         std::sort(shard.members.begin(), shard.members.end(),
                   [&rank](std::size_t a, std::size_t b) { return rank[a] < rank[b]; });
-    return plan;
+    return layout;
 }
 
-std::uint64_t largest_shard(const PackPlan& plan)
+std::uint64_t largest_shard(const ShardLayout& layout)
 {
     std::uint64_t largest = 0;
-    for (const PackShard& shard : plan.shards)
+    for (const PackShard& shard : layout.shards)
         largest = std::max(largest, shard.bytes);
     return largest;
 }
@@ -249,7 +249,7 @@ std::string sample_name(std::string_view path)
     return parent.empty() ? stem : std::string(parent) + "/" + stem;
 }
 
-PackPlan plan_pack_by_count(const std::vector<PackEntry>& entries, std::size_t shard_count)
+ShardLayout lay_out_shards_by_count(const std::vector<PackEntry>& entries, std::size_t shard_count)
 {
     if (shard_count == 0)
         throw Error("the number of shards must be at least 1");
@@ -257,7 +257,7 @@ PackPlan plan_pack_by_count(const std::vector<PackEntry>& entries, std::size_t s
     return assign(samples, std::max<std::size_t>(1, std::min(shard_count, samples.list().size())));
 }
 
-PackPlan plan_pack_by_size(const std::vector<PackEntry>& entries, std::uint64_t max_shard_bytes)
+ShardLayout lay_out_shards_by_size(const std::vector<PackEntry>& entries, std::uint64_t max_shard_bytes)
 {
     const Samples samples(entries);
     check_every_sample_fits(samples, max_shard_bytes);
@@ -290,4 +290,4 @@ PackPlan plan_pack_by_size(const std::vector<PackEntry>& entries, std::uint64_t 
     return assign(samples, fit);
 }
 
-}  // namespace dlstage
+}  // namespace dlstage::pack

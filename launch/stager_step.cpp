@@ -1,0 +1,106 @@
+#include "launch/stager_step.hpp"
+
+#include <cstdlib>
+#include <iostream>
+#include <unistd.h>
+
+#include "launch/job_step.hpp"
+#include "lib/contract.hpp"
+#include "lib/error.hpp"
+#include "lib/log.hpp"
+#include "lib/state_record.hpp"
+#include "lib/strings.hpp"
+#include "lib/sys/process.hpp"
+#include "policies/launch_retry.hpp"
+
+namespace dlstage::launch {
+
+namespace {
+std::vector<std::string> launcher_command(const Config& config, const StagerStep& step)
+{
+    std::vector<std::string> argv =
+        job_step_command(config, step.job_id, step.nodes, kStageStep, OnTaskFailure::StopStep);
+    argv.insert(argv.end(), {sibling_program(kStagerProgram), "--config", step.config_path, "--job", step.job_id});
+    argv.insert(argv.end(), step.tuning.begin(), step.tuning.end());
+    argv.push_back(step.spec);
+    return argv;
+}
+
+void watch_line(const std::string& line, LauncherReport& report)
+{
+    report.stager_spoke = report.stager_spoke || starts_with(line, kMessagePrefix);
+    if (starts_with(line, kMessagePrefix) && line.find(" failed on ") != std::string::npos)
+        report.stager_explained = true;
+    const std::string srun_error = "srun: error: ";
+    if (report.task_failure.empty() && starts_with(line, srun_error) && line.find(": task ") != std::string::npos)
+        report.task_failure = line.substr(srun_error.size());
+}
+
+// Runs the launcher, copying its stderr to ours line by line and watching
+// for failures.
+LauncherReport run_once(const std::vector<std::string>& argv)
+{
+    // The stager's own srun step must not stage again (the plugin sees this),
+    // and on an oversubscribed node a waiting rank should yield its core.
+    setenv(kStagerStepVar, "1", 1);
+    if (const char* yield = std::getenv("OMPI_MCA_mpi_yield_when_idle"); !yield || !*yield)
+        setenv("OMPI_MCA_mpi_yield_when_idle", "1", 1);
+    LauncherReport report;
+    try {
+        report.exit_code = shell_exit_code(run_reading_stderr(argv, [&](const std::string& line) {
+            std::cerr << line << "\n";
+            watch_line(line, report);
+        }));
+    } catch (const Error& e) {  // it could not be started
+        say(std::string(e.what()) + " (site.launcher)");
+        report.exit_code = 127;
+    }
+    return report;
+}
+
+// What failing ranks recorded.
+std::vector<std::string> recorded_failures(const Config& config, const std::string& job_id)
+{
+    std::vector<std::string> messages;
+    for (const UserRecordFile& file : read_user_records(config.site.state_dir, job_id, UserRecord::Failure))
+        messages.push_back(printable(file.record["message"].value_or(std::string())));
+    return messages;
+}
+}  // namespace
+
+LauncherReport run_stager_step(const Config& config, const StagerStep& step)
+{
+    for (const std::string& stale : user_record_paths(config.site.state_dir, step.job_id, UserRecord::Failure))
+        unlink(stale.c_str());  // from an earlier attempt
+    LauncherReport report;
+    for (int attempt = 1;; ++attempt) {
+        report = run_once(launcher_command(config, step));
+        if (report.exit_code == 0)
+            return report;
+        const policy::Verdict again = policy::retry_launch({attempt, report.stager_spoke, report.task_failure});
+        if (!again.allowed)
+            return report;
+        say(again.reason);
+    }
+}
+
+std::vector<std::string> staging_failure(const Config& config, const StagerStep& step,
+                                         const LauncherReport& report)
+{
+    // A rank that failed said why; one that was killed could not: then
+    // srun's line names the node.
+    const auto recorded = recorded_failures(config, step.job_id);
+    std::vector<std::string> lines = report.stager_explained ? std::vector<std::string>{} : recorded;
+    if (report.stager_explained || !recorded.empty())
+        lines.push_back("staging " + step.spec + " failed; see the messages above");
+    else if (!report.task_failure.empty())
+        lines.push_back("staging " + step.spec + " failed on " +
+                        report.task_failure.substr(0, report.task_failure.find(':')) + ": the stager ended early (" +
+                        report.task_failure + ")");
+    else
+        lines.push_back("staging " + step.spec + " failed (launcher exit status " +
+                        std::to_string(report.exit_code) + ")");
+    return lines;
+}
+
+}  // namespace dlstage::launch

@@ -1,0 +1,203 @@
+#include "lib/sys/dataset_walk.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <dirent.h>
+#include <exception>
+#include <fcntl.h>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unistd.h>
+
+#include "lib/error.hpp"
+#include "lib/strings.hpp"
+#include "lib/sys/dir_fd.hpp"
+#include "lib/sys/fd.hpp"
+#include "lib/sys/sys_error.hpp"
+
+namespace dlstage {
+
+namespace {
+[[noreturn]] void cannot_read(const std::string& path, int err)
+{
+    throw_cannot("read", quoted(path), err);
+}
+
+const char* special_kind(mode_t mode)
+{
+    if (S_ISFIFO(mode))
+        return "a fifo";
+    if (S_ISSOCK(mode))
+        return "a socket";
+    if (S_ISCHR(mode))
+        return "a character device";
+    if (S_ISBLK(mode))
+        return "a block device";
+    return "something else";
+}
+
+// A directory still to list, and what it was when its parent was listed.
+struct PendingDir {
+    std::string rel;  // "" for the root
+    dev_t dev = 0;
+    ino_t ino = 0;
+};
+
+class Walk {
+public:
+    explicit Walk(const std::string& root) : root_(root) {}
+
+    std::string path_of(const std::string& rel) const { return rel.empty() ? root_ : root_ + "/" + rel; }
+
+    // The directory's descriptor, opened below the root without following
+    // a symlink at its end, and checked to be the directory its parent
+    // listed (not one swapped in since, through a symlink further up).
+    Fd open_dir(int root_fd, const PendingDir& dir) const
+    {
+        Fd fd(openat(root_fd, dir.rel.empty() ? "." : dir.rel.c_str(), kDirFlags));
+        if (!fd.valid())
+            cannot_read(path_of(dir.rel), errno);
+        struct stat st {};
+        if (fstat(fd.get(), &st) != 0)
+            cannot_read(path_of(dir.rel), errno);
+        if (!dir.rel.empty() && (st.st_dev != dir.dev || st.st_ino != dir.ino))
+            throw Error(quoted(path_of(dir.rel)) + " changed while being read");
+        return fd;
+    }
+
+    // The entry named name in the directory open as dir_fd: what it is, and
+    // whether this dataset can hold it.
+    WalkedEntry look_at(int dir_fd, const std::string& rel, const std::string& name) const
+    {
+        WalkedEntry entry;
+        entry.path = rel.empty() ? name : rel + "/" + name;
+        if (fstatat(dir_fd, name.c_str(), &entry.st, AT_SYMLINK_NOFOLLOW) != 0)
+            cannot_read(path_of(entry.path), errno);
+        const mode_t mode = entry.st.st_mode;
+        if (S_ISLNK(mode)) {
+            entry.link_target = read_link_at(dir_fd, name, entry.path);
+        } else if (S_ISREG(mode)) {
+            // mksquashfs would store an unreadable file as an empty one.
+            if (faccessat(dir_fd, name.c_str(), R_OK, 0) != 0)
+                cannot_read(path_of(entry.path), errno);
+        } else if (!S_ISDIR(mode)) {
+            throw Error(quoted(path_of(entry.path)) + " is " + special_kind(mode) +
+                        ", not a file, directory or symlink; datasets cannot hold devices, fifos or sockets");
+        }
+        return entry;
+    }
+
+    // One directory: its entries (not recursing), and the subdirectories found.
+    // Everything is asked relative to the directory's descriptor: on a
+    // parallel file system each path component of a full path can cost a
+    // metadata round trip, so one lookup per entry is the least there is.
+    void list(int root_fd, const PendingDir& dir, std::vector<WalkedEntry>& entries,
+              std::vector<PendingDir>& subdirs) const
+    {
+        Fd fd = open_dir(root_fd, dir);
+        DIR* stream = fdopendir(fd.get());
+        if (!stream)
+            cannot_read(path_of(dir.rel), errno);
+        fd.release();  // the stream owns it now
+        std::unique_ptr<DIR, int (*)(DIR*)> closer(stream, &closedir);
+        errno = 0;
+        while (const dirent* d = readdir(stream)) {
+            if (std::strcmp(d->d_name, ".") == 0 || std::strcmp(d->d_name, "..") == 0)
+                continue;
+            WalkedEntry entry = look_at(dirfd(stream), dir.rel, d->d_name);
+            if (S_ISDIR(entry.st.st_mode))
+                subdirs.push_back({entry.path, entry.st.st_dev, entry.st.st_ino});
+            entries.push_back(std::move(entry));
+            errno = 0;
+        }
+        if (errno != 0)
+            cannot_read(path_of(dir.rel), errno);
+    }
+
+private:
+    std::string read_link_at(int dir_fd, const std::string& name, const std::string& rel) const
+    {
+        std::string target(PATH_MAX, '\0');
+        const ssize_t n = readlinkat(dir_fd, name.c_str(), target.data(), target.size());
+        if (n < 0)
+            cannot_read(path_of(rel), errno);
+        target.resize(static_cast<std::size_t>(n));
+        return target;
+    }
+
+    std::string root_;
+};
+}  // namespace
+
+// The walk is the one metadata-heavy pass over the parallel file system
+// (one lstat per entry): several threads work on different directories at
+// once, as a file system's metadata servers serve many requests in
+// parallel.  Pending directories are kept as paths, not descriptors, so a
+// tree of a million directories needs no more descriptors than threads.
+std::vector<WalkedEntry> walk_dataset(const std::string& root, unsigned threads)
+{
+    const Walk walk(root);
+    const Fd root_fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!root_fd.valid())
+        cannot_read(root, errno);
+
+    std::vector<WalkedEntry> all;
+    std::mutex mutex;
+    std::condition_variable changed;
+    std::deque<PendingDir> pending{PendingDir{}};
+    unsigned busy = 0;
+    std::exception_ptr error;
+    const auto work = [&] {
+        std::vector<WalkedEntry> entries;
+        std::vector<PendingDir> subdirs;
+        for (;;) {
+            PendingDir dir;
+            {
+                std::unique_lock<std::mutex> lock(mutex);
+                changed.wait(lock, [&] { return !pending.empty() || busy == 0 || error; });
+                if (pending.empty() || error)
+                    return;
+                dir = std::move(pending.front());
+                pending.pop_front();
+                ++busy;
+            }
+            entries.clear();
+            subdirs.clear();
+            std::exception_ptr failed;
+            try {
+                walk.list(root_fd.get(), dir, entries, subdirs);
+            } catch (...) {
+                failed = std::current_exception();
+            }
+            {
+                const std::lock_guard<std::mutex> lock(mutex);
+                if (failed && !error)
+                    error = failed;
+                for (WalkedEntry& e : entries)
+                    all.push_back(std::move(e));
+                for (PendingDir& d : subdirs)
+                    pending.push_back(std::move(d));
+                --busy;
+            }
+            changed.notify_all();
+        }
+    };
+    std::vector<std::thread> pool;
+    for (unsigned i = 0; i < std::max(1u, threads); ++i)
+        pool.emplace_back(work);
+    for (std::thread& t : pool)
+        t.join();
+    if (error)
+        std::rethrow_exception(error);
+    // Bytewise, as std::string compares: a parent sorts before its
+    // children, and every rank and every run gets the same order.
+    std::sort(all.begin(), all.end(), [](const WalkedEntry& a, const WalkedEntry& b) { return a.path < b.path; });
+    return all;
+}
+
+}  // namespace dlstage

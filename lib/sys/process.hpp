@@ -1,0 +1,74 @@
+// Running another program: the one process runner of the plugin, the
+// stager and the command, and the one text for how a process ended.
+//
+// No shell is involved.  The stager has threads and the plugin runs inside
+// slurmstepd, so the child calls only async-signal-safe functions between
+// fork and exec (the PATH search is done before the fork), and a failed
+// exec comes back to the caller through a close-on-exec pipe.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <sys/types.h>
+#include <vector>
+
+#include "lib/sys/fd.hpp"
+
+namespace dlstage {
+
+// File descriptors for a started program's stdin, stdout and stderr (-1:
+// inherit ours), and whether it leaves our session (and terminal).
+struct SpawnIo {
+    int in = -1;
+    int out = -1;
+    int err = -1;
+    bool new_session = false;
+};
+
+// /dev/null opened (close-on-exec) for a child's stdin or stdout.
+Fd open_dev_null(int flags);
+
+// Starts argv[0] with argv and returns its pid without waiting.  argv[0] is
+// looked up in PATH unless it holds a '/'.  The program gets `env` if given,
+// else our environment, and starts with no signals blocked.  Throws Error
+// "cannot run ARGV0: REASON" if no process could be started or the program
+// could not be executed.
+pid_t spawn(const std::vector<std::string>& argv, const SpawnIo& io = {},
+            const std::vector<std::string>* env = nullptr);
+
+// Waits for pid (retrying on EINTR) and returns its wait status; throws
+// Error naming `program` if it cannot.
+int wait_for(pid_t pid, const std::string& program);
+
+struct StderrRunOptions {
+    bool discard_stdout = false;
+    std::function<void(pid_t)> started;  // e.g. to forward signals to it
+};
+
+// Runs argv (as spawn), calls on_stderr_line for each line it writes to
+// stderr, waits, and returns its wait status.
+int run_reading_stderr(const std::vector<std::string>& argv,
+                       const std::function<void(const std::string&)>& on_stderr_line,
+                       const StderrRunOptions& options = {});
+
+struct CapturedRun {
+    int status = 0;      // as from waitpid
+    std::string output;  // its stdout (unless a sink took it) and stderr, the tail only
+};
+
+using OutputSink = std::function<void(std::string_view)>;
+
+// Runs args (as spawn) with stdin from /dev/null and its stdout and stderr
+// captured, or stdout passed to on_stdout as it comes, and waits.
+CapturedRun run_capturing(const std::vector<std::string>& args, const OutputSink& on_stdout = {});
+
+// How a process ended, from its wait status: "exited with status N" or
+// "killed by signal N (NAME)".
+std::string describe_exit(int wait_status);
+
+// The exit code a shell reports for a wait status: the exit status, or
+// 128 + the signal that killed it.
+int shell_exit_code(int wait_status);
+
+}  // namespace dlstage

@@ -1,0 +1,127 @@
+#include "mounts/holder_step.hpp"
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <fcntl.h>
+#include <iostream>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+#include "launch/job_step.hpp"
+#include "lib/contract.hpp"
+#include "lib/error.hpp"
+#include "lib/log.hpp"
+#include "lib/number.hpp"
+#include "lib/strings.hpp"
+#include "lib/sys/process.hpp"
+#include "mounts/mount_holder.hpp"
+#include "mounts/scratch_file.hpp"
+
+namespace dlstage::mounts {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+// How long the holder step may take to report from every node (its start
+// includes Slurm's step launch).
+constexpr auto kHolderTimeout = std::chrono::seconds(120);
+
+std::vector<std::string> holder_command(const Config& config, const std::string& config_path,
+                                        const std::string& job_id, const std::string& nodes, const std::string& spec)
+{
+    std::vector<std::string> argv;
+    // A node that fails must not get the others SIGKILLed (which leaves dead
+    // mounts and their ready markers): start_mount_holder stops the step
+    // with SIGTERM instead, and every holder cleans up.
+    const auto on_failure = launch::OnTaskFailure::KeepOthers;
+    for (const std::string& word : launch::job_step_command(config, job_id, nodes, kMountStep, on_failure))
+        if (!starts_with(word, "--mpi="))  // not an MPI program
+            argv.push_back(word);
+    // Shares the job's CPUs and memory with every later step, for the whole job.
+    argv.insert(argv.end(), {"--mpi=none", "--overlap", "--input=none", launch::sibling_program("dlstage"), "--config",
+                             config_path, kHoldMountsCommand, "--job", job_id, spec});
+    return argv;
+}
+
+// srun passes SIGTERM on to the tasks and waits for them: each holder
+// releases its mounts.
+void stop_step(pid_t srun, int& status)
+{
+    kill(srun, SIGTERM);
+    waitpid(srun, &status, 0);
+}
+
+std::string format_seconds(Clock::duration elapsed)
+{
+    char text[32];
+    std::snprintf(text, sizeof text, "%.2f", std::chrono::duration<double>(elapsed).count());
+    return text;
+}
+
+std::size_t count_mounted_lines(const std::string& out)
+{
+    std::size_t count = 0;
+    for (const std::string& line : split(out, '\n'))
+        if (starts_with(line, kMountedLine))
+            ++count;
+    return count;
+}
+}  // namespace
+
+bool start_mount_holder(const Config& config, const std::string& config_path, const std::string& job_id,
+                       const std::string& nodes, const std::string& spec)
+{
+    const auto mounts = mount_items(config, spec);
+    if (mounts.empty())
+        return true;
+    std::vector<std::string> names;
+    for (const StageItem& item : mounts)
+        names.push_back(item.dataset.name);
+    const std::string what = join(names, ", ");
+
+    ScratchFile out, err;
+    const Fd null = open_dev_null(O_RDONLY);
+    setenv(kStagerStepVar, "1", 1);  // the plugin leaves dlstage's own steps alone
+    // Its own session: it outlives this command and must not get a
+    // terminal's signals in salloc.
+    const pid_t pid =
+        spawn(holder_command(config, config_path, job_id, nodes, spec), SpawnIo{null.get(), out.fd(), err.fd(), true});
+    const std::uint64_t want = parse_count(nodes, 1, kMaxSlurmNumber);  // checked by dlstage stage
+    const auto started = Clock::now();
+    const auto deadline = started + kHolderTimeout;
+    int status = 0;
+    for (;;) {
+        if (count_mounted_lines(out.text()) >= want) {
+            say("mounted " + what + " on " + std::to_string(want) + (want == 1 ? " node" : " nodes") + " in " +
+                format_seconds(Clock::now() - started) + " s (squashfuse, held until the job ends)");
+            return true;  // the step runs on, holding the mounts until job end
+        }
+        if (waitpid(pid, &status, WNOHANG) == pid)
+            break;
+        if (err.text().find(std::string(kMessagePrefix) + "mounting ") != std::string::npos) {
+            stop_step(pid, status);
+            break;
+        }
+        if (Clock::now() > deadline) {
+            stop_step(pid, status);
+            say("mounting " + what + ": the mount step did not report from every node within " +
+                        std::to_string(kHolderTimeout.count()) + " s");
+            return false;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    bool explained = false;
+    for (const std::string& line : split(err.text(), '\n')) {
+        if (trim(line).empty())
+            continue;
+        std::cerr << line << "\n";
+        explained = explained || starts_with(line, kMessagePrefix);
+    }
+    say("mounting " + what + " failed" + (explained ? "; see the messages above" : " (" + describe_exit(status) + ")"));
+    return false;
+}
+
+}  // namespace dlstage::mounts

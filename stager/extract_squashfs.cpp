@@ -1,0 +1,276 @@
+// extract_squashfs (see extract.hpp): unsquashfs unpacks the image, then
+// the tree it wrote is checked by the same entry rules as a tar shard.
+#include "stager/extract.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <memory>
+#include <set>
+#include <string_view>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <utility>
+#include <vector>
+
+#include "lib/error.hpp"
+#include "lib/strings.hpp"
+#include "lib/sys/fd.hpp"
+#include "lib/sys/process.hpp"
+#include "lib/sys/sys_error.hpp"
+#include "lib/sys/tree_remover.hpp"
+#include "policies/unsquashfs.hpp"
+#include "stager/entry_rules.hpp"
+#include "stager/squashfs_listing.hpp"
+
+namespace dlstage::stager {
+
+namespace {
+
+struct DirClose {
+    void operator()(DIR* d) const { closedir(d); }
+};
+using Dir = std::unique_ptr<DIR, DirClose>;
+
+std::string without_trailing_slashes(std::string path)
+{
+    while (path.size() > 1 && path.back() == '/')
+        path.pop_back();
+    return path;
+}
+
+std::pair<std::string, std::string> split_parent(const std::string& path)
+{
+    const std::size_t slash = path.rfind('/');
+    if (slash == std::string::npos)
+        return {".", path};
+    return {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)};
+}
+
+void require_new_destination(const std::string& image, const std::string& dest)
+{
+    struct stat st;
+    if (lstat(dest.c_str(), &st) == 0)
+        throw Error("cannot unpack " + image + " into " + dest + ": it already exists");
+    if (errno != ENOENT)
+        throw_cannot("unpack " + image + " into", dest, errno);
+    const std::string parent = split_parent(without_trailing_slashes(dest)).first;
+    if (stat(parent.c_str(), &st) != 0)
+        throw_cannot("unpack " + image + " into", dest, errno);
+    if (!S_ISDIR(st.st_mode))
+        throw_cannot("unpack " + image + " into", dest, ENOTDIR);
+}
+
+// The last non-empty line of a program's output, made safe for a one-line
+// message.
+std::string last_line(const std::string& output)
+{
+    const std::size_t end = output.find_last_not_of(" \t\r\n");
+    if (end == std::string::npos)
+        return "";
+    const std::size_t newline = output.rfind('\n', end);
+    std::string line = output.substr(newline == std::string::npos ? 0 : newline + 1, end + 1 - (newline + 1));
+    for (char& c : line) {
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+            c = ' ';
+    }
+    return trim(line);
+}
+
+// A path as an argument that no program can take for an option.
+std::string not_an_option(const std::string& path)
+{
+    return starts_with(path, "-") ? "./" + path : path;
+}
+
+// Runs unsquashfs with options on image; throws naming the image and
+// unsquashfs's last line unless it succeeds.
+void run_unsquashfs(const std::string& image, std::vector<std::string> options, const OutputSink& on_stdout = {})
+{
+    options.insert(options.begin(), "unsquashfs");
+    options.push_back(not_an_option(image));
+    const CapturedRun child = run_capturing(options, on_stdout);
+    if (WIFEXITED(child.status) && WEXITSTATUS(child.status) == 0)
+        return;
+    const std::string line = last_line(child.output);
+    throw Error("cannot unpack " + image + ": unsquashfs " + describe_exit(child.status) +
+                (line.empty() ? "" : ": " + line));
+}
+
+void unpack_image(const std::string& image, const std::string& dest)
+{
+    run_unsquashfs(image, {"-no-progress", "-quiet", "-no-xattrs", "-d", not_an_option(dest)});
+}
+
+// The unsquashfs on PATH must be one that keeps a crafted image's entries
+// inside the destination: its version is all there is to go by.
+void check_unsquashfs_version()
+{
+    const policy::Verdict verdict = policy::unsquashfs_usable(run_capturing({"unsquashfs", "-version"}).output);
+    if (!verdict.allowed)
+        throw Error(verdict.reason);
+}
+
+std::string first_bytes(const std::string& path, std::size_t count)
+{
+    const Fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (fd.get() < 0)
+        throw_cannot("read", path, errno);
+    std::string bytes(count, '\0');
+    const ssize_t n = pread(fd.get(), bytes.data(), count, 0);
+    if (n < 0)
+        throw_cannot("read", path, errno);
+    bytes.resize(static_cast<std::size_t>(n));
+    return bytes;
+}
+
+struct ImageSize {
+    std::uint64_t bytes = 0;    // regular files, logical sizes
+    std::uint64_t entries = 0;
+};
+
+// What image expands to, before anything of it is written: its listing's
+// file sizes and names (squashfs_listing.hpp), which must count at least
+// the superblock's inodes.  Fewer means the listing was not read right:
+// refused, never guessed.
+ImageSize measure_image(const std::string& image)
+{
+    ListingTotals listing;
+    run_unsquashfs(image, {"-lln"}, [&](std::string_view chunk) { listing.feed(chunk); });
+    listing.finish();
+    const std::string cannot = "cannot tell what " + image + " expands to: ";
+    const std::string remedy = "; check the image, or stage it with mode = \"mount\"";
+    if (!listing.unreadable_line().empty())
+        throw Error(cannot + "'unsquashfs -lln' listed " + quoted(listing.unreadable_line()) +
+                    ", a file without a size" + remedy);
+    const auto inodes = superblock_inodes(first_bytes(image, 96));
+    if (!inodes)
+        throw Error(cannot + "it has no squashfs 4.0 superblock" + remedy);
+    if (listing.entries() < *inodes)
+        throw Error(cannot + "'unsquashfs -lln' listed " + std::to_string(listing.entries()) +
+                    " entries but its superblock counts " + std::to_string(*inodes) + " inodes" + remedy);
+    return {listing.file_bytes(), listing.entries()};
+}
+
+// Walks what unsquashfs wrote, never following a symlink, and applies the
+// rules extract_tar applies before writing.  unsquashfs cannot be told to
+// leave devices out or to strip bits, so this happens afterwards; dest is
+// private to the job until the caller renames it into place.
+class TreeCheck {
+public:
+    TreeCheck(const std::string& image, const std::string& dest, ExtractBudget& budget)
+        : image_(image), dest_(dest), budget_(budget)
+    {
+    }
+
+    ExtractStats run()
+    {
+        Fd root(open(dest_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        if (root.get() < 0)
+            throw_cannot("read", dest_, errno);
+        walk(root.get(), "");
+        return stats_;
+    }
+
+private:
+    void walk(int dir_fd, const std::string& rel_dir)
+    {
+        const int fd = fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
+        if (fd < 0)
+            throw_cannot("read", join_path(dest_, rel_dir), errno);
+        Dir dir(fdopendir(fd));
+        if (!dir) {
+            ::close(fd);
+            throw_cannot("read", join_path(dest_, rel_dir), errno);
+        }
+        errno = 0;
+        while (const dirent* e = readdir(dir.get())) {
+            if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0)
+                check(dir_fd, e->d_name, rel_dir);
+            errno = 0;
+        }
+        if (errno != 0)
+            throw_cannot("read", join_path(dest_, rel_dir), errno);
+    }
+
+    void check(int dir_fd, const char* name, const std::string& rel_dir)
+    {
+        const std::string rel = rel_dir.empty() ? name : rel_dir + "/" + name;
+        struct stat st;
+        if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+            throw_cannot("read", join_path(dest_, rel), errno);
+        const mode_t type = st.st_mode & S_IFMT;
+        check_type(type, rel, image_);
+        budget_.add_entries(1, image_);
+        ++stats_.entries;
+        if (type == S_IFLNK) {
+            check_symlink(rel, rel_dir, read_link(dir_fd, name, rel), image_);
+            return;
+        }
+        if ((st.st_mode & kSpecialBits) != 0) {
+            // Not a symlink (checked above), so following is harmless.
+            if (fchmodat(dir_fd, name, st.st_mode & 0777, 0) != 0)
+                throw_cannot("change the mode of", join_path(dest_, rel), errno);
+            ++stats_.stripped;
+        }
+        if (type == S_IFREG && first_sight(st)) {
+            budget_.add_bytes(static_cast<std::uint64_t>(st.st_size), image_);
+            stats_.bytes += static_cast<std::uint64_t>(st.st_size);
+        }
+        if (type == S_IFDIR) {
+            const Fd sub(openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+            if (sub.get() < 0)
+                throw_cannot("read", join_path(dest_, rel), errno);
+            walk(sub.get(), rel);
+        }
+    }
+
+    // Hard-linked files hold their data once.
+    bool first_sight(const struct stat& st)
+    {
+        return st.st_nlink < 2 || seen_.insert({st.st_dev, st.st_ino}).second;
+    }
+
+    std::string read_link(int dir_fd, const char* name, const std::string& rel) const
+    {
+        std::vector<char> buf(PATH_MAX + 1);
+        const ssize_t n = readlinkat(dir_fd, name, buf.data(), buf.size());
+        if (n < 0)
+            throw_cannot("read the symlink", join_path(dest_, rel), errno);
+        if (static_cast<std::size_t>(n) == buf.size())
+            refuse(rel, image_, "its symlink target is longer than PATH_MAX");
+        return std::string(buf.data(), static_cast<std::size_t>(n));
+    }
+
+    const std::string& image_;
+    const std::string& dest_;
+    ExtractBudget& budget_;  // counted once more, now from what is on disk
+    std::set<std::pair<dev_t, ino_t>> seen_;
+    ExtractStats stats_;
+};
+
+}  // namespace
+
+ExtractStats extract_squashfs(const std::string& image, const std::string& dest, ExtractBudget* budget)
+{
+    require_new_destination(image, dest);
+    check_unsquashfs_version();
+    ExtractBudget unlimited;
+    ExtractBudget& counted = budget ? *budget : unlimited;
+    const ImageSize size = measure_image(image);
+    counted.check_room(size.bytes, size.entries, image);
+    try {
+        unpack_image(image, dest);
+        return TreeCheck(image, dest, counted).run();
+    } catch (const Error& e) {
+        if (!remove_tree(dest).ok())
+            throw Error(std::string(e.what()) + "; also could not remove " + dest);
+        throw;
+    } catch (...) {
+        remove_tree(dest);
+        throw;
+    }
+}
+
+}  // namespace dlstage::stager

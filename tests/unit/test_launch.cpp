@@ -1,0 +1,70 @@
+#include <boost/test/unit_test.hpp>
+
+#include <sys/stat.h>
+
+#include "launch/job_step.hpp"
+#include "launch/stager_step.hpp"
+#include "lib/job_layout.hpp"
+#include "lib/state_record.hpp"
+#include "tests/unit/tmpdir.hpp"
+
+using namespace dlstage;
+using namespace dlstage::launch;
+
+namespace {
+using Lines = std::vector<std::string>;
+
+struct Staging {
+    test::TempDir state;
+    Config config;
+    StagerStep step{"/etc/dlstage/dlstage.toml", "5", "3", "imagenet:shm", {}};
+    Staging() { config.site.state_dir = state.path(); }
+
+    // A failure record a rank left, as the stager writes it.
+    void record_failure(const std::string& node, const std::string& message) const
+    {
+        const std::string user = job_user_dir(state.path(), "5");
+        for (const std::string& dir : {state / "jobs", state / "jobs/5", user})
+            mkdir(dir.c_str(), 0755);
+        write_record(failure_record_path(state.path(), "5", node), toml::table{{"node", node}, {"message", message}});
+    }
+};
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(launch)
+
+BOOST_AUTO_TEST_CASE(a_step_is_one_task_on_every_node_named_for_sacct)
+{
+    Config config;
+    config.site.launcher = "  srun  --mpi=pmix --overlap ";
+    BOOST_TEST(job_step_command(config, "5", "3", "dlstage-stage", OnTaskFailure::StopStep) ==
+                   Lines({"srun", "--mpi=pmix", "--overlap", "--jobid=5", "--nodes=3", "--ntasks=3",
+                          "--kill-on-bad-exit=1", "--job-name=dlstage-stage"}),
+               boost::test_tools::per_element());
+    BOOST_TEST(job_step_command(config, "5", "3", "dlstage-mount", OnTaskFailure::KeepOthers)[6] ==
+               "--kill-on-bad-exit=0");
+}
+
+BOOST_AUTO_TEST_CASE(a_failure_is_explained_by_the_ranks_or_else_by_srun_or_else_by_the_exit_status)
+{
+    Staging staging;
+    LauncherReport report;
+    report.exit_code = 3;
+    BOOST_TEST(staging_failure(staging.config, staging.step, report) ==
+                   Lines{"staging imagenet:shm failed (launcher exit status 3)"},
+               boost::test_tools::per_element());
+    report.task_failure = "n2: task 1: Killed";
+    BOOST_TEST(staging_failure(staging.config, staging.step, report) ==
+                   Lines{"staging imagenet:shm failed on n2: the stager ended early (n2: task 1: Killed)"},
+               boost::test_tools::per_element());
+    staging.record_failure("n2", "no room");
+    BOOST_TEST(staging_failure(staging.config, staging.step, report) ==
+                   Lines({"no room", "staging imagenet:shm failed; see the messages above"}),
+               boost::test_tools::per_element());
+    report.stager_explained = true;  // the record would say it twice
+    BOOST_TEST(staging_failure(staging.config, staging.step, report) ==
+                   Lines{"staging imagenet:shm failed; see the messages above"},
+               boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
