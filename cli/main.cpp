@@ -11,13 +11,14 @@
 #include "cli/mounts.hpp"
 #include "lib/config_paths.hpp"
 #include "lib/error.hpp"
+#include "lib/log.hpp"
 #include "lib/strings.hpp"
 
 namespace dlstage::cli {
 
 void print_error(const std::string& message)
 {
-    std::cerr << kMessagePrefix << printable(message) << "\n";  // one line, whatever a path held
+    say(message);
 }
 
 int usage_error(const std::string& message, const std::string& command)

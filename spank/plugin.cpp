@@ -1,9 +1,10 @@
 // The SPANK entry points: a thin extern "C" shim.  Each callback catches
 // everything (no exception may cross into slurmd, slurmstepd or the
 // clients) and forwards to the file of its context:
-//   submit.cpp      allocator and local context (sbatch, salloc, srun)
-//   prolog_epilog.cpp  job_prolog / job_epilog (root, on every node)
-//   step.cpp        job start as the user: local_user_init (srun), task_init
+//   submit.cpp         allocator and local context: check the request (sbatch, salloc, srun)
+//   prolog_epilog.cpp  job_script context: job_prolog / job_epilog (slurmd, root, every node)
+//   srun.cpp           local context: an srun that created its job stages (as the user)
+//   slurmstepd.cpp     remote context: the batch step stages; every task gets DLSTAGE_<NAME>
 #include <cstdlib>
 #include <exception>
 #include <string>
@@ -13,7 +14,8 @@
 #include "spank/prolog_epilog.hpp"
 #include "spank/plugin_args.hpp"
 #include "spank/slurm_spank_api.hpp"
-#include "spank/step.hpp"
+#include "spank/slurmstepd.hpp"
+#include "spank/srun.hpp"
 #include "spank/submit.hpp"
 
 namespace {

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "lib/error.hpp"
+#include "lib/log.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/process.hpp"
 
@@ -154,12 +155,12 @@ int SlurmSpankApi::run(const std::vector<std::string>& argv, const std::vector<s
 // newline in one must not forge a line of slurmd's log.
 void SlurmSpankApi::error(const std::string& message)
 {
-    slurm_error("%s%s", kMessagePrefix, printable(message).c_str());
+    slurm_error("%s", message_line(message).c_str());
 }
 
 void SlurmSpankApi::info(const std::string& message)
 {
-    slurm_info("%s%s", kMessagePrefix, printable(message).c_str());
+    slurm_info("%s", message_line(message).c_str());
 }
 
 }  // namespace dlstage::spank

@@ -8,7 +8,7 @@
 #include "lib/strings.hpp"
 #include "policies/admission.hpp"
 #include "spank/source_facts_env.hpp"
-#include "spank/step.hpp"
+#include "spank/stage_command.hpp"
 
 namespace dlstage::spank {
 
@@ -33,7 +33,7 @@ SourceFacts check_source(const StageItem& item)
 int validate_submission(SpankApi& api, const PluginArgs& args)
 {
     const auto value = api.stage_data_option();
-    if (!value || api.getenv(kStagerStepVar) == "1")
+    if (!value || in_stagers_own_step(api))
         return 0;
     try {
         const Config config = load_trusted_config(choose_config_path(args.config_path, false));

@@ -1,15 +1,21 @@
 // dlstage-stager: one MPI rank per node of a job, run as the job's user by
-// `dlstage stage` through the site's launcher (srun).  Stages each dataset
-// of SPEC into this job's directory on every node.
+// `dlstage stage` through the site's launcher (srun, one task per node).
+// For each dataset of SPEC it enters this node's job directory (checked as
+// the prolog left it), reads its share of the source once, exchanges the
+// chunks with the other ranks and writes, extracts or keeps the image on
+// every node; the ready marker goes last (mode = "mount": the staged
+// marker, and the mount holder step writes the ready marker).
 //
 // Any failure on any rank prints one line naming dataset, tier, node and
-// reason and exits at once; the launcher (srun --kill-on-bad-exit) then
-// stops every other rank: nothing hangs, and no marker is written for data
-// that is not complete everywhere.  (Not MPI_Abort: its banner, printed by
-// every rank, would bury the one line the user needs.)
+// reason, writes it to the job's failure record (srun may stop the step
+// before it forwards the line) and exits at once; the launcher (srun
+// --kill-on-bad-exit) then stops every other rank: nothing hangs, and no
+// marker is written for data that is not complete everywhere.  Not
+// MPI_Abort there: its banner, printed by every rank, would bury the one
+// line the user needs.  A usage error is the exception: every rank makes
+// the same one, so MPI_Abort stops them alike.
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <mpi.h>
 #include <string>
 #include <unistd.h>
@@ -17,6 +23,7 @@
 #include "lib/config.hpp"
 #include "lib/error.hpp"
 #include "lib/identity.hpp"
+#include "lib/log.hpp"
 #include "lib/number.hpp"
 #include "lib/stage_spec.hpp"
 #include "lib/stager_tuning.hpp"
@@ -81,15 +88,14 @@ Arguments parse_arguments(int argc, char** argv)
 
 [[noreturn]] void abort_all(const stager::NodeContext& ctx, const std::string& what, const std::string& reason)
 {
-    const std::string line = "dlstage: " + what + " failed on " + ctx.node + ": " + reason;
-    std::fprintf(stderr, "%s\n", line.c_str());
-    std::fflush(stderr);
+    const std::string line = what + " failed on " + ctx.node + ": " + reason;
+    say(line);
     // srun may stop the step before it has forwarded this rank's last line;
     // the record lets `dlstage stage` tell the reason all the same.
     if (!ctx.state_dir.empty() && !ctx.values.job_id.empty()) {
         try {
             write_record(failure_record_path(ctx.state_dir, ctx.values.job_id, ctx.node),
-                         toml::table{{"node", ctx.node}, {"message", line.substr(std::strlen(kMessagePrefix))}});
+                         toml::table{{"node", ctx.node}, {"message", line}});
         } catch (const std::exception&) {
             // the line above is all we can do
         }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "lib/error.hpp"
+#include "lib/log.hpp"
 #include "lib/job_layout.hpp"
 #include "lib/safe_fs.hpp"
 #include "lib/size.hpp"
@@ -249,7 +250,7 @@ public:
         const double elapsed = std::chrono::duration<double>(now - start_).count();
         const double per_s = static_cast<double>(done_bytes) / elapsed;
         const double eta = per_s > 0 ? static_cast<double>(total_ - done_bytes) / per_s : 0;
-        std::fprintf(stderr, "dlstage: %s: %s of %s (%.0f%%), %s, ETA %.0f s\n", item_.dataset.name.c_str(),
+        sayf("%s: %s of %s (%.0f%%), %s, ETA %.0f s", item_.dataset.name.c_str(),
                      format_size(done_bytes).c_str(), format_size(total_).c_str(),
                      100.0 * static_cast<double>(done_bytes) / static_cast<double>(total_), rate(done_bytes, elapsed).c_str(),
                      eta);
@@ -281,7 +282,7 @@ private:
         } catch (const Error& e) {
             // Progress is a courtesy: a missing user state dir must not fail staging.
             if (!warned_) {
-                std::fprintf(stderr, "dlstage: %s: no progress record: %s\n", item_.dataset.name.c_str(), e.what());
+                sayf("%s: no progress record: %s", item_.dataset.name.c_str(), e.what());
                 warned_ = true;
             }
         }
@@ -338,7 +339,7 @@ void stage_here(const StageItem& item, const NodeContext& ctx, const ExchangeOpt
     const DatasetLayout here = dataset_layout_within(item);
     if (all_ranks(staged_here(item, here))) {
         if (ctx.rank == 0)
-            std::fprintf(stderr, "dlstage: %s is already staged to %s on %d nodes\n", item.dataset.name.c_str(),
+            sayf("%s is already staged to %s on %d nodes", item.dataset.name.c_str(),
                          item.tier.name.c_str(), ctx.size);
         return;
     }
@@ -350,7 +351,7 @@ void stage_here(const StageItem& item, const NodeContext& ctx, const ExchangeOpt
     check_mode_fits_plan(item, plan);
     const policy::ExtractionBudget budget = check_space(item, job_dir, layout.tier_dir, plan);
     if (ctx.rank == 0)
-        std::fprintf(stderr, "dlstage: staging %s (%s in %llu %s) from %s to %s on %d nodes\n",
+        sayf("staging %s (%s in %llu %s) from %s to %s on %d nodes",
                      item.dataset.name.c_str(), format_size(plan.total_bytes()).c_str(),
                      static_cast<unsigned long long>(plan.file_count()), plan.file_count() == 1 ? "file" : "files",
                      item.dataset.source.c_str(), item.tier.name.c_str(), ctx.size);
@@ -368,16 +369,17 @@ void stage_here(const StageItem& item, const NodeContext& ctx, const ExchangeOpt
         const double seconds = std::chrono::duration<double>(Clock::now() - extract_start).count();
         if (ctx.rank == 0) {
             if (stripped > 0)
-                std::fprintf(stderr, "dlstage: %s: removed setuid/setgid/sticky bits from %llu entries\n",
+                sayf("%s: removed setuid/setgid/sticky bits from %llu entries",
                              item.dataset.name.c_str(), static_cast<unsigned long long>(stripped));
-            std::fprintf(stderr, "dlstage: %s: extracted %llu %s in %.2f s on each node (%u threads)\n",
+            sayf("%s: extracted %llu %s in %.2f s on each node (%u threads)",
                          item.dataset.name.c_str(), static_cast<unsigned long long>(plan.entries.size()),
                          plan.entries.size() == 1 ? "archive" : "archives", seconds, options.writers);
         }
     }
 
     // Publish only once every node holds a complete, verified copy: a rank
-    // that failed has aborted the whole stager (MPI_Abort) before this.
+    // that failed has exited by now, and the launcher stops the others
+    // (srun --kill-on-bad-exit), so no rank gets past this barrier.
     MPI_Barrier(MPI_COMM_WORLD);
     publish(item, layout, here, plan);
     progress.done();
@@ -387,12 +389,11 @@ void stage_here(const StageItem& item, const NodeContext& ctx, const ExchangeOpt
     if (ctx.rank == 0) {
         const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
         const double ratio = plan.total_bytes() ? static_cast<double>(read) / static_cast<double>(plan.total_bytes()) : 1.0;
-        std::fprintf(stderr,
-                     "dlstage: staged %s to %s on %d nodes in %.2f s (%s per node); source bytes read %s (%.2fx); "
-                     "peak memory per rank %s; cpu %.1f s over all nodes\n",
-                     item.dataset.name.c_str(), item.tier.name.c_str(), ctx.size, seconds,
-                     rate(plan.total_bytes(), seconds).c_str(), format_size(read).c_str(), ratio,
-                     format_size(peak_rss).c_str(), cpu_seconds);
+        sayf("staged %s to %s on %d nodes in %.2f s (%s per node); source bytes read %s (%.2fx); "
+             "peak memory per rank %s; cpu %.1f s over all nodes",
+             item.dataset.name.c_str(), item.tier.name.c_str(), ctx.size, seconds,
+             rate(plan.total_bytes(), seconds).c_str(), format_size(read).c_str(), ratio,
+             format_size(peak_rss).c_str(), cpu_seconds);
     }
 }
 

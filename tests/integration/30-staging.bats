@@ -31,6 +31,7 @@ SCRIPT
 }
 
 matrix_file() { echo "$DLSTAGE_TEST_DIR/work/30-staging-matrix/$1"; }
+matrix_job() { cut -d';' -f1 "$(matrix_file job_id)"; }
 
 # expect_on_all_nodes VAR DIGEST PATH_GLOB
 expect_on_all_nodes() {
@@ -45,7 +46,7 @@ expect_on_all_nodes() {
 @test "the batch job with the whole matrix succeeds" {
     cat "$(matrix_file sbatch.err)" "$(matrix_file out.txt)"
     [ "$(cat "$(matrix_file sbatch.rc)")" -eq 0 ]
-    job=$(cut -d';' -f1 "$(matrix_file job_id)")
+    job=$(matrix_job)
     wait_job_gone "$job"  # sbatch --wait may return while the epilog still runs
     [ "$(job_state "$job")" = COMPLETED ]
 }
@@ -64,7 +65,7 @@ expect_on_all_nodes() {
 }
 
 @test "progress records say every dataset is ready, with its size" {
-    job=$(cut -d';' -f1 "$(matrix_file job_id)")
+    job=$(matrix_job)
     for ds in big tree shards shards-x image image-x; do
         rec="$STATE/jobs/$job/user/progress-$ds.toml"
         [ "$(record_value "$rec" 'r["state"]')" = ready ]
@@ -74,7 +75,7 @@ expect_on_all_nodes() {
 }
 
 @test "dlstage status: every dataset of the job ready on 3 nodes, for its user" {
-    job=$(cut -d';' -f1 "$(matrix_file job_id)")
+    job=$(matrix_job)
     run as_user "$DLSTAGE_BIN" --config "$DLSTAGE_TEST_DIR/dlstage.toml" status "$job"
     echo "$output"
     [ "$status" -eq 0 ]
@@ -85,44 +86,42 @@ expect_on_all_nodes() {
 }
 
 @test "64 MiB file: exact copy on every node, DLSTAGE_BIG is the file" {
-    job=$(cut -d';' -f1 "$(matrix_file job_id)")
+    job=$(matrix_job)
     expect_on_all_nodes BIG "$("$DIGEST" "$DATA/file64.bin")" "/local/dlstage/$job/big/file64.bin"
 }
 
 @test "tree of ~2,000 files (symlinks, empty files and dirs, UTF-8 and spaces): exact copy on every node" {
-    job=$(cut -d';' -f1 "$(matrix_file job_id)")
+    job=$(matrix_job)
     expect_on_all_nodes TREE "$("$DIGEST" "$DATA/tree")" "/dev/shm/dlstage/$job/tree"
 }
 
 @test "tree: mtimes are preserved (copy and extract)" {
     want="$("$DIGEST" --mtimes "$DATA/tree") $("$DIGEST" --mtimes "$DATA/tree")"
-    for node in n1 n2 n3; do
-        grep -qx "$node MTIMES $want" "$(matrix_file out.txt)"
-    done
+    each_node_says "$(cat "$(matrix_file out.txt)")" "MTIMES $want"
 }
 
 @test "tar shards (.tar, .tar.gz, .tar.zst), copy mode: the shard files on every node" {
-    job=$(cut -d';' -f1 "$(matrix_file job_id)")
+    job=$(matrix_job)
     expect_on_all_nodes SHARDS "$("$DIGEST" "$DATA/shards")" "/dev/shm/dlstage/$job/shards"
 }
 
 @test "tar shards, extract mode: all shards unpacked into one directory equal to the tree" {
-    job=$(cut -d';' -f1 "$(matrix_file job_id)")
+    job=$(matrix_job)
     expect_on_all_nodes SHARDS_X "$("$DIGEST" "$DATA/tree")" "/local/dlstage/$job/shards-x"
 }
 
 @test "squashfs image, copy mode: DLSTAGE_IMAGE is the image file" {
-    job=$(cut -d';' -f1 "$(matrix_file job_id)")
+    job=$(matrix_job)
     expect_on_all_nodes IMAGE "$("$DIGEST" "$DATA/tree.sqfs")" "/dev/shm/dlstage/$job/image/tree.sqfs"
 }
 
 @test "squashfs image, extract mode: unpacked equal to the tree" {
-    job=$(cut -d';' -f1 "$(matrix_file job_id)")
+    job=$(matrix_job)
     expect_on_all_nodes IMAGE_X "$("$DIGEST" "$DATA/tree")" "/local/dlstage/$job/image-x"
 }
 
 @test "after the job: no staged data on any node, epilog recorded the cleanup, no node drained" {
-    job=$(cut -d';' -f1 "$(matrix_file job_id)")
+    job=$(matrix_job)
     wait_job_gone "$job"
     assert_epilogs_cleaned "$job"
     assert_no_leftovers
@@ -134,9 +133,7 @@ expect_on_all_nodes() {
     echo "$output"
     [ "$status" -eq 0 ]
     want=$("$DIGEST" "$DATA/tree")
-    for node in n1 n2 n3; do
-        grep -qx "$node $want" <<<"$output"
-    done
+    each_node_says "$output" "$want"
     grep -q '^dlstage: staged tree to ssd on 3 nodes' <<<"$output"
 }
 
@@ -145,8 +142,8 @@ expect_on_all_nodes() {
     echo "$output"
     [ "$status" -eq 0 ]
     want=$("$DIGEST" "$DATA/tree")
-    for node in n1 n2 n3; do
-        grep -Eq "^$node /local/dlstage/[0-9]+-$node/tree $want\$" <<<"$output"
+    for node in n1 n2 n3; do  # each node's own directory
+        grep -Eqx "$node /local/dlstage/[0-9]+-$node/tree $want" <<<"$output"
     done
     assert_no_leftovers
 }
@@ -163,9 +160,7 @@ expect_on_all_nodes() {
     echo "$output"
     [ "$status" -eq 0 ]
     want=$("$DIGEST" "$DATA/tree")
-    for node in n1 n2 n3; do
-        grep -Eq "^$node /dev/shm/dlstage/[0-9]+/tree $want\$" <<<"$output"
-    done
+    each_node_says "$output" "/dev/shm/dlstage/[0-9]+/tree $want"
 }
 
 @test "dlstage stage twice in one job: the second finds the data staged" {

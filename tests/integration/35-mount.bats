@@ -72,9 +72,7 @@ SCRIPT
     echo "$output"
     [ "$status" -eq 0 ]
     want=$("$DIGEST" "$DATA/tree")
-    for node in n1 n2 n3; do
-        grep -Eqx "$node /local/dlstage/[0-9]+/image-m $want" <<<"$output"
-    done
+    each_node_says "$output" "/local/dlstage/[0-9]+/image-m $want"
     job=$(grep -oE '/local/dlstage/[0-9]+' <<<"$output" | head -n1 | cut -d/ -f4)
     assert_cleaned "$job"
 }
@@ -89,9 +87,7 @@ SCRIPT
     [ "$status" -eq 0 ]
     grep -q 'dlstage: image-m is already staged to shm on 3 nodes' <<<"$output"
     want=$("$DIGEST" "$DATA/tree")
-    for node in n1 n2 n3; do
-        grep -qx "$node $want 1" <<<"$output"  # one mount per node, not two
-    done
+    each_node_says "$output" "$want 1"  # one mount per node, not two
     job=$(grep -oE '^JOB=[0-9]+' <<<"$output" | cut -d= -f2)
     assert_cleaned "$job"
 }

@@ -38,9 +38,7 @@ start_slow_staging() {
     echo "$output"
     [ "$status" -eq 0 ]
     grep -q "^dlstage: suid: removed setuid/setgid/sticky bits from 1 entries" <<<"$output"
-    for node in n1 n2 n3; do
-        grep -qx "$node 755" <<<"$output"
-    done
+    each_node_says "$output" "755"
 }
 
 @test "failed staging in a batch job: the script never runs, the job fails with the reason" {

@@ -47,9 +47,7 @@ no_sanitizer_report() {
     grep -q '^dlstage: staged image-x to ssd on 3 nodes ' <<<"$output"
     no_sanitizer_report
     want=$("$DIGEST" "$DATA/tree")
-    for node in n1 n2 n3; do
-        grep -qx "$node $want $want $want" <<<"$output"
-    done
+    each_node_says "$output" "$want $want $want"
 }
 
 @test "sanitized: a malformed knob is refused with one line before anything is launched" {

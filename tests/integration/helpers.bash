@@ -101,6 +101,15 @@ assert_refused() {
 DIGEST="$DLSTAGE_TEST_DIR/bin/tree-digest"
 DATA="$DLSTAGE_TEST_DIR/data/m"
 
+# each_node_says TEXT REGEX: TEXT has a line "NODE REGEX" (the whole line,
+# extended regex) for each of n1 n2 n3; says which node is missing.
+each_node_says() {
+    local node
+    for node in n1 n2 n3; do
+        grep -Eqx "$node $2" <<<"$1" || { echo "no line '$node $2' in: $1"; return 1; }
+    done
+}
+
 # on_node NODE CMD...: run CMD in a node's mount namespace (its /dev/shm, /local).
 on_node() {
     "$VCLUSTER" exec "$@"

@@ -86,4 +86,13 @@ inline bool skipped(const std::string& text)
     return true;
 }
 
+// True, with a message, when the test cannot mount here (not root).
+inline bool cannot_mount()
+{
+    if (geteuid() == 0)
+        return false;
+    BOOST_TEST_MESSAGE("skipped: mounting needs root");
+    return true;
+}
+
 }  // namespace dlstage::test

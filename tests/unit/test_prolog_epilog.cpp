@@ -11,8 +11,7 @@
 #include "lib/sys/mount_table.hpp"
 #include "spank/prolog_epilog.hpp"
 #include "spank/source_facts_env.hpp"
-#include "spank/step.hpp"
-#include "tests/unit/fake_spank.hpp"
+#include "tests/unit/spank_node.hpp"
 #include "tests/unit/in_child.hpp"
 #include "tests/unit/stopped_fuse.hpp"
 #include "tests/unit/tmpdir.hpp"
@@ -20,33 +19,7 @@
 using namespace dlstage;
 
 namespace {
-// A node whose tier lives in a temporary directory; the job belongs to the
-// caller, so the tests pass as root and as an ordinary user.
-struct Node {
-    test::TempDir dir;
-    spank::PluginArgs args;
-    test::FakeSpank api;
-
-    explicit Node(const std::string& datasets = "[datasets.imagenet]\nsource = \"/p/imagenet\"\ntiers = [\"shm\"]\n")
-    {
-        api.ctx = spank::Context::JobScript;
-        api.uid = getuid();
-        api.gid = getgid();
-        api.env = {{"SLURMD_NODENAME", "n2"}, {"SLURM_JOB_USER", "alice"}};
-        mkdir((dir / "tier").c_str(), 0755);
-        args.config_path = dir.write("dlstage.toml", "[site]\nstate_dir = \"" + dir / "state" + R"("
-[tiers.shm]
-path = ")" + dir / "tier/%u/%j" + R"("
-)" + datasets);
-        args.dlstage_path = "/opt/dlstage/bin/dlstage";
-    }
-
-    std::string job_dir() const { return dir / "tier/alice/42"; }
-    toml::table record(const char* event) const
-    {
-        return read_record(node_record_path(dir / "state", "42", "n2", event));
-    }
-};
+using test::Node;
 
 std::string status_of(const toml::table& record)
 {
@@ -209,10 +182,8 @@ BOOST_AUTO_TEST_CASE(node_records_are_root_only_and_the_user_gets_the_outcome)
 
 BOOST_AUTO_TEST_CASE(a_full_tier_fails_the_job_and_never_drains)
 {
-    if (geteuid() != 0) {
-        BOOST_TEST_MESSAGE("skipped: mounting needs root");
+    if (test::cannot_mount())
         return;
-    }
     Node node;
     node.api.stage_data = "imagenet";
     const std::string text = test::in_mount_namespace([&] {
@@ -254,10 +225,8 @@ BOOST_AUTO_TEST_CASE(epilog_removes_the_job_directory_and_is_idempotent)
 
 BOOST_AUTO_TEST_CASE(a_fuse_mount_on_a_squatted_tier_root_is_detached_and_never_drains)
 {
-    if (geteuid() != 0) {
-        BOOST_TEST_MESSAGE("skipped: mounting needs root");
+    if (test::cannot_mount())
         return;
-    }
     Node node;
     node.api.stage_data = "imagenet";
     mkdir((node.dir / "content").c_str(), 0755);
@@ -277,10 +246,8 @@ BOOST_AUTO_TEST_CASE(a_fuse_mount_on_a_squatted_tier_root_is_detached_and_never_
 
 BOOST_AUTO_TEST_CASE(epilog_detaches_a_stopped_fuse_mount_and_removes_the_job_dir_in_time)
 {
-    if (geteuid() != 0) {
-        BOOST_TEST_MESSAGE("skipped: mounting needs root");
+    if (test::cannot_mount())
         return;
-    }
     Node node;
     node.api.stage_data = "imagenet";
     BOOST_REQUIRE(spank::job_prolog(node.api, node.args) == 0);
@@ -303,10 +270,8 @@ BOOST_AUTO_TEST_CASE(epilog_detaches_a_stopped_fuse_mount_and_removes_the_job_di
 
 BOOST_AUTO_TEST_CASE(epilog_stuck_on_a_hung_file_system_gives_up_in_time_and_never_drains)
 {
-    if (geteuid() != 0) {
-        BOOST_TEST_MESSAGE("skipped: mounting needs root");
+    if (test::cannot_mount())
         return;
-    }
     Node node;
     node.api.stage_data = "imagenet";
     // The tier lies on a file system whose server is stopped, as a hung
@@ -341,87 +306,6 @@ BOOST_AUTO_TEST_CASE(epilog_keeps_data_of_keep_tiers)
     node.api.stage_data = "imagenet";
     BOOST_TEST(spank::job_epilog(node.api, node.args) == 0);
     BOOST_TEST(node.record("epilog")["removed"].value_or(-1) == 0);
-}
-
-BOOST_AUTO_TEST_SUITE_END()
-
-BOOST_AUTO_TEST_SUITE(step)
-
-BOOST_AUTO_TEST_CASE(batch_step_stages_then_exports_from_the_markers)
-{
-    Node node;
-    node.api.ctx = spank::Context::Remote;
-    node.api.stage_data = "imagenet";
-    node.api.batch_step = true;
-    BOOST_REQUIRE(spank::job_prolog(node.api, node.args) == 0);
-    ReadyMarker marker;
-    marker.path = node.job_dir() + "/imagenet";
-    write_ready_marker(node.job_dir() + "/.ready-imagenet.toml", marker);
-
-    BOOST_TEST(spank::task_init(node.api, node.args) == 0);
-    BOOST_REQUIRE(node.api.runs.size() == 1u);
-    const auto& run = node.api.runs[0];
-    BOOST_TEST(run.argv == std::vector<std::string>({"/opt/dlstage/bin/dlstage", "stage", "--quiet"}));
-    const auto has = [&](const std::string& entry) {
-        return std::find(run.env.begin(), run.env.end(), entry) != run.env.end();
-    };
-    BOOST_TEST(has("DLSTAGE_STAGE_DATA=imagenet"));
-    BOOST_TEST(has("DLSTAGE_CONFIG=" + node.args.config_path));
-    BOOST_TEST(has("SLURMD_NODENAME=n2"));  // the job's own environment goes along
-    BOOST_TEST(node.api.env["DLSTAGE_IMAGENET"] == node.job_dir() + "/imagenet");
-    BOOST_TEST(node.api.env["DLSTAGE_DATASETS"] == "imagenet");
-}
-
-BOOST_AUTO_TEST_CASE(failed_staging_stops_the_batch_script)
-{
-    Node node;
-    node.api.ctx = spank::Context::Remote;
-    node.api.stage_data = "imagenet";
-    node.api.batch_step = true;
-    node.api.run_status = 1;
-    BOOST_TEST(spank::task_init(node.api, node.args) == -1);
-    BOOST_TEST(node.api.errors.back().find("the job script does not start") != std::string::npos);
-    BOOST_TEST(node.api.env.count("DLSTAGE_IMAGENET") == 0u);
-}
-
-BOOST_AUTO_TEST_CASE(other_steps_only_export_and_unstaged_data_stays_unset)
-{
-    Node node;
-    node.api.ctx = spank::Context::Remote;
-    node.api.stage_data = "imagenet";
-    BOOST_TEST(spank::task_init(node.api, node.args) == 0);
-    BOOST_TEST(node.api.runs.empty());
-    BOOST_TEST(node.api.env.count("DLSTAGE_IMAGENET") == 0u);
-    BOOST_TEST(node.api.env.count("DLSTAGE_DATASETS") == 0u);
-}
-
-BOOST_AUTO_TEST_CASE(the_stagers_own_step_does_nothing)
-{
-    Node node;
-    node.api.ctx = spank::Context::Remote;
-    node.api.stage_data = "imagenet";
-    node.api.batch_step = true;
-    node.api.env[spank::kStagerStepVar] = "1";
-    BOOST_TEST(spank::task_init(node.api, node.args) == 0);
-    BOOST_TEST(node.api.runs.empty());
-}
-
-BOOST_AUTO_TEST_CASE(srun_stages_only_the_job_it_created)
-{
-    Node node;
-    node.api.ctx = spank::Context::Local;
-    node.api.stage_data = "imagenet";
-    node.api.id = 77;
-    node.api.nnodes = 3;
-    BOOST_TEST(spank::local_user_init(node.api, node.args, true) == 0);
-    BOOST_TEST(node.api.runs.empty());
-    BOOST_TEST(spank::local_user_init(node.api, node.args, false) == 0);
-    BOOST_REQUIRE(node.api.runs.size() == 1u);
-    const auto& env = node.api.runs[0].env;
-    BOOST_TEST((std::find(env.begin(), env.end(), "SLURM_JOB_ID=77") != env.end()));
-    BOOST_TEST((std::find(env.begin(), env.end(), "SLURM_JOB_NUM_NODES=3") != env.end()));
-    node.api.run_status = 1;
-    BOOST_TEST(spank::local_user_init(node.api, node.args, false) == -1);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

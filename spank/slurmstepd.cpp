@@ -1,0 +1,59 @@
+#include "spank/slurmstepd.hpp"
+
+#include "lib/config.hpp"
+#include "lib/config_paths.hpp"
+#include "lib/error.hpp"
+#include "lib/job_layout.hpp"
+#include "lib/stage_spec.hpp"
+#include "lib/strings.hpp"
+#include "spank/job_facts.hpp"
+#include "spank/stage_command.hpp"
+
+namespace dlstage::spank {
+
+namespace {
+// DLSTAGE_<NAME> for each dataset whose ready marker exists on this node.
+void export_paths(SpankApi& api, const Config& config, const std::string& spec)
+{
+    const JobFacts job = job_facts(api);
+    std::vector<std::string> names;
+    for (const StageItem& item : resolve_stage_data(config, spec)) {
+        const auto marker = read_ready_marker(dataset_layout(item, job.values()).ready_marker);
+        if (!marker) {
+            // Not staged (yet) or its mount is gone: better unset than pointing
+            // at nothing, also when srun passed on the batch step's value.
+            api.unsetenv(item.env_name);
+            continue;
+        }
+        api.setenv(item.env_name, marker->path);
+        names.push_back(item.dataset.name);
+    }
+    if (!names.empty())
+        api.setenv(kDatasetsEnvName, join(names, ","));
+    else
+        api.unsetenv(kDatasetsEnvName);
+}
+}  // namespace
+
+int task_init(SpankApi& api, const PluginArgs& args)
+{
+    const auto spec = api.stage_data_option();
+    if (!spec || in_stagers_own_step(api))
+        return 0;
+    try {
+        // First: a configuration root code refuses must stop the job with
+        // that reason, not with what follows from it.
+        const Config config = load_trusted_config(choose_config_path(args.config_path, false));
+        if (api.is_batch_step() && run_stage_command(api, args, *spec, api.job_env()) != 0) {
+            api.error("staging " + *spec + " failed; the job script does not start (see the messages above)");
+            return -1;
+        }
+        export_paths(api, config, *spec);
+        return 0;
+    } catch (const Error& e) {
+        api.error(e.what());
+        return -1;
+    }
+}
+
+}  // namespace dlstage::spank
