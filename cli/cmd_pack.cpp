@@ -29,6 +29,7 @@
 #include <archive_entry.h>
 
 #include "cli/commands.hpp"
+#include "lib/dataset_format.hpp"
 #include "lib/error.hpp"
 #include "lib/number.hpp"
 #include "lib/pack_plan.hpp"
@@ -159,8 +160,7 @@ PackFormat format_of(const PackOptions& options)
 {
     if (!options.format.empty())
         return options.format == "squashfs" ? PackFormat::Squashfs : PackFormat::Tar;
-    return ends_with(options.out, ".sqfs") || ends_with(options.out, ".squashfs") ? PackFormat::Squashfs
-                                                                                   : PackFormat::Tar;
+    return format_from_name(options.out) == Format::Squashfs ? PackFormat::Squashfs : PackFormat::Tar;
 }
 
 // Options that do not fit together or do not fit the format; or "".

@@ -16,6 +16,7 @@
 #include "cli/mounts.hpp"
 #include "lib/config.hpp"
 #include "lib/config_paths.hpp"
+#include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "lib/identity.hpp"
 #include "lib/number.hpp"
@@ -57,12 +58,12 @@ std::string env_or(const char* name, const std::string& fallback)
 // salloc shell Slurm exports the option as ..._SLURM_SPANK_OPTION_dlstage_stage_data.
 std::string job_request()
 {
-    if (const std::string direct = env_or("DLSTAGE_STAGE_DATA", ""); !direct.empty())
+    if (const std::string direct = env_or(kStageDataVar, ""); !direct.empty())
         return direct;
     for (char** e = environ; *e; ++e) {
         const std::string entry = *e;
         const std::size_t eq = entry.find('=');
-        if (eq != std::string::npos && ends_with(entry.substr(0, eq), "SPANK_OPTION_dlstage_stage_data"))
+        if (eq != std::string::npos && ends_with(entry.substr(0, eq), kStageDataOptionVar))
             return entry.substr(eq + 1);
     }
     return "";
@@ -97,8 +98,8 @@ std::vector<std::string> launcher_command(const Config& config, const std::strin
                                           const std::string& config_path, const std::string& spec,
                                           const std::vector<std::string>& tuning)
 {
-    std::vector<std::string> argv = job_step_command(config, job_id, nodes, "dlstage-stage", OnTaskFailure::StopStep);
-    argv.insert(argv.end(), {sibling_program("dlstage-stager"), "--config", config_path, "--job", job_id});
+    std::vector<std::string> argv = job_step_command(config, job_id, nodes, kStageStep, OnTaskFailure::StopStep);
+    argv.insert(argv.end(), {sibling_program(kStagerProgram), "--config", config_path, "--job", job_id});
     argv.insert(argv.end(), tuning.begin(), tuning.end());
     argv.push_back(spec);
     return argv;
@@ -127,7 +128,7 @@ int run_and_wait(const std::vector<std::string>& argv, LauncherReport& report)
 {
     // The stager's own srun step must not stage again (the plugin sees this),
     // and on an oversubscribed node a waiting rank should yield its core.
-    setenv("DLSTAGE_STAGER_STEP", "1", 1);
+    setenv(kStagerStepVar, "1", 1);
     setenv("OMPI_MCA_mpi_yield_when_idle", env_or("OMPI_MCA_mpi_yield_when_idle", "1").c_str(), 1);
     try {
         return shell_exit_code(run_reading_stderr(argv, [&](const std::string& line) {

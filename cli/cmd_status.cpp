@@ -20,6 +20,7 @@
 #include "cli/table.hpp"
 #include "lib/config.hpp"
 #include "lib/config_paths.hpp"
+#include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "lib/number.hpp"
 #include "lib/record_field.hpp"
@@ -125,7 +126,7 @@ std::vector<std::string> progress_row(const std::string& job_id, const toml::tab
             format_size(done) + " / " + format_size(total) + " (" + percent + ")",
             std::to_string(integer(r, "files_total")),
             rate,
-            state == "staging" ? seconds_cell(r["eta_s"].value_or(0.0)) : "-",
+            state == kStagingState ? seconds_cell(r["eta_s"].value_or(0.0)) : "-",
             std::to_string(age) + " s ago"};
 }
 
@@ -186,7 +187,7 @@ int cmd_status(const GlobalOptions& options, const std::vector<std::string>& arg
         if (const char* current = std::getenv("SLURM_JOB_ID"); current && *current)
             wanted.push_back(naming("SLURM_JOB_ID", [&] { return job_id_text(current); }));
         else
-            wanted = names_in(state_dir + "/jobs");
+            wanted = names_in(jobs_dir(state_dir));
     }
     std::sort(wanted.begin(), wanted.end(), numeric_less);
 
@@ -203,13 +204,13 @@ int cmd_status(const GlobalOptions& options, const std::vector<std::string>& arg
     else
         print_table(jobs);
     if (explicit_jobs && !missing.empty()) {
-        print_error("no staging records for job " + join(missing, ", ") + " in " + state_dir +
-                    "/jobs (not a --stage-data job, not started yet, or not yours)");
+        print_error("no staging records for job " + join(missing, ", ") + " in " + jobs_dir(state_dir) +
+                    " (not a --stage-data job, not started yet, or not yours)");
         return kExitFailure;
     }
     if (jobs.empty() && !json)
         std::cout << "no staging records" << (wanted.size() == 1 ? " for job " + wanted.front() : "") << " in "
-                  << state_dir << "/jobs\n";
+                  << jobs_dir(state_dir) << "\n";
     return kExitOk;
 }
 

@@ -10,6 +10,7 @@
 #include "cli/commands.hpp"
 #include "cli/mounts.hpp"
 #include "lib/config_paths.hpp"
+#include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "lib/log.hpp"
 #include "lib/strings.hpp"
@@ -60,10 +61,10 @@ const std::map<std::string, Command>& commands()
     static const std::map<std::string, Command> table = {
         {"check-config", cmd_check_config},
         {"catalog", cmd_catalog},
-        {"stage", cmd_stage},
+        {kStageCommand, cmd_stage},
         {"status", cmd_status},
         {"pack", cmd_pack},
-        {"hold-mounts", cmd_hold_mounts},  // internal: started by stage
+        {kHoldMountsCommand, cmd_hold_mounts},  // internal: started by stage
     };
     return table;
 }

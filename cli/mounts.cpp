@@ -16,6 +16,7 @@
 
 #include "cli/launch.hpp"
 #include "lib/config_paths.hpp"
+#include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "lib/identity.hpp"
 #include "lib/job_layout.hpp"
@@ -233,12 +234,12 @@ std::vector<std::string> holder_command(const Config& config, const std::string&
     // A node that fails must not get the others SIGKILLed (which leaves dead
     // mounts and their ready markers): start_mount_holder stops the step
     // with SIGTERM instead, and every holder cleans up.
-    for (const std::string& word : job_step_command(config, job_id, nodes, "dlstage-mount", OnTaskFailure::KeepOthers))
+    for (const std::string& word : job_step_command(config, job_id, nodes, kMountStep, OnTaskFailure::KeepOthers))
         if (!starts_with(word, "--mpi="))  // not an MPI program
             argv.push_back(word);
     // Shares the job's CPUs and memory with every later step, for the whole job.
     argv.insert(argv.end(), {"--mpi=none", "--overlap", "--input=none", sibling_program("dlstage"), "--config",
-                             config_path, "hold-mounts", "--job", job_id, spec});
+                             config_path, kHoldMountsCommand, "--job", job_id, spec});
     return argv;
 }
 
@@ -280,7 +281,7 @@ int start_mount_holder(const Config& config, const std::string& config_path, con
 
     ScratchFile out, err;
     const Fd null = open_dev_null(O_RDONLY);
-    setenv("DLSTAGE_STAGER_STEP", "1", 1);  // the plugin leaves dlstage's own steps alone
+    setenv(kStagerStepVar, "1", 1);  // the plugin leaves dlstage's own steps alone
     // Its own session: it outlives this command and must not get a
     // terminal's signals in salloc.
     const pid_t pid =

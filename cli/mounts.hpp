@@ -22,9 +22,6 @@
 
 namespace dlstage::cli {
 
-// The line a holder prints on stdout once every mount on its node is up.
-inline constexpr const char* kMountedLine = "dlstage-mounted ";
-
 // Starts the holder step for the mount datasets of spec and waits until
 // every one of `nodes` nodes reports its mounts.  Returns 0, or prints why
 // not (dlstage: ...) and returns 1 with the step stopped.

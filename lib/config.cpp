@@ -11,11 +11,13 @@
 
 #include <toml++/toml.h>
 
+#include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/fd.hpp"
 #include "lib/sys/read_all.hpp"
 #include "lib/sys/sys_error.hpp"
+#include "policies/staging_mode.hpp"
 
 namespace dlstage {
 
@@ -34,18 +36,6 @@ std::string to_string(Cleanup cleanup)
     return "?";
 }
 
-std::string to_string(Format format)
-{
-    switch (format) {
-    case Format::Auto: return "auto";
-    case Format::Dir: return "dir";
-    case Format::File: return "file";
-    case Format::Tar: return "tar";
-    case Format::Squashfs: return "squashfs";
-    }
-    return "?";
-}
-
 std::string to_string(Mode mode)
 {
     switch (mode) {
@@ -58,17 +48,7 @@ std::string to_string(Mode mode)
 
 Format Dataset::known_format() const
 {
-    if (format != Format::Auto)
-        return format;
-    if (ends_with(source, ".sqfs") || ends_with(source, ".squashfs"))
-        return Format::Squashfs;
-    static const char* const tar_suffixes[] = {".tar", ".tar.gz", ".tgz", ".tar.zst", ".tar.xz",
-                                               ".tar.bz2"};
-    const bool is_glob = source.find_first_of("*?[") != std::string::npos;
-    for (const char* suffix : tar_suffixes)
-        if (ends_with(source, suffix))
-            return Format::Tar;
-    return is_glob ? Format::Tar : Format::Auto;
+    return format != Format::Auto ? format : format_from_name(source);
 }
 
 const Tier* Config::find_tier(std::string_view name) const
@@ -101,7 +81,7 @@ std::vector<std::string> Config::dataset_names() const
 
 std::string dataset_env_name(std::string_view dataset_name)
 {
-    std::string env = "DLSTAGE_";
+    std::string env = kDatasetEnvPrefix;
     for (const char c : dataset_name)
         env += std::isalnum(static_cast<unsigned char>(c))
                    ? static_cast<char>(std::toupper(static_cast<unsigned char>(c)))
@@ -397,8 +377,8 @@ private:
                 continue;
             }
             const std::string env = dataset_env_name(name);
-            if (env == kDatasetsEnvName) {
-                problem(key.source(), prefix, std::string("the name is reserved: ") + kDatasetsEnvName +
+            if (env == kDatasetsVar) {
+                problem(key.source(), prefix, std::string("the name is reserved: ") + kDatasetsVar +
                                                   " lists the staged datasets");
                 continue;
             }
@@ -480,15 +460,10 @@ private:
 
     void check_mode_fits_format(const toml::table& table, const std::string& prefix, const Dataset& dataset)
     {
-        const Format format = dataset.known_format();
         const toml::node* where = table.get("mode") ? table.get("mode") : table.get("source");
-        if (dataset.mode == Mode::Extract && format != Format::Tar && format != Format::Squashfs)
-            problem(where->source(), prefix + ".mode",
-                    "mode = \"extract\" needs tar shards or a squashfs image; set format = \"tar\" or "
-                    "\"squashfs\" if the source name does not show it");
-        if (dataset.mode == Mode::Mount && format != Format::Squashfs)
-            problem(where->source(), prefix + ".mode",
-                    "mode = \"mount\" needs a squashfs image (.sqfs); build one with 'dlstage pack'");
+        if (const auto verdict = policy::mode_fits_declared_format(dataset.mode, dataset.known_format());
+            !verdict.allowed)
+            problem(where->source(), prefix + ".mode", verdict.reason);
     }
 
     void check_site_against_tiers(const toml::table& root, const Config& config)

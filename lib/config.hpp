@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "lib/dataset_format.hpp"
 #include "lib/path_template.hpp"
 #include "lib/size.hpp"
 
@@ -17,12 +18,10 @@ namespace dlstage {
 
 enum class Scope { Node, Shared };
 enum class Cleanup { JobEnd, Cache, Keep };
-enum class Format { Auto, Dir, File, Tar, Squashfs };
 enum class Mode { Copy, Extract, Mount };
 
 std::string to_string(Scope scope);
 std::string to_string(Cleanup cleanup);
-std::string to_string(Format format);
 std::string to_string(Mode mode);
 
 struct Tier {
@@ -43,9 +42,8 @@ struct Dataset {
     std::string description;
     bool from_catalog = true;         // false: an absolute path the user gave
 
-    // The format once "auto" is decided from the source name: a .sqfs or
-    // .squashfs image, tar shards (.tar, .tar.gz, .tgz, .tar.zst or a glob),
-    // or Auto when only a stat can tell a file from a directory.
+    // The format once "auto" is decided from the source name
+    // (format_from_name): Auto when only a stat can tell.
     Format known_format() const;
 };
 
@@ -74,9 +72,6 @@ struct Config {
 
 // DLSTAGE_<NAME>: the name upper-cased, every other character '_'.
 std::string dataset_env_name(std::string_view dataset_name);
-
-// The variable listing the staged dataset names; no dataset may map onto it.
-inline constexpr const char* kDatasetsEnvName = "DLSTAGE_DATASETS";
 
 // Parse and check a whole configuration.  Throws ConfigError with every
 // problem found (file, line, key), or Error if the file cannot be read or is

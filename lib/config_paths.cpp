@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/sys_error.hpp"
@@ -28,8 +29,8 @@ std::string choose_config_path(const std::string& explicit_path, bool allow_env)
     if (!explicit_path.empty())
         return explicit_path;
     if (allow_env) {
-        for (const char* name : {"DLSTAGE_CONFIG", "SLURM_SPANK_DLSTAGE_CONFIG"}) {
-            const char* env = std::getenv(name);
+        for (const std::string& name : {std::string(kConfigVar), std::string(kJobEnvPrefix) + kConfigVar}) {
+            const char* env = std::getenv(name.c_str());
             if (env && *env)
                 return env;
         }

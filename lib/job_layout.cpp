@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "lib/record_field.hpp"
 #include "lib/state_record.hpp"
@@ -17,11 +18,11 @@ DatasetLayout layout_in(const std::string& tier_root, const std::string& tier_di
     // name is a simple name: no '/', no "..".  Relative to ".": no "./".
     const std::string prefix = tier_dir == "." ? "" : tier_dir + "/";
     layout.dataset_dir = prefix + name;
-    layout.partial_dir = prefix + ".partial-" + name;
-    layout.incoming_dir = prefix + ".incoming-" + name;
-    layout.ready_marker = prefix + ".ready-" + name + ".toml";
-    layout.image_dir = prefix + ".image-" + name;
-    layout.staged_marker = prefix + ".staged-" + name + ".toml";
+    layout.partial_dir = prefix + kPartialPrefix + name;
+    layout.incoming_dir = prefix + kIncomingPrefix + name;
+    layout.ready_marker = prefix + kReadyPrefix + name + kRecordSuffix;
+    layout.image_dir = prefix + kImagePrefix + name;
+    layout.staged_marker = prefix + kStagedPrefix + name + kRecordSuffix;
     return layout;
 }
 }  // namespace

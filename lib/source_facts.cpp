@@ -6,6 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/dataset_format.hpp"
+
 namespace dlstage {
 
 namespace {
@@ -48,7 +50,7 @@ SourceFacts probe_shards(const std::string& pattern)
 SourceFacts probe_source(const Dataset& dataset)
 {
     const Format known = dataset.known_format();
-    if (known == Format::Tar && dataset.source.find_first_of("*?[") != std::string::npos)
+    if (known == Format::Tar && is_glob(dataset.source))
         return probe_shards(dataset.source);
 
     struct stat st {};

@@ -1,11 +1,12 @@
 #include "lib/stage_spec.hpp"
 
-#include <algorithm>
 #include <cctype>
 #include <map>
 
+#include "lib/dataset_format.hpp"
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
+#include "policies/tier_choice.hpp"
 
 namespace dlstage {
 
@@ -63,25 +64,9 @@ std::string list_or_none(const std::vector<std::string>& names)
     return names.empty() ? "none" : join(names, ", ");
 }
 
-const std::string& choose_tier(const Config& config, const StageRequest& request, const Dataset& dataset)
-{
-    if (!request.tier.empty())
-        return request.tier;
-    const std::string& site_default = config.site.default_tier;
-    if (!site_default.empty() &&
-        std::find(dataset.tiers.begin(), dataset.tiers.end(), site_default) != dataset.tiers.end())
-        return site_default;
-    if (request.is_path && site_default.empty())
-        throw Error("no tier given for " + quoted(request.name) + " and no site default: write it as " +
-                    request.name + ":TIER (tiers: " + join(config.tier_names(), ", ") + ")");
-    return dataset.tiers.front();
-}
-
 Dataset dataset_for_path(const Config& config, const StageRequest& request)
 {
-    if (!config.site.allow_paths)
-        throw Error("staging paths outside the catalog is disabled on this cluster: " + quoted(request.name) +
-                    "; use a dataset from 'dlstage catalog list'");
+    policy::require(policy::path_allowed(config.site.allow_paths, request.name));
     Dataset dataset;
     dataset.name = dataset_name_for_path(request.name);
     dataset.source = request.name;
@@ -103,14 +88,15 @@ Dataset dataset_for_name(const Config& config, const StageRequest& request)
     return *dataset;
 }
 
-const Tier& tier_for(const Config& config, const std::string& tier_name, const Dataset& dataset)
+const Tier& tier_for(const Config& config, const StageRequest& request, const Dataset& dataset)
 {
-    const Tier* tier = config.find_tier(tier_name);
+    const policy::TierChoice choice = policy::choose_tier(
+        {request.name, request.tier, request.is_path, config.site.default_tier, dataset.tiers, config.tier_names()});
+    policy::require(choice.verdict);
+    const Tier* tier = config.find_tier(choice.tier);
     if (!tier)
-        throw Error("unknown tier " + quoted(tier_name) + " (known: " + join(config.tier_names(), ", ") + ")");
-    if (std::find(dataset.tiers.begin(), dataset.tiers.end(), tier_name) == dataset.tiers.end())
-        throw Error("tier " + quoted(tier_name) + " is not allowed for dataset " + quoted(dataset.name) +
-                    " (allowed: " + join(dataset.tiers, ", ") + ")");
+        throw Error("unknown tier " + quoted(choice.tier) + " (known: " + join(config.tier_names(), ", ") + ")");
+    policy::require(policy::tier_allowed(dataset.name, dataset.tiers, choice.tier));
     return *tier;
 }
 }  // namespace
@@ -136,7 +122,7 @@ std::vector<StageItem> resolve_stage_requests(const Config& config, const std::v
     std::map<std::string, std::size_t> item_by_env;  // DLSTAGE_X -> index in items
     for (const StageRequest& request : requests) {
         Dataset dataset = request.is_path ? dataset_for_path(config, request) : dataset_for_name(config, request);
-        const Tier& tier = tier_for(config, choose_tier(config, request, dataset), dataset);
+        const Tier& tier = tier_for(config, request, dataset);
         const std::string env = dataset_env_name(dataset.name);
         if (auto [it, fresh] = item_by_env.emplace(env, items.size()); !fresh) {
             const Dataset& earlier = items[it->second].dataset;
@@ -163,18 +149,12 @@ std::string dataset_name_for_path(const std::string& path)
     while (trimmed.size() > 1 && trimmed.back() == '/')
         trimmed.pop_back();
     std::string base = trimmed.substr(trimmed.rfind('/') + 1);
-    if (base.find_first_of("*?[") != std::string::npos) {
+    if (is_glob(base)) {
         const std::string dir = trimmed.substr(0, trimmed.rfind('/'));
         base = dir.substr(dir.rfind('/') + 1);
     }
-    static const char* const suffixes[] = {".tar.gz", ".tar.zst", ".tar.xz", ".tar.bz2", ".tgz",
-                                           ".tar",    ".sqfs",    ".squashfs"};
-    for (const char* suffix : suffixes) {
-        if (ends_with(base, suffix) && base.size() > std::string_view(suffix).size()) {
-            base.resize(base.size() - std::string_view(suffix).size());
-            break;
-        }
-    }
+    if (const std::string_view suffix = archive_suffix(base); !suffix.empty() && base.size() > suffix.size())
+        base.resize(base.size() - suffix.size());
     for (char& c : base)
         if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.')
             c = '_';

@@ -28,8 +28,9 @@ struct StageItem {
     std::string env_name;  // DLSTAGE_<NAME>
 };
 
-// Throws Error: unknown dataset (with the known ones), unknown tier, tier
-// not allowed for the dataset, paths disabled, duplicates.
+// Throws Error: unknown dataset (with the known ones), unknown tier, and
+// duplicates; and what the tier rules refuse (policies/tier_choice.hpp: no
+// tier and no default for a path, tier not allowed, paths disabled).
 std::vector<StageItem> resolve_stage_requests(const Config& config,
                                               const std::vector<StageRequest>& requests);
 

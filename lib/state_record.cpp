@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/fd.hpp"
@@ -21,43 +22,53 @@
 
 namespace dlstage {
 
+std::string jobs_dir(const std::string& state_dir)
+{
+    return state_dir + "/" + kJobsDir;
+}
+
 std::string job_state_dir(const std::string& state_dir, const std::string& job_id)
 {
-    return state_dir + "/jobs/" + job_id;
+    return jobs_dir(state_dir) + "/" + job_id;
 }
 
 std::string node_record_path(const std::string& state_dir, const std::string& job_id, const std::string& node,
                              const std::string& event)
 {
-    return job_state_dir(state_dir, job_id) + "/" + node + "." + event + ".toml";
+    return job_state_dir(state_dir, job_id) + "/" + node_record_name(node, event);
+}
+
+std::string node_record_name(const std::string& node, const std::string& event)
+{
+    return node + "." + event + kRecordSuffix;
 }
 
 std::string job_user_dir(const std::string& state_dir, const std::string& job_id)
 {
-    return job_state_dir(state_dir, job_id) + "/user";
+    return job_state_dir(state_dir, job_id) + "/" + kUserDir;
 }
 
 namespace {
 const char* prefix_of(UserRecord kind)
 {
-    return kind == UserRecord::Progress ? "progress-" : "failure-";
+    return kind == UserRecord::Progress ? kProgressPrefix : kFailurePrefix;
 }
 }  // namespace
 
 std::string progress_record_path(const std::string& state_dir, const std::string& job_id, const std::string& dataset)
 {
-    return job_user_dir(state_dir, job_id) + "/" + prefix_of(UserRecord::Progress) + dataset + ".toml";
+    return job_user_dir(state_dir, job_id) + "/" + prefix_of(UserRecord::Progress) + dataset + kRecordSuffix;
 }
 
 std::string failure_record_path(const std::string& state_dir, const std::string& job_id, const std::string& node)
 {
-    return job_user_dir(state_dir, job_id) + "/" + prefix_of(UserRecord::Failure) + node + ".toml";
+    return job_user_dir(state_dir, job_id) + "/" + prefix_of(UserRecord::Failure) + node + kRecordSuffix;
 }
 
 
 std::string prolog_outcome_name(const std::string& node)
 {
-    return "prolog-" + node + ".toml";
+    return kPrologOutcomePrefix + node + kRecordSuffix;
 }
 
 void write_record_at(int dir_fd, const std::string& shown, const std::string& name, const toml::table& record,
@@ -137,7 +148,7 @@ toml::table read_record_at(int dir_fd, const std::string& name, const std::strin
 Fd open_user_dir(const std::string& state_dir, const std::string& job_id)
 {
     const Fd job(::open(job_state_dir(state_dir, job_id).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-    const Fd user(job.valid() ? ::openat(job.get(), "user", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1);
+    const Fd user(job.valid() ? ::openat(job.get(), kUserDir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1);
     QuickStat job_facts, user_facts;
     if (!user.valid() || !quick_stat(job.get(), job_facts) || !quick_stat(user.get(), user_facts) ||
         user_facts.dev != job_facts.dev)
@@ -158,7 +169,7 @@ std::vector<std::string> record_names(const Fd& dir, UserRecord kind)
         return names;
     }
     while (const dirent* e = ::readdir(d))
-        if (starts_with(e->d_name, prefix_of(kind)) && ends_with(e->d_name, ".toml"))
+        if (starts_with(e->d_name, prefix_of(kind)) && ends_with(e->d_name, kRecordSuffix))
             names.emplace_back(e->d_name);
     ::closedir(d);
     std::sort(names.begin(), names.end());

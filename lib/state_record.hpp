@@ -15,12 +15,14 @@
 
 namespace dlstage {
 
-// <state_dir>/jobs/<job_id>
+// <state_dir>/jobs, and <state_dir>/jobs/<job_id>
+std::string jobs_dir(const std::string& state_dir);
 std::string job_state_dir(const std::string& state_dir, const std::string& job_id);
 
 // <state_dir>/jobs/<job_id>/<node>.<event>.toml, e.g. n1.prolog.toml
 std::string node_record_path(const std::string& state_dir, const std::string& job_id, const std::string& node,
                              const std::string& event);
+std::string node_record_name(const std::string& node, const std::string& event);  // <node>.<event>.toml
 
 // <state_dir>/jobs/<job_id>/user: made by the prolog for the job's user,
 // where the stager (running as that user) writes what it is doing.

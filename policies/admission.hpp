@@ -11,20 +11,13 @@
 #include "lib/config.hpp"
 #include "lib/source_facts.hpp"
 #include "lib/tier_space.hpp"
+#include "policies/verdict.hpp"
 
 namespace dlstage::policy {
 
 // The tier's file system on a node (lib/tier_space.hpp); empty on the
 // submit side.
 using dlstage::TierSpace;
-
-struct Verdict {
-    bool allowed = true;
-    std::string reason;  // one line, when refused
-
-    static Verdict allow() { return {}; }
-    static Verdict refuse(std::string why) { return {false, std::move(why)}; }
-};
 
 // Can this version stage the dataset to the tier at all?  (Mount mode and
 // shared-scope tiers come later; until then they are refused up front,

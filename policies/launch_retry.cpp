@@ -24,8 +24,8 @@ Verdict retry_launch(const LaunchFailure& failure)
         return Verdict::refuse("the stager said why it failed");
     if (!is_crash(failure.task_failure))
         return Verdict::refuse("the stager was not crashing while starting");
-    return {true, "the stager crashed while starting (" + failure.task_failure +
-                      ") before it staged anything; launching it once more"};
+    return Verdict::allow("the stager crashed while starting (" + failure.task_failure +
+                          ") before it staged anything; launching it once more");
 }
 
 }  // namespace dlstage::policy

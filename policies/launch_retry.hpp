@@ -11,7 +11,7 @@
 
 #include <string>
 
-#include "policies/admission.hpp"
+#include "policies/verdict.hpp"
 
 namespace dlstage::policy {
 

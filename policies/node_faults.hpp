@@ -22,7 +22,7 @@ enum class TierPlace {
 
 struct FaultVerdict {
     Blame blame = Blame::Job;
-    std::string why;  // one line: what the errno means here
+    std::string reason;  // one line: what the errno means here
 };
 
 // err: the errno of the failed call.

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "policies/admission.hpp"
+#include "policies/verdict.hpp"
 
 namespace dlstage::policy {
 

@@ -8,6 +8,7 @@
 
 #include "lib/config.hpp"
 #include "lib/config_paths.hpp"
+#include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "lib/job_layout.hpp"
 #include "lib/safe_fs.hpp"
@@ -17,6 +18,7 @@
 #include "lib/sys/bounded.hpp"
 #include "lib/tier_space.hpp"
 #include "policies/admission.hpp"
+#include "policies/cleanup.hpp"
 #include "policies/node_faults.hpp"
 #include "spank/job_facts.hpp"
 #include "spank/source_facts_env.hpp"
@@ -41,7 +43,7 @@ std::optional<ScriptStart> start_script(SpankApi& api, const PluginArgs& args)
     const auto stage_data = api.stage_data_option();
     if (!stage_data)
         return std::nullopt;
-    ScriptStart start{*stage_data, job_facts(api), {}, api.getenv(std::string("SPANK_") + kFactsVar)};
+    ScriptStart start{*stage_data, job_facts(api), {}, api.getenv(std::string(kPrologEnvPrefix) + kFactsVar)};
     try {
         start.config = load_trusted_config(choose_config_path(args.config_path, false));
     } catch (const Error& e) {
@@ -109,7 +111,7 @@ void write_node_record(const ScriptStart& start, const char* event, const toml::
     try {
         if (!opened.problem.empty())
             throw Error(opened.problem);
-        write_record_at(opened.dir.get(), dir, start.job.node + "." + event + ".toml", record, 0600);
+        write_record_at(opened.dir.get(), dir, node_record_name(start.job.node, event), record, 0600);
     } catch (const Error& e) {
         report.errors.push_back("cannot write the state record: " + std::string(e.what()));
     }
@@ -143,8 +145,8 @@ Fd prepare_tier_dir(const StageItem& item, const std::string& dir, const JobFact
         result.at_tier_parent ? policy::TierPlace::Parent : policy::TierPlace::Inside, result.err);
     if (verdict.blame == policy::Blame::Node)
         throw NodeFault("tier " + quoted(item.tier.name) + " is broken on " + job.node + ": " + result.problem +
-                        " (a node fault: " + verdict.why + ")");
-    throw Error(result.problem + (result.err ? " (" + verdict.why + ")" : ""));
+                        " (a node fault: " + verdict.reason + ")");
+    throw Error(result.problem + (result.err ? " (" + verdict.reason + ")" : ""));
 }
 
 // Each job directory, and what the submit side learnt of each source
@@ -181,7 +183,7 @@ Report prolog_work(const ScriptStart& start)
         const auto items = resolve_stage_data(start.config, start.stage_data);
         record.insert("datasets", planned_datasets(items, job));
         prepare_directories(items, start, report);
-        report.status = "ready";
+        report.status = kReadyState;
     } catch (const NodeFault& e) {
         report.status = "broken";
         report.message = e.what();
@@ -228,17 +230,15 @@ Report epilog_work(const ScriptStart& start)
     };
     try {
         const auto items = resolve_stage_data(start.config, start.stage_data);
-        // Mounts first, whatever the tier keeps: a mount must not outlive
-        // its job, and removal never crosses into a mount.  Tiers kept past
-        // the job may be shared by the user's other jobs: only this job's
-        // squashfs mount points there.
+        // Mounts first (policies/cleanup.hpp).
         for (const StageItem& item : items)
-            if (item.dataset.mode == Mode::Mount && item.tier.cleanup != Cleanup::JobEnd)
+            if (policy::cleanup_at_job_end(item.tier.cleanup, item.dataset.mode).detach_dataset_mount)
                 detach(item.tier.path.root(), dataset_layout(item, job.values()).dataset_dir);
         std::set<std::string> done;
         for (const StageItem& item : items) {
             const std::string dir = tier_directory(item, job.values());
-            if (item.tier.cleanup != Cleanup::JobEnd || !done.insert(dir).second)
+            if (!policy::cleanup_at_job_end(item.tier.cleanup, item.dataset.mode).remove_job_dir ||
+                !done.insert(dir).second)
                 continue;
             detach(item.tier.path.root(), dir);
             // As the job's user below the job directory: root never removes
@@ -321,7 +321,7 @@ int job_prolog(SpankApi& api, const PluginArgs& args)
     if (!start)
         return 0;
     const std::string status = run_work(api, *start, "prolog", prolog_work);
-    if (status == "ready")
+    if (status == kReadyState)
         api.info("job " + start->job.job_id + " on " + start->job.node + ": stage-data=" + start->stage_data +
                  " prepared");
     return status == "broken" ? -1 : 0;

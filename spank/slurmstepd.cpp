@@ -2,6 +2,7 @@
 
 #include "lib/config.hpp"
 #include "lib/config_paths.hpp"
+#include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "lib/job_layout.hpp"
 #include "lib/stage_spec.hpp"
@@ -29,9 +30,9 @@ void export_paths(SpankApi& api, const Config& config, const std::string& spec)
         names.push_back(item.dataset.name);
     }
     if (!names.empty())
-        api.setenv(kDatasetsEnvName, join(names, ","));
+        api.setenv(kDatasetsVar, join(names, ","));
     else
-        api.unsetenv(kDatasetsEnvName);
+        api.unsetenv(kDatasetsVar);
 }
 }  // namespace
 

@@ -8,11 +8,10 @@
 #include <map>
 #include <string>
 
+#include "lib/contract.hpp"  // kFactsVar
 #include "lib/source_facts.hpp"
 
 namespace dlstage::spank {
-
-inline constexpr const char* kFactsVar = "DLSTAGE_FACTS";
 
 // "name=bytes/files;..." with "-" for unknown.
 std::string encode_facts(const std::map<std::string, SourceFacts>& facts);

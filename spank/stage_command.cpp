@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "lib/config_paths.hpp"
+#include "lib/contract.hpp"
 #include "lib/strings.hpp"
 
 namespace dlstage::spank {
@@ -22,9 +23,9 @@ void put_env(std::vector<std::string>& env, const std::string& name, const std::
 
 int run_stage_command(SpankApi& api, const PluginArgs& args, const std::string& spec, std::vector<std::string> env)
 {
-    put_env(env, "DLSTAGE_STAGE_DATA", spec);
-    put_env(env, "DLSTAGE_CONFIG", choose_config_path(args.config_path, false));
-    const int rc = api.run({args.dlstage_path, "stage", "--quiet"}, env);
+    put_env(env, kStageDataVar, spec);
+    put_env(env, kConfigVar, choose_config_path(args.config_path, false));
+    const int rc = api.run({args.dlstage_path, kStageCommand, "--quiet"}, env);
     if (rc == -1 || rc == 127)
         api.error("cannot run " + args.dlstage_path + " (plugstack.conf dlstage=): staging did not start");
     return rc;

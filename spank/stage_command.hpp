@@ -12,10 +12,6 @@
 
 namespace dlstage::spank {
 
-// The variable the plugin sets on the stager's own step, so that step
-// neither validates nor stages again.
-inline constexpr const char* kStagerStepVar = "DLSTAGE_STAGER_STEP";
-
 // True in a step dlstage started itself (the stager, the mount holder).
 bool in_stagers_own_step(SpankApi& api);
 

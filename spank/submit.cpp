@@ -2,6 +2,7 @@
 
 #include "lib/config.hpp"
 #include "lib/config_paths.hpp"
+#include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "lib/source_facts.hpp"
 #include "lib/stage_spec.hpp"
@@ -17,15 +18,12 @@ namespace {
 // a source they cannot read is refused here, before any root code runs.
 SourceFacts check_source(const StageItem& item)
 {
-    if (const auto verdict = policy::supported(item.dataset, item.tier); !verdict.allowed)
-        throw Error(verdict.reason);
+    policy::require(policy::supported(item.dataset, item.tier));
     const SourceFacts facts = probe_source(item.dataset);
     if (facts.state != SourceFacts::State::Present)
         throw Error("cannot stage " + quoted(item.dataset.name) + ": " + facts.problem +
                     (item.dataset.from_catalog ? " (ask your site admins)" : ""));
-    const policy::Verdict verdict = policy::admit(item.dataset, item.tier, facts, policy::TierSpace{});
-    if (!verdict.allowed)
-        throw Error(verdict.reason);
+    policy::require(policy::admit(item.dataset, item.tier, facts, policy::TierSpace{}));
     return facts;
 }
 }  // namespace
@@ -43,7 +41,7 @@ int validate_submission(SpankApi& api, const PluginArgs& args)
         // For the prolog's space check on each node; and the configuration
         // for `dlstage stage` in the job (SLURM_SPANK_DLSTAGE_CONFIG).
         api.job_control_setenv(kFactsVar, encode_facts(facts));
-        api.job_control_setenv("DLSTAGE_CONFIG", choose_config_path(args.config_path, false));
+        api.job_control_setenv(kConfigVar, choose_config_path(args.config_path, false));
         return 0;
     } catch (const ConfigError& e) {
         api.error("the site configuration is broken, staging is unavailable: " + std::string(e.what()));

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/dataset_format.hpp"
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/sys_error.hpp"
@@ -226,7 +227,7 @@ Plan plan_shards(const Dataset& dataset)
 Plan build_plan(const Dataset& dataset, unsigned walk_threads)
 {
     const Format known = dataset.known_format();
-    if (known == Format::Tar && dataset.source.find_first_of("*?[") != std::string::npos)
+    if (known == Format::Tar && is_glob(dataset.source))
         return plan_shards(dataset);
 
     struct stat st {};

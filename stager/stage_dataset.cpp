@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "lib/log.hpp"
 #include "lib/job_layout.hpp"
@@ -20,6 +21,7 @@
 #include "lib/tier_space.hpp"
 #include "lib/sys/sys_error.hpp"
 #include "policies/admission.hpp"
+#include "policies/staging_mode.hpp"
 #include "stager/extract.hpp"
 #include "stager/parallel_extract.hpp"
 #include "stager/plan.hpp"
@@ -76,7 +78,7 @@ bool exists(const std::string& path)
 Fd enter_job_dir(const DatasetLayout& layout, const NodeContext& ctx)
 {
     if (const auto outcome = read_prolog_outcome(ctx.state_dir, ctx.values.job_id, ctx.node)) {
-        if ((*outcome)["status"].value_or(std::string()) != "ready")
+        if ((*outcome)["status"].value_or(std::string()) != kReadyState)
             throw Error((*outcome)["message"].value_or(std::string("the prolog could not prepare this node")));
     }
     OpenResult opened = open_job_dir(layout.tier_root, layout.tier_dir);
@@ -140,13 +142,7 @@ Plan broadcast_plan(const StageItem& item, const NodeContext& ctx)
 
 void check_mode_fits_plan(const StageItem& item, const Plan& plan)
 {
-    const bool archive = plan.format == Format::Tar || plan.format == Format::Squashfs;
-    if (item.dataset.mode == Mode::Extract && !archive)
-        throw Error("mode = \"extract\" needs tar shards or a squashfs image, but " + item.dataset.source + " is a " +
-                    to_string(plan.format));
-    if (item.dataset.mode == Mode::Mount && (plan.format != Format::Squashfs || !plan.single_file))
-        throw Error("mode = \"mount\" needs one squashfs image, but " + item.dataset.source + " is a " +
-                    to_string(plan.format));
+    policy::require(policy::mode_fits_source(item.dataset.mode, plan.format, plan.single_file, item.dataset.source));
 }
 
 // The tier's file system on this node, against what the plan brings.  The
@@ -159,9 +155,7 @@ policy::ExtractionBudget check_space(const StageItem& item, const Fd& job_dir, c
     SourceFacts facts;
     facts.bytes = plan.total_bytes();
     facts.files = plan.entry_count();
-    const policy::Verdict verdict = policy::admit(item.dataset, item.tier, facts, space);
-    if (!verdict.allowed)
-        throw Error(verdict.reason);
+    policy::require(policy::admit(item.dataset, item.tier, facts, space));
     return policy::extraction_budget(item.dataset, item.tier, facts, space);
 }
 
@@ -254,13 +248,13 @@ public:
                      format_size(done_bytes).c_str(), format_size(total_).c_str(),
                      100.0 * static_cast<double>(done_bytes) / static_cast<double>(total_), rate(done_bytes, elapsed).c_str(),
                      eta);
-        record("staging", done_bytes, elapsed, eta);
+        record(kStagingState, done_bytes, elapsed, eta);
     }
 
     void done()
     {
         if (ctx_.rank == 0)
-            record("ready", total_, std::chrono::duration<double>(Clock::now() - start_).count(), 0);
+            record(kReadyState, total_, std::chrono::duration<double>(Clock::now() - start_).count(), 0);
     }
 
 private:
@@ -401,8 +395,7 @@ void stage_here(const StageItem& item, const NodeContext& ctx, const ExchangeOpt
 
 void stage_dataset(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options)
 {
-    if (const auto verdict = policy::supported(item.dataset, item.tier); !verdict.allowed)
-        throw Error(verdict.reason);
+    policy::require(policy::supported(item.dataset, item.tier));
     const DatasetLayout layout = dataset_layout(item, ctx.values);
     const Fd job_dir = enter_job_dir(layout, ctx);
     try {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "lib/config.hpp"
+#include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
 #include "tests/fuzz/fuzz.hpp"
@@ -31,7 +32,7 @@ void check_config(const Config& config, std::string_view text)
         expect(!dataset.tiers.empty(), "a dataset has a tier", text);
         for (const std::string& tier : dataset.tiers)
             expect(config.find_tier(tier) != nullptr, "a dataset's tiers exist", text);
-        expect(dataset_env_name(name) != kDatasetsEnvName, "no dataset is exported as DLSTAGE_DATASETS", text);
+        expect(dataset_env_name(name) != kDatasetsVar, "no dataset is exported as DLSTAGE_DATASETS", text);
     }
     if (!config.site.default_tier.empty())
         expect(config.find_tier(config.site.default_tier) != nullptr, "the default tier exists", text);

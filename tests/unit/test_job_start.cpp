@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <sys/stat.h>
 
+#include "lib/contract.hpp"
 #include "lib/job_layout.hpp"
 #include "spank/prolog_epilog.hpp"
 #include "spank/slurmstepd.hpp"
@@ -84,7 +85,7 @@ BOOST_AUTO_TEST_CASE(the_stagers_own_step_does_nothing)
 {
     Node node;
     starting_a_task(node, true);
-    node.api.env[spank::kStagerStepVar] = "1";
+    node.api.env[kStagerStepVar] = "1";
     BOOST_TEST(spank::task_init(node.api, node.args) == 0);
     BOOST_TEST(node.api.runs.empty());
 }
@@ -166,7 +167,7 @@ BOOST_AUTO_TEST_CASE(the_stagers_own_srun_does_not_stage_again)
     Node node;
     node.api.ctx = spank::Context::Local;
     node.api.stage_data = "imagenet";
-    node.api.env[spank::kStagerStepVar] = "1";
+    node.api.env[kStagerStepVar] = "1";
     BOOST_TEST(spank::local_user_init(node.api, node.args, false) == 0);
     BOOST_TEST(node.api.runs.empty());
 }

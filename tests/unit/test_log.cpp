@@ -29,7 +29,7 @@ std::string stderr_of(Fn&& fn)
 }
 }  // namespace
 
-BOOST_AUTO_TEST_SUITE(log)
+BOOST_AUTO_TEST_SUITE(logging)
 
 BOOST_AUTO_TEST_CASE(a_message_is_one_prefixed_printable_line)
 {

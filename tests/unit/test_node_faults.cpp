@@ -12,15 +12,15 @@ BOOST_AUTO_TEST_CASE(what_users_can_cause_fails_the_job_only)
 {
     for (const int err : {ENOSPC, EDQUOT, EMLINK, EMFILE, ENFILE, ENOMEM, ENAMETOOLONG, 0, EINVAL, EEXIST})
         BOOST_TEST((blame_for_tier_error(TierPlace::Inside, err).blame == Blame::Job), "errno " << err);
-    BOOST_TEST(blame_for_tier_error(TierPlace::Inside, ENOSPC).why == "the tier is full (no space or no inodes left)");
-    BOOST_TEST(blame_for_tier_error(TierPlace::Inside, EINVAL).why == "unexpected error (Invalid argument)");
+    BOOST_TEST(blame_for_tier_error(TierPlace::Inside, ENOSPC).reason == "the tier is full (no space or no inodes left)");
+    BOOST_TEST(blame_for_tier_error(TierPlace::Inside, EINVAL).reason == "unexpected error (Invalid argument)");
 }
 
 BOOST_AUTO_TEST_CASE(what_only_the_node_can_cause_drains)
 {
     for (const int err : {EROFS, EIO, EUCLEAN, EACCES, EPERM, ESTALE, ENODEV, ENXIO})
         BOOST_TEST((blame_for_tier_error(TierPlace::Inside, err).blame == Blame::Node), "errno " << err);
-    BOOST_TEST(blame_for_tier_error(TierPlace::Inside, EROFS).why == "the tier's file system is read-only");
+    BOOST_TEST(blame_for_tier_error(TierPlace::Inside, EROFS).reason == "the tier's file system is read-only");
 }
 
 BOOST_AUTO_TEST_CASE(anything_above_the_tier_root_is_the_nodes)

@@ -1,0 +1,34 @@
+#include "policies/staging_mode.hpp"
+
+namespace dlstage::policy {
+
+bool mode_takes(Mode mode, Format format, bool one_file)
+{
+    switch (mode) {
+    case Mode::Copy: return true;
+    case Mode::Extract: return format == Format::Tar || format == Format::Squashfs;
+    case Mode::Mount: return format == Format::Squashfs && one_file;
+    }
+    return false;
+}
+
+Verdict mode_fits_declared_format(Mode mode, Format declared)
+{
+    if (mode_takes(mode, declared, true))
+        return Verdict::allow();
+    if (mode == Mode::Extract)
+        return Verdict::refuse("mode = \"extract\" needs tar shards or a squashfs image; set format = \"tar\" or "
+                               "\"squashfs\" if the source name does not show it");
+    return Verdict::refuse("mode = \"mount\" needs a squashfs image (.sqfs); build one with 'dlstage pack'");
+}
+
+Verdict mode_fits_source(Mode mode, Format found, bool one_file, const std::string& source)
+{
+    if (mode_takes(mode, found, one_file))
+        return Verdict::allow();
+    const std::string need = mode == Mode::Extract ? "mode = \"extract\" needs tar shards or a squashfs image"
+                                                   : "mode = \"mount\" needs one squashfs image";
+    return Verdict::refuse(need + ", but " + source + " is a " + to_string(found));
+}
+
+}  // namespace dlstage::policy

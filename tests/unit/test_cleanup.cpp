@@ -1,0 +1,31 @@
+#include <boost/test/unit_test.hpp>
+
+#include "policies/cleanup.hpp"
+
+using namespace dlstage;
+using namespace dlstage::policy;
+
+BOOST_AUTO_TEST_SUITE(cleanup)
+
+BOOST_AUTO_TEST_CASE(job_end_removes_the_job_directory_mounts_and_all)
+{
+    for (const Mode mode : {Mode::Copy, Mode::Extract, Mode::Mount}) {
+        const JobEndCleanup c = cleanup_at_job_end(Cleanup::JobEnd, mode);
+        BOOST_TEST(c.remove_job_dir);
+        BOOST_TEST(!c.detach_dataset_mount);  // removal detaches every mount first
+    }
+}
+
+BOOST_AUTO_TEST_CASE(kept_data_stays_but_its_mount_goes)
+{
+    for (const Cleanup kept : {Cleanup::Cache, Cleanup::Keep}) {
+        BOOST_TEST(!cleanup_at_job_end(kept, Mode::Copy).remove_job_dir);
+        BOOST_TEST(!cleanup_at_job_end(kept, Mode::Copy).detach_dataset_mount);
+        BOOST_TEST(!cleanup_at_job_end(kept, Mode::Mount).remove_job_dir);
+        BOOST_TEST(cleanup_at_job_end(kept, Mode::Mount).detach_dataset_mount);
+    }
+    BOOST_TEST(cleanup_at_job_end(Cleanup::Keep, Mode::Mount).reason ==
+               "the tier's cleanup is \"keep\": the data stays; its squashfs mount goes with the job");
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,46 @@
+#include <boost/test/unit_test.hpp>
+
+#include "policies/staging_mode.hpp"
+
+using namespace dlstage;
+using namespace dlstage::policy;
+
+BOOST_AUTO_TEST_SUITE(staging_mode)
+
+BOOST_AUTO_TEST_CASE(copy_takes_any_format)
+{
+    for (const Format format : {Format::Auto, Format::Dir, Format::File, Format::Tar, Format::Squashfs})
+        BOOST_TEST(mode_takes(Mode::Copy, format, false));
+}
+
+BOOST_AUTO_TEST_CASE(extract_takes_archives_mount_one_image)
+{
+    BOOST_TEST(mode_takes(Mode::Extract, Format::Tar, false));
+    BOOST_TEST(mode_takes(Mode::Extract, Format::Squashfs, true));
+    BOOST_TEST(!mode_takes(Mode::Extract, Format::Dir, false));
+    BOOST_TEST(!mode_takes(Mode::Extract, Format::Auto, true));
+    BOOST_TEST(mode_takes(Mode::Mount, Format::Squashfs, true));
+    BOOST_TEST(!mode_takes(Mode::Mount, Format::Squashfs, false));
+    BOOST_TEST(!mode_takes(Mode::Mount, Format::Tar, true));
+}
+
+BOOST_AUTO_TEST_CASE(the_catalog_says_what_to_declare)
+{
+    BOOST_TEST(mode_fits_declared_format(Mode::Extract, Format::Tar).allowed);
+    BOOST_TEST(mode_fits_declared_format(Mode::Extract, Format::Auto).reason ==
+               "mode = \"extract\" needs tar shards or a squashfs image; set format = \"tar\" or \"squashfs\" if "
+               "the source name does not show it");
+    BOOST_TEST(mode_fits_declared_format(Mode::Mount, Format::Tar).reason ==
+               "mode = \"mount\" needs a squashfs image (.sqfs); build one with 'dlstage pack'");
+}
+
+BOOST_AUTO_TEST_CASE(the_stager_says_what_it_found)
+{
+    BOOST_TEST(mode_fits_source(Mode::Mount, Format::Squashfs, true, "/p/x.sqfs").allowed);
+    BOOST_TEST(mode_fits_source(Mode::Extract, Format::Dir, false, "/p/x").reason ==
+               "mode = \"extract\" needs tar shards or a squashfs image, but /p/x is a dir");
+    BOOST_TEST(mode_fits_source(Mode::Mount, Format::File, true, "/p/x.img").reason ==
+               "mode = \"mount\" needs one squashfs image, but /p/x.img is a file");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
