@@ -7,6 +7,7 @@
 
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
+#include "lib/sys/write_all.hpp"
 
 namespace dlstage {
 
@@ -17,16 +18,7 @@ std::string message_line(std::string_view message)
 
 void say(std::string_view message)
 {
-    const std::string line = message_line(message) + "\n";
-    std::size_t done = 0;
-    while (done < line.size()) {
-        const ssize_t n = ::write(STDERR_FILENO, line.data() + done, line.size() - done);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return;  // nowhere left to say it
-        done += static_cast<std::size_t>(n);
-    }
+    (void)write_all(STDERR_FILENO, message_line(message) + "\n");  // if it fails, nowhere left to say it
 }
 
 void sayf(const char* format, ...)

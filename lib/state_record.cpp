@@ -18,23 +18,9 @@
 #include "lib/sys/quick_stat.hpp"
 #include "lib/sys/read_all.hpp"
 #include "lib/sys/sys_error.hpp"
+#include "lib/sys/write_all.hpp"
 
 namespace dlstage {
-
-namespace {
-void write_all(int fd, const std::string& data, const std::string& path)
-{
-    std::size_t done = 0;
-    while (done < data.size()) {
-        const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            throw_cannot("write", path, errno);
-        done += static_cast<std::size_t>(n);
-    }
-}
-}  // namespace
 
 std::string jobs_dir(const std::string& state_dir)
 {
@@ -102,7 +88,8 @@ void write_record_at(int dir_fd, const std::string& shown, const std::string& na
     try {
         if (::fchmod(fd.get(), mode) != 0)  // the umask must not loosen or tighten it
             throw_cannot("set the mode of", shown + "/" + tmp, errno);
-        write_all(fd.get(), text.str(), shown + "/" + tmp);
+        if (!write_all(fd.get(), text.str()))
+            throw_cannot("write", shown + "/" + tmp, errno);
         if (fsync(fd.get()) != 0)
             throw_cannot("sync", shown + "/" + tmp, errno);
         if (::renameat(dir_fd, tmp.c_str(), dir_fd, name.c_str()) != 0)

@@ -195,4 +195,14 @@ std::string shown_path(const std::string& path)
     return plain ? text : quoted(text);
 }
 
+std::pair<std::string, std::string> split_parent(std::string path)
+{
+    while (path.size() > 1 && path.back() == '/')
+        path.pop_back();
+    const std::size_t slash = path.rfind('/');
+    if (slash == std::string::npos)
+        return {".", path};
+    return {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)};
+}
+
 }  // namespace dlstage

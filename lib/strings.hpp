@@ -4,6 +4,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace dlstage {
@@ -29,6 +30,10 @@ std::string printable(std::string_view text);
 // control bytes (names users chose may hold newlines), shortened in the
 // middle if very long (a hostile tree thousands of levels deep).
 std::string shown_path(const std::string& path);
+
+// A path's parent and last name, trailing slashes dropped first:
+// "/a/b/" -> ("/a", "b"), "/b" -> ("/", "b"), "b" -> (".", "b").
+std::pair<std::string, std::string> split_parent(std::string path);
 
 // A file mode's permission bits as ls -l's numbers show them: "0755".
 std::string octal_mode(unsigned mode);

@@ -33,21 +33,6 @@ struct DirClose {
 };
 using Dir = std::unique_ptr<DIR, DirClose>;
 
-std::string without_trailing_slashes(std::string path)
-{
-    while (path.size() > 1 && path.back() == '/')
-        path.pop_back();
-    return path;
-}
-
-std::pair<std::string, std::string> split_parent(const std::string& path)
-{
-    const std::size_t slash = path.rfind('/');
-    if (slash == std::string::npos)
-        return {".", path};
-    return {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)};
-}
-
 void require_new_destination(const std::string& image, const std::string& dest)
 {
     struct stat st;
@@ -55,7 +40,7 @@ void require_new_destination(const std::string& image, const std::string& dest)
         throw Error("cannot unpack " + image + " into " + dest + ": it already exists");
     if (errno != ENOENT)
         throw_cannot("unpack " + image + " into", dest, errno);
-    const std::string parent = split_parent(without_trailing_slashes(dest)).first;
+    const std::string parent = split_parent(dest).first;
     if (stat(parent.c_str(), &st) != 0)
         throw_cannot("unpack " + image + " into", dest, errno);
     if (!S_ISDIR(st.st_mode))

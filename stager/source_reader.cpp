@@ -4,56 +4,44 @@
 #include <cstring>
 #include <fcntl.h>
 #include <unistd.h>
+#include <utility>
 
 #include "lib/error.hpp"
 #include "lib/sys/sys_error.hpp"
 
 namespace dlstage::stager {
 
-SourceReader::~SourceReader()
-{
-    if (fd_ >= 0)
-        ::close(fd_);
-    for (const auto& entry : dir_fds_)
-        ::close(entry.second);
-}
-
 int SourceReader::dir_fd_for(const std::string& dir)
 {
     if (const auto it = dir_fds_.find(dir); it != dir_fds_.end())
-        return it->second;
+        return it->second.get();
     constexpr std::size_t kMaxOpenDirs = 256;
-    if (dir_fds_.size() >= kMaxOpenDirs) {
-        for (const auto& entry : dir_fds_)
-            ::close(entry.second);
+    if (dir_fds_.size() >= kMaxOpenDirs)
         dir_fds_.clear();
-    }
     const std::string path = dir.empty() ? plan_.source_root : plan_.source_root + "/" + dir;
-    const int fd = ::open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
+    Fd fd(::open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!fd.valid())
         throw_cannot("read", path, errno);
-    dir_fds_.emplace(dir, fd);
-    return fd;
+    return dir_fds_.emplace(dir, std::move(fd)).first->second.get();
 }
 
 int SourceReader::fd_for(std::size_t entry)
 {
     if (entry == open_entry_)
-        return fd_;
-    if (fd_ >= 0)
-        ::close(fd_);
+        return file_.get();
+    file_.reset();
     const std::string& rel = plan_.entries[entry].path;
     const std::size_t slash = rel.rfind('/');
     const std::string dir = slash == std::string::npos ? "" : rel.substr(0, slash);
     const std::string name = slash == std::string::npos ? rel : rel.substr(slash + 1);
     const std::string path = plan_.source_root + "/" + rel;
-    fd_ = ::openat(dir_fd_for(dir), name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    file_ = Fd(::openat(dir_fd_for(dir), name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
     open_entry_ = entry;
-    if (fd_ < 0)
+    if (!file_.valid())
         throw_cannot("read", path, errno);
     // One sequential pass: let the kernel read ahead and not keep the pages.
-    posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
-    return fd_;
+    posix_fadvise(file_.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
+    return file_.get();
 }
 
 void SourceReader::read(const Chunk& chunk, char* out)

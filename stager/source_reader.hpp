@@ -6,6 +6,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "lib/sys/fd.hpp"
 #include "stager/chunks.hpp"
 
 namespace dlstage::stager {
@@ -13,9 +14,6 @@ namespace dlstage::stager {
 class SourceReader {
 public:
     explicit SourceReader(const Plan& plan) : plan_(plan) {}
-    ~SourceReader();
-    SourceReader(const SourceReader&) = delete;
-    SourceReader& operator=(const SourceReader&) = delete;
 
     // Fills out (chunk.bytes long).  Throws Error when a file cannot be read
     // or is shorter than planned (the source changed while staging).
@@ -29,11 +27,11 @@ private:
 
     const Plan& plan_;
     std::size_t open_entry_ = static_cast<std::size_t>(-1);
-    int fd_ = -1;
+    Fd file_;  // the file of open_entry_
     std::uint64_t bytes_read_ = 0;
     // Directories opened so far (bounded): files are opened relative to
     // them, one lookup each instead of one per path component.
-    std::unordered_map<std::string, int> dir_fds_;
+    std::unordered_map<std::string, Fd> dir_fds_;
 };
 
 }  // namespace dlstage::stager

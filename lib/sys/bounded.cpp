@@ -13,26 +13,14 @@
 #include "lib/sys/fd.hpp"
 #include "lib/sys/process.hpp"
 #include "lib/sys/sys_error.hpp"
+#include "lib/sys/write_all.hpp"
 
 namespace dlstage {
 
 namespace {
 using Clock = std::chrono::steady_clock;
 
-// The child's message: 'R' and the result, or 'E' and the error.
-void write_all(int fd, const std::string& data)
-{
-    std::size_t done = 0;
-    while (done < data.size()) {
-        const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return;
-        done += static_cast<std::size_t>(n);
-    }
-}
-
+// Runs work and sends its message: 'R' and the result, or 'E' and the error.
 [[noreturn]] void run_child(int out, const std::function<std::string()>& work)
 {
     std::string message;
@@ -46,7 +34,7 @@ void write_all(int fd, const std::string& data)
         message = "Eunexpected failure";
         rc = 1;
     }
-    write_all(out, message);
+    (void)write_all(out, message);
     ::_exit(rc);
 }
 

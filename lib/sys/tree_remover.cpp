@@ -299,12 +299,7 @@ RemoveResult remove_tree_at(int dir_fd, const std::string& name, const std::stri
 
 RemoveResult remove_tree(const std::string& path)
 {
-    std::string trimmed = path;
-    while (trimmed.size() > 1 && trimmed.back() == '/')
-        trimmed.pop_back();
-    const std::size_t slash = trimmed.rfind('/');
-    const std::string parent = slash == std::string::npos ? "." : slash == 0 ? "/" : trimmed.substr(0, slash);
-    const std::string name = slash == std::string::npos ? trimmed : trimmed.substr(slash + 1);
+    const auto [parent, name] = split_parent(path);
     const Fd parent_fd(::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!parent_fd.valid()) {
         RemoveResult result;

@@ -55,4 +55,21 @@ BOOST_AUTO_TEST_CASE(printable_escapes_what_a_terminal_would_act_on)
     BOOST_TEST(quoted("a\nb") == "'a\\x0ab'");
 }
 
+BOOST_AUTO_TEST_CASE(split_parent_drops_trailing_slashes_first)
+{
+    using Split = std::pair<std::string, std::string>;
+    BOOST_TEST((split_parent("/a/b/") == Split{"/a", "b"}));
+    BOOST_TEST((split_parent("/b") == Split{"/", "b"}));
+    BOOST_TEST((split_parent("b") == Split{".", "b"}));
+}
+
+BOOST_AUTO_TEST_CASE(shown_path_quotes_control_bytes_and_shortens_long_paths)
+{
+    BOOST_TEST(shown_path("/dev/shm/a b") == "/dev/shm/a b");
+    BOOST_TEST(shown_path("/x/new\nline") == "'/x/new\\x0aline'");
+    const std::string shown = shown_path("/" + std::string(1000, 'd'));
+    BOOST_TEST(shown.size() == 403u);
+    BOOST_TEST(shown.find("...") == 200u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
