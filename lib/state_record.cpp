@@ -14,6 +14,7 @@
 #include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
+#include "lib/sys/dir_fd.hpp"
 #include "lib/sys/fd.hpp"
 #include "lib/sys/quick_stat.hpp"
 #include "lib/sys/read_all.hpp"
@@ -161,17 +162,12 @@ Fd open_user_dir(const std::string& state_dir, const std::string& job_id)
 std::vector<std::string> record_names(const Fd& dir, UserRecord kind)
 {
     std::vector<std::string> names;
-    const int fd = dir.valid() ? ::fcntl(dir.get(), F_DUPFD_CLOEXEC, 0) : -1;  // closedir closes it
-    DIR* d = fd >= 0 ? ::fdopendir(fd) : nullptr;
-    if (!d) {
-        if (fd >= 0)
-            ::close(fd);
+    DirStream entries(dir.get());
+    if (!entries.valid())
         return names;
-    }
-    while (const dirent* e = ::readdir(d))
+    while (const dirent* e = entries.next())
         if (starts_with(e->d_name, prefix_of(kind)) && ends_with(e->d_name, kRecordSuffix))
             names.emplace_back(e->d_name);
-    ::closedir(d);
     std::sort(names.begin(), names.end());
     return names;
 }

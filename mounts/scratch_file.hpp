@@ -7,6 +7,7 @@
 #include <string>
 #include <unistd.h>
 
+#include "lib/sys/fd.hpp"
 #include "lib/sys/sys_error.hpp"
 
 namespace dlstage::mounts {
@@ -19,28 +20,24 @@ public:
     {
         const char* dir = std::getenv("TMPDIR");
         std::string path = std::string(dir && *dir ? dir : "/tmp") + "/dlstage-XXXXXX";
-        fd_ = mkostemp(path.data(), O_CLOEXEC | O_APPEND);
-        if (fd_ < 0)
+        fd_ = Fd(mkostemp(path.data(), O_CLOEXEC | O_APPEND));
+        if (!fd_.valid())
             throw_cannot("create a temporary file in", path.substr(0, path.rfind('/')), errno);
         unlink(path.c_str());
     }
-    ~ScratchFile() { ::close(fd_); }
-    ScratchFile(const ScratchFile&) = delete;
-    ScratchFile& operator=(const ScratchFile&) = delete;
-
-    int fd() const { return fd_; }
+    int fd() const { return fd_.get(); }
     std::string text() const
     {
         std::string all;
         char buf[4096];
         ssize_t n;
-        for (off_t at = 0; (n = pread(fd_, buf, sizeof buf, at)) > 0; at += n)
+        for (off_t at = 0; (n = pread(fd_.get(), buf, sizeof buf, at)) > 0; at += n)
             all.append(buf, static_cast<std::size_t>(n));
         return all;
     }
 
 private:
-    int fd_ = -1;
+    Fd fd_;
 };
 
 }  // namespace dlstage::mounts

@@ -71,8 +71,8 @@ private:
 
 ShardWriter::ShardWriter(const std::string& path) : path_(path), archive_(archive_write_new())
 {
-    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd_ < 0)
+    fd_ = Fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666));
+    if (!fd_.valid())
         fail("create", path, errno);
     // Restricted pax: plain ustar headers unless a name, link target or
     // size needs more; no atime/ctime, which would differ per run.
@@ -80,15 +80,13 @@ ShardWriter::ShardWriter(const std::string& path) : path_(path), archive_(archiv
     // layout predicts.
     if (archive_write_set_format_pax_restricted(archive_) != ARCHIVE_OK ||
         archive_write_set_bytes_in_last_block(archive_, 1) != ARCHIVE_OK ||
-        archive_write_open_fd(archive_, fd_) != ARCHIVE_OK)
+        archive_write_open_fd(archive_, fd_.get()) != ARCHIVE_OK)
         throw_archive_error();
 }
 
 ShardWriter::~ShardWriter()
 {
     archive_write_free(archive_);
-    if (fd_ >= 0)
-        ::close(fd_);
 }
 
 void ShardWriter::add(const std::string& root, const PackEntry& entry, const Metadata& meta, std::vector<char>& buffer)
@@ -130,12 +128,10 @@ void ShardWriter::finish()
 {
     if (archive_write_close(archive_) != ARCHIVE_OK)
         throw_archive_error();
-    if (fsync(fd_) != 0)
+    if (fsync(fd_.get()) != 0)
         fail("write", path_, errno);
-    const int fd = fd_;
-    fd_ = -1;
-    if (::close(fd) != 0)
-        fail("write", path_, errno);
+    if (const int err = fd_.close())
+        fail("write", path_, err);
 }
 
 void ShardWriter::throw_archive_error(const std::string& member)

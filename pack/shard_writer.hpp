@@ -7,6 +7,7 @@
 
 #include <archive.h>
 
+#include "lib/sys/fd.hpp"
 #include "pack/pack_tree.hpp"
 
 namespace dlstage::pack {
@@ -30,7 +31,7 @@ private:
 
     std::string path_;
     archive* archive_;
-    int fd_ = -1;
+    Fd fd_;
 };
 
 // Writes the members of shard (indexes into tree) to path.

@@ -16,6 +16,7 @@
 
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
+#include "lib/sys/dir_fd.hpp"
 #include "lib/sys/fd.hpp"
 #include "lib/sys/process.hpp"
 #include "lib/sys/sys_error.hpp"
@@ -27,11 +28,6 @@
 namespace dlstage::stager {
 
 namespace {
-
-struct DirClose {
-    void operator()(DIR* d) const { closedir(d); }
-};
-using Dir = std::unique_ptr<DIR, DirClose>;
 
 void require_new_destination(const std::string& image, const std::string& dest)
 {
@@ -161,22 +157,13 @@ public:
 private:
     void walk(int dir_fd, const std::string& rel_dir)
     {
-        const int fd = fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
-        if (fd < 0)
+        DirStream entries(dir_fd);
+        if (!entries.valid())
             throw_cannot("read", join_path(dest_, rel_dir), errno);
-        Dir dir(fdopendir(fd));
-        if (!dir) {
-            ::close(fd);
-            throw_cannot("read", join_path(dest_, rel_dir), errno);
-        }
-        errno = 0;
-        while (const dirent* e = readdir(dir.get())) {
-            if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0)
-                check(dir_fd, e->d_name, rel_dir);
-            errno = 0;
-        }
-        if (errno != 0)
-            throw_cannot("read", join_path(dest_, rel_dir), errno);
+        while (const dirent* e = entries.next())
+            check(dir_fd, e->d_name, rel_dir);
+        if (entries.error() != 0)
+            throw_cannot("read", join_path(dest_, rel_dir), entries.error());
     }
 
     void check(int dir_fd, const char* name, const std::string& rel_dir)

@@ -59,58 +59,48 @@ void TreeWriter::create_skeleton()
 // The destination is this job's private, freshly created directory: the
 // pieces of one file may arrive in any order, in any thread, so each may
 // be the one that creates it.
-int TreeWriter::open_for_write(std::size_t entry, bool create_new)
+Fd TreeWriter::open_for_write(std::size_t entry, bool create_new)
 {
     const std::string path = dest_path(plan_.entries[entry]);
     const int flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (create_new ? O_EXCL : 0);
-    const int fd = ::open(path.c_str(), flags, 0600);
-    if (fd < 0)
+    Fd fd(::open(path.c_str(), flags, 0600));
+    if (!fd.valid())
         throw_cannot("create", path, errno);
     return fd;
 }
 
-void TreeWriter::finish_file(std::size_t entry, int fd)
+void TreeWriter::finish_file(std::size_t entry, Fd fd)
 {
     const Entry& e = plan_.entries[entry];
     const std::string path = dest_path(e);
     struct stat st {};
-    if (fstat(fd, &st) != 0)
+    if (fstat(fd.get(), &st) != 0)
         throw_cannot("check", path, errno);
-    if (static_cast<std::uint64_t>(st.st_size) != e.size) {
-        ::close(fd);
+    if (static_cast<std::uint64_t>(st.st_size) != e.size)
         throw Error(path + " has " + std::to_string(st.st_size) + " bytes, expected " + std::to_string(e.size));
-    }
     const struct timespec times[2] = {{e.mtime_sec, static_cast<long>(e.mtime_nsec)},
                                       {e.mtime_sec, static_cast<long>(e.mtime_nsec)}};
     // Permission bits only: nothing staged carries setuid/setgid/sticky.
-    if (fchmod(fd, e.mode & 0777) != 0 || futimens(fd, times) != 0) {
-        const int err = errno;
-        ::close(fd);
-        throw_cannot("set mode and time of", path, err);
-    }
-    if (::close(fd) != 0)
-        throw_cannot("close", path, errno);
+    if (fchmod(fd.get(), e.mode & 0777) != 0 || futimens(fd.get(), times) != 0)
+        throw_cannot("set mode and time of", path, errno);
+    if (const int err = fd.close())
+        throw_cannot("close", path, err);
 }
 
 void TreeWriter::write(const Chunk& chunk, const char* data)
 {
     for (const Piece& piece : chunk.pieces) {
         const Entry& e = plan_.entries[piece.entry];
-        const int fd = open_for_write(piece.entry, piece.length == e.size);
-        try {
-            write_all(fd, data, piece.length, piece.offset, dest_path(e));
-        } catch (...) {
-            ::close(fd);
-            throw;
-        }
+        Fd fd = open_for_write(piece.entry, piece.length == e.size);
+        write_all(fd.get(), data, piece.length, piece.offset, dest_path(e));
         data += piece.length;
         bytes_written_ += piece.length;
         // Counted after the write: the thread that sees the total reach the
         // size knows every byte of the file is on disk.
         if (written_[piece.entry].fetch_add(piece.length) + piece.length == e.size)
-            finish_file(piece.entry, fd);
-        else if (::close(fd) != 0)
-            throw_cannot("close", dest_path(e), errno);
+            finish_file(piece.entry, std::move(fd));
+        else if (const int err = fd.close())
+            throw_cannot("close", dest_path(e), err);
     }
 }
 

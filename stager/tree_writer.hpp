@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "lib/sys/fd.hpp"
 #include "stager/chunks.hpp"
 
 namespace dlstage::stager {
@@ -38,8 +39,8 @@ public:
     std::uint64_t bytes_written() const { return bytes_written_; }
 
 private:
-    int open_for_write(std::size_t entry, bool create_new);
-    void finish_file(std::size_t entry, int fd);
+    Fd open_for_write(std::size_t entry, bool create_new);
+    void finish_file(std::size_t entry, Fd fd);
     std::string dest_path(const Entry& e) const { return dest_ + "/" + e.path; }
 
     const Plan& plan_;

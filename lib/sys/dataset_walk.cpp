@@ -99,24 +99,18 @@ public:
     void list(int root_fd, const PendingDir& dir, std::vector<WalkedEntry>& entries,
               std::vector<PendingDir>& subdirs) const
     {
-        Fd fd = open_dir(root_fd, dir);
-        DIR* stream = fdopendir(fd.get());
-        if (!stream)
+        const Fd fd = open_dir(root_fd, dir);
+        DirStream stream(fd.get());
+        if (!stream.valid())
             cannot_read(path_of(dir.rel), errno);
-        fd.release();  // the stream owns it now
-        std::unique_ptr<DIR, int (*)(DIR*)> closer(stream, &closedir);
-        errno = 0;
-        while (const dirent* d = readdir(stream)) {
-            if (std::strcmp(d->d_name, ".") == 0 || std::strcmp(d->d_name, "..") == 0)
-                continue;
-            WalkedEntry entry = look_at(dirfd(stream), dir.rel, d->d_name);
+        while (const dirent* d = stream.next()) {
+            WalkedEntry entry = look_at(fd.get(), dir.rel, d->d_name);
             if (S_ISDIR(entry.st.st_mode))
                 subdirs.push_back({entry.path, entry.st.st_dev, entry.st.st_ino});
             entries.push_back(std::move(entry));
-            errno = 0;
         }
-        if (errno != 0)
-            cannot_read(path_of(dir.rel), errno);
+        if (stream.error() != 0)
+            cannot_read(path_of(dir.rel), stream.error());
     }
 
 private:

@@ -2,8 +2,12 @@
 // stager walk trees that users control.
 #pragma once
 
+#include <cerrno>
+#include <cstring>
+#include <dirent.h>
 #include <fcntl.h>
 #include <string>
+#include <utility>
 
 #include "lib/sys/fd.hpp"
 
@@ -27,5 +31,53 @@ inline Fd reopen_for_reading(const Fd& passage)
 {
     return Fd(::openat(passage.get(), ".", kDirFlags));
 }
+
+// The entries of an open directory from the first, "." and ".." left out.
+// It reads through its own copy of the fd (fdopendir takes over the fd it
+// is given), so the caller's fd stays open; the copy shares its position,
+// which is why every stream starts with a rewind.
+class DirStream {
+public:
+    // valid() false, errno set, when dir cannot be read.
+    explicit DirStream(int dir)
+    {
+        const int copy = dir >= 0 ? ::fcntl(dir, F_DUPFD_CLOEXEC, 0) : -1;
+        if (copy >= 0 && !(stream_ = ::fdopendir(copy))) {
+            const int err = errno;
+            ::close(copy);
+            errno = err;
+        }
+        if (stream_)
+            ::rewinddir(stream_);
+    }
+    ~DirStream()
+    {
+        if (stream_)
+            ::closedir(stream_);
+    }
+    DirStream(const DirStream&) = delete;
+    DirStream& operator=(const DirStream&) = delete;
+
+    bool valid() const { return stream_ != nullptr; }
+    int fd() const { return ::dirfd(stream_); }
+
+    // The next entry, or nullptr at the end: then error() tells whether
+    // the directory could not be read to its end.
+    const dirent* next()
+    {
+        for (;;) {
+            errno = 0;
+            const dirent* e = ::readdir(stream_);
+            error_ = e ? 0 : errno;
+            if (!e || (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0))
+                return e;
+        }
+    }
+    int error() const { return error_; }
+
+private:
+    DIR* stream_ = nullptr;
+    int error_ = 0;
+};
 
 }  // namespace dlstage

@@ -3,6 +3,7 @@
 // path is resolved twice.
 #pragma once
 
+#include <cerrno>
 #include <unistd.h>
 #include <utility>
 
@@ -28,6 +29,13 @@ public:
     int get() const { return fd_; }
     bool valid() const { return fd_ >= 0; }
     int release() { return std::exchange(fd_, -1); }
+    // Closes now: 0, or the errno of close(2).  For a file just written,
+    // where close may be the first to report a write error (NFS, quota).
+    int close()
+    {
+        const int fd = std::exchange(fd_, -1);
+        return fd < 0 || ::close(fd) == 0 ? 0 : errno;
+    }
     void reset()
     {
         if (fd_ >= 0)

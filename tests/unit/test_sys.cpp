@@ -1,5 +1,6 @@
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -9,6 +10,8 @@
 #include <unistd.h>
 
 #include "lib/sys/bounded.hpp"
+#include "lib/sys/dir_fd.hpp"
+#include "lib/sys/fd.hpp"
 #include "lib/sys/mount_table.hpp"
 #include "lib/sys/process.hpp"
 #include "tests/unit/error_of.hpp"
@@ -132,6 +135,41 @@ BOOST_AUTO_TEST_CASE(the_program_gets_exactly_the_environment_given)
     const std::vector<std::string> env = {"ONLY=this"};
     const pid_t pid = spawn({"/bin/sh", "-c", "test \"$ONLY\" = this && test -z \"$HOME\""}, SpawnIo{}, &env);
     BOOST_TEST(describe_exit(wait_for(pid, "sh")) == "exited with status 0");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(fds)
+
+BOOST_AUTO_TEST_CASE(a_dir_stream_lists_entries_and_leaves_the_callers_fd_alone)
+{
+    test::TempDir dir;
+    dir.write("b", "");
+    dir.write("a", "");
+    const Fd fd(::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    std::vector<std::string> names;
+    for (int pass = 0; pass < 2; ++pass) {  // a second stream over the same fd starts from the top
+        DirStream entries(fd.get());
+        BOOST_REQUIRE(entries.valid());
+        names.clear();
+        while (const dirent* e = entries.next())
+            names.emplace_back(e->d_name);
+        BOOST_TEST(entries.error() == 0);
+        std::sort(names.begin(), names.end());
+        BOOST_TEST(names == std::vector<std::string>({"a", "b"}));
+    }
+    BOOST_TEST(fcntl(fd.get(), F_GETFD) != -1);
+    BOOST_TEST(!DirStream(-1).valid());
+}
+
+BOOST_AUTO_TEST_CASE(close_reports_once_and_leaves_nothing_to_close)
+{
+    Fd fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    const int raw = fd.get();
+    BOOST_TEST(fd.close() == 0);
+    BOOST_TEST(!fd.valid());
+    BOOST_TEST(fcntl(raw, F_GETFD) == -1);
+    BOOST_TEST(fd.close() == 0);  // nothing left: no second close of a reused number
 }
 
 BOOST_AUTO_TEST_SUITE_END()
