@@ -127,7 +127,7 @@ private:
 class Ring {
 public:
     Ring(const Plan& plan, const std::vector<Chunk>& chunks, TreeWriter& writer, const ExchangeOptions& options)
-        : plan_(plan), chunks_(chunks), writer_(writer), options_(options), throttle_(options.read_rate_limit)
+        : plan_(plan), chunks_(chunks), writer_(writer), options_(options), throttle_(static_cast<double>(options.read_rate_limit))
     {
         MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
         MPI_Comm_size(MPI_COMM_WORLD, &size_);
@@ -356,7 +356,7 @@ ExchangeResult broadcast_one_at_a_time(const Plan& plan, const std::vector<Chunk
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     SourceReader reader(plan);
-    Throttle throttle(options.read_rate_limit);
+    Throttle throttle(static_cast<double>(options.read_rate_limit));
     std::vector<char> buffer(options.chunk_size + kHashBytes);
     std::uint64_t bytes_done = 0;
     for (std::size_t c = 0; c < chunks.size(); ++c) {
