@@ -10,9 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
-#include <dirent.h>
 #include <iostream>
-#include <optional>
 
 #include <toml++/toml.h>
 
@@ -22,6 +20,7 @@
 #include "lib/config_paths.hpp"
 #include "lib/contract.hpp"
 #include "lib/error.hpp"
+#include "lib/job_records.hpp"
 #include "lib/log.hpp"
 #include "lib/number.hpp"
 #include "lib/record_field.hpp"
@@ -44,54 +43,10 @@ void print_help()
                  "  --json     print a JSON array of jobs instead of a table\n";
 }
 
-struct JobRecords {
-    std::string job_id;
-    std::vector<toml::table> progress;  // one per dataset, by name
-    std::vector<toml::table> failures;  // one per failed node
-};
-
-// A job's directory name: a job id as Slurm writes it.
-bool is_job_id(std::string_view text)
-{
-    const auto number = scan_decimal(text);
-    return number && number->fraction_digits == 0 && !number->whole_overflows && number->whole >= 1 &&
-           number->whole <= kMaxSlurmNumber && text.front() != '0';
-}
-
-std::vector<std::string> names_in(const std::string& dir)
-{
-    std::vector<std::string> names;
-    if (DIR* d = opendir(dir.c_str())) {
-        while (const dirent* e = readdir(d))
-            if (is_job_id(e->d_name))  // anything else there is not ours to show
-                names.emplace_back(e->d_name);
-        closedir(d);
-    }
-    std::sort(names.begin(), names.end());
-    return names;
-}
-
-// Records of one job, or nothing when it has none we may read.
-std::optional<JobRecords> read_job(const std::string& state_dir, const std::string& job_id)
-{
-    JobRecords job{job_id, {}, {}};
-    for (const auto& [kind, into] : {std::pair{UserRecord::Progress, &job.progress}, {UserRecord::Failure, &job.failures}})
-        for (UserRecordFile& file : read_user_records(state_dir, job_id, kind))
-            into->push_back(std::move(file.record));
-    if (job.progress.empty() && job.failures.empty())
-        return std::nullopt;
-    return job;
-}
-
 // As digits without leading zeros; throws Error for anything else.
 std::string job_id_text(std::string_view text)
 {
     return std::to_string(parse_count(text, 1, kMaxSlurmNumber));
-}
-
-bool numeric_less(const std::string& a, const std::string& b)
-{
-    return a.size() != b.size() ? a.size() < b.size() : a < b;
 }
 
 std::int64_t integer(const toml::table& record, const char* key)
@@ -188,15 +143,15 @@ int cmd_status(const GlobalOptions& options, const std::vector<std::string>& arg
         if (const char* current = std::getenv("SLURM_JOB_ID"); current && *current)
             wanted.push_back(naming("SLURM_JOB_ID", [&] { return job_id_text(current); }));
         else
-            wanted = names_in(jobs_dir(state_dir));
+            wanted = recorded_job_ids(state_dir);
     }
-    std::sort(wanted.begin(), wanted.end(), numeric_less);
+    std::sort(wanted.begin(), wanted.end(), job_id_less);
 
     std::vector<JobRecords> jobs;
     std::vector<std::string> missing;
     for (const std::string& job_id : wanted) {
-        if (auto job = read_job(state_dir, job_id))
-            jobs.push_back(std::move(*job));
+        if (JobRecords job = read_job_records(state_dir, job_id); !job.empty())
+            jobs.push_back(std::move(job));
         else
             missing.push_back(job_id);
     }

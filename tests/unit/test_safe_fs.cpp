@@ -22,12 +22,7 @@
 #include "tests/unit/tmpdir.hpp"
 
 using namespace dlstage;
-using test::in_child;
-using test::in_mount_namespace;
-using test::kSameUid;
-using test::skipped;
 using namespace dlstage::test;
-
 
 BOOST_AUTO_TEST_SUITE(safe_fs)
 

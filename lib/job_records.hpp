@@ -1,0 +1,35 @@
+// What dlstage knows about jobs, read from state_dir for the status views
+// (`dlstage status` now; node, dataset and gc views next): which jobs have
+// records, and each job's records that the caller may read.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <toml++/toml.h>
+
+namespace dlstage {
+
+struct JobRecords {
+    std::string job_id;
+    std::vector<toml::table> progress;  // one per dataset, by name
+    std::vector<toml::table> failures;  // one per failed node
+    bool empty() const { return progress.empty() && failures.empty(); }
+};
+
+// A name of state_dir/jobs/ that is a job id as Slurm writes it (digits,
+// no leading zero, within Slurm's range); anything else there is not ours.
+bool is_job_id(std::string_view text);
+
+// Job ids as numbers order them ("9" before "10").
+bool job_id_less(const std::string& a, const std::string& b);
+
+// The jobs with a directory in state_dir/jobs/, in job id order.
+std::vector<std::string> recorded_job_ids(const std::string& state_dir);
+
+// The progress and failure records of one job that the caller may read
+// (the job's user directory is 0700): empty when there are none.
+JobRecords read_job_records(const std::string& state_dir, const std::string& job_id);
+
+}  // namespace dlstage
