@@ -47,13 +47,15 @@ LauncherReport run_once(const std::vector<std::string>& argv)
         setenv("OMPI_MCA_mpi_yield_when_idle", "1", 1);
     LauncherReport report;
     try {
-        report.exit_code = shell_exit_code(run_reading_stderr(argv, [&](const std::string& line) {
+        report.wait_status = run_reading_stderr(argv, [&](const std::string& line) {
             std::cerr << line << "\n";
             watch_line(line, report);
-        }));
+        });
+        report.exit_code = shell_exit_code(report.wait_status);
     } catch (const Error& e) {  // it could not be started
         say(std::string(e.what()) + " (site.launcher)");
         report.exit_code = 127;
+        report.wait_status = 127 << 8;
     }
     return report;
 }
@@ -98,8 +100,7 @@ std::vector<std::string> staging_failure(const Config& config, const StagerStep&
                         report.task_failure.substr(0, report.task_failure.find(':')) + ": the stager ended early (" +
                         report.task_failure + ")");
     else
-        lines.push_back("staging " + step.spec + " failed (launcher exit status " +
-                        std::to_string(report.exit_code) + ")");
+        lines.push_back("staging " + step.spec + " failed (the launcher " + describe_exit(report.wait_status) + ")");
     return lines;
 }
 

@@ -13,6 +13,7 @@ namespace dlstage::launch {
 // What the launcher's stderr told about a failure, read as it passes through.
 struct LauncherReport {
     int exit_code = 0;              // the launcher's, or 128 + the signal that killed it
+    int wait_status = 0;            // the launcher's, as from waitpid
     bool stager_spoke = false;      // a rank printed a "dlstage:" line
     bool stager_explained = false;  // a rank printed "dlstage: ... failed on NODE: ..."
     std::string task_failure;       // srun's first "NODE: task N: REASON"

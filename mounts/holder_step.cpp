@@ -6,7 +6,6 @@
 #include <cstdlib>
 #include <fcntl.h>
 #include <iostream>
-#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
 
@@ -28,6 +27,9 @@ using Clock = std::chrono::steady_clock;
 // How long the holder step may take to report from every node (its start
 // includes Slurm's step launch).
 constexpr auto kHolderTimeout = std::chrono::seconds(120);
+// How long srun may take to stop the step (each holder unmounts, squashfuse
+// within 5 s) before it is killed.
+constexpr auto kStopGrace = std::chrono::seconds(60);
 
 std::vector<std::string> holder_command(const Config& config, const std::string& config_path,
                                         const std::string& job_id, const std::string& nodes, const std::string& spec)
@@ -50,8 +52,7 @@ std::vector<std::string> holder_command(const Config& config, const std::string&
 // releases its mounts.
 void stop_step(pid_t srun, int& status)
 {
-    kill(srun, SIGTERM);
-    waitpid(srun, &status, 0);
+    status = stop(srun, SIGTERM, kStopGrace);
 }
 
 std::string format_seconds(Clock::duration elapsed)
@@ -99,8 +100,10 @@ bool start_mount_holder(const Config& config, const std::string& config_path, co
                 format_seconds(Clock::now() - started) + " s (squashfuse, held until the job ends)");
             return true;  // the step runs on, holding the mounts until job end
         }
-        if (waitpid(pid, &status, WNOHANG) == pid)
+        if (const auto ended = try_wait(pid)) {
+            status = *ended;
             break;
+        }
         if (err.text().find(std::string(kMessagePrefix) + "mounting ") != std::string::npos) {
             stop_step(pid, status);
             break;

@@ -1,5 +1,6 @@
 #include <boost/test/unit_test.hpp>
 
+#include <csignal>
 #include <sys/stat.h>
 
 #include "launch/job_step.hpp"
@@ -49,9 +50,15 @@ BOOST_AUTO_TEST_CASE(a_failure_is_explained_by_the_ranks_or_else_by_srun_or_else
 {
     Staging staging;
     LauncherReport report;
-    report.exit_code = 3;
+    report.exit_code = 128 + SIGKILL;
+    report.wait_status = SIGKILL;
     BOOST_TEST(staging_failure(staging.config, staging.step, report) ==
-                   Lines{"staging imagenet:shm failed (launcher exit status 3)"},
+                   Lines{"staging imagenet:shm failed (the launcher killed by signal 9 (Killed))"},
+               boost::test_tools::per_element());
+    report.exit_code = 3;
+    report.wait_status = 3 << 8;
+    BOOST_TEST(staging_failure(staging.config, staging.step, report) ==
+                   Lines{"staging imagenet:shm failed (the launcher exited with status 3)"},
                boost::test_tools::per_element());
     report.task_failure = "n2: task 1: Killed";
     BOOST_TEST(staging_failure(staging.config, staging.step, report) ==
