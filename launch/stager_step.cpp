@@ -19,7 +19,7 @@ namespace {
 std::vector<std::string> launcher_command(const Config& config, const StagerStep& step)
 {
     std::vector<std::string> argv =
-        job_step_command(config, step.job_id, step.nodes, kStageStep, OnTaskFailure::StopStep);
+        job_step_command(config, step.job_id, step.nodes, kStageStep, OnTaskFailure::StopStep, StepProgram::Mpi);
     argv.insert(argv.end(), {sibling_program(kStagerProgram), "--config", step.config_path, "--job", step.job_id});
     argv.insert(argv.end(), step.tuning.begin(), step.tuning.end());
     argv.push_back(step.spec);
@@ -29,7 +29,7 @@ std::vector<std::string> launcher_command(const Config& config, const StagerStep
 void watch_line(const std::string& line, LauncherReport& report)
 {
     report.stager_spoke = report.stager_spoke || starts_with(line, kMessagePrefix);
-    if (starts_with(line, kMessagePrefix) && line.find(" failed on ") != std::string::npos)
+    if (starts_with(line, kMessagePrefix) && line.find(kFailedOn) != std::string::npos)
         report.stager_explained = true;
     const std::string srun_error = "srun: error: ";
     if (report.task_failure.empty() && starts_with(line, srun_error) && line.find(": task ") != std::string::npos)
@@ -40,11 +40,7 @@ void watch_line(const std::string& line, LauncherReport& report)
 // for failures.
 LauncherReport run_once(const std::vector<std::string>& argv)
 {
-    // The stager's own srun step must not stage again (the plugin sees this),
-    // and on an oversubscribed node a waiting rank should yield its core.
-    setenv(kStagerStepVar, "1", 1);
-    if (const char* yield = std::getenv("OMPI_MCA_mpi_yield_when_idle"); !yield || !*yield)
-        setenv("OMPI_MCA_mpi_yield_when_idle", "1", 1);
+    set_step_environment();
     LauncherReport report;
     try {
         report.wait_status = run_reading_stderr(argv, [&](const std::string& line) {

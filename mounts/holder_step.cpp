@@ -34,16 +34,14 @@ constexpr auto kStopGrace = std::chrono::seconds(60);
 std::vector<std::string> holder_command(const Config& config, const std::string& config_path,
                                         const std::string& job_id, const std::string& nodes, const std::string& spec)
 {
-    std::vector<std::string> argv;
     // A node that fails must not get the others SIGKILLed (which leaves dead
     // mounts and their ready markers): start_mount_holder stops the step
     // with SIGTERM instead, and every holder cleans up.
-    const auto on_failure = launch::OnTaskFailure::KeepOthers;
-    for (const std::string& word : launch::job_step_command(config, job_id, nodes, kMountStep, on_failure))
-        if (!starts_with(word, "--mpi="))  // not an MPI program
-            argv.push_back(word);
+    std::vector<std::string> argv = launch::job_step_command(config, job_id, nodes, kMountStep,
+                                                             launch::OnTaskFailure::KeepOthers,
+                                                             launch::StepProgram::NotMpi);
     // Shares the job's CPUs and memory with every later step, for the whole job.
-    argv.insert(argv.end(), {"--mpi=none", "--overlap", "--input=none", launch::sibling_program("dlstage"), "--config",
+    argv.insert(argv.end(), {"--overlap", "--input=none", launch::sibling_program("dlstage"), "--config",
                              config_path, kHoldMountsCommand, "--job", job_id, spec});
     return argv;
 }
@@ -85,7 +83,7 @@ bool start_mount_holder(const Config& config, const std::string& config_path, co
 
     ScratchFile out, err;
     const Fd null = open_dev_null(O_RDONLY);
-    setenv(kStagerStepVar, "1", 1);  // the plugin leaves dlstage's own steps alone
+    launch::set_step_environment();
     // Its own session: it outlives this command and must not get a
     // terminal's signals in salloc.
     const pid_t pid =
@@ -104,7 +102,7 @@ bool start_mount_holder(const Config& config, const std::string& config_path, co
             status = *ended;
             break;
         }
-        if (err.text().find(std::string(kMessagePrefix) + "mounting ") != std::string::npos) {
+        if (err.text().find(std::string(kMessagePrefix) + kMountingWord) != std::string::npos) {
             stop_step(pid, status);
             break;
         }

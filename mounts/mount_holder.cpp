@@ -142,10 +142,7 @@ int hold(std::vector<HeldMount>& held, const sigset_t& signals, const std::strin
                                     describe_exit(*status) + "); " + mount.item.env_name + " no longer works there";
             say(why);
             // Nobody reads this step's output any more: `dlstage status` shows the record.
-            try {
-                write_record(failure_record_path(state_dir, job_id, node), toml::table{{"node", node}, {"message", why}});
-            } catch (const Error&) {
-            }
+            write_failure_record(state_dir, job_id, node, why);
         }
         // exit 0: a failing task would make srun stop the other nodes' mounts too
         if (std::none_of(held.begin(), held.end(), [](const HeldMount& m) { return m.server >= 0; }))
@@ -178,7 +175,7 @@ int hold_mounts(const Config& config, const std::string& job_id, const std::stri
         }
     } catch (const Error& e) {
         release_all(held);
-        say("mounting " + current + " failed on " + node + ": " + e.what());
+        say(kMountingWord + current + kFailedOn + node + ": " + e.what());
         return EXIT_FAILURE;
     }
     std::cout << kMountedLine << node << std::endl;

@@ -27,7 +27,7 @@ struct Staging {
         const std::string user = job_user_dir(state.path(), "5");
         for (const std::string& dir : {state / "jobs", state / "jobs/5", user})
             mkdir(dir.c_str(), 0755);
-        write_record(failure_record_path(state.path(), "5", node), toml::table{{"node", node}, {"message", message}});
+        BOOST_REQUIRE(write_failure_record(state.path(), "5", node, message));
     }
 };
 }  // namespace
@@ -38,12 +38,14 @@ BOOST_AUTO_TEST_CASE(a_step_is_one_task_on_every_node_named_for_sacct)
 {
     Config config;
     config.site.launcher = "  srun  --mpi=pmix --overlap ";
-    BOOST_TEST(job_step_command(config, "5", "3", "dlstage-stage", OnTaskFailure::StopStep) ==
+    BOOST_TEST(job_step_command(config, "5", "3", "dlstage-stage", OnTaskFailure::StopStep, StepProgram::Mpi) ==
                    Lines({"srun", "--mpi=pmix", "--overlap", "--jobid=5", "--nodes=3", "--ntasks=3",
                           "--kill-on-bad-exit=1", "--job-name=dlstage-stage"}),
                boost::test_tools::per_element());
-    BOOST_TEST(job_step_command(config, "5", "3", "dlstage-mount", OnTaskFailure::KeepOthers)[6] ==
-               "--kill-on-bad-exit=0");
+    BOOST_TEST(job_step_command(config, "5", "3", "dlstage-mount", OnTaskFailure::KeepOthers, StepProgram::NotMpi) ==
+                   Lines({"srun", "--overlap", "--mpi=none", "--jobid=5", "--nodes=3", "--ntasks=3",
+                          "--kill-on-bad-exit=0", "--job-name=dlstage-mount"}),
+               boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(a_failure_is_explained_by_the_ranks_or_else_by_srun_or_else_by_the_exit_status)
