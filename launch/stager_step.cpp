@@ -8,10 +8,14 @@
 #include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "lib/log.hpp"
+#include "lib/number.hpp"
+#include "lib/stager_tuning.hpp"
 #include "lib/state_record.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/process.hpp"
 #include "policies/launch_retry.hpp"
+
+extern char** environ;
 
 namespace dlstage::launch {
 
@@ -56,6 +60,51 @@ LauncherReport run_once(const std::vector<std::string>& argv)
     return report;
 }
 
+std::string env_or_empty(const char* name)
+{
+    const char* value = std::getenv(name);
+    return value ? value : "";
+}
+
+// The variable that holds the job's node count: kJobNodesVar, else the older SLURM_NNODES.
+const char* nodes_variable()
+{
+    return env_or_empty(kJobNodesVar).empty() ? "SLURM_NNODES" : kJobNodesVar;
+}
+
+std::string job_request()
+{
+    if (const std::string direct = env_or_empty(kStageDataVar); !direct.empty())
+        return direct;
+    for (char** e = environ; *e; ++e) {
+        const std::string entry = *e;
+        const std::size_t eq = entry.find('=');
+        if (eq != std::string::npos && ends_with(entry.substr(0, eq), kStageDataOptionVar))
+            return entry.substr(eq + 1);
+    }
+    return "";
+}
+
+std::vector<std::string> tuning_options()
+{
+    std::vector<std::string> options;
+    StagerTuning checked;
+    for (const TuningKnob& knob : tuning_knobs()) {
+        const std::string variable(knob.variable);
+        const std::string value = env_or_empty(variable.c_str());
+        if (value.empty())
+            continue;
+        naming(variable, [&] { knob.set(value, checked); });
+        options.insert(options.end(), {std::string(knob.option), value});
+    }
+    return options;
+}
+
+std::string slurm_variable(const char* variable)
+{
+    return naming(variable, [&] { return slurm_number(env_or_empty(variable)); });
+}
+
 // What failing ranks recorded.
 std::vector<std::string> recorded_failures(const Config& config, const std::string& job_id)
 {
@@ -65,6 +114,21 @@ std::vector<std::string> recorded_failures(const Config& config, const std::stri
     return messages;
 }
 }  // namespace
+
+bool inside_job()
+{
+    return !env_or_empty(kJobIdVar).empty() && !env_or_empty(nodes_variable()).empty();
+}
+
+StagerStep stager_step_from_environment(const std::vector<std::string>& specs)
+{
+    StagerStep step;
+    step.job_id = slurm_variable(kJobIdVar);
+    step.nodes = slurm_variable(nodes_variable());
+    step.tuning = tuning_options();
+    step.spec = specs.empty() ? job_request() : join(specs, ",");
+    return step;
+}
 
 LauncherReport run_stager_step(const Config& config, const StagerStep& step)
 {

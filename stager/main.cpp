@@ -69,7 +69,7 @@ Arguments parse_arguments(int argc, char** argv)
             if (arg == "--config")
                 args.config = value();
             else if (arg == "--job")
-                args.job_id = naming(arg, [&] { return std::to_string(parse_count(value(), 1, kMaxSlurmNumber)); });
+                args.job_id = naming(arg, [&] { return slurm_number(value()); });
             else if (const TuningKnob* knob = find_tuning_knob(arg))
                 naming(arg, [&] { knob->set(value(), args.tuning); });
             else if (!arg.empty() && arg[0] == '-')
