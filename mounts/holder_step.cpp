@@ -31,6 +31,22 @@ constexpr auto kHolderTimeout = std::chrono::seconds(120);
 // within 5 s) before it is killed.
 constexpr auto kStopGrace = std::chrono::seconds(60);
 
+// srun passes SIGTERM on to the tasks and waits for them: each holder
+// releases its mounts.
+void stop_step(pid_t srun, int& status)
+{
+    status = stop(srun, SIGTERM, kStopGrace);
+}
+
+std::string format_seconds(Clock::duration elapsed)
+{
+    char text[32];
+    std::snprintf(text, sizeof text, "%.2f", std::chrono::duration<double>(elapsed).count());
+    return text;
+}
+
+}  // namespace
+
 std::vector<std::string> holder_command(const Config& config, const std::string& config_path,
                                         const std::string& job_id, const std::string& nodes, const std::string& spec)
 {
@@ -46,20 +62,6 @@ std::vector<std::string> holder_command(const Config& config, const std::string&
     return argv;
 }
 
-// srun passes SIGTERM on to the tasks and waits for them: each holder
-// releases its mounts.
-void stop_step(pid_t srun, int& status)
-{
-    status = stop(srun, SIGTERM, kStopGrace);
-}
-
-std::string format_seconds(Clock::duration elapsed)
-{
-    char text[32];
-    std::snprintf(text, sizeof text, "%.2f", std::chrono::duration<double>(elapsed).count());
-    return text;
-}
-
 std::size_t count_mounted_lines(const std::string& out)
 {
     std::size_t count = 0;
@@ -68,7 +70,6 @@ std::size_t count_mounted_lines(const std::string& out)
             ++count;
     return count;
 }
-}  // namespace
 
 bool start_mount_holder(const Config& config, const std::string& config_path, const std::string& job_id,
                        const std::string& nodes, const std::string& spec)
