@@ -95,6 +95,15 @@ std::vector<char*> c_strings(const std::vector<std::string>& strings)
     _exit(127);
 }
 
+// waitpid until pid ends, retrying on EINTR; false (errno set) if it cannot.
+bool wait_blocking(pid_t pid, int& status)
+{
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return false;
+    return true;
+}
+
 // Keeps the end of what a program writes: enough for its last line.
 void keep_tail(std::string& output, std::string_view more)
 {
@@ -177,8 +186,7 @@ pid_t spawn(const std::vector<std::string>& argv, const SpawnIo& io, const std::
     }
     if (got == static_cast<ssize_t>(sizeof err)) {
         int status = 0;
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-        }
+        (void)wait_blocking(pid, status);
         throw_cannot("run", program, err);
     }
     return pid;
@@ -187,9 +195,8 @@ pid_t spawn(const std::vector<std::string>& argv, const SpawnIo& io, const std::
 int wait_for(pid_t pid, const std::string& program)
 {
     int status = 0;
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR)
-            throw_cannot("wait for", program, errno);
+    if (!wait_blocking(pid, status))
+        throw_cannot("wait for", program, errno);
     return status;
 }
 
@@ -226,10 +233,7 @@ int stop(pid_t pid, int signal, std::chrono::milliseconds grace)
         return *status;
     kill(pid, SIGKILL);
     int status = 0;
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR)
-            return 0;
-    return status;
+    return wait_blocking(pid, status) ? status : 0;
 }
 
 int run_reading_stderr(const std::vector<std::string>& argv,
