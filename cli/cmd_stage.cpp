@@ -4,7 +4,7 @@
 // run it in salloc (or any job script).  It starts dlstage-stager through
 // the site's launcher, one rank per node, and waits (launch/); then the
 // mount holder for datasets in mode = "mount" (mounts/).  Here: the command
-// line, the job's environment, and what stage says.
+// line and what stage says; the job's environment is read in launch/.
 #include <cstdlib>
 #include <iostream>
 
@@ -16,13 +16,8 @@
 #include "lib/error.hpp"
 #include "lib/identity.hpp"
 #include "lib/log.hpp"
-#include "lib/number.hpp"
 #include "lib/stage_spec.hpp"
-#include "lib/stager_tuning.hpp"
-#include "lib/strings.hpp"
 #include "mounts/holder_step.hpp"
-
-extern char** environ;
 
 namespace dlstage::cli {
 
@@ -41,52 +36,6 @@ void print_help()
                  "DLSTAGE_PROGRESS (seconds between progress lines, default 5), DLSTAGE_EXCHANGE\n"
                  "(ring, or bcast for the baseline).  A malformed value is refused before anything\n"
                  "is launched.\n";
-}
-
-std::string env_or(const char* name, const std::string& fallback)
-{
-    const char* value = std::getenv(name);
-    return value && *value ? value : fallback;
-}
-
-// The job's own request: the plugin passes it as DLSTAGE_STAGE_DATA; in a
-// salloc shell Slurm exports the option as ..._SLURM_SPANK_OPTION_dlstage_stage_data.
-std::string job_request()
-{
-    if (const std::string direct = env_or(kStageDataVar, ""); !direct.empty())
-        return direct;
-    for (char** e = environ; *e; ++e) {
-        const std::string entry = *e;
-        const std::size_t eq = entry.find('=');
-        if (eq != std::string::npos && ends_with(entry.substr(0, eq), kStageDataOptionVar))
-            return entry.substr(eq + 1);
-    }
-    return "";
-}
-
-// The job's DLSTAGE_* tuning knobs as dlstage-stager options, each checked
-// here by the stager's own rules: a typo fails at once, with one line naming
-// the variable, instead of in every rank after the launch.
-std::vector<std::string> tuning_options()
-{
-    std::vector<std::string> options;
-    StagerTuning checked;
-    for (const TuningKnob& knob : tuning_knobs()) {
-        const std::string variable(knob.variable);
-        const std::string value = env_or(variable.c_str(), "");
-        if (value.empty())
-            continue;
-        naming(variable, [&] { knob.set(value, checked); });
-        options.insert(options.end(), {std::string(knob.option), value});
-    }
-    return options;
-}
-
-// A count Slurm put in the environment, checked before it goes into paths
-// and srun's options; as canonical digits.
-std::string slurm_number(const char* variable)
-{
-    return naming(variable, [&] { return std::to_string(parse_count(env_or(variable, ""), 1, kMaxSlurmNumber)); });
 }
 
 // Where the data went, for a user in salloc; "<node>" stands for %n.
@@ -116,28 +65,25 @@ int cmd_stage(const GlobalOptions& options, const std::vector<std::string>& args
         else
             specs.push_back(arg);
     }
-    const char* nodes_variable = env_or("SLURM_JOB_NUM_NODES", "").empty() ? "SLURM_NNODES" : "SLURM_JOB_NUM_NODES";
-    if (env_or("SLURM_JOB_ID", "").empty() || env_or(nodes_variable, "").empty()) {
-        say("stage runs inside a Slurm job (salloc, sbatch, srun): SLURM_JOB_ID and SLURM_JOB_NUM_NODES are not set");
+    if (!launch::inside_job()) {
+        say(std::string("stage runs inside a Slurm job (salloc, sbatch, srun): ") + kJobIdVar + " and " +
+            kJobNodesVar + " are not set");
         return kExitFailure;
     }
-    const std::string job_id = slurm_number("SLURM_JOB_ID");
-    const std::string nodes = slurm_number(nodes_variable);
-    const std::vector<std::string> tuning = tuning_options();
-    const std::string spec = specs.empty() ? job_request() : join(specs, ",");
-    if (spec.empty())
+    launch::StagerStep step = launch::stager_step_from_environment(specs);
+    if (step.spec.empty())
         return usage_error("stage: no SPEC given and the job has no --stage-data request", "stage");
 
-    const std::string config_path = choose_config_path(options.config_path, true);
-    const Config config = load_config_for_caller(config_path);
-    const auto items = resolve_stage_data(config, spec);  // refuse bad input before starting anything
-    const launch::StagerStep step{config_path, job_id, nodes, spec, tuning};
+    step.config_path = choose_config_path(options.config_path, true);
+    const Config config = load_config_for_caller(step.config_path);
+    const auto items = resolve_stage_data(config, step.spec);  // refuse bad input before starting anything
+    const std::string& job_id = step.job_id;
     if (const launch::LauncherReport report = launch::run_stager_step(config, step); report.exit_code != 0) {
         for (const std::string& line : launch::staging_failure(config, step, report))
             say(line);
         return kExitFailure;
     }
-    if (!mounts::start_mount_holder(config, config_path, job_id, nodes, spec))
+    if (!mounts::start_mount_holder(config, step.config_path, job_id, step.nodes, step.spec))
         return kExitFailure;
     if (!quiet)
         print_paths(items, job_id);

@@ -43,12 +43,6 @@ void print_help()
                  "  --json     print a JSON array of jobs instead of a table\n";
 }
 
-// As digits without leading zeros; throws Error for anything else.
-std::string job_id_text(std::string_view text)
-{
-    return std::to_string(parse_count(text, 1, kMaxSlurmNumber));
-}
-
 std::int64_t integer(const toml::table& record, const char* key)
 {
     return integer_field(record, key).value_or(0);
@@ -130,7 +124,7 @@ int cmd_status(const GlobalOptions& options, const std::vector<std::string>& arg
             json = true;
         else {
             try {
-                wanted.push_back(job_id_text(arg));
+                wanted.push_back(slurm_number(arg));
             } catch (const Error&) {
                 return usage_error("status: " + quoted(arg) + " is not a job id (a number) or an option", "status");
             }
@@ -140,8 +134,8 @@ int cmd_status(const GlobalOptions& options, const std::vector<std::string>& arg
     const std::string& state_dir = config.site.state_dir;
     const bool explicit_jobs = !wanted.empty();
     if (!explicit_jobs) {
-        if (const char* current = std::getenv("SLURM_JOB_ID"); current && *current)
-            wanted.push_back(naming("SLURM_JOB_ID", [&] { return job_id_text(current); }));
+        if (const char* current = std::getenv(kJobIdVar); current && *current)
+            wanted.push_back(naming(kJobIdVar, [&] { return slurm_number(current); }));
         else
             wanted = recorded_job_ids(state_dir);
     }

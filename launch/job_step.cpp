@@ -1,9 +1,11 @@
 #include "launch/job_step.hpp"
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <unistd.h>
 
+#include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/sys_error.hpp"
@@ -11,16 +13,26 @@
 namespace dlstage::launch {
 
 std::vector<std::string> job_step_command(const Config& config, const std::string& job_id, const std::string& nodes,
-                                          const std::string& step_name, OnTaskFailure on_failure)
+                                          const std::string& step_name, OnTaskFailure on_failure,
+                                          StepProgram program)
 {
     std::vector<std::string> argv;
     for (const std::string& word : split(trim(config.site.launcher), ' '))
-        if (!word.empty())
+        if (!word.empty() && !(program == StepProgram::NotMpi && starts_with(word, "--mpi=")))
             argv.push_back(word);
+    if (program == StepProgram::NotMpi)
+        argv.push_back("--mpi=none");
     argv.insert(argv.end(), {"--jobid=" + job_id, "--nodes=" + nodes, "--ntasks=" + nodes,
                              on_failure == OnTaskFailure::StopStep ? "--kill-on-bad-exit=1" : "--kill-on-bad-exit=0",
                              "--job-name=" + step_name});
     return argv;
+}
+
+void set_step_environment()
+{
+    setenv(kStagerStepVar, "1", 1);
+    if (const char* yield = std::getenv("OMPI_MCA_mpi_yield_when_idle"); !yield || !*yield)
+        setenv("OMPI_MCA_mpi_yield_when_idle", "1", 1);
 }
 
 std::string sibling_program(const std::string& name)

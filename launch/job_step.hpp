@@ -15,12 +15,23 @@ enum class OnTaskFailure {
     KeepOthers,    // --kill-on-bad-exit=0: the caller decides (and stops it gently)
 };
 
+// Whether the step's program is an MPI program: if not, srun is told
+// --mpi=none (whatever site.launcher says) and sets up no MPI plugin.
+enum class StepProgram { Mpi, NotMpi };
+
 // site.launcher's words plus what makes it one task on every node of job
 // job_id, whatever the job's own --ntasks or --cpus-per-task say, with the
 // step named step_name (as sacct shows it).  The program and its arguments
 // go after.
 std::vector<std::string> job_step_command(const Config& config, const std::string& job_id, const std::string& nodes,
-                                          const std::string& step_name, OnTaskFailure on_failure);
+                                          const std::string& step_name, OnTaskFailure on_failure,
+                                          StepProgram program);
+
+// The environment of dlstage's own steps, set in ours for the launcher to
+// pass on: kStagerStepVar=1 (the plugin neither checks nor stages there
+// again) and, unless set, OMPI_MCA_mpi_yield_when_idle=1 (on an
+// oversubscribed node a waiting rank yields its core).
+void set_step_environment();
 
 // The path of an installed program next to this executable (dlstage and
 // dlstage-stager are installed side by side).

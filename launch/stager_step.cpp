@@ -8,10 +8,14 @@
 #include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "lib/log.hpp"
+#include "lib/number.hpp"
+#include "lib/stager_tuning.hpp"
 #include "lib/state_record.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/process.hpp"
 #include "policies/launch_retry.hpp"
+
+extern char** environ;
 
 namespace dlstage::launch {
 
@@ -19,7 +23,7 @@ namespace {
 std::vector<std::string> launcher_command(const Config& config, const StagerStep& step)
 {
     std::vector<std::string> argv =
-        job_step_command(config, step.job_id, step.nodes, kStageStep, OnTaskFailure::StopStep);
+        job_step_command(config, step.job_id, step.nodes, kStageStep, OnTaskFailure::StopStep, StepProgram::Mpi);
     argv.insert(argv.end(), {sibling_program(kStagerProgram), "--config", step.config_path, "--job", step.job_id});
     argv.insert(argv.end(), step.tuning.begin(), step.tuning.end());
     argv.push_back(step.spec);
@@ -29,7 +33,7 @@ std::vector<std::string> launcher_command(const Config& config, const StagerStep
 void watch_line(const std::string& line, LauncherReport& report)
 {
     report.stager_spoke = report.stager_spoke || starts_with(line, kMessagePrefix);
-    if (starts_with(line, kMessagePrefix) && line.find(" failed on ") != std::string::npos)
+    if (starts_with(line, kMessagePrefix) && line.find(kFailedOn) != std::string::npos)
         report.stager_explained = true;
     const std::string srun_error = "srun: error: ";
     if (report.task_failure.empty() && starts_with(line, srun_error) && line.find(": task ") != std::string::npos)
@@ -40,22 +44,65 @@ void watch_line(const std::string& line, LauncherReport& report)
 // for failures.
 LauncherReport run_once(const std::vector<std::string>& argv)
 {
-    // The stager's own srun step must not stage again (the plugin sees this),
-    // and on an oversubscribed node a waiting rank should yield its core.
-    setenv(kStagerStepVar, "1", 1);
-    if (const char* yield = std::getenv("OMPI_MCA_mpi_yield_when_idle"); !yield || !*yield)
-        setenv("OMPI_MCA_mpi_yield_when_idle", "1", 1);
+    set_step_environment();
     LauncherReport report;
     try {
-        report.exit_code = shell_exit_code(run_reading_stderr(argv, [&](const std::string& line) {
+        report.wait_status = run_reading_stderr(argv, [&](const std::string& line) {
             std::cerr << line << "\n";
             watch_line(line, report);
-        }));
+        });
+        report.exit_code = shell_exit_code(report.wait_status);
     } catch (const Error& e) {  // it could not be started
         say(std::string(e.what()) + " (site.launcher)");
         report.exit_code = 127;
+        report.wait_status = 127 << 8;
     }
     return report;
+}
+
+std::string env_or_empty(const char* name)
+{
+    const char* value = std::getenv(name);
+    return value ? value : "";
+}
+
+// The variable that holds the job's node count: kJobNodesVar, else the older SLURM_NNODES.
+const char* nodes_variable()
+{
+    return env_or_empty(kJobNodesVar).empty() ? "SLURM_NNODES" : kJobNodesVar;
+}
+
+std::string job_request()
+{
+    if (const std::string direct = env_or_empty(kStageDataVar); !direct.empty())
+        return direct;
+    for (char** e = environ; *e; ++e) {
+        const std::string entry = *e;
+        const std::size_t eq = entry.find('=');
+        if (eq != std::string::npos && ends_with(entry.substr(0, eq), kStageDataOptionVar))
+            return entry.substr(eq + 1);
+    }
+    return "";
+}
+
+std::vector<std::string> tuning_options()
+{
+    std::vector<std::string> options;
+    StagerTuning checked;
+    for (const TuningKnob& knob : tuning_knobs()) {
+        const std::string variable(knob.variable);
+        const std::string value = env_or_empty(variable.c_str());
+        if (value.empty())
+            continue;
+        naming(variable, [&] { knob.set(value, checked); });
+        options.insert(options.end(), {std::string(knob.option), value});
+    }
+    return options;
+}
+
+std::string slurm_variable(const char* variable)
+{
+    return naming(variable, [&] { return slurm_number(env_or_empty(variable)); });
 }
 
 // What failing ranks recorded.
@@ -67,6 +114,21 @@ std::vector<std::string> recorded_failures(const Config& config, const std::stri
     return messages;
 }
 }  // namespace
+
+bool inside_job()
+{
+    return !env_or_empty(kJobIdVar).empty() && !env_or_empty(nodes_variable()).empty();
+}
+
+StagerStep stager_step_from_environment(const std::vector<std::string>& specs)
+{
+    StagerStep step;
+    step.job_id = slurm_variable(kJobIdVar);
+    step.nodes = slurm_variable(nodes_variable());
+    step.tuning = tuning_options();
+    step.spec = specs.empty() ? job_request() : join(specs, ",");
+    return step;
+}
 
 LauncherReport run_stager_step(const Config& config, const StagerStep& step)
 {
@@ -98,8 +160,7 @@ std::vector<std::string> staging_failure(const Config& config, const StagerStep&
                         report.task_failure.substr(0, report.task_failure.find(':')) + ": the stager ended early (" +
                         report.task_failure + ")");
     else
-        lines.push_back("staging " + step.spec + " failed (launcher exit status " +
-                        std::to_string(report.exit_code) + ")");
+        lines.push_back("staging " + step.spec + " failed (the launcher " + describe_exit(report.wait_status) + ")");
     return lines;
 }
 

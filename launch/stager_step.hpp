@@ -13,6 +13,7 @@ namespace dlstage::launch {
 // What the launcher's stderr told about a failure, read as it passes through.
 struct LauncherReport {
     int exit_code = 0;              // the launcher's, or 128 + the signal that killed it
+    int wait_status = 0;            // the launcher's, as from waitpid
     bool stager_spoke = false;      // a rank printed a "dlstage:" line
     bool stager_explained = false;  // a rank printed "dlstage: ... failed on NODE: ..."
     std::string task_failure;       // srun's first "NODE: task N: REASON"
@@ -25,6 +26,20 @@ struct StagerStep {
     std::string spec;                 // the --stage-data value
     std::vector<std::string> tuning;  // checked dlstage-stager options
 };
+
+// Inside a Slurm job: kJobIdVar and a node count (kJobNodesVar, or
+// SLURM_NNODES) are set.
+bool inside_job();
+
+// The staging step of the current job, from the environment (config_path
+// left for the caller): the job id and node count, checked; the job's
+// DLSTAGE_* tuning knobs as dlstage-stager options, each checked by the
+// stager's own rules (a typo fails at once, with one line naming the
+// variable, instead of in every rank after the launch); and specs joined
+// by ',', or without specs the job's own request (kStageDataVar from the
+// plugin, or the option Slurm exports into a salloc shell), "" if none.
+// Throws Error naming the variable.
+StagerStep stager_step_from_environment(const std::vector<std::string>& specs);
 
 // Removes the failure records of an earlier attempt, runs the step, copying the launcher's stderr to ours line by line, and
 // once more if policy::retry_launch allows (saying why).  The report of

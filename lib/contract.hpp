@@ -24,6 +24,11 @@ inline constexpr const char* kFactsVar = "DLSTAGE_FACTS";
 // neither checks nor stages there again.
 inline constexpr const char* kStagerStepVar = "DLSTAGE_STAGER_STEP";
 
+// What Slurm tells a job (and srun, in the plugin, tells `dlstage stage`):
+// its id and its node count.
+inline constexpr const char* kJobIdVar = "SLURM_JOB_ID";
+inline constexpr const char* kJobNodesVar = "SLURM_JOB_NUM_NODES";
+
 // How Slurm hands on what the plugin sets with spank_job_control_setenv:
 // to the prolog and epilog as SPANK_<VAR>, to the job as SLURM_SPANK_<VAR>.
 inline constexpr const char* kPrologEnvPrefix = "SPANK_";
@@ -41,6 +46,11 @@ inline constexpr const char* kStageStep = "dlstage-stage";
 inline constexpr const char* kMountStep = "dlstage-mount";
 // What a mount holder prints on stdout once every mount on its node is up.
 inline constexpr const char* kMountedLine = "dlstage-mounted ";
+// How a stager rank says why it stops ("dlstage: WHAT failed on NODE:
+// REASON"), and how a holder's such line starts ("dlstage: mounting
+// DATASET failed on NODE: ..."): `dlstage stage` watches for both.
+inline constexpr const char* kFailedOn = " failed on ";
+inline constexpr const char* kMountingWord = "mounting ";
 
 // --- files in a tier's job directory (lib/job_layout.hpp) --------------------
 inline constexpr const char* kPartialPrefix = ".partial-";    // being written
@@ -60,5 +70,9 @@ inline constexpr const char* kPrologOutcomePrefix = "prolog-";  // prolog-<node>
 // stager, the stager's progress (state) for `dlstage status`.
 inline constexpr const char* kReadyState = "ready";
 inline constexpr const char* kStagingState = "staging";
+// The prolog's outcome when not ready: the node is broken (drained), or
+// the request failed (the user's problem; the stager reports it).
+inline constexpr const char* kBrokenState = "broken";
+inline constexpr const char* kFailedState = "failed";
 
 }  // namespace dlstage

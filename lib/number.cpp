@@ -75,4 +75,9 @@ double parse_seconds(std::string_view raw, double min, double max)
     return seconds;
 }
 
+std::string slurm_number(std::string_view text)
+{
+    return std::to_string(parse_count(text, 1, kMaxSlurmNumber));
+}
+
 }  // namespace dlstage

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace dlstage {
@@ -19,6 +20,11 @@ inline constexpr std::uint64_t kMaxSlurmNumber = 4294967295;
 
 // A whole number from min to max ("16", "007").
 std::uint64_t parse_count(std::string_view text, std::uint64_t min, std::uint64_t max);
+
+// A Slurm job id or node count (1 to kMaxSlurmNumber) as canonical digits,
+// without leading zeros ("007" is "7"): checked before it goes into paths
+// and srun's options.
+std::string slurm_number(std::string_view text);
 
 // A number of seconds from min to max ("5", "0.25").
 double parse_seconds(std::string_view text, double min, double max);

@@ -65,7 +65,16 @@ std::string failure_record_path(const std::string& state_dir, const std::string&
 {
     return job_user_dir(state_dir, job_id) + "/" + prefix_of(UserRecord::Failure) + node + kRecordSuffix;
 }
-
+bool write_failure_record(const std::string& state_dir, const std::string& job_id, const std::string& node,
+                          const std::string& message) noexcept
+{
+    try {
+        write_record(failure_record_path(state_dir, job_id, node), toml::table{{"node", node}, {"message", message}});
+        return true;
+    } catch (const std::exception&) {
+        return false;
+    }
+}
 
 std::string prolog_outcome_name(const std::string& node)
 {

@@ -35,6 +35,12 @@ std::string progress_record_path(const std::string& state_dir, const std::string
 // when the launcher lost the stager's last words.
 std::string failure_record_path(const std::string& state_dir, const std::string& job_id, const std::string& node);
 
+// Writes failure-<node>.toml {node, message} (write_record), best effort:
+// false if it could not be written (the caller has said the message
+// already).
+bool write_failure_record(const std::string& state_dir, const std::string& job_id, const std::string& node,
+                          const std::string& message) noexcept;
+
 // Which records of a job's user dir: progress-<dataset>.toml, failure-<node>.toml.
 enum class UserRecord { Progress, Failure };
 

@@ -6,7 +6,6 @@
 #include <cstdlib>
 #include <fcntl.h>
 #include <iostream>
-#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
 
@@ -28,30 +27,15 @@ using Clock = std::chrono::steady_clock;
 // How long the holder step may take to report from every node (its start
 // includes Slurm's step launch).
 constexpr auto kHolderTimeout = std::chrono::seconds(120);
-
-std::vector<std::string> holder_command(const Config& config, const std::string& config_path,
-                                        const std::string& job_id, const std::string& nodes, const std::string& spec)
-{
-    std::vector<std::string> argv;
-    // A node that fails must not get the others SIGKILLed (which leaves dead
-    // mounts and their ready markers): start_mount_holder stops the step
-    // with SIGTERM instead, and every holder cleans up.
-    const auto on_failure = launch::OnTaskFailure::KeepOthers;
-    for (const std::string& word : launch::job_step_command(config, job_id, nodes, kMountStep, on_failure))
-        if (!starts_with(word, "--mpi="))  // not an MPI program
-            argv.push_back(word);
-    // Shares the job's CPUs and memory with every later step, for the whole job.
-    argv.insert(argv.end(), {"--mpi=none", "--overlap", "--input=none", launch::sibling_program("dlstage"), "--config",
-                             config_path, kHoldMountsCommand, "--job", job_id, spec});
-    return argv;
-}
+// How long srun may take to stop the step (each holder unmounts, squashfuse
+// within 5 s) before it is killed.
+constexpr auto kStopGrace = std::chrono::seconds(60);
 
 // srun passes SIGTERM on to the tasks and waits for them: each holder
 // releases its mounts.
 void stop_step(pid_t srun, int& status)
 {
-    kill(srun, SIGTERM);
-    waitpid(srun, &status, 0);
+    status = stop(srun, SIGTERM, kStopGrace);
 }
 
 std::string format_seconds(Clock::duration elapsed)
@@ -59,6 +43,23 @@ std::string format_seconds(Clock::duration elapsed)
     char text[32];
     std::snprintf(text, sizeof text, "%.2f", std::chrono::duration<double>(elapsed).count());
     return text;
+}
+
+}  // namespace
+
+std::vector<std::string> holder_command(const Config& config, const std::string& config_path,
+                                        const std::string& job_id, const std::string& nodes, const std::string& spec)
+{
+    // A node that fails must not get the others SIGKILLed (which leaves dead
+    // mounts and their ready markers): start_mount_holder stops the step
+    // with SIGTERM instead, and every holder cleans up.
+    std::vector<std::string> argv = launch::job_step_command(config, job_id, nodes, kMountStep,
+                                                             launch::OnTaskFailure::KeepOthers,
+                                                             launch::StepProgram::NotMpi);
+    // Shares the job's CPUs and memory with every later step, for the whole job.
+    argv.insert(argv.end(), {"--overlap", "--input=none", launch::sibling_program("dlstage"), "--config",
+                             config_path, kHoldMountsCommand, "--job", job_id, spec});
+    return argv;
 }
 
 std::size_t count_mounted_lines(const std::string& out)
@@ -69,7 +70,6 @@ std::size_t count_mounted_lines(const std::string& out)
             ++count;
     return count;
 }
-}  // namespace
 
 bool start_mount_holder(const Config& config, const std::string& config_path, const std::string& job_id,
                        const std::string& nodes, const std::string& spec)
@@ -84,7 +84,7 @@ bool start_mount_holder(const Config& config, const std::string& config_path, co
 
     ScratchFile out, err;
     const Fd null = open_dev_null(O_RDONLY);
-    setenv(kStagerStepVar, "1", 1);  // the plugin leaves dlstage's own steps alone
+    launch::set_step_environment();
     // Its own session: it outlives this command and must not get a
     // terminal's signals in salloc.
     const pid_t pid =
@@ -99,9 +99,11 @@ bool start_mount_holder(const Config& config, const std::string& config_path, co
                 format_seconds(Clock::now() - started) + " s (squashfuse, held until the job ends)");
             return true;  // the step runs on, holding the mounts until job end
         }
-        if (waitpid(pid, &status, WNOHANG) == pid)
+        if (const auto ended = try_wait(pid)) {
+            status = *ended;
             break;
-        if (err.text().find(std::string(kMessagePrefix) + "mounting ") != std::string::npos) {
+        }
+        if (err.text().find(std::string(kMessagePrefix) + kMountingWord) != std::string::npos) {
             stop_step(pid, status);
             break;
         }

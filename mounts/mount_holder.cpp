@@ -6,7 +6,6 @@
 #include <cstdlib>
 #include <iostream>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
 
@@ -37,20 +36,11 @@ using Clock = std::chrono::steady_clock;
 // How long a squashfuse may take to mount.
 constexpr auto kMountTimeout = std::chrono::seconds(30);
 
-bool on_path(const std::string& program)
-{
-    const char* path = std::getenv("PATH");
-    for (const std::string& dir : split(path ? path : "/usr/bin:/bin", ':'))
-        if (!dir.empty() && access((dir + "/" + program).c_str(), X_OK) == 0)
-            return true;
-    return false;
-}
-
 // squashfuse_ll (the low-level, faster server) where installed.
 std::string squashfuse_program(const std::string& node)
 {
     for (const char* program : {"squashfuse_ll", "squashfuse"})
-        if (on_path(program))
+        if (!find_on_path(program).empty())
             return program;
     throw Error("squashfuse is not installed on " + node +
                 " (package squashfuse); ask the admins, or stage the image with mode = \"extract\"");
@@ -70,12 +60,6 @@ struct HeldMount {
     DatasetLayout layout;
     pid_t server = -1;  // squashfuse in the foreground; -1: none (any more)
 };
-
-std::string first_line(const std::string& text)
-{
-    const std::string trimmed = trim(text);
-    return trimmed.substr(0, trimmed.find('\n'));
-}
 
 // Starts squashfuse on the staged image and waits until the mount is up;
 // then writes the ready marker (path: the mount point).
@@ -97,12 +81,11 @@ void mount_image(HeldMount& held, const std::string& program, const std::string&
         spawn({program, "-f", staged->path, layout.dataset_dir}, SpawnIo{null.get(), null.get(), messages.fd(), false});
     const auto deadline = Clock::now() + kMountTimeout;
     while (!mounted(layout)) {
-        int status = 0;
-        if (waitpid(held.server, &status, WNOHANG) == held.server) {
+        if (const auto status = try_wait(held.server)) {
             held.server = -1;
             const std::string why = first_line(messages.text());
             throw Error(program + " cannot mount the image " + staged->source + ": " +
-                        (why.empty() ? describe_exit(status) : why) + " (rebuild it with 'dlstage pack')");
+                        (why.empty() ? describe_exit(*status) : why) + " (rebuild it with 'dlstage pack')");
         }
         if (Clock::now() > deadline)
             throw Error(program + " did not mount the image " + staged->source + " within " +
@@ -121,17 +104,7 @@ void release(HeldMount& held)
     if (held.server < 0)
         return;
     unlink(held.layout.ready_marker.c_str());
-    kill(held.server, SIGTERM);
-    const auto deadline = Clock::now() + std::chrono::seconds(5);
-    int status = 0;
-    while (waitpid(held.server, &status, WNOHANG) == 0) {
-        if (Clock::now() > deadline) {
-            kill(held.server, SIGKILL);
-            waitpid(held.server, &status, 0);
-            break;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    stop(held.server, SIGTERM, std::chrono::seconds(5));
     held.server = -1;
     if (mounted(held.layout) || access(held.layout.dataset_dir.c_str(), F_OK) != 0)
         try {
@@ -160,19 +133,16 @@ int hold(std::vector<HeldMount>& held, const sigset_t& signals, const std::strin
             return EXIT_SUCCESS;
         }
         for (HeldMount& mount : held) {
-            int status = 0;
-            if (mount.server < 0 || waitpid(mount.server, &status, WNOHANG) != mount.server)
+            const auto status = mount.server < 0 ? std::nullopt : try_wait(mount.server);
+            if (!status)
                 continue;
             mount.server = -1;
             unlink(mount.layout.ready_marker.c_str());
             const std::string why = "the squashfuse serving " + mount.item.dataset.name + " on " + node + " ended (" +
-                                    describe_exit(status) + "); " + mount.item.env_name + " no longer works there";
+                                    describe_exit(*status) + "); " + mount.item.env_name + " no longer works there";
             say(why);
             // Nobody reads this step's output any more: `dlstage status` shows the record.
-            try {
-                write_record(failure_record_path(state_dir, job_id, node), toml::table{{"node", node}, {"message", why}});
-            } catch (const Error&) {
-            }
+            write_failure_record(state_dir, job_id, node, why);
         }
         // exit 0: a failing task would make srun stop the other nodes' mounts too
         if (std::none_of(held.begin(), held.end(), [](const HeldMount& m) { return m.server >= 0; }))
@@ -205,7 +175,7 @@ int hold_mounts(const Config& config, const std::string& job_id, const std::stri
         }
     } catch (const Error& e) {
         release_all(held);
-        say("mounting " + current + " failed on " + node + ": " + e.what());
+        say(kMountingWord + current + kFailedOn + node + ": " + e.what());
         return EXIT_FAILURE;
     }
     std::cout << kMountedLine << node << std::endl;

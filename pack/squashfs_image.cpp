@@ -5,7 +5,6 @@
 #include <cstdlib>
 #include <functional>
 #include <sched.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "lib/error.hpp"
@@ -65,10 +64,9 @@ ChildResult run_collecting_stderr(const std::vector<std::string>& argv)
     ChildResult result;
     result.stderr = std::move(collected.lines);
     set_child_to_stop(0);
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+    if (exited_ok(status))
         return result;
-    const std::string last_line = result.stderr.empty() ? "" : result.stderr.back();
-    result.failure = argv[0] + " " + describe_exit(status) + (last_line.empty() ? "" : ": " + last_line);
+    result.failure = describe_failure(argv[0], status, result.stderr.empty() ? "" : result.stderr.back());
     return result;
 }
 

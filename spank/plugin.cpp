@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "lib/log.hpp"
 #include "spank/prolog_epilog.hpp"
@@ -66,7 +67,7 @@ int slurm_spank_init(spank_t sp, int ac, char** av)
     return guarded("init", [&] {
         plugin_args(ac, av);  // refuse a bad plugstack.conf line at once, in every process
         if (spank_context() == S_CTX_LOCAL)
-            g_inside_allocation = std::getenv("SLURM_JOB_ID") != nullptr;
+            g_inside_allocation = std::getenv(dlstage::kJobIdVar) != nullptr;
         // Registered in every context: sbatch and salloc only learn of the
         // option this way, and remote/job_script contexts need it
         // registered to read its value back.  slurmd context has no

@@ -185,12 +185,12 @@ Report prolog_work(const ScriptStart& start)
         prepare_directories(items, start, report);
         report.status = kReadyState;
     } catch (const NodeFault& e) {
-        report.status = "broken";
+        report.status = kBrokenState;
         report.message = e.what();
     } catch (const Error& e) {
         // The user's problem (or a configuration changed since submit):
         // recorded for the stager to report; the node stays in service.
-        report.status = "failed";
+        report.status = kFailedState;
         report.message = e.what();
     }
     record.insert_or_assign("status", report.status);
@@ -310,7 +310,7 @@ std::string run_work(SpankApi& api, const ScriptStart& start, const char* what, 
     const std::string status = report["status"].value_or(std::string());
     const std::string message = report["message"].value_or(std::string());
     if (!message.empty())
-        api.error(status == "broken" ? message : who + message);
+        api.error(status == kBrokenState ? message : who + message);
     return status;
 }
 }  // namespace
@@ -324,7 +324,7 @@ int job_prolog(SpankApi& api, const PluginArgs& args)
     if (status == kReadyState)
         api.info("job " + start->job.job_id + " on " + start->job.node + ": stage-data=" + start->stage_data +
                  " prepared");
-    return status == "broken" ? -1 : 0;
+    return status == kBrokenState ? -1 : 0;
 }
 
 int job_epilog(SpankApi& api, const PluginArgs& args)

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/contract.hpp"
 #include "spank/stage_command.hpp"
 
 namespace dlstage::spank {
@@ -20,8 +21,8 @@ int local_user_init(SpankApi& api, const PluginArgs& args, bool inside_allocatio
     }
     // srun's own environment does not know the job it is creating yet.
     std::vector<std::string> env = api.job_env();
-    put_env(env, "SLURM_JOB_ID", std::to_string(*job_id));
-    put_env(env, "SLURM_JOB_NUM_NODES", std::to_string(*nnodes));
+    put_env(env, kJobIdVar, std::to_string(*job_id));
+    put_env(env, kJobNodesVar, std::to_string(*nnodes));
     if (run_stage_command(api, args, *spec, env) != 0) {
         api.error("staging " + *spec + " failed; the tasks do not start (see the messages above)");
         return -1;

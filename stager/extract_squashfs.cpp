@@ -43,22 +43,6 @@ void require_new_destination(const std::string& image, const std::string& dest)
         throw_cannot("unpack " + image + " into", dest, ENOTDIR);
 }
 
-// The last non-empty line of a program's output, made safe for a one-line
-// message.
-std::string last_line(const std::string& output)
-{
-    const std::size_t end = output.find_last_not_of(" \t\r\n");
-    if (end == std::string::npos)
-        return "";
-    const std::size_t newline = output.rfind('\n', end);
-    std::string line = output.substr(newline == std::string::npos ? 0 : newline + 1, end + 1 - (newline + 1));
-    for (char& c : line) {
-        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
-            c = ' ';
-    }
-    return trim(line);
-}
-
 // A path as an argument that no program can take for an option.
 std::string not_an_option(const std::string& path)
 {
@@ -72,11 +56,8 @@ void run_unsquashfs(const std::string& image, std::vector<std::string> options, 
     options.insert(options.begin(), "unsquashfs");
     options.push_back(not_an_option(image));
     const CapturedRun child = run_capturing(options, on_stdout);
-    if (WIFEXITED(child.status) && WEXITSTATUS(child.status) == 0)
-        return;
-    const std::string line = last_line(child.output);
-    throw Error("cannot unpack " + image + ": unsquashfs " + describe_exit(child.status) +
-                (line.empty() ? "" : ": " + line));
+    if (!exited_ok(child.status))
+        throw Error("cannot unpack " + image + ": " + describe_failure("unsquashfs", child.status, child.output));
 }
 
 void unpack_image(const std::string& image, const std::string& dest)

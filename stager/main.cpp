@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "lib/config.hpp"
+#include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "lib/identity.hpp"
 #include "lib/log.hpp"
@@ -68,7 +69,7 @@ Arguments parse_arguments(int argc, char** argv)
             if (arg == "--config")
                 args.config = value();
             else if (arg == "--job")
-                args.job_id = naming(arg, [&] { return std::to_string(parse_count(value(), 1, kMaxSlurmNumber)); });
+                args.job_id = naming(arg, [&] { return slurm_number(value()); });
             else if (const TuningKnob* knob = find_tuning_knob(arg))
                 naming(arg, [&] { knob->set(value(), args.tuning); });
             else if (!arg.empty() && arg[0] == '-')
@@ -88,18 +89,12 @@ Arguments parse_arguments(int argc, char** argv)
 
 [[noreturn]] void abort_all(const stager::NodeContext& ctx, const std::string& what, const std::string& reason)
 {
-    const std::string line = what + " failed on " + ctx.node + ": " + reason;
+    const std::string line = what + kFailedOn + ctx.node + ": " + reason;
     say(line);
     // srun may stop the step before it has forwarded this rank's last line;
     // the record lets `dlstage stage` tell the reason all the same.
-    if (!ctx.state_dir.empty() && !ctx.values.job_id.empty()) {
-        try {
-            write_record(failure_record_path(ctx.state_dir, ctx.values.job_id, ctx.node),
-                         toml::table{{"node", ctx.node}, {"message", line}});
-        } catch (const std::exception&) {
-            // the line above is all we can do
-        }
-    }
+    if (!ctx.state_dir.empty() && !ctx.values.job_id.empty())
+        write_failure_record(ctx.state_dir, ctx.values.job_id, ctx.node, line);  // else the line above is all
     usleep(300000);  // give the launcher's output forwarding a moment
     _exit(1);
 }

@@ -43,25 +43,6 @@ std::string how_it_ended(int status)
     return describe_exit(status) + (WIFEXITED(status) ? " without a result" : "");
 }
 
-// Reaps pid within a short grace; false if it could not be (a process
-// stuck in an uninterruptible wait: it is left to init).
-bool reap(pid_t pid, int& status, std::chrono::milliseconds grace)
-{
-    const auto until = Clock::now() + grace;
-    for (;;) {
-        const pid_t r = ::waitpid(pid, &status, WNOHANG);
-        if (r == pid)
-            return true;
-        if (r < 0 && errno != EINTR) {
-            status = 0;  // ECHILD: SIGCHLD ignored, reaped by the kernel
-            return true;
-        }
-        if (Clock::now() >= until)
-            return false;
-        ::usleep(10000);
-    }
-}
-
 // Reads the child's message until EOF or the deadline; false on timeout.
 bool read_until(int fd, Clock::time_point deadline, std::string& text)
 {
@@ -109,16 +90,17 @@ BoundedOutcome run_bounded(double seconds, const std::function<std::string()>& w
     }
     out.reset();
     std::string text;
-    int status = 0;
+    // A process stuck in an uninterruptible wait cannot be reaped: it is left to init.
+    constexpr auto kReapGrace = std::chrono::seconds(5);
     if (!read_until(in.get(), deadline, text)) {
         ::kill(pid, SIGKILL);
         outcome.status = BoundedOutcome::Status::TimedOut;
         outcome.problem = "did not finish within " + std::to_string(static_cast<long long>(seconds)) + " s";
-        if (!reap(pid, status, std::chrono::seconds(5)))
+        if (!wait_within(pid, kReapGrace))
             outcome.problem += " and could not be stopped (pid " + std::to_string(pid) + ")";
         return outcome;
     }
-    const bool reaped = reap(pid, status, std::chrono::seconds(5));
+    const auto ended = wait_within(pid, kReapGrace);
     if (!text.empty() && text[0] == 'R') {
         outcome.output = text.substr(1);
         return outcome;
@@ -127,7 +109,7 @@ BoundedOutcome run_bounded(double seconds, const std::function<std::string()>& w
     if (!text.empty())
         outcome.problem = text.substr(1);
     else
-        outcome.problem = reaped ? how_it_ended(status) : "ended without a result";
+        outcome.problem = ended ? how_it_ended(*ended) : "ended without a result";
     return outcome;
 }
 

@@ -7,8 +7,10 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 
+#include "lib/strings.hpp"
 #include "lib/sys/read_lines.hpp"
 #include "lib/sys/sys_error.hpp"
 
@@ -18,23 +20,41 @@ namespace dlstage {
 
 namespace {
 
+// PATH's entries, an empty one the current directory.
+std::vector<std::string> path_dirs()
+{
+    const char* path = std::getenv("PATH");
+    const std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+    std::vector<std::string> out;
+    for (std::size_t start = 0;;) {
+        const std::size_t end = dirs.find(':', start);
+        const std::string dir = dirs.substr(start, end == std::string::npos ? std::string::npos : end - start);
+        out.push_back(dir.empty() ? "." : dir);
+        if (end == std::string::npos)
+            return out;
+        start = end + 1;
+    }
+}
+
 // Where execvp would look for program: itself if it names a path, else each
-// PATH entry (an empty one is the current directory).
+// PATH entry.
 std::vector<std::string> exec_candidates(const std::string& program)
 {
     if (program.find('/') != std::string::npos)
         return {program};
-    const char* path = std::getenv("PATH");
-    const std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
     std::vector<std::string> candidates;
-    for (std::size_t start = 0;;) {
-        const std::size_t end = dirs.find(':', start);
-        const std::string dir = dirs.substr(start, end == std::string::npos ? std::string::npos : end - start);
-        candidates.push_back((dir.empty() ? "." : dir) + "/" + program);
-        if (end == std::string::npos)
-            return candidates;
-        start = end + 1;
-    }
+    for (const std::string& dir : path_dirs())
+        candidates.push_back(dir + "/" + program);
+    return candidates;
+}
+
+// A line of output made safe for a one-line message.
+std::string printable_line(std::string line)
+{
+    for (char& c : line)
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+            c = ' ';
+    return trim(line);
 }
 
 std::vector<char*> c_strings(const std::vector<std::string>& strings)
@@ -73,6 +93,15 @@ std::vector<char*> c_strings(const std::vector<std::string>& strings)
     }
     (void)!::write(exec_error, &err, sizeof err);
     _exit(127);
+}
+
+// waitpid until pid ends, retrying on EINTR; false (errno set) if it cannot.
+bool wait_blocking(pid_t pid, int& status)
+{
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return false;
+    return true;
 }
 
 // Keeps the end of what a program writes: enough for its last line.
@@ -117,6 +146,14 @@ void read_until_closed(const std::string& program, const std::vector<std::pair<i
 
 }  // namespace
 
+std::string find_on_path(const std::string& program)
+{
+    for (const std::string& candidate : exec_candidates(program))
+        if (access(candidate.c_str(), X_OK) == 0)
+            return candidate;
+    return "";
+}
+
 Fd open_dev_null(int flags)
 {
     Fd fd(::open("/dev/null", flags | O_CLOEXEC));
@@ -149,8 +186,7 @@ pid_t spawn(const std::vector<std::string>& argv, const SpawnIo& io, const std::
     }
     if (got == static_cast<ssize_t>(sizeof err)) {
         int status = 0;
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-        }
+        (void)wait_blocking(pid, status);
         throw_cannot("run", program, err);
     }
     return pid;
@@ -159,10 +195,45 @@ pid_t spawn(const std::vector<std::string>& argv, const SpawnIo& io, const std::
 int wait_for(pid_t pid, const std::string& program)
 {
     int status = 0;
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR)
-            throw_cannot("wait for", program, errno);
+    if (!wait_blocking(pid, status))
+        throw_cannot("wait for", program, errno);
     return status;
+}
+
+std::optional<int> try_wait(pid_t pid)
+{
+    int status = 0;
+    for (;;) {
+        const pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid)
+            return status;
+        if (r == 0)
+            return std::nullopt;
+        if (errno != EINTR)
+            return 0;
+    }
+}
+
+std::optional<int> wait_within(pid_t pid, std::chrono::milliseconds grace)
+{
+    const auto until = std::chrono::steady_clock::now() + grace;
+    for (;;) {
+        if (const auto status = try_wait(pid))
+            return status;
+        if (std::chrono::steady_clock::now() >= until)
+            return std::nullopt;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+}
+
+int stop(pid_t pid, int signal, std::chrono::milliseconds grace)
+{
+    kill(pid, signal);
+    if (const auto status = wait_within(pid, grace))
+        return *status;
+    kill(pid, SIGKILL);
+    int status = 0;
+    return wait_blocking(pid, status) ? status : 0;
 }
 
 int run_reading_stderr(const std::vector<std::string>& argv,
@@ -215,6 +286,35 @@ std::string describe_exit(int wait_status)
         return "killed by signal " + std::to_string(sig) + " (" + strsignal(sig) + ")";
     }
     return "exited with status " + std::to_string(WEXITSTATUS(wait_status));
+}
+
+bool exited_ok(int wait_status)
+{
+    return WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0;
+}
+
+std::string first_line(const std::string& output)
+{
+    const std::size_t start = output.find_first_not_of(" \t\r\n");
+    if (start == std::string::npos)
+        return "";
+    return printable_line(output.substr(start, output.find('\n', start) - start));
+}
+
+std::string last_line(const std::string& output)
+{
+    const std::size_t end = output.find_last_not_of(" \t\r\n");
+    if (end == std::string::npos)
+        return "";
+    const std::size_t newline = output.rfind('\n', end);
+    const std::size_t start = newline == std::string::npos ? 0 : newline + 1;
+    return printable_line(output.substr(start, end + 1 - start));
+}
+
+std::string describe_failure(const std::string& program, int wait_status, const std::string& output)
+{
+    const std::string line = last_line(output);
+    return program + " " + describe_exit(wait_status) + (line.empty() ? "" : ": " + line);
 }
 
 int shell_exit_code(int wait_status)

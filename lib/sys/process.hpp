@@ -7,7 +7,9 @@
 // exec comes back to the caller through a close-on-exec pipe.
 #pragma once
 
+#include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <sys/types.h>
@@ -26,6 +28,11 @@ struct SpawnIo {
     bool new_session = false;
 };
 
+// Where program would be run from: itself if it names a path, else the
+// first PATH entry (an empty one is the current directory; no PATH:
+// /usr/local/bin:/usr/bin:/bin) that holds it executable.  "" if none.
+std::string find_on_path(const std::string& program);
+
 // /dev/null opened (close-on-exec) for a child's stdin or stdout.
 Fd open_dev_null(int flags);
 
@@ -40,6 +47,19 @@ pid_t spawn(const std::vector<std::string>& argv, const SpawnIo& io = {},
 // Waits for pid (retrying on EINTR) and returns its wait status; throws
 // Error naming `program` if it cannot.
 int wait_for(pid_t pid, const std::string& program);
+
+// Without blocking: pid's wait status if it has ended (it is then reaped),
+// nullopt while it runs.  EINTR is retried; a pid that cannot be waited for
+// (ECHILD: SIGCHLD ignored, the kernel reaped it) counts as ended with 0.
+std::optional<int> try_wait(pid_t pid);
+
+// try_wait until pid ends or grace has passed: its wait status, or nullopt
+// (still running, e.g. stuck in an uninterruptible wait).
+std::optional<int> wait_within(pid_t pid, std::chrono::milliseconds grace);
+
+// Sends pid `signal`, waits up to grace for it to end, else kills it
+// (SIGKILL) and waits for it.  Its wait status.
+int stop(pid_t pid, int signal, std::chrono::milliseconds grace);
 
 struct StderrRunOptions {
     bool discard_stdout = false;
@@ -66,6 +86,19 @@ CapturedRun run_capturing(const std::vector<std::string>& args, const OutputSink
 // How a process ended, from its wait status: "exited with status N" or
 // "killed by signal N (NAME)".
 std::string describe_exit(int wait_status);
+
+// The process exited, with status 0.
+bool exited_ok(int wait_status);
+
+// The first and the last non-empty line of a program's output, trimmed and
+// with control characters made spaces: safe for a one-line message.
+std::string first_line(const std::string& output);
+std::string last_line(const std::string& output);
+
+// The one text for a program that failed: "PROGRAM exited with status N"
+// or "PROGRAM killed by signal N (NAME)", then ": LINE", the last line of
+// its output, where it wrote one.
+std::string describe_failure(const std::string& program, int wait_status, const std::string& output);
 
 // The exit code a shell reports for a wait status: the exit status, or
 // 128 + the signal that killed it.

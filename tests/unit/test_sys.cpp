@@ -112,6 +112,62 @@ BOOST_AUTO_TEST_CASE(an_exit_reads_the_same_everywhere)
     BOOST_TEST(shell_exit_code(SIGTERM) == 128 + SIGTERM);
 }
 
+BOOST_AUTO_TEST_CASE(a_failure_reads_the_same_everywhere)
+{
+    BOOST_TEST(exited_ok(0));
+    BOOST_TEST(!exited_ok(3 << 8));
+    BOOST_TEST(!exited_ok(SIGKILL));
+    BOOST_TEST(describe_failure("unsquashfs", 1 << 8, "Parallel unsquashfs\nFATAL ERROR: bad\tsuperblock\n\n") ==
+               "unsquashfs exited with status 1: FATAL ERROR: bad superblock");
+    BOOST_TEST(describe_failure("srun", SIGKILL, " \n") == "srun killed by signal 9 (Killed)");
+    BOOST_TEST(first_line("\n  fuse: device not found\r\nmore\n") == "fuse: device not found");
+    BOOST_TEST(last_line("one\ntwo") == "two");
+    BOOST_TEST(first_line("") == "");
+    BOOST_TEST(last_line("\n\n") == "");
+}
+
+BOOST_AUTO_TEST_CASE(a_program_is_found_where_exec_would_find_it)
+{
+    const char* saved = std::getenv("PATH");
+    const std::string path = saved ? saved : "";
+    test::TempDir dir;
+    const std::string tool = dir.path() + "/dlstage-test-tool";
+    Fd(::open(tool.c_str(), O_WRONLY | O_CREAT, 0755)).reset();
+    ::setenv("PATH", ("/nonexistent:" + dir.path()).c_str(), 1);
+    BOOST_TEST(find_on_path("dlstage-test-tool") == tool);
+    BOOST_TEST(find_on_path("dlstage-no-such-program") == "");
+    BOOST_TEST(find_on_path(tool) == tool);
+    ::chmod(tool.c_str(), 0644);
+    BOOST_TEST(find_on_path("dlstage-test-tool") == "");
+    ::setenv("PATH", path.c_str(), 1);
+}
+
+BOOST_AUTO_TEST_CASE(a_running_program_is_waited_for_without_blocking_and_stopped)
+{
+    const pid_t quick = spawn({"/bin/sh", "-c", "exit 5"});
+    const auto status = wait_within(quick, std::chrono::seconds(5));
+    BOOST_TEST(status.has_value());
+    BOOST_TEST(describe_exit(status.value_or(0)) == "exited with status 5");
+
+    const pid_t slow = spawn({"/bin/sh", "-c", "sleep 30"});
+    BOOST_TEST(!try_wait(slow).has_value());
+    BOOST_TEST(describe_exit(stop(slow, SIGTERM, std::chrono::seconds(5))) == "killed by signal 15 (Terminated)");
+
+    // One that ignores the signal is killed after the grace.
+    int ready[2];
+    BOOST_REQUIRE(::pipe(ready) == 0);
+    Fd ready_read(ready[0]), ready_write(ready[1]);
+    const pid_t stubborn = spawn({"/bin/sh", "-c", "trap '' TERM; echo; while :; do sleep 0.05; done"},
+                                 SpawnIo{-1, ready_write.get(), -1, false});
+    ready_write.reset();
+    char byte = 0;
+    BOOST_TEST(::read(ready_read.get(), &byte, 1) == 1);
+    const auto started = std::chrono::steady_clock::now();
+    BOOST_TEST(describe_exit(stop(stubborn, SIGTERM, std::chrono::milliseconds(200))) == "killed by signal 9 (Killed)");
+    BOOST_TEST((std::chrono::steady_clock::now() - started < std::chrono::seconds(5)));
+    BOOST_TEST(try_wait(stubborn).value_or(-1) == 0);  // reaped: nothing left to wait for
+}
+
 BOOST_AUTO_TEST_CASE(a_program_that_cannot_run_is_reported_to_the_caller)
 {
     BOOST_TEST(test::error_of([] { spawn({"/nonexistent/dlstage-test"}); }) ==
