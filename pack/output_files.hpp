@@ -9,13 +9,6 @@
 
 namespace dlstage::pack {
 
-// Throws Error "cannot WHAT 'PATH': strerror(err)".
-[[noreturn]] void fail(const std::string& what, const std::string& path, int err);
-
-// The directory part of path ("." for a bare name) and its last component.
-std::string dir_of(const std::string& path);
-std::string base_of(const std::string& path);
-
 // The names in a directory, sorted, without "." and "..".
 std::vector<std::string> sorted_names(const std::string& dir_path);
 

@@ -43,8 +43,7 @@ std::size_t depth_of(const std::string& normalized_dir)
 
 std::string parent_of(const std::string& normalized)
 {
-    const std::size_t slash = normalized.rfind('/');
-    return slash == std::string::npos ? "" : normalized.substr(0, slash);
+    return std::string(parent_in_tree(normalized));
 }
 
 void check_symlink(const std::string& entry, const std::string& link_dir, const std::string& target,

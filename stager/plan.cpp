@@ -32,7 +32,7 @@ std::uint64_t Plan::file_count() const
 namespace {
 [[noreturn]] void fail(const std::string& path, int err)
 {
-    throw_cannot("read", path, err);
+    throw_cannot("read", shown_path(path), err);
 }
 
 Entry entry_from_stat(const std::string& rel, const struct stat& st)
@@ -53,11 +53,6 @@ Entry entry_from_stat(const std::string& rel, const struct stat& st)
     return e;
 }
 
-std::string base_name(const std::string& path)
-{
-    return path.substr(path.rfind('/') + 1);
-}
-
 void add_single_file(const std::string& path, Plan& plan)
 {
     struct stat st {};
@@ -67,7 +62,7 @@ void add_single_file(const std::string& path, Plan& plan)
         throw Error(quoted(path) + " is not a regular file");
     if (access(path.c_str(), R_OK) != 0)
         fail(path, errno);
-    plan.entries.push_back(entry_from_stat(base_name(path), st));
+    plan.entries.push_back(entry_from_stat(std::string(base_name(path)), st));
 }
 
 // Tar shards: the glob's matches, sorted; each staged under its base name.
@@ -76,7 +71,7 @@ Plan plan_shards(const Dataset& dataset)
     Plan plan;
     plan.format = Format::Tar;
     const std::string& pattern = dataset.source;
-    plan.source_root = pattern.substr(0, pattern.rfind('/'));
+    plan.source_root = split_parent(pattern).first;
     glob_t matches{};
     const int rc = glob(pattern.c_str(), GLOB_ERR, nullptr, &matches);
     std::vector<std::string> paths(matches.gl_pathv, matches.gl_pathv + (rc == 0 ? matches.gl_pathc : 0));
@@ -87,7 +82,7 @@ Plan plan_shards(const Dataset& dataset)
         fail(pattern, errno ? errno : EIO);
     std::sort(paths.begin(), paths.end());
     for (const std::string& path : paths) {
-        if (path.substr(0, path.rfind('/')) != plan.source_root)
+        if (split_parent(path).first != plan.source_root)
             throw Error("tar shards must sit in one directory: " + quoted(pattern));
         add_single_file(path, plan);
     }
@@ -118,9 +113,7 @@ Plan build_plan(const Dataset& dataset, unsigned walk_threads)
         return plan;
     }
     plan.format = known == Format::Auto ? Format::File : known;
-    plan.source_root = dataset.source.substr(0, dataset.source.rfind('/'));
-    if (plan.source_root.empty())
-        plan.source_root = "/";
+    plan.source_root = split_parent(dataset.source).first;
     plan.single_file = true;
     add_single_file(dataset.source, plan);
     return plan;

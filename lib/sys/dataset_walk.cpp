@@ -25,7 +25,7 @@ namespace dlstage {
 namespace {
 [[noreturn]] void cannot_read(const std::string& path, int err)
 {
-    throw_cannot("read", quoted(path), err);
+    throw_cannot("read", shown_path(path), err);
 }
 
 const char* special_kind(mode_t mode)
