@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <glob.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,7 +10,9 @@
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/dataset_walk.hpp"
+#include "lib/source_facts.hpp"
 #include "lib/sys/sys_error.hpp"
+#include "policies/staging_mode.hpp"
 
 namespace dlstage::stager {
 
@@ -72,20 +73,14 @@ Plan plan_shards(const Dataset& dataset)
     plan.format = Format::Tar;
     const std::string& pattern = dataset.source;
     plan.source_root = split_parent(pattern).first;
-    glob_t matches{};
-    const int rc = glob(pattern.c_str(), GLOB_ERR, nullptr, &matches);
-    std::vector<std::string> paths(matches.gl_pathv, matches.gl_pathv + (rc == 0 ? matches.gl_pathc : 0));
-    globfree(&matches);
-    if (rc == GLOB_NOMATCH)
+    const ShardMatches found = match_shards(pattern);
+    if (found.err != 0)
+        fail(pattern, found.err);
+    if (found.paths.empty())
         throw Error("no tar shards match " + quoted(pattern));
-    if (rc != 0)
-        fail(pattern, errno ? errno : EIO);
-    std::sort(paths.begin(), paths.end());
-    for (const std::string& path : paths) {
-        if (split_parent(path).first != plan.source_root)
-            throw Error("tar shards must sit in one directory: " + quoted(pattern));
+    policy::require(policy::source_fits_format({pattern, Format::Tar, false, found.directories()}));
+    for (const std::string& path : found.paths)
         add_single_file(path, plan);
-    }
     return plan;
 }
 }  // namespace
@@ -100,10 +95,8 @@ Plan build_plan(const Dataset& dataset, unsigned walk_threads)
     if (stat(dataset.source.c_str(), &st) != 0)
         fail(dataset.source, errno);
     Plan plan;
+    policy::require(policy::source_fits_format({dataset.source, known, S_ISDIR(st.st_mode), 0}));
     if (S_ISDIR(st.st_mode)) {
-        if (known != Format::Auto && known != Format::Dir)
-            throw Error(quoted(dataset.source) + " is a directory, but the dataset's format is " +
-                        to_string(known));
         plan.format = Format::Dir;
         plan.source_root = dataset.source;
         for (const WalkedEntry& walked : walk_dataset(dataset.source, walk_threads)) {

@@ -141,8 +141,9 @@ WalkedEntry dataset_entry(const FoundEntry& found, const std::string& root)
 // (one lstat per entry): several threads work on different directories at
 // once, as a file system's metadata servers serve many requests in
 // parallel.  Pending directories are kept as paths, not descriptors, so a
-// tree of a million directories, or one thousands of levels deep, needs no
-// more descriptors than threads.
+// tree of a million directories, or one deeper than the fd limit, needs no
+// more descriptors than threads (a path below the root is bounded by
+// PATH_MAX: deeper than that, the walk fails with ENAMETOOLONG).
 void walk_tree(int root_fd, const std::string& root, unsigned threads, const EntryVisitor& visit)
 {
     const Walk walk(root_fd, root, visit);

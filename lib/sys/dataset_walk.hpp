@@ -1,7 +1,8 @@
 // The one walk of a directory tree by fd, for `dlstage pack`, the stager's
 // plan and the check of what unsquashfs wrote: every entry below the root
 // with its lstat, handed to a visitor, never following a symlink below the
-// root, with no more descriptors open than threads whatever the depth.
+// root, with no more descriptors open than threads at any depth a path
+// (PATH_MAX) below the root can name.
 //
 // walk_dataset is also the one place that decides what a dataset's entry
 // means: a symlink is an entry of its own (its target read, never
