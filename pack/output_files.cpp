@@ -11,11 +11,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/dataset_format.hpp"
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/dir_fd.hpp"
 #include "lib/sys/fd.hpp"
 #include "lib/sys/sys_error.hpp"
+#include "pack/tar_shards.hpp"
 
 namespace dlstage::pack {
 
@@ -63,6 +65,27 @@ void check_output_place(const std::string& dir, const std::string& out)
     const std::string real_out_dir = real_path(out_dir);
     if (real_out_dir == real_dir || starts_with(real_out_dir, real_dir == "/" ? "/" : real_dir + "/"))
         throw Error("OUT " + quoted(out) + " is inside DIR " + quoted(dir) + "; write it elsewhere");
+}
+
+PackFormat pack_format(const std::string& asked, const std::string& out)
+{
+    if (!asked.empty())
+        return asked == "squashfs" ? PackFormat::Squashfs : PackFormat::Tar;
+    return format_from_name(out) == Format::Squashfs ? PackFormat::Squashfs : PackFormat::Tar;
+}
+
+std::vector<std::string> check_existing_output(PackFormat format, const std::string& out, bool force)
+{
+    if (format == PackFormat::Squashfs) {
+        struct stat st {};
+        if (lstat(out.c_str(), &st) == 0 && !force)
+            throw Error(out + " exists; use --force to replace it");
+        return {};
+    }
+    std::vector<std::string> old_shards = existing_shards(out);
+    if (!old_shards.empty() && !force)
+        throw Error(old_shards.front() + " exists; use --force to replace it");
+    return old_shards;
 }
 
 std::string temporary_name(const std::string& path)
