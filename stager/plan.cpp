@@ -31,11 +31,6 @@ std::uint64_t Plan::file_count() const
 }
 
 namespace {
-[[noreturn]] void fail(const std::string& path, int err)
-{
-    throw_cannot("read", shown_path(path), err);
-}
-
 Entry entry_from_stat(const std::string& rel, const struct stat& st)
 {
     Entry e;
@@ -58,11 +53,11 @@ void add_single_file(const std::string& path, Plan& plan)
 {
     struct stat st {};
     if (stat(path.c_str(), &st) != 0)
-        fail(path, errno);
+        throw_cannot("read", shown_path(path), errno);
     if (!S_ISREG(st.st_mode))
         throw Error(quoted(path) + " is not a regular file");
     if (access(path.c_str(), R_OK) != 0)
-        fail(path, errno);
+        throw_cannot("read", shown_path(path), errno);
     plan.entries.push_back(entry_from_stat(std::string(base_name(path)), st));
 }
 
@@ -75,7 +70,7 @@ Plan plan_shards(const Dataset& dataset)
     plan.source_root = split_parent(pattern).first;
     const ShardMatches found = match_shards(pattern);
     if (found.err != 0)
-        fail(pattern, found.err);
+        throw_cannot("read", shown_path(pattern), found.err);
     if (found.paths.empty())
         throw Error("no tar shards match " + quoted(pattern));
     policy::require(policy::source_fits_format({pattern, Format::Tar, false, found.directories()}));
@@ -93,7 +88,7 @@ Plan build_plan(const Dataset& dataset, unsigned walk_threads)
 
     struct stat st {};
     if (stat(dataset.source.c_str(), &st) != 0)
-        fail(dataset.source, errno);
+        throw_cannot("read", shown_path(dataset.source), errno);
     Plan plan;
     policy::require(policy::source_fits_format({dataset.source, known, S_ISDIR(st.st_mode), 0}));
     if (S_ISDIR(st.st_mode)) {
