@@ -38,6 +38,7 @@ std::string size_cell(const SourceFacts& facts)
     switch (facts.state) {
     case SourceFacts::State::Missing: return "missing";
     case SourceFacts::State::Unreadable: return "unreadable";
+    case SourceFacts::State::Unfit: return "unfit";
     case SourceFacts::State::Present: break;
     }
     return facts.bytes ? format_size(*facts.bytes) : "-";

@@ -10,10 +10,8 @@
 // Here: the command line and what pack says; the work is in pack/.
 #include <cstdio>
 #include <iostream>
-#include <sys/stat.h>
 
 #include "cli/commands.hpp"
-#include "lib/dataset_format.hpp"
 #include "lib/error.hpp"
 #include "lib/log.hpp"
 #include "lib/number.hpp"
@@ -51,8 +49,6 @@ void print_help()
                  "shards extracted into one directory reproduce DIR.  The same DIR always gives\n"
                  "the same bytes.  Devices, fifos and sockets are refused.\n";
 }
-
-enum class PackFormat { Squashfs, Tar };
 
 struct PackOptions {
     std::string format;            // "" = from OUT's name
@@ -134,13 +130,6 @@ std::string parse_args(const std::vector<std::string>& args, PackOptions& option
     return "";
 }
 
-PackFormat format_of(const PackOptions& options)
-{
-    if (!options.format.empty())
-        return options.format == "squashfs" ? PackFormat::Squashfs : PackFormat::Tar;
-    return format_from_name(options.out) == Format::Squashfs ? PackFormat::Squashfs : PackFormat::Tar;
-}
-
 // Options that do not fit together or do not fit the format; or "".
 std::string check_combination(const PackOptions& options, PackFormat format)
 {
@@ -206,22 +195,13 @@ int cmd_pack(const GlobalOptions&, const std::vector<std::string>& args)
         print_help();
         return kExitOk;
     }
-    const PackFormat format = format_of(options);
+    const PackFormat format = pack_format(options.format, options.out);
     if (const std::string problem = check_combination(options, format); !problem.empty())
         return usage_error(problem, "pack");
 
     check_input_dir(options.dir);
     check_output_place(options.dir, options.out);
-    std::vector<std::string> old_shards;
-    if (format == PackFormat::Squashfs) {
-        struct stat st {};
-        if (lstat(options.out.c_str(), &st) == 0 && !options.force)
-            throw Error(options.out + " exists; use --force to replace it");
-    } else {
-        old_shards = existing_shards(options.out);
-        if (!old_shards.empty() && !options.force)
-            throw Error(old_shards.front() + " exists; use --force to replace it");
-    }
+    const std::vector<std::string> old_shards = check_existing_output(format, options.out, options.force);
     const PackTree tree = read_pack_tree(options.dir);
     return format == PackFormat::Squashfs ? pack_squashfs(options, tree) : pack_tar(options, tree, old_shards);
 }

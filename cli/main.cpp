@@ -2,7 +2,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
-#include <map>
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -50,17 +50,33 @@ void print_help()
 
 using Command = int (*)(const GlobalOptions&, const std::vector<std::string>&);
 
-const std::map<std::string, Command>& commands()
+struct CommandRow {
+    std::string name;
+    Command run;
+    bool internal = false;  // not offered to users: started by another command
+};
+
+const std::vector<CommandRow>& commands()
 {
-    static const std::map<std::string, Command> table = {
+    static const std::vector<CommandRow> table = {
         {"check-config", cmd_check_config},
         {"catalog", cmd_catalog},
         {"stage", cmd_stage},
         {"status", cmd_status},
         {"pack", cmd_pack},
-        {kHoldMountsCommand, cmd_hold_mounts},  // internal: started by stage
+        {kHoldMountsCommand, cmd_hold_mounts, true},  // started by stage
     };
     return table;
+}
+
+// "check-config, catalog, ...": the commands users may give, in the table's order.
+std::string command_list()
+{
+    std::vector<std::string> names;
+    for (const CommandRow& row : commands())
+        if (!row.internal)
+            names.push_back(row.name);
+    return join(names, ", ");
 }
 
 // Takes -c/--config out of args (it may stand before or after the command,
@@ -107,10 +123,11 @@ int run(int argc, char** argv)
     }
     if (first[0] == '-')
         return usage_error("unknown option '" + first + "'", "");
-    const auto command = commands().find(first);
+    const auto command =
+        std::find_if(commands().begin(), commands().end(), [&](const CommandRow& row) { return row.name == first; });
     if (command == commands().end())
-        return usage_error("unknown command '" + first + "' (commands: check-config, catalog, stage, status, pack)", "");
-    return command->second(options, std::vector<std::string>(args.begin() + 1, args.end()));
+        return usage_error("unknown command '" + first + "' (commands: " + command_list() + ")", "");
+    return command->run(options, std::vector<std::string>(args.begin() + 1, args.end()));
 }
 }  // namespace
 }  // namespace dlstage::cli

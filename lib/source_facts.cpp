@@ -1,12 +1,17 @@
 #include "lib/source_facts.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <glob.h>
+#include <set>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "lib/dataset_format.hpp"
+#include "lib/strings.hpp"
+#include "lib/sys/sys_error.hpp"
+#include "policies/staging_mode.hpp"
 
 namespace dlstage {
 
@@ -15,37 +20,62 @@ SourceFacts failure(int err, const std::string& path)
 {
     SourceFacts facts;
     facts.state = err == ENOENT || err == ENOTDIR ? SourceFacts::State::Missing : SourceFacts::State::Unreadable;
-    facts.problem = path + ": " + std::strerror(err);
+    facts.problem = cannot("read", shown_path(path), err);
+    return facts;
+}
+
+// The source cannot be what the dataset declares (policy::source_fits_format).
+SourceFacts unfit(const policy::Verdict& verdict)
+{
+    SourceFacts facts;
+    facts.state = SourceFacts::State::Unfit;
+    facts.problem = verdict.reason;
     return facts;
 }
 
 SourceFacts probe_shards(const std::string& pattern)
 {
-    glob_t matches{};
-    const int rc = glob(pattern.c_str(), GLOB_ERR, nullptr, &matches);
-    if (rc != 0) {
-        globfree(&matches);
-        if (rc == GLOB_NOMATCH)
-            return failure(ENOENT, pattern);
-        return failure(errno ? errno : EIO, pattern);
-    }
+    const ShardMatches found = match_shards(pattern);
+    if (found.err != 0 || found.paths.empty())
+        return failure(found.err != 0 ? found.err : ENOENT, pattern);
+    if (const policy::Verdict fits = policy::source_fits_format({pattern, Format::Tar, false, found.directories()});
+        !fits.allowed)
+        return unfit(fits);
     SourceFacts facts;
     facts.format = Format::Tar;
     std::uint64_t bytes = 0;
-    for (std::size_t i = 0; i < matches.gl_pathc; ++i) {
+    for (const std::string& shard : found.paths) {
         struct stat st {};
-        if (stat(matches.gl_pathv[i], &st) != 0 || access(matches.gl_pathv[i], R_OK) != 0) {
-            const std::string shard = matches.gl_pathv[i];
-            globfree(&matches);
+        if (stat(shard.c_str(), &st) != 0 || access(shard.c_str(), R_OK) != 0)
             return failure(errno, shard);
-        }
         bytes += static_cast<std::uint64_t>(st.st_size);
     }
-    globfree(&matches);
     facts.bytes = bytes;  // shard bytes; the files inside stay unknown
     return facts;
 }
 }  // namespace
+
+std::size_t ShardMatches::directories() const
+{
+    std::set<std::string> dirs;
+    for (const std::string& path : paths)
+        dirs.insert(split_parent(path).first);
+    return dirs.size();
+}
+
+ShardMatches match_shards(const std::string& pattern)
+{
+    ShardMatches found;
+    glob_t matches{};
+    const int rc = glob(pattern.c_str(), GLOB_ERR, nullptr, &matches);
+    if (rc == 0)
+        found.paths.assign(matches.gl_pathv, matches.gl_pathv + matches.gl_pathc);
+    else if (rc != GLOB_NOMATCH)
+        found.err = errno ? errno : EIO;
+    globfree(&matches);
+    std::sort(found.paths.begin(), found.paths.end());
+    return found;
+}
 
 SourceFacts probe_source(const Dataset& dataset)
 {
@@ -61,6 +91,9 @@ SourceFacts probe_source(const Dataset& dataset)
     if (access(dataset.source.c_str(), S_ISDIR(st.st_mode) ? R_OK | X_OK : R_OK) != 0)
         return failure(errno, dataset.source);
 
+    if (const policy::Verdict fits = policy::source_fits_format({dataset.source, known, S_ISDIR(st.st_mode), 0});
+        !fits.allowed)
+        return unfit(fits);
     SourceFacts facts;
     if (S_ISDIR(st.st_mode)) {
         facts.format = known == Format::Auto ? Format::Dir : known;

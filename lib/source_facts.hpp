@@ -7,20 +7,32 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "lib/config.hpp"
 
 namespace dlstage {
 
 struct SourceFacts {
-    enum class State { Present, Missing, Unreadable };
+    enum class State { Present, Missing, Unreadable, Unfit };
     State state = State::Present;
-    std::string problem;                 // for Missing/Unreadable: why
+    std::string problem;                 // for Missing/Unreadable/Unfit: why
     Format format = Format::Auto;        // File, Dir, Tar or Squashfs when present
     std::optional<std::uint64_t> bytes;  // source bytes, when known
     std::optional<std::uint64_t> files;  // entries (inodes) the source holds, when known
 };
 
 SourceFacts probe_source(const Dataset& dataset);
+
+// The files a glob of tar shards matches, sorted bytewise: the order they
+// are staged in.  err: why the glob failed (no match is not a failure).
+struct ShardMatches {
+    std::vector<std::string> paths;
+    int err = 0;
+
+    // How many directories the shards sit in.
+    std::size_t directories() const;
+};
+ShardMatches match_shards(const std::string& pattern);
 
 }  // namespace dlstage

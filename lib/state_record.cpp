@@ -112,8 +112,7 @@ void write_record_at(int dir_fd, const std::string& shown, const std::string& na
 
 void write_record(const std::string& path, const toml::table& record)
 {
-    const std::size_t slash = path.rfind('/');
-    const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+    const auto [dir, name] = split_parent(path);
     const Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!fd.valid())
         throw_cannot("open the directory of", path, errno);
@@ -123,7 +122,7 @@ void write_record(const std::string& path, const toml::table& record)
     if (st.st_uid != ::geteuid())
         throw Error("the directory of " + path + " belongs to uid " + std::to_string(st.st_uid) +
                     ", not to you; nothing written");
-    write_record_at(fd.get(), dir, slash == std::string::npos ? path : path.substr(slash + 1), record, 0644);
+    write_record_at(fd.get(), dir, name, record, 0644);
 }
 
 toml::table parse_record(std::string_view text, const std::string& name)

@@ -205,4 +205,16 @@ std::pair<std::string, std::string> split_parent(std::string path)
     return {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)};
 }
 
+std::string_view base_name(std::string_view path)
+{
+    const std::size_t slash = path.rfind('/');
+    return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+std::string_view parent_in_tree(std::string_view rel)
+{
+    const std::size_t slash = rel.rfind('/');
+    return slash == std::string_view::npos ? std::string_view() : rel.substr(0, slash);
+}
+
 }  // namespace dlstage

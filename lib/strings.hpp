@@ -35,6 +35,13 @@ std::string shown_path(const std::string& path);
 // "/a/b/" -> ("/a", "b"), "/b" -> ("/", "b"), "b" -> (".", "b").
 std::pair<std::string, std::string> split_parent(std::string path);
 
+// The last name of a path as it stands: "/a/b" -> "b", "b" -> "b".
+std::string_view base_name(std::string_view path);
+
+// The directory of an entry's path relative to a tree's root, "" for the
+// root itself: "a/b/c" -> "a/b", "c" -> "".
+std::string_view parent_in_tree(std::string_view rel);
+
 // A file mode's permission bits as ls -l's numbers show them: "0755".
 std::string octal_mode(unsigned mode);
 

@@ -6,50 +6,32 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <dirent.h>
+#include <fcntl.h>
 #include <memory>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/dataset_format.hpp"
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
+#include "lib/sys/dir_fd.hpp"
+#include "lib/sys/fd.hpp"
 #include "lib/sys/sys_error.hpp"
+#include "pack/tar_shards.hpp"
 
 namespace dlstage::pack {
 
-[[noreturn]] void fail(const std::string& what, const std::string& path, int err)
-{
-    throw_cannot(what, quoted(path), err);
-}
-
-std::string dir_of(const std::string& path)
-{
-    const std::size_t slash = path.rfind('/');
-    if (slash == std::string::npos)
-        return ".";
-    return slash == 0 ? "/" : path.substr(0, slash);
-}
-
-std::string base_of(const std::string& path)
-{
-    return path.substr(path.rfind('/') + 1);
-}
-
 std::vector<std::string> sorted_names(const std::string& dir_path)
 {
-    DIR* dir = opendir(dir_path.c_str());
-    if (!dir)
-        fail("read", dir_path, errno);
+    const Fd dir(::open(dir_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    DirStream stream(dir.get());
+    if (!stream.valid())
+        throw_cannot("read", shown_path(dir_path), errno);
     std::vector<std::string> names;
-    errno = 0;
-    while (const dirent* d = readdir(dir)) {
-        if (std::strcmp(d->d_name, ".") != 0 && std::strcmp(d->d_name, "..") != 0)
-            names.emplace_back(d->d_name);
-    }
-    const int err = errno;
-    closedir(dir);
-    if (err)
-        fail("read", dir_path, err);
+    while (const dirent* d = stream.next())
+        names.emplace_back(d->d_name);
+    if (stream.error() != 0)
+        throw_cannot("read", shown_path(dir_path), stream.error());
     std::sort(names.begin(), names.end());
     return names;
 }
@@ -59,7 +41,7 @@ std::string real_path(const std::string& path)
 {
     std::unique_ptr<char, decltype(&std::free)> resolved(realpath(path.c_str(), nullptr), &std::free);
     if (!resolved)
-        fail("resolve", path, errno);
+        throw_cannot("resolve", shown_path(path), errno);
     return resolved.get();
 }
 }  // namespace
@@ -68,14 +50,14 @@ void check_input_dir(const std::string& dir)
 {
     struct stat st {};
     if (stat(dir.c_str(), &st) != 0)
-        fail("read", dir, errno);
+        throw_cannot("read", shown_path(dir), errno);
     if (!S_ISDIR(st.st_mode))
         throw Error(quoted(dir) + " is not a directory");
 }
 
 void check_output_place(const std::string& dir, const std::string& out)
 {
-    const std::string out_dir = dir_of(out);
+    const std::string out_dir = split_parent(out).first;
     struct stat st {};
     if (stat(out_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
         throw Error("cannot write " + quoted(out) + ": directory " + quoted(out_dir) + " does not exist");
@@ -83,6 +65,27 @@ void check_output_place(const std::string& dir, const std::string& out)
     const std::string real_out_dir = real_path(out_dir);
     if (real_out_dir == real_dir || starts_with(real_out_dir, real_dir == "/" ? "/" : real_dir + "/"))
         throw Error("OUT " + quoted(out) + " is inside DIR " + quoted(dir) + "; write it elsewhere");
+}
+
+PackFormat pack_format(const std::string& asked, const std::string& out)
+{
+    if (!asked.empty())
+        return asked == "squashfs" ? PackFormat::Squashfs : PackFormat::Tar;
+    return format_from_name(out) == Format::Squashfs ? PackFormat::Squashfs : PackFormat::Tar;
+}
+
+std::vector<std::string> check_existing_output(PackFormat format, const std::string& out, bool force)
+{
+    if (format == PackFormat::Squashfs) {
+        struct stat st {};
+        if (lstat(out.c_str(), &st) == 0 && !force)
+            throw Error(out + " exists; use --force to replace it");
+        return {};
+    }
+    std::vector<std::string> old_shards = existing_shards(out);
+    if (!old_shards.empty() && !force)
+        throw Error(old_shards.front() + " exists; use --force to replace it");
+    return old_shards;
 }
 
 std::string temporary_name(const std::string& path)
@@ -94,14 +97,14 @@ std::uint64_t file_size(const std::string& path)
 {
     struct stat st {};
     if (stat(path.c_str(), &st) != 0)
-        fail("read", path, errno);
+        throw_cannot("read", shown_path(path), errno);
     return static_cast<std::uint64_t>(st.st_size);
 }
 
 void rename_into_place(const std::string& from, const std::string& to)
 {
     if (std::rename(from.c_str(), to.c_str()) != 0)
-        fail("create", to, errno);
+        throw_cannot("create", shown_path(to), errno);
 }
 
 // --- temporaries, also on SIGINT/SIGTERM/SIGHUP -----------------------------------

@@ -9,15 +9,20 @@
 
 namespace dlstage::pack {
 
-// Throws Error "cannot WHAT 'PATH': strerror(err)".
-[[noreturn]] void fail(const std::string& what, const std::string& path, int err);
-
-// The directory part of path ("." for a bare name) and its last component.
-std::string dir_of(const std::string& path);
-std::string base_of(const std::string& path);
-
 // The names in a directory, sorted, without "." and "..".
 std::vector<std::string> sorted_names(const std::string& dir_path);
+
+enum class PackFormat { Squashfs, Tar };
+
+// The output format: the one asked for ("squashfs" or "tar"; "" for none),
+// else what OUT's name says: a squashfs image for .sqfs or .squashfs, tar
+// shards otherwise.
+PackFormat pack_format(const std::string& asked, const std::string& out);
+
+// What already stands at OUT: for squashfs OUT itself, for tar the shards
+// OUT-NNNNNN.tar (returned: the tar writer removes those it does not
+// replace).  Throws Error "X exists; use --force to replace it" unless force.
+std::vector<std::string> check_existing_output(PackFormat format, const std::string& out, bool force);
 
 // DIR must be a directory.
 void check_input_dir(const std::string& dir);

@@ -54,18 +54,6 @@ bool is_ascii(std::string_view text)
     return std::all_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; });
 }
 
-std::string_view parent_of(std::string_view path)
-{
-    const std::size_t slash = path.rfind('/');
-    return slash == std::string_view::npos ? std::string_view() : path.substr(0, slash);
-}
-
-std::string_view base_of(std::string_view path)
-{
-    const std::size_t slash = path.rfind('/');
-    return slash == std::string_view::npos ? path : path.substr(slash + 1);
-}
-
 struct Sample {
     std::vector<std::size_t> members;    // entry indexes, in path order
     std::vector<std::size_t> ancestors;  // directory entries above it
@@ -107,7 +95,7 @@ private:
             if (entries_[i].type == PackEntryType::Dir)
                 dir_index_.emplace(entries_[i].path, i);
         for (const PackEntry& e : entries_)
-            if (const auto parent = dir_index_.find(parent_of(e.path)); parent != dir_index_.end())
+            if (const auto parent = dir_index_.find(parent_in_tree(e.path)); parent != dir_index_.end())
                 non_empty_dirs_.insert(parent->second);
     }
 
@@ -116,7 +104,7 @@ private:
     std::vector<std::size_t> ancestors_of(std::string_view path) const
     {
         std::vector<std::size_t> found;
-        for (std::string_view dir = parent_of(path); !dir.empty(); dir = parent_of(dir))
+        for (std::string_view dir = parent_in_tree(path); !dir.empty(); dir = parent_in_tree(dir))
             if (const auto d = dir_index_.find(dir); d != dir_index_.end())
                 found.push_back(d->second);
         std::reverse(found.begin(), found.end());
@@ -131,8 +119,8 @@ private:
         const PackEntry& e = entries_[i];
         if (e.type == PackEntryType::Dir)
             return e.path + '\0' + '/';
-        const std::string_view base = base_of(e.path);
-        return std::string(parent_of(e.path)) + '\0' + std::string(base.substr(0, base.find('.')));
+        const std::string_view base = base_name(e.path);
+        return std::string(parent_in_tree(e.path)) + '\0' + std::string(base.substr(0, base.find('.')));
     }
 
     void group()
@@ -243,8 +231,8 @@ std::uint64_t tar_member_bytes(const PackEntry& entry)
 
 std::string sample_name(std::string_view path)
 {
-    const std::string_view base = base_of(path);
-    const std::string_view parent = parent_of(path);
+    const std::string_view base = base_name(path);
+    const std::string_view parent = parent_in_tree(path);
     const std::string stem(base.substr(0, base.find('.')));
     return parent.empty() ? stem : std::string(parent) + "/" + stem;
 }

@@ -13,6 +13,7 @@
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/fd.hpp"
+#include "lib/sys/sys_error.hpp"
 #include "pack/output_files.hpp"
 
 namespace dlstage::pack {
@@ -23,7 +24,7 @@ std::string read_link(const std::string& path, std::uint64_t length)
     std::string target(static_cast<std::size_t>(length) + 1, '\0');
     const ssize_t n = readlink(path.c_str(), target.data(), target.size());
     if (n < 0)
-        fail("read", path, errno);
+        throw_cannot("read", shown_path(path), errno);
     if (static_cast<std::uint64_t>(n) != length)
         throw Error(quoted(path) + " changed while being packed");
     target.resize(static_cast<std::size_t>(n));
@@ -36,7 +37,7 @@ Fd open_unchanged(const std::string& path, std::uint64_t size)
 {
     Fd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC));
     if (!fd.valid())
-        fail("read", path, errno);
+        throw_cannot("read", shown_path(path), errno);
     struct stat st {};
     if (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || static_cast<std::uint64_t>(st.st_size) != size)
         throw Error(quoted(path) + " changed while being packed");
@@ -73,7 +74,7 @@ ShardWriter::ShardWriter(const std::string& path) : path_(path), archive_(archiv
 {
     fd_ = Fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666));
     if (!fd_.valid())
-        fail("create", path, errno);
+        throw_cannot("create", shown_path(path), errno);
     // Restricted pax: plain ustar headers unless a name, link target or
     // size needs more; no atime/ctime, which would differ per run.
     // No padding after the end marker, so the shard's size is what the
@@ -129,9 +130,9 @@ void ShardWriter::finish()
     if (archive_write_close(archive_) != ARCHIVE_OK)
         throw_archive_error();
     if (fsync(fd_.get()) != 0)
-        fail("write", path_, errno);
+        throw_cannot("write", shown_path(path_), errno);
     if (const int err = fd_.close())
-        fail("write", path_, err);
+        throw_cannot("write", shown_path(path_), err);
 }
 
 void ShardWriter::throw_archive_error(const std::string& member)
@@ -148,7 +149,7 @@ void ShardWriter::copy_data(int fd, const std::string& path, std::uint64_t size,
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
-            fail("read", path, errno);
+            throw_cannot("read", shown_path(path), errno);
         if (n == 0)
             throw Error(quoted(path) + " changed while being packed (it shrank)");
         if (archive_write_data(archive_, buffer.data(), static_cast<std::size_t>(n)) != n)

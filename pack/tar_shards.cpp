@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "lib/strings.hpp"
+#include "lib/sys/sys_error.hpp"
 #include "pack/output_files.hpp"
 #include "pack/shard_writer.hpp"
 
@@ -30,8 +31,8 @@ ShardLayout shard_layout_for(const PackTree& tree, std::size_t shard_count, std:
 
 std::vector<std::string> existing_shards(const std::string& prefix)
 {
-    const std::string dir = dir_of(prefix);
-    const std::string lead = base_of(prefix) + "-";
+    const auto [dir, base] = split_parent(prefix);
+    const std::string lead = base + "-";
     std::vector<std::string> found;
     for (const std::string& name : sorted_names(dir)) {
         if (!starts_with(name, lead) || !ends_with(name, ".tar"))
@@ -70,7 +71,7 @@ TarShards write_tar_shards(const std::string& dir, const std::string& prefix, co
     // Shards of an earlier, larger pack would be staged with the new ones.
     for (const std::string& old : old_shards)
         if (std::find(finals.begin(), finals.end(), old) == finals.end() && unlink(old.c_str()) != 0)
-            fail("remove the old shard", old, errno);
+            throw_cannot("remove the old shard", shown_path(old), errno);
     return written;
 }
 

@@ -1,5 +1,7 @@
 #include "policies/staging_mode.hpp"
 
+#include "lib/strings.hpp"
+
 namespace dlstage::policy {
 
 bool mode_takes(Mode mode, Format format, bool one_file)
@@ -20,6 +22,16 @@ Verdict mode_fits_declared_format(Mode mode, Format declared)
         return Verdict::refuse("mode = \"extract\" needs tar shards or a squashfs image; set format = \"tar\" or "
                                "\"squashfs\" if the source name does not show it");
     return Verdict::refuse("mode = \"mount\" needs a squashfs image (.sqfs); build one with 'dlstage pack'");
+}
+
+Verdict source_fits_format(const SourceShape& shape)
+{
+    if (shape.shard_dirs > 1)
+        return Verdict::refuse("tar shards must sit in one directory: " + quoted(shape.source));
+    if (shape.is_dir && shape.declared != Format::Auto && shape.declared != Format::Dir)
+        return Verdict::refuse(quoted(shape.source) + " is a directory, but the dataset's format is " +
+                               to_string(shape.declared));
+    return Verdict::allow();
 }
 
 Verdict mode_fits_source(Mode mode, Format found, bool one_file, const std::string& source)

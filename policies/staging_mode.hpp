@@ -5,6 +5,7 @@
 // what it found at the source.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 #include "lib/config.hpp"
@@ -20,5 +21,19 @@ Verdict mode_fits_declared_format(Mode mode, Format declared);
 
 // The stager's check of what it found at `source`.
 Verdict mode_fits_source(Mode mode, Format found, bool one_file, const std::string& source);
+
+// What is at a dataset's source, as the submit-side probe and the stager's
+// plan find it.
+struct SourceShape {
+    std::string source;           // the path or glob, for messages
+    Format declared = Format::Auto;  // what its name or format key says
+    bool is_dir = false;          // a directory (not a glob of shards)
+    std::size_t shard_dirs = 0;   // tar shards: how many directories they sit in
+};
+
+// Whether the source can be what the dataset declares: tar shards must sit
+// in one directory (each is staged under its base name); a directory can
+// only be format "dir" (or undeclared).
+Verdict source_fits_format(const SourceShape& shape);
 
 }  // namespace dlstage::policy

@@ -41,12 +41,6 @@ std::size_t depth_of(const std::string& normalized_dir)
     return split(normalized_dir, '/').size();
 }
 
-std::string parent_of(const std::string& normalized)
-{
-    const std::size_t slash = normalized.rfind('/');
-    return slash == std::string::npos ? "" : normalized.substr(0, slash);
-}
-
 void check_symlink(const std::string& entry, const std::string& link_dir, const std::string& target,
                    const std::string& source)
 {

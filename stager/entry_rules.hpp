@@ -33,9 +33,6 @@ PathIssue inside_path(const std::string& path, std::string& normalized);
 // The number of components of a normalized directory ("" is 0).
 std::size_t depth_of(const std::string& normalized_dir);
 
-// The directory of a normalized path ("a/b" -> "a", "a" -> "").
-std::string parent_of(const std::string& normalized);
-
 // A symlink may only lead to somewhere inside the destination, judged from
 // the directory (normalized, relative to the destination) that holds it.
 // Its target may climb with leading ".." but not after a name: "s/../.."

@@ -16,6 +16,7 @@
 
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
+#include "lib/sys/dataset_walk.hpp"
 #include "lib/sys/dir_fd.hpp"
 #include "lib/sys/fd.hpp"
 #include "lib/sys/process.hpp"
@@ -115,10 +116,11 @@ ImageSize measure_image(const std::string& image)
     return {listing.file_bytes(), listing.entries()};
 }
 
-// Walks what unsquashfs wrote, never following a symlink, and applies the
-// rules extract_tar applies before writing.  unsquashfs cannot be told to
-// leave devices out or to strip bits, so this happens afterwards; dest is
-// private to the job until the caller renames it into place.
+// Walks what unsquashfs wrote (walk_tree: never following a symlink, a
+// bounded number of descriptors at any depth) and applies the rules
+// extract_tar applies before writing.  unsquashfs cannot be told to leave
+// devices out or to strip bits, so this happens afterwards; dest is private
+// to the job until the caller renames it into place.
 class TreeCheck {
 public:
     TreeCheck(const std::string& image, const std::string& dest, ExtractBudget& budget)
@@ -128,54 +130,36 @@ public:
 
     ExtractStats run()
     {
-        Fd root(open(dest_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        Fd root(open(dest_.c_str(), kDirFlags));
         if (root.get() < 0)
-            throw_cannot("read", dest_, errno);
-        walk(root.get(), "");
+            throw_cannot("read", shown_path(dest_), errno);
+        // One thread: the budget, the hard-link set and the counts are this
+        // object's alone.
+        walk_tree(root.get(), dest_, 1, [this](const FoundEntry& e) { check(e); });
         return stats_;
     }
 
 private:
-    void walk(int dir_fd, const std::string& rel_dir)
+    void check(const FoundEntry& e)
     {
-        DirStream entries(dir_fd);
-        if (!entries.valid())
-            throw_cannot("read", join_path(dest_, rel_dir), errno);
-        while (const dirent* e = entries.next())
-            check(dir_fd, e->d_name, rel_dir);
-        if (entries.error() != 0)
-            throw_cannot("read", join_path(dest_, rel_dir), entries.error());
-    }
-
-    void check(int dir_fd, const char* name, const std::string& rel_dir)
-    {
-        const std::string rel = rel_dir.empty() ? name : rel_dir + "/" + name;
-        struct stat st;
-        if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-            throw_cannot("read", join_path(dest_, rel), errno);
+        const struct stat& st = e.st;
         const mode_t type = st.st_mode & S_IFMT;
-        check_type(type, rel, image_);
+        check_type(type, e.path, image_);
         budget_.add_entries(1, image_);
         ++stats_.entries;
         if (type == S_IFLNK) {
-            check_symlink(rel, rel_dir, read_link(dir_fd, name, rel), image_);
+            check_symlink(e.path, std::string(parent_in_tree(e.path)), read_link(e), image_);
             return;
         }
         if ((st.st_mode & kSpecialBits) != 0) {
             // Not a symlink (checked above), so following is harmless.
-            if (fchmodat(dir_fd, name, st.st_mode & 0777, 0) != 0)
-                throw_cannot("change the mode of", join_path(dest_, rel), errno);
+            if (fchmodat(e.dir_fd, e.name, st.st_mode & 0777, 0) != 0)
+                throw_cannot("change the mode of", shown_path(join_path(dest_, e.path)), errno);
             ++stats_.stripped;
         }
         if (type == S_IFREG && first_sight(st)) {
             budget_.add_bytes(static_cast<std::uint64_t>(st.st_size), image_);
             stats_.bytes += static_cast<std::uint64_t>(st.st_size);
-        }
-        if (type == S_IFDIR) {
-            const Fd sub(openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-            if (sub.get() < 0)
-                throw_cannot("read", join_path(dest_, rel), errno);
-            walk(sub.get(), rel);
         }
     }
 
@@ -185,14 +169,14 @@ private:
         return st.st_nlink < 2 || seen_.insert({st.st_dev, st.st_ino}).second;
     }
 
-    std::string read_link(int dir_fd, const char* name, const std::string& rel) const
+    std::string read_link(const FoundEntry& e) const
     {
         std::vector<char> buf(PATH_MAX + 1);
-        const ssize_t n = readlinkat(dir_fd, name, buf.data(), buf.size());
+        const ssize_t n = readlinkat(e.dir_fd, e.name, buf.data(), buf.size());
         if (n < 0)
-            throw_cannot("read the symlink", join_path(dest_, rel), errno);
+            throw_cannot("read the symlink", shown_path(join_path(dest_, e.path)), errno);
         if (static_cast<std::size_t>(n) == buf.size())
-            refuse(rel, image_, "its symlink target is longer than PATH_MAX");
+            refuse(e.path, image_, "its symlink target is longer than PATH_MAX");
         return std::string(buf.data(), static_cast<std::size_t>(n));
     }
 

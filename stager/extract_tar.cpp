@@ -241,7 +241,7 @@ private:
         check_type(type, name, source_);
         if (type == S_IFLNK) {
             const char* target = archive_entry_symlink(entry);
-            check_symlink(name, parent_of(path), target ? target : "", source_);
+            check_symlink(name, std::string(parent_in_tree(path)), target ? target : "", source_);
         }
         return type == S_IFREG;
     }
@@ -293,7 +293,8 @@ private:
     void count_entries(archive_entry* entry, const std::string& path)
     {
         std::uint64_t created = 0;
-        for (std::string dir = parent_of(path); !dir.empty() && is_new_directory(dir); dir = parent_of(dir))
+        for (std::string dir(parent_in_tree(path)); !dir.empty() && is_new_directory(dir);
+             dir = std::string(parent_in_tree(dir)))
             ++created;
         const bool is_dir = archive_entry_filetype(entry) == S_IFDIR && !archive_entry_hardlink(entry);
         if (!is_dir || is_new_directory(path))

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <glob.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,7 +10,9 @@
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/dataset_walk.hpp"
+#include "lib/source_facts.hpp"
 #include "lib/sys/sys_error.hpp"
+#include "policies/staging_mode.hpp"
 
 namespace dlstage::stager {
 
@@ -30,11 +31,6 @@ std::uint64_t Plan::file_count() const
 }
 
 namespace {
-[[noreturn]] void fail(const std::string& path, int err)
-{
-    throw_cannot("read", path, err);
-}
-
 Entry entry_from_stat(const std::string& rel, const struct stat& st)
 {
     Entry e;
@@ -53,21 +49,16 @@ Entry entry_from_stat(const std::string& rel, const struct stat& st)
     return e;
 }
 
-std::string base_name(const std::string& path)
-{
-    return path.substr(path.rfind('/') + 1);
-}
-
 void add_single_file(const std::string& path, Plan& plan)
 {
     struct stat st {};
     if (stat(path.c_str(), &st) != 0)
-        fail(path, errno);
+        throw_cannot("read", shown_path(path), errno);
     if (!S_ISREG(st.st_mode))
         throw Error(quoted(path) + " is not a regular file");
     if (access(path.c_str(), R_OK) != 0)
-        fail(path, errno);
-    plan.entries.push_back(entry_from_stat(base_name(path), st));
+        throw_cannot("read", shown_path(path), errno);
+    plan.entries.push_back(entry_from_stat(std::string(base_name(path)), st));
 }
 
 // Tar shards: the glob's matches, sorted; each staged under its base name.
@@ -76,21 +67,15 @@ Plan plan_shards(const Dataset& dataset)
     Plan plan;
     plan.format = Format::Tar;
     const std::string& pattern = dataset.source;
-    plan.source_root = pattern.substr(0, pattern.rfind('/'));
-    glob_t matches{};
-    const int rc = glob(pattern.c_str(), GLOB_ERR, nullptr, &matches);
-    std::vector<std::string> paths(matches.gl_pathv, matches.gl_pathv + (rc == 0 ? matches.gl_pathc : 0));
-    globfree(&matches);
-    if (rc == GLOB_NOMATCH)
+    plan.source_root = split_parent(pattern).first;
+    const ShardMatches found = match_shards(pattern);
+    if (found.err != 0)
+        throw_cannot("read", shown_path(pattern), found.err);
+    if (found.paths.empty())
         throw Error("no tar shards match " + quoted(pattern));
-    if (rc != 0)
-        fail(pattern, errno ? errno : EIO);
-    std::sort(paths.begin(), paths.end());
-    for (const std::string& path : paths) {
-        if (path.substr(0, path.rfind('/')) != plan.source_root)
-            throw Error("tar shards must sit in one directory: " + quoted(pattern));
+    policy::require(policy::source_fits_format({pattern, Format::Tar, false, found.directories()}));
+    for (const std::string& path : found.paths)
         add_single_file(path, plan);
-    }
     return plan;
 }
 }  // namespace
@@ -103,12 +88,10 @@ Plan build_plan(const Dataset& dataset, unsigned walk_threads)
 
     struct stat st {};
     if (stat(dataset.source.c_str(), &st) != 0)
-        fail(dataset.source, errno);
+        throw_cannot("read", shown_path(dataset.source), errno);
     Plan plan;
+    policy::require(policy::source_fits_format({dataset.source, known, S_ISDIR(st.st_mode), 0}));
     if (S_ISDIR(st.st_mode)) {
-        if (known != Format::Auto && known != Format::Dir)
-            throw Error(quoted(dataset.source) + " is a directory, but the dataset's format is " +
-                        to_string(known));
         plan.format = Format::Dir;
         plan.source_root = dataset.source;
         for (const WalkedEntry& walked : walk_dataset(dataset.source, walk_threads)) {
@@ -118,9 +101,7 @@ Plan build_plan(const Dataset& dataset, unsigned walk_threads)
         return plan;
     }
     plan.format = known == Format::Auto ? Format::File : known;
-    plan.source_root = dataset.source.substr(0, dataset.source.rfind('/'));
-    if (plan.source_root.empty())
-        plan.source_root = "/";
+    plan.source_root = split_parent(dataset.source).first;
     plan.single_file = true;
     add_single_file(dataset.source, plan);
     return plan;

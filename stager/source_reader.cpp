@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "lib/error.hpp"
+#include "lib/strings.hpp"
 #include "lib/sys/sys_error.hpp"
 
 namespace dlstage::stager {
@@ -31,9 +32,8 @@ int SourceReader::fd_for(std::size_t entry)
         return file_.get();
     file_.reset();
     const std::string& rel = plan_.entries[entry].path;
-    const std::size_t slash = rel.rfind('/');
-    const std::string dir = slash == std::string::npos ? "" : rel.substr(0, slash);
-    const std::string name = slash == std::string::npos ? rel : rel.substr(slash + 1);
+    const std::string dir(parent_in_tree(rel));
+    const std::string name(base_name(rel));
     const std::string path = plan_.source_root + "/" + rel;
     file_ = Fd(::openat(dir_fd_for(dir), name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
     open_entry_ = entry;

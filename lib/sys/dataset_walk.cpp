@@ -25,7 +25,12 @@ namespace dlstage {
 namespace {
 [[noreturn]] void cannot_read(const std::string& path, int err)
 {
-    throw_cannot("read", quoted(path), err);
+    throw_cannot("read", shown_path(path), err);
+}
+
+std::string path_of(const std::string& root, const std::string& rel)
+{
+    return rel.empty() ? root : root + "/" + rel;
 }
 
 const char* special_kind(mode_t mode)
@@ -50,104 +55,104 @@ struct PendingDir {
 
 class Walk {
 public:
-    explicit Walk(const std::string& root) : root_(root) {}
-
-    std::string path_of(const std::string& rel) const { return rel.empty() ? root_ : root_ + "/" + rel; }
-
-    // The directory's descriptor, opened below the root without following
-    // a symlink at its end, and checked to be the directory its parent
-    // listed (not one swapped in since, through a symlink further up).
-    Fd open_dir(int root_fd, const PendingDir& dir) const
+    Walk(int root_fd, const std::string& root, const EntryVisitor& visit)
+        : root_fd_(root_fd), root_(root), visit_(visit)
     {
-        Fd fd(openat(root_fd, dir.rel.empty() ? "." : dir.rel.c_str(), kDirFlags));
-        if (!fd.valid())
-            cannot_read(path_of(dir.rel), errno);
-        struct stat st {};
-        if (fstat(fd.get(), &st) != 0)
-            cannot_read(path_of(dir.rel), errno);
-        if (!dir.rel.empty() && (st.st_dev != dir.dev || st.st_ino != dir.ino))
-            throw Error(quoted(path_of(dir.rel)) + " changed while being read");
-        return fd;
     }
 
-    // The entry named name in the directory open as dir_fd: what it is, and
-    // whether this dataset can hold it.
-    WalkedEntry look_at(int dir_fd, const std::string& rel, const std::string& name) const
+    // One directory: its entries visited (not recursing), and the
+    // subdirectories found.  Everything is asked relative to the
+    // directory's descriptor: on a parallel file system each path
+    // component of a full path can cost a metadata round trip, so one
+    // lookup per entry is the least there is.
+    void list(const PendingDir& dir, std::vector<PendingDir>& subdirs) const
     {
-        WalkedEntry entry;
-        entry.path = rel.empty() ? name : rel + "/" + name;
-        if (fstatat(dir_fd, name.c_str(), &entry.st, AT_SYMLINK_NOFOLLOW) != 0)
-            cannot_read(path_of(entry.path), errno);
-        const mode_t mode = entry.st.st_mode;
-        if (S_ISLNK(mode)) {
-            entry.link_target = read_link_at(dir_fd, name, entry.path);
-        } else if (S_ISREG(mode)) {
-            // mksquashfs would store an unreadable file as an empty one.
-            if (faccessat(dir_fd, name.c_str(), R_OK, 0) != 0)
-                cannot_read(path_of(entry.path), errno);
-        } else if (!S_ISDIR(mode)) {
-            throw Error(quoted(path_of(entry.path)) + " is " + special_kind(mode) +
-                        ", not a file, directory or symlink; datasets cannot hold devices, fifos or sockets");
-        }
-        return entry;
-    }
-
-    // One directory: its entries (not recursing), and the subdirectories found.
-    // Everything is asked relative to the directory's descriptor: on a
-    // parallel file system each path component of a full path can cost a
-    // metadata round trip, so one lookup per entry is the least there is.
-    void list(int root_fd, const PendingDir& dir, std::vector<WalkedEntry>& entries,
-              std::vector<PendingDir>& subdirs) const
-    {
-        const Fd fd = open_dir(root_fd, dir);
+        const Fd fd = open_dir(dir);
         DirStream stream(fd.get());
         if (!stream.valid())
-            cannot_read(path_of(dir.rel), errno);
+            cannot_read(path_of(root_, dir.rel), errno);
         while (const dirent* d = stream.next()) {
-            WalkedEntry entry = look_at(fd.get(), dir.rel, d->d_name);
-            if (S_ISDIR(entry.st.st_mode))
-                subdirs.push_back({entry.path, entry.st.st_dev, entry.st.st_ino});
-            entries.push_back(std::move(entry));
+            const std::string path = dir.rel.empty() ? std::string(d->d_name) : dir.rel + "/" + d->d_name;
+            struct stat st {};
+            if (fstatat(fd.get(), d->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+                cannot_read(path_of(root_, path), errno);
+            visit_(FoundEntry{fd.get(), d->d_name, path, st});
+            if (S_ISDIR(st.st_mode))
+                subdirs.push_back({path, st.st_dev, st.st_ino});
         }
         if (stream.error() != 0)
-            cannot_read(path_of(dir.rel), stream.error());
+            cannot_read(path_of(root_, dir.rel), stream.error());
     }
 
 private:
-    std::string read_link_at(int dir_fd, const std::string& name, const std::string& rel) const
+    // The directory's descriptor, opened below the root without following
+    // a symlink at its end, and checked to be the directory its parent
+    // listed (not one swapped in since, through a symlink further up).
+    Fd open_dir(const PendingDir& dir) const
     {
-        std::string target(PATH_MAX, '\0');
-        const ssize_t n = readlinkat(dir_fd, name.c_str(), target.data(), target.size());
-        if (n < 0)
-            cannot_read(path_of(rel), errno);
-        target.resize(static_cast<std::size_t>(n));
-        return target;
+        Fd fd(openat(root_fd_, dir.rel.empty() ? "." : dir.rel.c_str(), kDirFlags));
+        if (!fd.valid())
+            cannot_read(path_of(root_, dir.rel), errno);
+        struct stat st {};
+        if (fstat(fd.get(), &st) != 0)
+            cannot_read(path_of(root_, dir.rel), errno);
+        if (!dir.rel.empty() && (st.st_dev != dir.dev || st.st_ino != dir.ino))
+            throw Error(quoted(path_of(root_, dir.rel)) + " changed while being read");
+        return fd;
     }
 
-    std::string root_;
+    int root_fd_;
+    const std::string& root_;
+    const EntryVisitor& visit_;
 };
+
+std::string read_link_at(int dir_fd, const char* name, const std::string& path)
+{
+    std::string target(PATH_MAX, '\0');
+    const ssize_t n = readlinkat(dir_fd, name, target.data(), target.size());
+    if (n < 0)
+        cannot_read(path, errno);
+    target.resize(static_cast<std::size_t>(n));
+    return target;
+}
+
+// What a dataset's entry is, and whether a dataset can hold it.
+WalkedEntry dataset_entry(const FoundEntry& found, const std::string& root)
+{
+    WalkedEntry entry;
+    entry.path = found.path;
+    entry.st = found.st;
+    const mode_t mode = found.st.st_mode;
+    if (S_ISLNK(mode)) {
+        entry.link_target = read_link_at(found.dir_fd, found.name, path_of(root, found.path));
+    } else if (S_ISREG(mode)) {
+        // mksquashfs would store an unreadable file as an empty one.
+        if (faccessat(found.dir_fd, found.name, R_OK, 0) != 0)
+            cannot_read(path_of(root, found.path), errno);
+    } else if (!S_ISDIR(mode)) {
+        throw Error(quoted(path_of(root, found.path)) + " is " + special_kind(mode) +
+                    ", not a file, directory or symlink; datasets cannot hold devices, fifos or sockets");
+    }
+    return entry;
+}
 }  // namespace
 
 // The walk is the one metadata-heavy pass over the parallel file system
 // (one lstat per entry): several threads work on different directories at
 // once, as a file system's metadata servers serve many requests in
 // parallel.  Pending directories are kept as paths, not descriptors, so a
-// tree of a million directories needs no more descriptors than threads.
-std::vector<WalkedEntry> walk_dataset(const std::string& root, unsigned threads)
+// tree of a million directories, or one deeper than the fd limit, needs no
+// more descriptors than threads (a path below the root is bounded by
+// PATH_MAX: deeper than that, the walk fails with ENAMETOOLONG).
+void walk_tree(int root_fd, const std::string& root, unsigned threads, const EntryVisitor& visit)
 {
-    const Walk walk(root);
-    const Fd root_fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!root_fd.valid())
-        cannot_read(root, errno);
-
-    std::vector<WalkedEntry> all;
+    const Walk walk(root_fd, root, visit);
     std::mutex mutex;
     std::condition_variable changed;
     std::deque<PendingDir> pending{PendingDir{}};
     unsigned busy = 0;
     std::exception_ptr error;
     const auto work = [&] {
-        std::vector<WalkedEntry> entries;
         std::vector<PendingDir> subdirs;
         for (;;) {
             PendingDir dir;
@@ -160,11 +165,10 @@ std::vector<WalkedEntry> walk_dataset(const std::string& root, unsigned threads)
                 pending.pop_front();
                 ++busy;
             }
-            entries.clear();
             subdirs.clear();
             std::exception_ptr failed;
             try {
-                walk.list(root_fd.get(), dir, entries, subdirs);
+                walk.list(dir, subdirs);
             } catch (...) {
                 failed = std::current_exception();
             }
@@ -172,8 +176,6 @@ std::vector<WalkedEntry> walk_dataset(const std::string& root, unsigned threads)
                 const std::lock_guard<std::mutex> lock(mutex);
                 if (failed && !error)
                     error = failed;
-                for (WalkedEntry& e : entries)
-                    all.push_back(std::move(e));
                 for (PendingDir& d : subdirs)
                     pending.push_back(std::move(d));
                 --busy;
@@ -188,6 +190,20 @@ std::vector<WalkedEntry> walk_dataset(const std::string& root, unsigned threads)
         t.join();
     if (error)
         std::rethrow_exception(error);
+}
+
+std::vector<WalkedEntry> walk_dataset(const std::string& root, unsigned threads)
+{
+    const Fd root_fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!root_fd.valid())
+        cannot_read(root, errno);
+    std::vector<WalkedEntry> all;
+    std::mutex mutex;
+    walk_tree(root_fd.get(), root, threads, [&](const FoundEntry& found) {
+        WalkedEntry entry = dataset_entry(found, root);
+        const std::lock_guard<std::mutex> lock(mutex);
+        all.push_back(std::move(entry));
+    });
     // Bytewise, as std::string compares: a parent sorts before its
     // children, and every rank and every run gets the same order.
     std::sort(all.begin(), all.end(), [](const WalkedEntry& a, const WalkedEntry& b) { return a.path < b.path; });

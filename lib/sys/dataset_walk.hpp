@@ -1,17 +1,44 @@
-// The one walk of a dataset directory, for `dlstage pack` and for the
-// stager's plan: every entry below the root with its lstat, in path order.
+// The one walk of a directory tree by fd, for `dlstage pack`, the stager's
+// plan and the check of what unsquashfs wrote: every entry below the root
+// with its lstat, handed to a visitor, never following a symlink below the
+// root, with no more descriptors open than threads at any depth a path
+// (PATH_MAX) below the root can name.
 //
-// It is also the one place that decides what an entry means: a symlink is
-// an entry of its own (its target read, never followed); a device, fifo or
-// socket is refused; a file the caller cannot read, or a directory it cannot
-// list, is an error found now rather than after hours of copying.
+// walk_dataset is also the one place that decides what a dataset's entry
+// means: a symlink is an entry of its own (its target read, never
+// followed); a device, fifo or socket is refused; a file the caller cannot
+// read, or a directory it cannot list, is an error found now rather than
+// after hours of copying.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <sys/stat.h>
 #include <vector>
 
 namespace dlstage {
+
+// An entry as the walk finds it: the directory it is in (open as dir_fd for
+// the visit only), its name there, its path relative to the root (without
+// "./") and its lstat.
+struct FoundEntry {
+    int dir_fd;
+    const char* name;
+    const std::string& path;
+    const struct stat& st;
+};
+
+// Called once for every entry below the root; a directory's entries come
+// after its own visit (which may change its mode).  With threads > 1 it is
+// called from several threads at once.  What it throws ends the walk.
+using EntryVisitor = std::function<void(const FoundEntry&)>;
+
+// Walks the directory open as root_fd (root: its path, for messages) with
+// `threads` threads listing directories in parallel, in no set order.
+// Pending directories are kept as paths below root_fd and opened without
+// following a symlink at their end, each checked to be the directory its
+// parent listed.  Throws Error "cannot read PATH: ..." naming the entry.
+void walk_tree(int root_fd, const std::string& root, unsigned threads, const EntryVisitor& visit);
 
 struct WalkedEntry {
     std::string path;         // relative to the root, without "./"

@@ -1,5 +1,7 @@
 // The one form of a failed system call's message: "cannot ACTION THING:
-// REASON", e.g. "cannot read /p/x/a.tar: Permission denied".
+// REASON", e.g. "cannot read /p/x/a.tar: Permission denied".  A path as
+// THING goes as shown_path() shows it: plain, quoted only when it holds
+// control bytes.
 #pragma once
 
 #include <string>

@@ -156,7 +156,7 @@ needs_squashfs_tools() {
 @test "DIR missing" {
     run_dlstage pack "$work/missing" "$work/o"
     expect_status 1
-    expect_err "dlstage: cannot read '$work/missing': No such file or directory"
+    expect_err "dlstage: cannot read $work/missing: No such file or directory"
 }
 
 @test "DIR a file" {

@@ -48,7 +48,7 @@ void check_path(const std::string& path)
         expect(normalized.front() != '/', "a normalized path is relative", path);
         for (const std::string& part : split(normalized, '/'))
             expect(!part.empty() && part != "." && part != "..", "a normalized path is plain", path);
-        expect(starts_with(normalized, parent_of(normalized)), "the parent is a prefix", path);
+        expect(starts_with(normalized, parent_in_tree(normalized)), "the parent is a prefix", path);
     }
     const auto slashes = static_cast<std::size_t>(std::count(normalized.begin(), normalized.end(), '/'));
     expect(depth_of(normalized) == (normalized.empty() ? 0 : 1 + slashes), "depth counts the components", path);
@@ -77,7 +77,7 @@ void check_link(const std::string& path, const std::string& target)
     std::string normalized;
     if (inside_path(path, normalized) != PathIssue::none || normalized.empty())
         return;
-    const std::string dir = parent_of(normalized);
+    const std::string dir(parent_in_tree(normalized));
     if (refused([&] { check_symlink(path, dir, target, "fuzz.tar"); }, target))
         return;
     expect(!target.empty() && target.front() != '/', "an accepted target is relative", target);

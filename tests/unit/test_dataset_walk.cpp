@@ -1,11 +1,14 @@
 #include <boost/test/unit_test.hpp>
 
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "lib/error.hpp"
 #include "lib/sys/dataset_walk.hpp"
+#include "tests/unit/deep_tree.hpp"
 #include "tests/unit/error_of.hpp"
+#include "tests/unit/in_child.hpp"
 #include "tests/unit/tmpdir.hpp"
 
 using namespace dlstage;
@@ -21,6 +24,20 @@ std::vector<std::string> paths_of(const std::vector<WalkedEntry>& entries)
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(dataset_walk)
+
+BOOST_AUTO_TEST_CASE(tree_deeper_than_the_fd_limit_is_walked)
+{
+    test::TempDir dir;
+    const int levels = 300;
+    test::make_deep_tree(dir.path(), levels, "d");
+    const std::string text = test::in_child([&] {
+        const rlimit limit{32, 32};
+        if (::setrlimit(RLIMIT_NOFILE, &limit) != 0)
+            return std::string("setrlimit failed");
+        return "entries=" + std::to_string(walk_dataset(dir.path(), 4).size());
+    });
+    BOOST_TEST(text == "entries=" + std::to_string(levels + 1));
+}
 
 BOOST_AUTO_TEST_CASE(every_entry_in_bytewise_path_order_whatever_the_threads)
 {
@@ -70,17 +87,17 @@ BOOST_AUTO_TEST_CASE(what_cannot_be_read_is_an_error_now)
 {
     test::TempDir dir;
     BOOST_TEST(test::error_of([&] { walk_dataset(dir / "missing"); }) ==
-               "cannot read '" + dir.path() + "/missing': No such file or directory");
+               "cannot read " + dir.path() + "/missing: No such file or directory");
     if (geteuid() == 0)
         return;  // root reads everything
     dir.write("locked", "x");
     chmod((dir / "locked").c_str(), 0);
     BOOST_TEST(test::error_of([&] { walk_dataset(dir.path()); }) ==
-               "cannot read '" + dir.path() + "/locked': Permission denied");
+               "cannot read " + dir.path() + "/locked: Permission denied");
     unlink((dir / "locked").c_str());
     mkdir((dir / "closed").c_str(), 0);
     BOOST_TEST(test::error_of([&] { walk_dataset(dir.path()); }) ==
-               "cannot read '" + dir.path() + "/closed': Permission denied");
+               "cannot read " + dir.path() + "/closed: Permission denied");
     chmod((dir / "closed").c_str(), 0755);
 }
 

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -9,7 +10,9 @@
 #include <unistd.h>
 
 #include "tests/unit/bombs.hpp"
+#include "tests/unit/deep_tree.hpp"
 #include "tests/unit/extract_fixtures.hpp"
+#include "tests/unit/in_child.hpp"
 
 using namespace dlstage;
 using namespace dlstage::test;
@@ -82,6 +85,22 @@ BOOST_AUTO_TEST_CASE(squashfs_special_bits_are_stripped)
     BOOST_TEST(stats.stripped == (geteuid() == 0 ? 2u : 0u));
     BOOST_TEST(mode_of(s.in_dest("shared")) == 0775u);
     BOOST_TEST(mode_of(s.in_dest("shared/suid")) == 0755u);
+}
+
+BOOST_AUTO_TEST_CASE(squashfs_tree_deeper_than_the_fd_limit_is_checked)
+{
+    SquashStaging s;
+    const int levels = 300;
+    make_deep_tree(s.src, levels, "d");
+    s.make_image();
+    // An fd limit far below the depth: holding one fd per level would fail.
+    const std::string text = in_child([&] {
+        const rlimit limit{64, 64};
+        if (::setrlimit(RLIMIT_NOFILE, &limit) != 0)
+            return std::string("setrlimit failed");
+        return "entries=" + std::to_string(extract_squashfs(s.image, s.dest).entries);
+    });
+    BOOST_TEST(text == "entries=" + std::to_string(levels + 1));  // the levels and the file
 }
 
 BOOST_AUTO_TEST_CASE(squashfs_fifo_and_socket_are_refused_and_dest_removed)

@@ -47,12 +47,28 @@ BOOST_AUTO_TEST_CASE(tar_shards_add_up)
     BOOST_TEST(!facts.files.has_value());
 }
 
+BOOST_AUTO_TEST_CASE(a_source_unfit_for_its_format_is_found_at_submit)
+{
+    test::TempDir dir;
+    mkdir((dir / "a").c_str(), 0755);
+    mkdir((dir / "b").c_str(), 0755);
+    mkdir((dir / "tree.tar").c_str(), 0755);
+    dir.write("a/s-0.tar", "x");
+    dir.write("b/s-1.tar", "y");
+    auto facts = probe_source(dataset_at(dir / "*/s-*.tar"));
+    BOOST_TEST((facts.state == SourceFacts::State::Unfit));
+    BOOST_TEST(facts.problem == "tar shards must sit in one directory: '" + dir / "*/s-*.tar'");
+    facts = probe_source(dataset_at(dir / "tree.tar"));
+    BOOST_TEST((facts.state == SourceFacts::State::Unfit));
+    BOOST_TEST(facts.problem == "'" + dir / "tree.tar' is a directory, but the dataset's format is tar");
+}
+
 BOOST_AUTO_TEST_CASE(missing_sources_and_empty_globs)
 {
     test::TempDir dir;
     auto facts = probe_source(dataset_at(dir / "nope"));
     BOOST_TEST((facts.state == SourceFacts::State::Missing));
-    BOOST_TEST(facts.problem == dir / "nope" + ": No such file or directory");
+    BOOST_TEST(facts.problem == "cannot read " + dir / "nope" + ": No such file or directory");
     facts = probe_source(dataset_at(dir / "*.tar"));
     BOOST_TEST((facts.state == SourceFacts::State::Missing));
 }

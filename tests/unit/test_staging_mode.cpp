@@ -24,6 +24,18 @@ BOOST_AUTO_TEST_CASE(extract_takes_archives_mount_one_image)
     BOOST_TEST(!mode_takes(Mode::Mount, Format::Tar, true));
 }
 
+BOOST_AUTO_TEST_CASE(shards_sit_in_one_directory_and_a_directory_is_a_dir)
+{
+    BOOST_TEST(source_fits_format({"/d/s-*.tar", Format::Tar, false, 1}).allowed);
+    BOOST_TEST(source_fits_format({"/d/*/s-*.tar", Format::Tar, false, 2}).reason ==
+               "tar shards must sit in one directory: '/d/*/s-*.tar'");
+    BOOST_TEST(source_fits_format({"/d/data", Format::Auto, true, 0}).allowed);
+    BOOST_TEST(source_fits_format({"/d/data", Format::Dir, true, 0}).allowed);
+    BOOST_TEST(source_fits_format({"/d/data.tar", Format::Tar, true, 0}).reason ==
+               "'/d/data.tar' is a directory, but the dataset's format is tar");
+    BOOST_TEST(source_fits_format({"/d/data.tar", Format::Tar, false, 0}).allowed);
+}
+
 BOOST_AUTO_TEST_CASE(the_catalog_says_what_to_declare)
 {
     BOOST_TEST(mode_fits_declared_format(Mode::Extract, Format::Tar).allowed);

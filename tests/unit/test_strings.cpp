@@ -63,6 +63,14 @@ BOOST_AUTO_TEST_CASE(split_parent_drops_trailing_slashes_first)
     BOOST_TEST((split_parent("b") == Split{".", "b"}));
 }
 
+BOOST_AUTO_TEST_CASE(base_name_and_parent_in_tree)
+{
+    BOOST_TEST(base_name("/a/b") == "b");
+    BOOST_TEST(base_name("b") == "b");
+    BOOST_TEST(parent_in_tree("a/b/c") == "a/b");
+    BOOST_TEST(parent_in_tree("c") == "");
+}
+
 BOOST_AUTO_TEST_CASE(shown_path_quotes_control_bytes_and_shortens_long_paths)
 {
     BOOST_TEST(shown_path("/dev/shm/a b") == "/dev/shm/a b");

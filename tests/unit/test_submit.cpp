@@ -78,7 +78,7 @@ BOOST_AUTO_TEST_CASE(tier_limits_and_missing_sources_are_refused)
     BOOST_TEST(site.submit("gone") == -1);
     BOOST_TEST(site.api.errors[0].find("No such file or directory (ask your site admins)") != std::string::npos);
     BOOST_TEST(site.submit("/nonexistent/data:ssd") == -1);
-    BOOST_TEST(site.api.errors[0] == "cannot stage 'data': /nonexistent/data: No such file or directory");
+    BOOST_TEST(site.api.errors[0] == "cannot stage 'data': cannot read /nonexistent/data: No such file or directory");
 }
 
 BOOST_AUTO_TEST_CASE(broken_config_is_reported_as_such)
