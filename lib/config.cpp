@@ -133,7 +133,7 @@ public:
             problem(root.source(), "tiers", "no tiers defined: add a [tiers.NAME] table with a path");
         if (const auto* datasets = table_at(root, "datasets", "datasets"))
             load_datasets(*datasets, config);
-        check_site_against_tiers(root, config);
+        check_site_against_tiers(config);
         return config;
     }
 
@@ -474,12 +474,11 @@ private:
             problem(where->source(), prefix + ".mode", verdict.reason);
     }
 
-    void check_site_against_tiers(const toml::table& root, const Config& config)
+    void check_site_against_tiers(const Config& config)
     {
         const std::string& tier = config.site.default_tier;
         if (tier.empty() || config.find_tier(tier) || config.tiers.empty())
             return;
-        (void)root;
         problem(default_tier_where_, "site.default_tier",
                 "unknown tier " + quoted(tier) + did_you_mean(tier, config.tier_names()) + " (known: " +
                     join(config.tier_names(), ", ") + ")");

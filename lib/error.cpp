@@ -1,7 +1,5 @@
 #include "lib/error.hpp"
 
-#include <iostream>
-
 #include "lib/strings.hpp"
 
 namespace dlstage {

@@ -11,8 +11,6 @@
 
 namespace dlstage {
 
-inline constexpr const char* kMessagePrefix = "dlstage: ";
-
 // A problem the user or admin can fix; what() is the one-line message.
 class Error : public std::runtime_error {
 public:

@@ -1,7 +1,7 @@
 // Where one dataset of one job lives in a tier, as every party computes it:
 // the prolog (creates tier_dir), the stager (fills partial_dir, renames it to
-// dataset_dir, writes the ready marker last), the step (exports the path
-// from the marker) and the epilog (removes tier_dir).
+// dataset_dir, writes the ready marker last), task_init in slurmstepd
+// (exports the path from the marker) and the epilog (removes tier_dir).
 //
 //   /dev/shm/dlstage/123/                      tier_dir (prolog, 0700, the user's)
 //   /dev/shm/dlstage/123/imagenet/             dataset_dir: exactly the content

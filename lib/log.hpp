@@ -12,6 +12,9 @@
 
 namespace dlstage {
 
+// What every line dlstage says starts with.
+inline constexpr const char* kMessagePrefix = "dlstage: ";
+
 // "dlstage: MESSAGE" without a newline, MESSAGE made printable.
 std::string message_line(std::string_view message);
 

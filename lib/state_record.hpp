@@ -1,5 +1,5 @@
 // State records: small TOML files that the prolog, the stager and the
-// epilog write about a job, and `dlstage status` reads (roadmap).  Each is
+// epilog write about a job, and `dlstage status` reads.  Each is
 // written whole or not at all: a temporary file in the same directory,
 // fsync, rename.
 #pragma once

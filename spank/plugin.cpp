@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "lib/error.hpp"
+#include "lib/log.hpp"
 #include "spank/prolog_epilog.hpp"
 #include "spank/plugin_args.hpp"
 #include "spank/slurm_spank_api.hpp"
@@ -33,9 +34,10 @@ int guarded(const char* callback, Fn&& fn) noexcept
     try {
         return fn();
     } catch (const std::exception& e) {
-        slurm_error("%s%s: %s", dlstage::kMessagePrefix, callback, e.what());
+        // what() may carry a name a user chose: never a forged log line.
+        slurm_error("%s", dlstage::message_line(std::string(callback) + ": " + e.what()).c_str());
     } catch (...) {
-        slurm_error("%s%s: unexpected failure", dlstage::kMessagePrefix, callback);
+        slurm_error("%s", dlstage::message_line(std::string(callback) + ": unexpected failure").c_str());
     }
     return -1;
 }
@@ -71,7 +73,7 @@ int slurm_spank_init(spank_t sp, int ac, char** av)
         // options; a refusal there is expected.
         const spank_err_t rc = spank_option_register(sp, dlstage::spank::stage_data_option_entry());
         if (rc != ESPANK_SUCCESS && spank_context() != S_CTX_SLURMD) {
-            slurm_error("%scannot register --stage-data: %s", dlstage::kMessagePrefix, spank_strerror(rc));
+            slurm_error("%s", dlstage::message_line(std::string("cannot register --stage-data: ") + spank_strerror(rc)).c_str());
             return -1;
         }
         return 0;

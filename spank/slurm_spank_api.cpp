@@ -2,13 +2,13 @@
 
 #include <cerrno>
 #include <cstdlib>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "lib/error.hpp"
 #include "lib/log.hpp"
-#include "lib/strings.hpp"
 #include "lib/sys/process.hpp"
+
+extern char** environ;
 
 namespace dlstage::spank {
 
@@ -120,10 +120,13 @@ std::string SlurmSpankApi::getenv(const std::string& name)
 std::vector<std::string> SlurmSpankApi::job_env()
 {
     char** env = nullptr;
+    if (spank_context() == S_CTX_LOCAL)
+        env = environ;  // srun's own: what its tasks inherit
+    else if (spank_get_item(handle_, S_JOB_ENV, &env) != ESPANK_SUCCESS)
+        env = nullptr;
     std::vector<std::string> out;
-    if (spank_get_item(handle_, S_JOB_ENV, &env) == ESPANK_SUCCESS && env)
-        for (char** e = env; *e; ++e)
-            out.emplace_back(*e);
+    for (char** e = env; e && *e; ++e)
+        out.emplace_back(*e);
     return out;
 }
 

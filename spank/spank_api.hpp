@@ -34,8 +34,10 @@ public:
     // SLURM_JOB_USER, SPANK_*; clients: the user's shell).  "" when unset.
     virtual std::string getenv(const std::string& name) = 0;
 
-    // Remote context: the whole job environment (NAME=value entries), and
-    // setting a variable in it for the task about to start.
+    // The environment the job's tasks start from (NAME=value entries):
+    // remote context, the job environment slurmstepd holds; local context,
+    // srun's own, which its tasks inherit.  Remote context: setting a
+    // variable in it for the task about to start.
     virtual std::vector<std::string> job_env() = 0;
     virtual bool setenv(const std::string& name, const std::string& value) = 0;
     virtual bool unsetenv(const std::string& name) = 0;

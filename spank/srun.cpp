@@ -5,19 +5,7 @@
 
 #include "spank/stage_command.hpp"
 
-extern char** environ;
-
 namespace dlstage::spank {
-
-namespace {
-std::vector<std::string> process_environment()
-{
-    std::vector<std::string> env;
-    for (char** e = environ; *e; ++e)
-        env.emplace_back(*e);
-    return env;
-}
-}  // namespace
 
 int local_user_init(SpankApi& api, const PluginArgs& args, bool inside_allocation)
 {
@@ -31,7 +19,7 @@ int local_user_init(SpankApi& api, const PluginArgs& args, bool inside_allocatio
         return -1;
     }
     // srun's own environment does not know the job it is creating yet.
-    std::vector<std::string> env = process_environment();
+    std::vector<std::string> env = api.job_env();
     put_env(env, "SLURM_JOB_ID", std::to_string(*job_id));
     put_env(env, "SLURM_JOB_NUM_NODES", std::to_string(*nnodes));
     if (run_stage_command(api, args, *spec, env) != 0) {

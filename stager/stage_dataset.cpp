@@ -159,8 +159,6 @@ policy::ExtractionBudget check_space(const StageItem& item, const Fd& job_dir, c
     return policy::extraction_budget(item.dataset, item.tier, facts, space);
 }
 
-// Unpacks the archives that arrived into partial_dir; returns how many
-// entries lost setuid/setgid/sticky bits on the way.
 void make_fresh_dir(const std::string& path)
 {
     if (mkdir(path.c_str(), 0755) != 0)
@@ -177,7 +175,9 @@ Error named_for_user(const Error& e, const DatasetLayout& layout, const Plan& pl
     return Error(message);
 }
 
-// layout: relative to the job directory (the working directory).
+// Unpacks the archives that arrived into partial_dir; returns how many
+// entries lost setuid/setgid/sticky bits on the way.  layout: relative to
+// the job directory (the working directory).
 std::uint64_t extract_into(const DatasetLayout& layout, const Fd& job_dir, const std::string& shown, const Plan& plan,
                            unsigned threads, const policy::ExtractionBudget& limits)
 {
@@ -245,9 +245,9 @@ public:
         const double per_s = static_cast<double>(done_bytes) / elapsed;
         const double eta = per_s > 0 ? static_cast<double>(total_ - done_bytes) / per_s : 0;
         sayf("%s: %s of %s (%.0f%%), %s, ETA %.0f s", item_.dataset.name.c_str(),
-                     format_size(done_bytes).c_str(), format_size(total_).c_str(),
-                     100.0 * static_cast<double>(done_bytes) / static_cast<double>(total_), rate(done_bytes, elapsed).c_str(),
-                     eta);
+             format_size(done_bytes).c_str(), format_size(total_).c_str(),
+             100.0 * static_cast<double>(done_bytes) / static_cast<double>(total_), rate(done_bytes, elapsed).c_str(),
+             eta);
         record(kStagingState, done_bytes, elapsed, eta);
     }
 
@@ -334,7 +334,7 @@ void stage_here(const StageItem& item, const NodeContext& ctx, const ExchangeOpt
     if (all_ranks(staged_here(item, here))) {
         if (ctx.rank == 0)
             sayf("%s is already staged to %s on %d nodes", item.dataset.name.c_str(),
-                         item.tier.name.c_str(), ctx.size);
+                 item.tier.name.c_str(), ctx.size);
         return;
     }
     clear_leftovers(here, job_dir, layout.tier_dir);
@@ -346,9 +346,9 @@ void stage_here(const StageItem& item, const NodeContext& ctx, const ExchangeOpt
     const policy::ExtractionBudget budget = check_space(item, job_dir, layout.tier_dir, plan);
     if (ctx.rank == 0)
         sayf("staging %s (%s in %llu %s) from %s to %s on %d nodes",
-                     item.dataset.name.c_str(), format_size(plan.total_bytes()).c_str(),
-                     static_cast<unsigned long long>(plan.file_count()), plan.file_count() == 1 ? "file" : "files",
-                     item.dataset.source.c_str(), item.tier.name.c_str(), ctx.size);
+             item.dataset.name.c_str(), format_size(plan.total_bytes()).c_str(),
+             static_cast<unsigned long long>(plan.file_count()), plan.file_count() == 1 ? "file" : "files",
+             item.dataset.source.c_str(), item.tier.name.c_str(), ctx.size);
 
     const bool extract = item.dataset.mode == Mode::Extract;
     TreeWriter writer(plan, extract ? here.incoming_dir : here.partial_dir);
@@ -364,10 +364,10 @@ void stage_here(const StageItem& item, const NodeContext& ctx, const ExchangeOpt
         if (ctx.rank == 0) {
             if (stripped > 0)
                 sayf("%s: removed setuid/setgid/sticky bits from %llu entries",
-                             item.dataset.name.c_str(), static_cast<unsigned long long>(stripped));
+                     item.dataset.name.c_str(), static_cast<unsigned long long>(stripped));
             sayf("%s: extracted %llu %s in %.2f s on each node (%u threads)",
-                         item.dataset.name.c_str(), static_cast<unsigned long long>(plan.entries.size()),
-                         plan.entries.size() == 1 ? "archive" : "archives", seconds, options.writers);
+                 item.dataset.name.c_str(), static_cast<unsigned long long>(plan.entries.size()),
+                 plan.entries.size() == 1 ? "archive" : "archives", seconds, options.writers);
         }
     }
 
