@@ -347,8 +347,10 @@ Manifest parse_manifest(std::string_view text, const std::string& name)
             parse_count(header["bytes"], 0, UINT64_MAX) != m.plan.total_bytes())
             throw Error("the counts in the header do not match the entries (cut short or edited)");
     } catch (const Error& e) {
-        throw Error(name + (line_no ? ":" + std::to_string(line_no) : "") + ": " + e.what() +
-                    "; run 'dlstage catalog scan " + (m.dataset.empty() ? "NAME" : m.dataset) + "' again");
+        // One line whatever the text held (a name, an escape, a type letter).
+        throw Error(printable(name + (line_no ? ":" + std::to_string(line_no) : "") + ": " + e.what() +
+                              "; run 'dlstage catalog scan " +
+                              (header["dataset"].empty() ? "NAME" : header["dataset"]) + "' again"));
     }
     return m;
 }
@@ -387,7 +389,7 @@ SourceChanges changes_since(const Manifest& manifest, const Plan& now, std::size
     for (const Entry& e : now.entries) {
         const auto it = then.find(e.path);
         if (it == then.end()) {
-            note(e.path + ": new");
+            note(e.path + ": added");
             continue;
         }
         const Entry& old = *it->second;
@@ -402,7 +404,7 @@ SourceChanges changes_since(const Manifest& manifest, const Plan& now, std::size
         then.erase(it);
     }
     for (const auto& [path, entry] : then)
-        note(std::string(path) + ": gone");
+        note(std::string(path) + ": removed");
     return changes;
 }
 

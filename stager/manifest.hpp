@@ -55,7 +55,7 @@ void write_manifest(const std::string& path, const Manifest& manifest);
 Manifest read_manifest(const std::string& path);
 
 // How the source (walked now) differs from the manifest: at most `limit`
-// lines such as "train/x.jpg: size 120 -> 0" or "val/: new", and the
+// lines such as "train/x.jpg: size 120 -> 0" or "val: added", and the
 // number of differences in all.
 struct SourceChanges {
     std::uint64_t count = 0;
