@@ -21,11 +21,18 @@ namespace {
 void print_help()
 {
     std::cout << "Usage: dlstage catalog list [--json]\n"
-                 "List the datasets of the catalog: name, source, format, mode, allowed tiers\n"
+                 "       dlstage catalog scan NAME [--threads N]\n"
+                 "       dlstage catalog show NAME [--json]\n"
+                 "list: the datasets of the catalog: name, source, format, mode, allowed tiers\n"
                  "(the first is the default), size and files where known.  Sizes come from one\n"
                  "stat of a file, image or tar shards; a directory's size shows as '-'.\n"
+                 "scan (admin): walk a dataset's source once, read every file (N readers, 8 by\n"
+                 "default) and write its manifest (each entry's type, mode, size, mtime and\n"
+                 "xxh3 digest) to site.manifest_dir/NAME.manifest.\n"
+                 "show: the manifest's counts, bytes and age, and whether the source changed\n"
+                 "since (a walk comparing each entry's type, size and mtime).\n"
                  "\n"
-                 "  --json     print a JSON array instead of a table\n";
+                 "  --json     print JSON instead of a table\n";
 }
 
 struct Row {
@@ -92,13 +99,16 @@ void print_json(const std::vector<Row>& rows)
 int cmd_catalog(const GlobalOptions& options, const std::vector<std::string>& args)
 {
     if (args.empty())
-        return usage_error("catalog needs a subcommand: list", "catalog");
-    if (args[0] == "-h" || args[0] == "--help") {
+        return usage_error("catalog needs a subcommand: list, scan or show", "catalog");
+    if (std::find(args.begin(), args.end(), "-h") != args.end() ||
+        std::find(args.begin(), args.end(), "--help") != args.end()) {
         print_help();
         return kExitOk;
     }
+    if (args[0] == "scan" || args[0] == "show")
+        return cmd_catalog_manifest(load_config_for_caller(choose_config_path(options.config_path, true)), args);
     if (args[0] != "list")
-        return usage_error("unknown catalog subcommand '" + args[0] + "' (known: list)", "catalog");
+        return usage_error("unknown catalog subcommand '" + args[0] + "' (known: list, scan, show)", "catalog");
     bool json = false;
     for (std::size_t i = 1; i < args.size(); ++i) {
         if (args[i] == "--json")

@@ -5,6 +5,10 @@
 #include <string>
 #include <vector>
 
+namespace dlstage {
+struct Config;
+}
+
 namespace dlstage::cli {
 
 enum ExitCode { kExitOk = 0, kExitFailure = 1, kExitUsage = 2 };
@@ -20,6 +24,9 @@ int cmd_status(const GlobalOptions& options, const std::vector<std::string>& arg
 int cmd_pack(const GlobalOptions& options, const std::vector<std::string>& args);
 // Internal: the mount holder on one node, started by stage as a job step.
 int cmd_hold_mounts(const GlobalOptions& options, const std::vector<std::string>& args);
+
+// catalog scan / catalog show (args[0]), with the loaded configuration.
+int cmd_catalog_manifest(const Config& config, const std::vector<std::string>& args);
 
 // A usage error: the message, a pointer to --help, exit code 2.
 int usage_error(const std::string& message, const std::string& command);

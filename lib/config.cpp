@@ -21,6 +21,11 @@
 
 namespace dlstage {
 
+std::string SiteSettings::manifests() const
+{
+    return manifest_dir.empty() ? state_dir + "/manifests" : manifest_dir;
+}
+
 std::string to_string(Scope scope)
 {
     return scope == Scope::Node ? "node" : "shared";
@@ -225,13 +230,16 @@ private:
 
     void load_site(const toml::table& table, SiteSettings& site)
     {
-        check_keys(table, "site", {"state_dir", "launcher", "default_tier", "allow_paths", "prolog_epilog_timeout"});
-        if (auto dir = string_at(table, "state_dir", "site.state_dir", false)) {
-            if (dir->empty() || dir->front() != '/')
-                problem(table.get("state_dir")->source(), "site.state_dir",
-                        "must be an absolute path, not " + quoted(*dir));
-            else
-                site.state_dir = *dir;
+        check_keys(table, "site",
+                   {"state_dir", "manifest_dir", "launcher", "default_tier", "allow_paths", "prolog_epilog_timeout"});
+        for (const auto& [key, into] : {std::pair{"state_dir", &site.state_dir}, {"manifest_dir", &site.manifest_dir}}) {
+            const std::string where = std::string("site.") + key;
+            if (auto dir = string_at(table, key, where, false)) {
+                if (dir->empty() || dir->front() != '/')
+                    problem(table.get(key)->source(), where, "must be an absolute path, not " + quoted(*dir));
+                else
+                    *into = *dir;
+            }
         }
         if (auto launcher = string_at(table, "launcher", "site.launcher", false)) {
             if (trim(*launcher).empty())

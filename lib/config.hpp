@@ -49,6 +49,7 @@ struct Dataset {
 
 struct SiteSettings {
     std::string state_dir = "/var/spool/dlstage";
+    std::string manifest_dir;  // "": state_dir/manifests (see manifests())
     std::string launcher = "srun --mpi=pmix --overlap --ntasks-per-node=1";
     std::string default_tier;  // empty: a dataset's first allowed tier
     bool allow_paths = true;   // may users stage absolute paths not in the catalog?
@@ -56,6 +57,9 @@ struct SiteSettings {
     // not done by then (a hung mount) is logged and left, so the node is not
     // drained by Slurm's PrologEpilogTimeout.  Keep it well below that.
     int prolog_epilog_timeout = 60;
+
+    // Where `dlstage catalog scan` writes dataset manifests (NAME.manifest).
+    std::string manifests() const;
 };
 
 struct Config {

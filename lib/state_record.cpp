@@ -2,11 +2,9 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
-#include <random>
 #include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -18,8 +16,8 @@
 #include "lib/sys/fd.hpp"
 #include "lib/sys/quick_stat.hpp"
 #include "lib/sys/read_all.hpp"
+#include "lib/sys/replace_file.hpp"
 #include "lib/sys/sys_error.hpp"
-#include "lib/sys/write_all.hpp"
 
 namespace dlstage {
 
@@ -86,28 +84,7 @@ void write_record_at(int dir_fd, const std::string& shown, const std::string& na
 {
     std::ostringstream text;
     text << record << "\n";
-    // A name nobody can guess in advance, created exclusively: a symlink or
-    // a hard link a user prepared under it is never written through.
-    char suffix[48];
-    std::snprintf(suffix, sizeof suffix, ".tmp.%d.%lx", static_cast<int>(getpid()),
-                  static_cast<unsigned long>(std::random_device{}()));
-    const std::string tmp = "." + name + suffix;
-    const Fd fd(::openat(dir_fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
-    if (!fd.valid())
-        throw_cannot("create", shown + "/" + tmp, errno);
-    try {
-        if (::fchmod(fd.get(), mode) != 0)  // the umask must not loosen or tighten it
-            throw_cannot("set the mode of", shown + "/" + tmp, errno);
-        if (!write_all(fd.get(), text.str()))
-            throw_cannot("write", shown + "/" + tmp, errno);
-        if (fsync(fd.get()) != 0)
-            throw_cannot("sync", shown + "/" + tmp, errno);
-        if (::renameat(dir_fd, tmp.c_str(), dir_fd, name.c_str()) != 0)
-            throw_cannot("replace", shown + "/" + name, errno);
-    } catch (...) {
-        ::unlinkat(dir_fd, tmp.c_str(), 0);
-        throw;
-    }
+    replace_file_at(dir_fd, shown, name, text.str(), mode);
 }
 
 void write_record(const std::string& path, const toml::table& record)
