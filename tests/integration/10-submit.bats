@@ -41,7 +41,7 @@ load helpers
 }
 
 @test "source the user cannot read: refused" {
-    assert_refused secret "cannot stage 'secret': $DLSTAGE_TEST_DIR/data/secret.bin: Permission denied"
+    assert_refused secret "cannot stage 'secret': cannot read $DLSTAGE_TEST_DIR/data/secret.bin: Permission denied"
 }
 
 @test "dataset larger than the tier's max_bytes: refused with the alternatives" {
@@ -51,7 +51,7 @@ load helpers
 @test "absolute path the user can read: accepted; one that does not exist: refused" {
     run as_user sbatch --parsable -N1 --stage-data="$DLSTAGE_TEST_DIR/data/blob.bin:ssd" --wrap true
     [ "$status" -eq 0 ]
-    assert_refused "$DLSTAGE_TEST_DIR/data/none.bin:ssd" "cannot stage 'none.bin': $DLSTAGE_TEST_DIR/data/none.bin: No such file or directory"
+    assert_refused "$DLSTAGE_TEST_DIR/data/none.bin:ssd" "cannot stage 'none.bin': cannot read $DLSTAGE_TEST_DIR/data/none.bin: No such file or directory"
 }
 
 @test "srun validates too" {
