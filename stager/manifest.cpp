@@ -1,13 +1,10 @@
 #include "stager/manifest.hpp"
 
-#include <atomic>
 #include <cerrno>
 #include <ctime>
 #include <fcntl.h>
 #include <map>
-#include <mutex>
 #include <sys/stat.h>
-#include <thread>
 #include <unistd.h>
 
 #include <xxhash.h>
@@ -16,6 +13,7 @@
 #include "lib/number.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/fd.hpp"
+#include "lib/sys/parallel.hpp"
 #include "lib/sys/read_all.hpp"
 #include "lib/sys/replace_file.hpp"
 #include "lib/sys/sys_error.hpp"
@@ -258,32 +256,12 @@ Manifest scan_dataset(const Dataset& dataset, unsigned threads)
     m.scanned = static_cast<std::int64_t>(std::time(nullptr));
     m.plan = build_plan(dataset);
     m.digests.assign(m.plan.entries.size(), 0);
-    std::atomic<std::size_t> next{0};
-    std::atomic<bool> failed{false};
-    std::string problem;
-    std::mutex problem_lock;
-    auto reader = [&] {
-        std::vector<char> buffer(std::size_t{1} << 20);
-        for (std::size_t i; !failed && (i = next++) < m.plan.entries.size();) {
-            const Entry& e = m.plan.entries[i];
-            if (e.type != EntryType::File)
-                continue;
-            try {
-                m.digests[i] = digest_of(entry_source(m.plan, e), e, buffer);
-            } catch (const std::exception& ex) {
-                const std::lock_guard<std::mutex> lock(problem_lock);
-                if (!failed.exchange(true))
-                    problem = ex.what();
-            }
-        }
-    };
-    std::vector<std::thread> pool;
-    for (unsigned t = 0; t < std::max(1u, threads); ++t)
-        pool.emplace_back(reader);
-    for (std::thread& t : pool)
-        t.join();
-    if (failed)
-        throw Error(problem);
+    for_each_index(m.plan.entries.size(), threads, [&](std::size_t i) {
+        thread_local std::vector<char> buffer(std::size_t{1} << 20);  // one per reader, not per file
+        const Entry& e = m.plan.entries[i];
+        if (e.type == EntryType::File)
+            m.digests[i] = digest_of(entry_source(m.plan, e), e, buffer);
+    });
     return m;
 }
 

@@ -1,11 +1,9 @@
 #include "stager/parallel_extract.hpp"
 
 #include <algorithm>
-#include <atomic>
-#include <exception>
-#include <mutex>
-#include <thread>
 #include <unordered_set>
+
+#include "lib/sys/parallel.hpp"
 
 namespace dlstage::stager {
 
@@ -46,28 +44,8 @@ ShardsResult extract_shards(const std::vector<std::string>& shards, const std::s
     }
     std::vector<ShardOutcome> outcomes(shards.size());
     std::vector<ExtractStats> stats(shards.size());
-    std::atomic<std::size_t> next{0};
-    std::mutex mutex;
-    std::exception_ptr first_error;
-    const auto work = [&] {
-        for (std::size_t i; (i = next++) < shards.size();) {
-            try {
-                stats[i] = extract_tar(shards[i], dest, &outcomes[i], &budget);
-            } catch (...) {
-                std::lock_guard<std::mutex> lock(mutex);
-                if (!first_error)
-                    first_error = std::current_exception();
-                next = shards.size();  // stop handing out shards
-            }
-        }
-    };
-    std::vector<std::thread> pool;
-    for (unsigned t = 0; t < std::min<std::size_t>(threads, shards.size()); ++t)
-        pool.emplace_back(work);
-    for (auto& t : pool)
-        t.join();
-    if (first_error)
-        std::rethrow_exception(first_error);
+    for_each_index(shards.size(), threads,
+                   [&](std::size_t i) { stats[i] = extract_tar(shards[i], dest, &outcomes[i], &budget); });
 
     if (overlap(outcomes)) {
         clear_dest();

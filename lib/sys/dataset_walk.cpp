@@ -11,13 +11,13 @@
 #include <fcntl.h>
 #include <memory>
 #include <mutex>
-#include <thread>
 #include <unistd.h>
 
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/dir_fd.hpp"
 #include "lib/sys/fd.hpp"
+#include "lib/sys/parallel.hpp"
 #include "lib/sys/sys_error.hpp"
 
 namespace dlstage {
@@ -183,11 +183,7 @@ void walk_tree(int root_fd, const std::string& root, unsigned threads, const Ent
             changed.notify_all();
         }
     };
-    std::vector<std::thread> pool;
-    for (unsigned i = 0; i < std::max(1u, threads); ++i)
-        pool.emplace_back(work);
-    for (std::thread& t : pool)
-        t.join();
+    run_on_threads(threads, work);
     if (error)
         std::rethrow_exception(error);
 }

@@ -1,6 +1,8 @@
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <vector>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -12,6 +14,7 @@
 #include "lib/sys/bounded.hpp"
 #include "lib/sys/dir_fd.hpp"
 #include "lib/sys/fd.hpp"
+#include "lib/sys/parallel.hpp"
 #include "lib/sys/mount_table.hpp"
 #include "lib/sys/process.hpp"
 #include "tests/unit/error_of.hpp"
@@ -226,6 +229,32 @@ BOOST_AUTO_TEST_CASE(close_reports_once_and_leaves_nothing_to_close)
     BOOST_TEST(!fd.valid());
     BOOST_TEST(fcntl(raw, F_GETFD) == -1);
     BOOST_TEST(fd.close() == 0);  // nothing left: no second close of a reused number
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(parallel)
+
+BOOST_AUTO_TEST_CASE(every_index_once_on_several_threads)
+{
+    std::vector<std::atomic<int>> seen(1000);
+    for_each_index(seen.size(), 4, [&](std::size_t i) { ++seen[i]; });
+    BOOST_TEST(std::all_of(seen.begin(), seen.end(), [](const std::atomic<int>& n) { return n == 1; }));
+    for_each_index(0, 4, [](std::size_t) { BOOST_FAIL("no index to hand out"); });
+}
+
+BOOST_AUTO_TEST_CASE(the_first_error_stops_the_rest_and_comes_back)
+{
+    std::atomic<std::size_t> done{0};
+    const std::string error = test::error_of([&] {
+        for_each_index(100000, 2, [&](std::size_t i) {
+            if (i == 10)
+                throw Error("entry 10 is broken");
+            ++done;
+        });
+    });
+    BOOST_TEST(error == "entry 10 is broken");
+    BOOST_TEST(done < 100000u - 1);  // stopped handing out indexes
 }
 
 BOOST_AUTO_TEST_SUITE_END()
