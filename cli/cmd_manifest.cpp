@@ -41,16 +41,6 @@ void make_manifest_dir(const std::string& dir)
         throw_cannot("create", dir + " (site.manifest_dir)", errno);
 }
 
-std::string local_time(std::int64_t seconds)
-{
-    const std::time_t t = static_cast<std::time_t>(seconds);
-    std::tm tm {};
-    localtime_r(&t, &tm);
-    char text[32];
-    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &tm);
-    return text;
-}
-
 std::string age(std::int64_t since)
 {
     const std::int64_t s = std::max<std::int64_t>(0, static_cast<std::int64_t>(std::time(nullptr)) - since);
@@ -69,14 +59,14 @@ int scan(const Config& config, const std::string& name, unsigned threads)
     const std::string path = stager::manifest_path(config, name);
     make_manifest_dir(config.site.manifests());
     const auto start = std::chrono::steady_clock::now();
-    const stager::Manifest manifest = stager::scan_dataset(dataset, threads);
-    stager::write_manifest(path, manifest);
+    const Manifest manifest = stager::scan_dataset(dataset, threads);
+    write_manifest(path, manifest);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const std::uint64_t bytes = manifest.plan.total_bytes();
+    const std::uint64_t bytes = manifest.header.bytes;
     char rate[64];
     std::snprintf(rate, sizeof rate, " in %.1f s (%s/s)", seconds,
                   format_size(static_cast<std::uint64_t>(static_cast<double>(bytes) / std::max(seconds, 1e-3))).c_str());
-    say("scanned " + name + ": " + std::to_string(manifest.plan.file_count()) + " files, " + format_size(bytes) +
+    say("scanned " + name + ": " + std::to_string(manifest.header.files) + " files, " + format_size(bytes) +
         rate + "; manifest " + path);
     return kExitOk;
 }
@@ -88,9 +78,18 @@ int show(const Config& config, const std::string& name, bool json)
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0 && errno == ENOENT)
         throw Error("no manifest of " + name + " in " + config.site.manifests() + " (an admin makes one with 'dlstage catalog scan " + name + "')");
-    const stager::Manifest manifest = stager::read_manifest(path);
+    const Manifest manifest = read_manifest(path);
     const stager::SourceChanges changes = stager::changes_since(manifest, stager::build_plan(dataset), kChangesShown);
-    const bool moved = manifest.source != dataset.source;
+    const bool moved = manifest.header.source != dataset.source;
+    // What the stager decides before it plans from the manifest: the
+    // directories' times (the walk above compares every entry).
+    std::string stale;
+    struct stat root {};
+    if (::stat(dataset.source.c_str(), &root) != 0)
+        stale = cannot("read", shown_path(dataset.source), errno);
+    else if (stale = stale_at_root(manifest.header, dataset, root); stale.empty())
+        stale = stale_below_root(manifest, 16);
+    const std::string untrusted = untrusted_manifest_reason(path);
     if (json) {
         toml::array examples;
         for (const std::string& line : changes.examples)
@@ -99,10 +98,12 @@ int show(const Config& config, const std::string& name, bool json)
                          {"dataset", name},
                          {"source", dataset.source},
                          {"manifest", path},
-                         {"scanned", manifest.scanned},
-                         {"files", static_cast<std::int64_t>(manifest.plan.file_count())},
-                         {"bytes", static_cast<std::int64_t>(manifest.plan.total_bytes())},
+                         {"scanned", manifest.header.scanned},
+                         {"files", static_cast<std::int64_t>(manifest.header.files)},
+                         {"bytes", static_cast<std::int64_t>(manifest.header.bytes)},
                          {"source_changed", moved || changes.count > 0},
+                         {"current", stale.empty()},
+                         {"trusted", untrusted.empty()},
                          {"changes", static_cast<std::int64_t>(changes.count)},
                          {"change_examples", examples}}}
                   << "\n";
@@ -111,11 +112,15 @@ int show(const Config& config, const std::string& name, bool json)
     std::cout << "dataset   " << name << "\n"
               << "source    " << printable(dataset.source) << "\n"
               << "manifest  " << printable(path) << "\n"
-              << "scanned   " << local_time(manifest.scanned) << " (" << age(manifest.scanned) << ")\n"
-              << "files     " << manifest.plan.file_count() << "\n"
-              << "bytes     " << format_size(manifest.plan.total_bytes()) << "\n";
+              << "scanned   " << local_time(manifest.header.scanned) << " (" << age(manifest.header.scanned) << ")\n"
+              << "files     " << manifest.header.files << "\n"
+              << "bytes     " << format_size(manifest.header.bytes) << "\n"
+              << "current   " << (stale.empty() ? "yes: jobs plan from it without a walk" : "no: " + printable(stale))
+              << "\n";
+    if (!untrusted.empty())
+        std::cout << "trusted   no: " << printable(untrusted) << "\n";
     if (moved)
-        std::cout << "changed   the catalog's source was " << printable(manifest.source) << " when scanned\n";
+        std::cout << "changed   the catalog's source was " << printable(manifest.header.source) << " when scanned\n";
     else if (changes.count == 0)
         std::cout << "changed   no: every entry's type, size and mtime as scanned\n";
     else {

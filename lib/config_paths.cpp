@@ -45,9 +45,10 @@ bool trusted_owner(uid_t uid)
 }
 
 // Why one entry of the chain (what lstat said of it) is not trusted, or "".
-std::string entry_problem(const std::string& path, const struct stat& st, bool is_file)
+std::string entry_problem(const std::string& path, const struct stat& st, const char* file_noun)
 {
-    const std::string what = is_file ? "configuration file " + quoted(path) : "directory " + quoted(path);
+    const std::string what = file_noun ? file_noun + (" " + quoted(path)) : "directory " + quoted(path);
+    const bool is_file = file_noun != nullptr;
     if (!trusted_owner(st.st_uid))
         return what + " belongs to uid " + std::to_string(st.st_uid) + "; make it root's (chown root " + path + ")";
     if (S_ISLNK(st.st_mode))
@@ -61,14 +62,14 @@ std::string entry_problem(const std::string& path, const struct stat& st, bool i
 }
 
 // Checks every prefix of an absolute path, "/" first, with lstat.
-std::string chain_problem(const std::string& path)
+std::string chain_problem(const std::string& path, const char* file_noun)
 {
     std::string prefix;
     const std::vector<std::string> parts = split(std::string_view(path).substr(1), '/');
     struct stat st {};
     if (::lstat("/", &st) != 0)
         return cannot("check", "/", errno);
-    if (std::string p = entry_problem("/", st, false); !p.empty())
+    if (std::string p = entry_problem("/", st, nullptr); !p.empty())
         return p;
     for (std::size_t i = 0; i < parts.size(); ++i) {
         if (parts[i].empty())
@@ -80,7 +81,7 @@ std::string chain_problem(const std::string& path)
                 return "";
             return cannot("check", quoted(prefix), errno);
         }
-        if (std::string p = entry_problem(prefix, st, i + 1 == parts.size()); !p.empty())
+        if (std::string p = entry_problem(prefix, st, i + 1 == parts.size() ? file_noun : nullptr); !p.empty())
             return p;
     }
     return "";
@@ -89,8 +90,13 @@ std::string chain_problem(const std::string& path)
 
 std::string untrusted_config_reason(const std::string& given)
 {
+    return untrusted_file_reason(given, "configuration file");
+}
+
+std::string untrusted_file_reason(const std::string& given, const char* noun)
+{
     if (given.empty())
-        return "the configuration file's path is empty";
+        return std::string("the ") + noun + "'s path is empty";
     std::string path = given;
     if (path.front() != '/') {  // a command line's: below the working directory, which counts too
         char cwd[PATH_MAX];
@@ -98,12 +104,12 @@ std::string untrusted_config_reason(const std::string& given)
             return cannot("tell", "the working directory", errno);
         path = std::string(cwd) + "/" + path;
     }
-    if (std::string p = chain_problem(path); !p.empty())
+    if (std::string p = chain_problem(path, noun); !p.empty())
         return p;
     char real[PATH_MAX];
     if (!::realpath(path.c_str(), real))
         return errno == ENOENT ? "" : cannot("resolve", quoted(path), errno);
-    return real == path ? "" : chain_problem(real);
+    return real == path ? "" : chain_problem(real, noun);
 }
 
 Config load_trusted_config(const std::string& path)

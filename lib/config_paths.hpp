@@ -24,6 +24,9 @@ std::string choose_config_path(const std::string& explicit_path, bool allow_env)
 // a directory writable by others counts only with the sticky bit (/tmp),
 // whose other users cannot rename what root owns in it.
 std::string untrusted_config_reason(const std::string& path);
+// The same rule for another file root code or a job believes (a dataset's
+// manifest); noun names it in the reason ("manifest").
+std::string untrusted_file_reason(const std::string& path, const char* noun);
 
 // The configuration as the plugin and root commands use it: checked by
 // untrusted_config_reason first.  Throws Error naming the file and the fix.

@@ -2,20 +2,25 @@
 
 #include <algorithm>
 
+#include "lib/error.hpp"
+
 namespace dlstage::stager {
 
 std::vector<Chunk> layout_chunks(const Plan& plan, std::uint64_t chunk_size)
 {
+    if (chunk_size == 0 || chunk_size > UINT32_MAX)
+        throw Error("a chunk size of " + std::to_string(chunk_size) + " bytes is not between 1 byte and 4 GiB");
     std::vector<Chunk> chunks;
     Chunk current;
-    for (std::size_t i = 0; i < plan.entries.size(); ++i) {
-        const Entry& e = plan.entries[i];
-        if (e.type != EntryType::File || e.size == 0)
-            continue;  // empty files are created with the skeleton
-        for (std::uint64_t offset = 0; offset < e.size;) {
+    const EntryList& entries = plan.entries;
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+        const std::uint64_t size = entries.file_size(i);
+        if (size == 0)
+            continue;  // not a file, or an empty one: created with the skeleton
+        for (std::uint64_t offset = 0; offset < size;) {
             const std::uint64_t room = chunk_size - current.bytes;
-            const std::uint64_t length = std::min(room, e.size - offset);
-            current.pieces.push_back({i, offset, length});
+            const std::uint64_t length = std::min(room, size - offset);
+            current.pieces.push_back({offset, static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(length)});
             current.bytes += length;
             offset += length;
             if (current.bytes == chunk_size) {

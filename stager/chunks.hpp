@@ -12,10 +12,11 @@
 
 namespace dlstage::stager {
 
+// 16 bytes: a plan of 1.28 M small files has as many pieces on every rank.
 struct Piece {
-    std::size_t entry = 0;       // index into Plan::entries (a file)
-    std::uint64_t offset = 0;    // within that file
-    std::uint64_t length = 0;
+    std::uint64_t offset = 0;  // within that file
+    std::uint32_t entry = 0;   // index into Plan::entries (a file); a plan has fewer than 2^32
+    std::uint32_t length = 0;  // at most a chunk (chunk_size is at most 1 GiB)
 };
 
 struct Chunk {
@@ -23,6 +24,7 @@ struct Chunk {
     std::uint64_t bytes = 0;
 };
 
+// Throws Error if chunk_size is 4 GiB or more.
 std::vector<Chunk> layout_chunks(const Plan& plan, std::uint64_t chunk_size);
 
 }  // namespace dlstage::stager

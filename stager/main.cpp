@@ -117,6 +117,7 @@ int main(int argc, char** argv)
         ctx.values.job_id = args.job_id;
         const Config config = load_config(args.config);
         ctx.state_dir = config.site.state_dir;
+        ctx.manifest_dir = config.site.manifests();
         ctx.values = {args.job_id, this_user_name(), ctx.node};
         for (const StageItem& item : resolve_stage_data(config, args.spec)) {
             what = "staging " + item.dataset.name + " to " + item.tier.name;

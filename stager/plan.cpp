@@ -3,50 +3,31 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
+#include <mutex>
+#include <optional>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "lib/dataset_format.hpp"
 #include "lib/error.hpp"
+#include "lib/manifest.hpp"
 #include "lib/strings.hpp"
+#include "lib/sys/dataset_entry.hpp"
 #include "lib/sys/dataset_walk.hpp"
+#include "lib/sys/fd.hpp"
 #include "lib/source_facts.hpp"
 #include "lib/sys/sys_error.hpp"
 #include "policies/staging_mode.hpp"
 
 namespace dlstage::stager {
 
-std::uint64_t Plan::total_bytes() const
-{
-    std::uint64_t sum = 0;
-    for (const Entry& e : entries)
-        sum += e.type == EntryType::File ? e.size : 0;
-    return sum;
-}
-
-std::uint64_t Plan::file_count() const
-{
-    return static_cast<std::uint64_t>(std::count_if(
-        entries.begin(), entries.end(), [](const Entry& e) { return e.type != EntryType::Dir; }));
-}
-
 namespace {
-Entry entry_from_stat(const std::string& rel, const struct stat& st)
+void add_from_stat(EntryList& entries, std::string_view rel, const struct stat& st, std::string_view target)
 {
-    Entry e;
-    e.path = rel;
-    e.mode = st.st_mode & 07777;
-    e.mtime_sec = st.st_mtim.tv_sec;
-    e.mtime_nsec = static_cast<std::uint32_t>(st.st_mtim.tv_nsec);
-    if (S_ISREG(st.st_mode)) {
-        e.type = EntryType::File;
-        e.size = static_cast<std::uint64_t>(st.st_size);
-    } else if (S_ISDIR(st.st_mode)) {
-        e.type = EntryType::Dir;
-    } else if (S_ISLNK(st.st_mode)) {
-        e.type = EntryType::Symlink;
-    }
-    return e;
+    const EntryType type = S_ISDIR(st.st_mode) ? EntryType::Dir : S_ISLNK(st.st_mode) ? EntryType::Symlink : EntryType::File;
+    entries.add(type, rel, st.st_mode & 07777, st.st_mtim.tv_sec, static_cast<std::uint32_t>(st.st_mtim.tv_nsec),
+                static_cast<std::uint64_t>(st.st_size), target);
 }
 
 void add_single_file(const std::string& path, Plan& plan)
@@ -58,7 +39,7 @@ void add_single_file(const std::string& path, Plan& plan)
         throw Error(quoted(path) + " is not a regular file");
     if (access(path.c_str(), R_OK) != 0)
         throw_cannot("read", shown_path(path), errno);
-    plan.entries.push_back(entry_from_stat(std::string(base_name(path)), st));
+    add_from_stat(plan.entries, base_name(path), st, {});
 }
 
 // Tar shards: the glob's matches, sorted; each staged under its base name.
@@ -78,9 +59,28 @@ Plan plan_shards(const Dataset& dataset)
         add_single_file(path, plan);
     return plan;
 }
+
+// Each entry goes straight from the walk into the plan's compact list: no
+// list of walked entries with their whole struct stat in between (at 1.28 M
+// files that list alone was larger than the plan).
+void walk_into(EntryList& entries, const std::string& root, unsigned threads, const DirSeen& dir_seen)
+{
+    const Fd root_fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!root_fd.valid())
+        throw_cannot("read", shown_path(root), errno);
+    std::mutex mutex;
+    walk_tree(root_fd.get(), root, threads, [&](const FoundEntry& found) {
+        const std::string target = check_dataset_entry(found, root);
+        if (dir_seen && S_ISDIR(found.st.st_mode))
+            dir_seen(found.path, found.st);
+        const std::lock_guard<std::mutex> lock(mutex);
+        add_from_stat(entries, found.path, found.st, target);
+    });
+    entries.sort_by_path();
+}
 }  // namespace
 
-Plan build_plan(const Dataset& dataset, unsigned walk_threads)
+Plan build_plan(const Dataset& dataset, unsigned walk_threads, const DirSeen& dir_seen)
 {
     const Format known = dataset.known_format();
     if (known == Format::Tar && is_glob(dataset.source))
@@ -94,10 +94,7 @@ Plan build_plan(const Dataset& dataset, unsigned walk_threads)
     if (S_ISDIR(st.st_mode)) {
         plan.format = Format::Dir;
         plan.source_root = dataset.source;
-        for (const WalkedEntry& walked : walk_dataset(dataset.source, walk_threads)) {
-            plan.entries.push_back(entry_from_stat(walked.path, walked.st));
-            plan.entries.back().target = walked.link_target;
-        }
+        walk_into(plan.entries, dataset.source, walk_threads, dir_seen);
         return plan;
     }
     plan.format = known == Format::Auto ? Format::File : known;
@@ -107,10 +104,70 @@ Plan build_plan(const Dataset& dataset, unsigned walk_threads)
     return plan;
 }
 
-// --- wire format -------------------------------------------------------------
-// Little more than the fields in order; both ends are the same binary.
 
 namespace {
+constexpr const char* kWalkInstead = "planning from a walk";
+
+// The manifest's plan if it may be used, else nothing and (in note) why
+// not.  Only for a tree: a file or shards plan with a stat or a glob.
+std::optional<Plan> manifest_plan(const std::string& path, const Dataset& dataset, std::string& note,
+                                  unsigned threads)
+{
+    struct stat source {};
+    if (::stat(dataset.source.c_str(), &source) != 0 || !S_ISDIR(source.st_mode))
+        return std::nullopt;  // the walk says what is wrong with it
+    if (const std::string why = untrusted_manifest_reason(path); !why.empty()) {
+        note = unused_manifest_line(dataset.name, why, kWalkInstead);
+        return std::nullopt;
+    }
+    try {
+        // The header and one stat first: a manifest stale at its root is
+        // not read any further.
+        if (const std::string why = stale_at_root(read_manifest_header(path), dataset, source); !why.empty()) {
+            note = stale_manifest_line(dataset.name, why, kWalkInstead);
+            return std::nullopt;
+        }
+        Manifest manifest = read_manifest(path, false);
+        if (manifest.header.format != Format::Dir || manifest.header.root != dataset.source) {
+            note = unused_manifest_line(dataset.name, "it is not of the directory " + dataset.source, kWalkInstead);
+            return std::nullopt;
+        }
+        if (const std::string why = stale_below_root(manifest, threads); !why.empty()) {
+            note = stale_manifest_line(dataset.name, why, kWalkInstead);
+            return std::nullopt;
+        }
+        Plan plan;
+        plan.source_root = manifest.header.root;
+        plan.format = Format::Dir;
+        plan.entries = std::move(manifest.entries);
+        plan.from_manifest = true;
+        return plan;
+    } catch (const Error& e) {
+        note = unused_manifest_line(dataset.name, e.what(), kWalkInstead);
+        return std::nullopt;
+    }
+}
+}  // namespace
+
+Plan plan_for(const std::string& manifest_dir, const Dataset& dataset, std::string& note, unsigned walk_threads)
+{
+    note.clear();
+    if (dataset.from_catalog && !manifest_dir.empty()) {
+        const std::string path = manifest_path(manifest_dir, dataset.name);
+        struct stat st {};
+        if (::lstat(path.c_str(), &st) == 0)
+            if (std::optional<Plan> plan = manifest_plan(path, dataset, note, walk_threads))
+                return std::move(*plan);
+    }
+    return build_plan(dataset, walk_threads);
+}
+
+// --- wire format -------------------------------------------------------------
+
+namespace {
+// "DLS2": version 2, the compact blocks (version 1 sent each entry's fields).
+constexpr std::uint32_t kPlanMagic = 0x444c5332;
+
 class Writer {
 public:
     template <typename T>
@@ -120,7 +177,7 @@ public:
     }
     void put(const std::string& text)
     {
-        put(static_cast<std::uint32_t>(text.size()));
+        put(static_cast<std::uint64_t>(text.size()));
         out_ += text;
     }
     std::string take() { return std::move(out_); }
@@ -136,78 +193,106 @@ public:
     T get()
     {
         T value;
-        need(sizeof value);
-        std::memcpy(&value, in_.data() + pos_, sizeof value);
-        pos_ += sizeof value;
+        std::memcpy(&value, take(sizeof value), sizeof value);
         return value;
     }
     std::string get_string()
     {
-        const auto size = get<std::uint32_t>();
-        need(size);
-        std::string text = in_.substr(pos_, size);
-        pos_ += size;
-        return text;
+        const auto size = get<std::uint64_t>();
+        return std::string(take(size), size);
+    }
+    const char* take(std::uint64_t n)
+    {
+        if (in_.size() - pos_ < n)
+            throw Error("malformed staging plan (truncated)");
+        const char* at = in_.data() + pos_;
+        pos_ += n;
+        return at;
     }
     bool done() const { return pos_ == in_.size(); }
 
 private:
-    void need(std::size_t n) const
-    {
-        if (in_.size() - pos_ < n)
-            throw Error("malformed staging plan (truncated)");
-    }
     const std::string& in_;
     std::size_t pos_ = 0;
 };
 
-constexpr std::uint32_t kPlanMagic = 0x444c5331;  // "DLS1"
+std::uint64_t records_bytes(std::size_t count)
+{
+    return static_cast<std::uint64_t>(count) * sizeof(EntryList::Record);
+}
 }  // namespace
 
-std::string serialize(const Plan& plan)
+std::string wire_header(const Plan& plan)
 {
     Writer w;
     w.put(kPlanMagic);
+    w.put(static_cast<std::uint32_t>(sizeof(EntryList::Record)));
     w.put(plan.source_root);
     w.put(static_cast<std::uint8_t>(plan.format));
     w.put(static_cast<std::uint8_t>(plan.single_file));
     w.put(static_cast<std::uint64_t>(plan.entries.size()));
-    for (const Entry& e : plan.entries) {
-        w.put(static_cast<std::uint8_t>(e.type));
-        w.put(e.path);
-        w.put(e.mode);
-        w.put(e.mtime_sec);
-        w.put(e.mtime_nsec);
-        w.put(e.size);
-        w.put(e.target);
-    }
+    w.put(static_cast<std::uint64_t>(plan.entries.arena().size()));
     return w.take();
+}
+
+namespace {
+PlanReceiver read_header(Reader& r)
+{
+    if (r.get<std::uint32_t>() != kPlanMagic)
+        throw Error("malformed staging plan (bad magic: a dlstage-stager of another version?)");
+    if (r.get<std::uint32_t>() != sizeof(EntryList::Record))
+        throw Error("malformed staging plan (records of another size: a dlstage-stager of another build?)");
+    PlanReceiver in;
+    in.plan.source_root = r.get_string();
+    in.plan.format = static_cast<Format>(r.get<std::uint8_t>());
+    in.plan.single_file = r.get<std::uint8_t>() != 0;
+    const auto count = r.get<std::uint64_t>();
+    const auto arena = r.get<std::uint64_t>();
+    // No more than a plan of this machine's memory could hold: a corrupt
+    // header must not ask for exabytes.
+    constexpr std::uint64_t kMaxBlock = std::uint64_t{1} << 40;
+    if (records_bytes(1) * count > kMaxBlock || arena > kMaxBlock || count > UINT32_MAX)
+        throw Error("malformed staging plan (blocks too large)");
+    in.records.resize(static_cast<std::size_t>(count));
+    in.arena.resize(static_cast<std::size_t>(arena));
+    return in;
+}
+}  // namespace
+
+PlanReceiver receive_header(const std::string& header)
+{
+    Reader r(header);
+    PlanReceiver in = read_header(r);
+    if (!r.done())
+        throw Error("malformed staging plan (trailing bytes)");
+    return in;
+}
+
+void PlanReceiver::adopt_blocks()
+{
+    plan.entries = EntryList::adopt(std::move(records), std::move(arena));
+}
+
+std::string serialize(const Plan& plan)
+{
+    std::string bytes = wire_header(plan);
+    const auto& records = plan.entries.records();
+    bytes.append(reinterpret_cast<const char*>(records.data()), records_bytes(records.size()));
+    bytes += plan.entries.arena();
+    return bytes;
 }
 
 Plan deserialize(const std::string& bytes)
 {
     Reader r(bytes);
-    if (r.get<std::uint32_t>() != kPlanMagic)
-        throw Error("malformed staging plan (bad magic)");
-    Plan plan;
-    plan.source_root = r.get_string();
-    plan.format = static_cast<Format>(r.get<std::uint8_t>());
-    plan.single_file = r.get<std::uint8_t>() != 0;
-    const auto count = r.get<std::uint64_t>();
-    for (std::uint64_t i = 0; i < count; ++i) {
-        Entry e;
-        e.type = static_cast<EntryType>(r.get<std::uint8_t>());
-        e.path = r.get_string();
-        e.mode = r.get<std::uint32_t>();
-        e.mtime_sec = r.get<std::int64_t>();
-        e.mtime_nsec = r.get<std::uint32_t>();
-        e.size = r.get<std::uint64_t>();
-        e.target = r.get_string();
-        plan.entries.push_back(std::move(e));
-    }
+    PlanReceiver in = read_header(r);
+    std::memcpy(static_cast<void*>(in.records.data()), r.take(records_bytes(in.records.size())),
+                records_bytes(in.records.size()));
+    in.arena.assign(r.take(in.arena.size()), in.arena.size());
     if (!r.done())
         throw Error("malformed staging plan (trailing bytes)");
-    return plan;
+    in.adopt_blocks();
+    return std::move(in.plan);
 }
 
 }  // namespace dlstage::stager

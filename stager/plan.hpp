@@ -1,44 +1,74 @@
 // The plan of one staging: every entry to create on the nodes, in a fixed
-// order all ranks share.  Rank 0 builds it with one walk of the source (the
-// only metadata load on the parallel file system) and broadcasts it.
+// order all ranks share.  Rank 0 builds it, from the dataset's manifest
+// when one is trusted and current, else with one walk of the source (the
+// only metadata load on the parallel file system), and broadcasts it.
+//
+// A plan of 1.28 M files must fit every rank many times over: its entries
+// are an EntryList (lib/entry_list: 40 bytes and the path per entry), and
+// its wire format is that list's two blocks as they lie in memory, so
+// broadcast_plan sends and receives them in place, without a serialized
+// copy.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <sys/stat.h>
 #include <vector>
 
 #include "lib/config.hpp"
+#include "lib/entry_list.hpp"
 
 namespace dlstage::stager {
 
-enum class EntryType : std::uint8_t { File = 1, Dir = 2, Symlink = 3 };
-
-struct Entry {
-    EntryType type = EntryType::File;
-    std::string path;    // relative to the source root (and to the destination)
-    std::uint32_t mode = 0;  // permission bits only
-    std::int64_t mtime_sec = 0;
-    std::uint32_t mtime_nsec = 0;
-    std::uint64_t size = 0;  // files
-    std::string target;      // symlinks
-};
+using dlstage::Entry;
+using dlstage::EntryType;
 
 struct Plan {
     std::string source_root;  // where entry paths are read from
     Format format = Format::Auto;  // File, Dir, Tar or Squashfs
     bool single_file = false;      // the job sees the one file, not the directory
-    std::vector<Entry> entries;    // directories before their contents
+    EntryList entries;             // directories before their contents
+    bool from_manifest = false;    // rank 0 only: planned from a manifest, not a walk
 
-    std::uint64_t total_bytes() const;
-    std::uint64_t file_count() const;   // files and symlinks
+    std::uint64_t total_bytes() const { return entries.total_file_bytes(); }
+    std::uint64_t file_count() const { return entries.non_dir_count(); }  // files and symlinks
     std::uint64_t entry_count() const { return entries.size(); }
 };
 
-// Walks the source as the calling user (walk_dataset, with walk_threads
+// Called for each directory the walk meets, with its lstat (manifests keep
+// directories' ctimes).  May be called from several threads at once.
+using DirSeen = std::function<void(const std::string& path, const struct stat& st)>;
+
+// Walks the source as the calling user (walk_tree, with walk_threads
 // threads listing directories in parallel).  Throws Error naming what cannot
 // be read; special files (devices, fifos, sockets) are refused.
-Plan build_plan(const Dataset& dataset, unsigned walk_threads = 16);
+Plan build_plan(const Dataset& dataset, unsigned walk_threads = 16, const DirSeen& dir_seen = nullptr);
 
+// The plan from the dataset's manifest in manifest_dir when it is trusted
+// and current (lib/manifest: every directory's mtime and ctime as scanned),
+// else from build_plan.  note: why a manifest there was not used, one line
+// for the job's output ("" when it was used or there is none).
+Plan plan_for(const std::string& manifest_dir, const Dataset& dataset, std::string& note,
+              unsigned walk_threads = 16);
+
+// --- wire format ---------------------------------------------------------------
+// A header (magic and version, the plan's fields, the sizes of the blocks),
+// then the entry records and the path arena as they lie in memory: both ends
+// are the same binary.
+std::string wire_header(const Plan& plan);
+// A plan with its blocks sized from a header (throws Error on a malformed
+// or foreign one), for the blocks to be received into; then adopt_blocks().
+struct PlanReceiver {
+    Plan plan;
+    std::vector<EntryList::Record> records;
+    std::string arena;
+    void adopt_blocks();  // checks the blocks and moves them into plan.entries
+};
+PlanReceiver receive_header(const std::string& header);
+
+// The whole plan as one string and back (tests, and anything with no room
+// to send blocks).
 std::string serialize(const Plan& plan);
 Plan deserialize(const std::string& bytes);  // throws Error on malformed input
 

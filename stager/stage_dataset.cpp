@@ -126,18 +126,43 @@ bool staged_here(const StageItem& item, const DatasetLayout& layout)
 
 Plan broadcast_plan(const StageItem& item, const NodeContext& ctx)
 {
-    std::string bytes;
-    if (ctx.rank == 0)
-        bytes = serialize(build_plan(item.dataset));
-    unsigned long long size = bytes.size();
+    // One MPI message holds at most INT_MAX bytes: big blocks go in steps.
+    const auto bcast = [](void* data, std::size_t size) {
+        constexpr std::size_t kStep = 1u << 30;
+        for (std::size_t off = 0; off < size; off += kStep)
+            MPI_Bcast(static_cast<char*>(data) + off, static_cast<int>(std::min(kStep, size - off)), MPI_BYTE, 0,
+                      MPI_COMM_WORLD);
+    };
+    // Rank 0 keeps the plan it made; the others receive its two blocks
+    // straight into their own (stager/plan.hpp): no rank holds a second,
+    // serialized copy of a million entries.
+    Plan plan;
+    std::string header;
+    if (ctx.rank == 0) {
+        std::string note;
+        plan = plan_for(ctx.manifest_dir, item.dataset, note);
+        if (!note.empty())
+            say(note);
+        else if (plan.from_manifest)
+            sayf("%s: planned from its manifest (no walk of the source)", item.dataset.name.c_str());
+        header = wire_header(plan);
+    }
+    unsigned long long size = header.size();
     MPI_Bcast(&size, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
-    bytes.resize(size);
-    // Chunked: one MPI message holds at most INT_MAX bytes.
-    constexpr std::size_t kStep = 1u << 30;
-    for (std::size_t off = 0; off < size; off += kStep)
-        MPI_Bcast(bytes.data() + off, static_cast<int>(std::min<std::size_t>(kStep, size - off)), MPI_BYTE, 0,
-                  MPI_COMM_WORLD);
-    return deserialize(bytes);
+    header.resize(size);
+    bcast(header.data(), header.size());
+    if (ctx.rank == 0) {
+        // MPI_Bcast only reads the root's buffer.
+        bcast(const_cast<EntryList::Record*>(plan.entries.records().data()),
+              plan.entries.records().size() * sizeof(EntryList::Record));
+        bcast(const_cast<char*>(plan.entries.arena().data()), plan.entries.arena().size());
+        return plan;
+    }
+    PlanReceiver in = receive_header(header);
+    bcast(in.records.data(), in.records.size() * sizeof(EntryList::Record));
+    bcast(in.arena.data(), in.arena.size());
+    in.adopt_blocks();
+    return std::move(in.plan);
 }
 
 void check_mode_fits_plan(const StageItem& item, const Plan& plan)

@@ -44,14 +44,13 @@ void TreeWriter::create_skeleton()
 {
     if (mkdir(dest_.c_str(), 0700) != 0)
         throw_cannot("create", dest_, errno);
-    for (std::size_t i = 0; i < plan_.entries.size(); ++i) {
-        const Entry& e = plan_.entries[i];
-        const std::string path = dest_path(e);
+    const EntryList& entries = plan_.entries;
+    for (std::size_t i = 0; i < entries.size(); ++i) {
         // Directories stay writable (0700) until finish(): a read-only
         // directory in the source must still receive its files.
-        if (e.type == EntryType::Dir && mkdir(path.c_str(), 0700) != 0)
-            throw_cannot("create", path, errno);
-        if (e.type == EntryType::File && e.size == 0)
+        if (entries.type(i) == EntryType::Dir && mkdir(dest_path(i).c_str(), 0700) != 0)
+            throw_cannot("create", dest_path(i), errno);
+        if (entries.type(i) == EntryType::File && entries.file_size(i) == 0)
             finish_file(i, open_for_write(i, true));
     }
 }
@@ -61,7 +60,7 @@ void TreeWriter::create_skeleton()
 // be the one that creates it.
 Fd TreeWriter::open_for_write(std::size_t entry, bool create_new)
 {
-    const std::string path = dest_path(plan_.entries[entry]);
+    const std::string path = dest_path(entry);
     const int flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (create_new ? O_EXCL : 0);
     Fd fd(::open(path.c_str(), flags, 0600));
     if (!fd.valid())
@@ -71,8 +70,8 @@ Fd TreeWriter::open_for_write(std::size_t entry, bool create_new)
 
 void TreeWriter::finish_file(std::size_t entry, Fd fd)
 {
-    const Entry& e = plan_.entries[entry];
-    const std::string path = dest_path(e);
+    const EntryList::Record& e = plan_.entries.record(entry);
+    const std::string path = dest_path(entry);
     struct stat st {};
     if (fstat(fd.get(), &st) != 0)
         throw_cannot("check", path, errno);
@@ -90,42 +89,43 @@ void TreeWriter::finish_file(std::size_t entry, Fd fd)
 void TreeWriter::write(const Chunk& chunk, const char* data)
 {
     for (const Piece& piece : chunk.pieces) {
-        const Entry& e = plan_.entries[piece.entry];
-        Fd fd = open_for_write(piece.entry, piece.length == e.size);
-        write_all(fd.get(), data, piece.length, piece.offset, dest_path(e));
+        const std::uint64_t size = plan_.entries.file_size(piece.entry);
+        Fd fd = open_for_write(piece.entry, piece.length == size);
+        write_all(fd.get(), data, piece.length, piece.offset, dest_path(piece.entry));
         data += piece.length;
         bytes_written_ += piece.length;
         // Counted after the write: the thread that sees the total reach the
         // size knows every byte of the file is on disk.
-        if (written_[piece.entry].fetch_add(piece.length) + piece.length == e.size)
+        if (written_[piece.entry].fetch_add(piece.length) + piece.length == size)
             finish_file(piece.entry, std::move(fd));
         else if (const int err = fd.close())
-            throw_cannot("close", dest_path(e), err);
+            throw_cannot("close", dest_path(piece.entry), err);
     }
 }
 
 void TreeWriter::finish()
 {
-    for (std::size_t i = 0; i < plan_.entries.size(); ++i) {
-        const Entry& e = plan_.entries[i];
+    const EntryList& entries = plan_.entries;
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+        const EntryList::Record& e = entries.record(i);
         if (e.type == EntryType::File && written_[i] != e.size)
-            throw Error(dest_path(e) + " received " + std::to_string(written_[i]) + " of " +
+            throw Error(dest_path(i) + " received " + std::to_string(written_[i]) + " of " +
                         std::to_string(e.size) + " bytes");
         if (e.type == EntryType::Symlink) {
-            if (symlink(e.target.c_str(), dest_path(e).c_str()) != 0)
-                throw_cannot("create symlink", dest_path(e), errno);
-            apply_times(dest_path(e), e.mtime_sec, e.mtime_nsec);
+            if (symlink(std::string(entries.target(i)).c_str(), dest_path(i).c_str()) != 0)
+                throw_cannot("create symlink", dest_path(i), errno);
+            apply_times(dest_path(i), e.mtime_sec, e.mtime_nsec);
         }
     }
     // Deepest first: setting a directory's mode or time must come after
     // everything inside it has been created.
-    for (std::size_t i = plan_.entries.size(); i-- > 0;) {
-        const Entry& e = plan_.entries[i];
+    for (std::size_t i = entries.size(); i-- > 0;) {
+        const EntryList::Record& e = entries.record(i);
         if (e.type != EntryType::Dir)
             continue;
-        if (chmod(dest_path(e).c_str(), e.mode & 0777) != 0)
-            throw_cannot("set the mode of", dest_path(e), errno);
-        apply_times(dest_path(e), e.mtime_sec, e.mtime_nsec);
+        if (chmod(dest_path(i).c_str(), e.mode & 0777) != 0)
+            throw_cannot("set the mode of", dest_path(i), errno);
+        apply_times(dest_path(i), e.mtime_sec, e.mtime_nsec);
     }
 }
 

@@ -41,7 +41,10 @@ public:
 private:
     Fd open_for_write(std::size_t entry, bool create_new);
     void finish_file(std::size_t entry, Fd fd);
-    std::string dest_path(const Entry& e) const { return dest_ + "/" + e.path; }
+    std::string dest_path(std::size_t entry) const
+    {
+        return dest_ + "/" + std::string(plan_.entries.path(entry));
+    }
 
     const Plan& plan_;
     std::string dest_;

@@ -72,7 +72,7 @@ BOOST_AUTO_TEST_CASE(single_file_and_shards)
     const Plan file = build_plan(dataset_at(dir / "one.bin"));
     BOOST_TEST(file.single_file);
     BOOST_TEST(file.source_root == dir.path());
-    BOOST_TEST(file.entries.at(0).path == "one.bin");
+    BOOST_TEST(file.entries[0].path == "one.bin");
     dir.write("s-1.tar", "bb");
     dir.write("s-0.tar", "a");
     const Plan shards = build_plan(dataset_at(dir / "s-*.tar"));
@@ -107,6 +107,58 @@ BOOST_AUTO_TEST_CASE(serialization_round_trips_and_rejects_garbage)
     BOOST_CHECK_THROW(deserialize("nonsense"), Error);
 }
 
+BOOST_AUTO_TEST_CASE(the_compact_plan_round_trips_odd_names_symlinks_and_empty_files)
+{
+    Plan plan;
+    plan.source_root = "/src";
+    plan.format = Format::Dir;
+    const std::string odd = std::string("tab\tnew\nline \xff\x01 ") + std::string(300, 'x');
+    plan.entries.add(EntryType::Dir, "d", 0750, 5, 6, 0);
+    plan.entries.add(EntryType::File, "d/" + odd, 04755, -1, 999999999, 123456789012345ull);
+    plan.entries.add(EntryType::File, "d/empty", 0600, 7, 0, 0);
+    plan.entries.add(EntryType::Symlink, "d/link", 0777, 8, 1, 0, "../" + odd);
+    plan.entries.add(EntryType::Symlink, "d/to-nothing", 0777, 8, 1, 0, "");
+    const Plan back = deserialize(serialize(plan));
+    BOOST_REQUIRE(back.entries.size() == 5u);
+    BOOST_TEST(back.source_root == "/src");
+    BOOST_TEST(to_string(back.format) == "dir");
+    BOOST_TEST(back.entries[1].path == "d/" + odd);
+    BOOST_TEST(back.entries[1].mode == 04755u);
+    BOOST_TEST(back.entries[1].mtime_sec == -1);
+    BOOST_TEST(back.entries[1].mtime_nsec == 999999999u);
+    BOOST_TEST(back.entries[1].size == 123456789012345ull);
+    BOOST_TEST(back.entries[2].size == 0u);
+    BOOST_TEST(back.entries[3].target == "../" + odd);
+    BOOST_TEST(back.entries[3].size == 0u);  // a symlink has no data, whatever its target's length
+    BOOST_TEST(back.entries[4].target == "");
+    BOOST_TEST(back.total_bytes() == 123456789012345ull);
+    BOOST_TEST(back.file_count() == 4u);
+    // What iteration and the accessors see is the same.
+    std::size_t i = 0;
+    for (const Entry& e : back.entries)
+        BOOST_TEST(e.path == back.entries.path(i++));
+}
+
+BOOST_AUTO_TEST_CASE(a_plan_of_another_version_or_with_entries_outside_its_paths_is_refused)
+{
+    Plan plan;
+    plan.entries.add(EntryType::File, "a", 0644, 1, 0, 1);
+    std::string bytes = serialize(plan);
+    std::string v1 = bytes;
+    v1[0] = '1';  // "DLS1", the format of each entry's fields
+    BOOST_TEST(test::error_of([&] { deserialize(v1); }).find("bad magic") != std::string::npos);
+    PlanReceiver in = receive_header(wire_header(plan));
+    BOOST_REQUIRE(in.records.size() == 1u);
+    in.records[0] = plan.entries.record(0);
+    in.records[0].path_at = 5;  // past the arena's one byte
+    in.arena = "a";
+    BOOST_TEST(test::error_of([&] { in.adopt_blocks(); }).find("outside its paths") != std::string::npos);
+    BOOST_TEST(test::error_of([&] { plan.entries.add(EntryType::File, "", 0644, 1, 0, 1); }).find("without a path") !=
+               std::string::npos);
+    BOOST_TEST(test::error_of([&] { plan.entries.add(EntryType::File, std::string(5000, 'a'), 0644, 1, 0, 1); })
+                   .find("longer than PATH_MAX") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(chunks_pack_small_files_and_split_large_ones)
 {
     Plan plan;
@@ -114,7 +166,7 @@ BOOST_AUTO_TEST_CASE(chunks_pack_small_files_and_split_large_ones)
         Entry e;
         e.path = "f" + std::to_string(plan.entries.size());
         e.size = size;
-        plan.entries.push_back(e);
+        plan.entries.add(e);
     }
     const auto chunks = layout_chunks(plan, 8);
     BOOST_REQUIRE(chunks.size() == 3u);  // 17 bytes in chunks of 8
