@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include "lib/dataset_format.hpp"
+#include "lib/error.hpp"
+#include "lib/manifest.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/sys_error.hpp"
 #include "policies/staging_mode.hpp"
@@ -53,6 +55,38 @@ SourceFacts probe_shards(const std::string& pattern)
     facts.bytes = bytes;  // shard bytes; the files inside stay unknown
     return facts;
 }
+
+// A tree's bytes and entries from its manifest: the header only (however
+// many entries follow) and the stat of the root the caller made.  Only the
+// root is compared here; the stager compares every directory before it
+// plans from the manifest, and checks each file as it opens it.
+void facts_from_manifest(const Dataset& dataset, const std::string& manifest_dir, const struct stat& root,
+                         SourceFacts& facts)
+{
+    const std::string path = manifest_path(manifest_dir, dataset.name);
+    struct stat st {};
+    if (!dataset.from_catalog || manifest_dir.empty() || ::lstat(path.c_str(), &st) != 0)
+        return;  // no manifest: as before manifests
+    const std::string fallback = "sizes are checked when the job stages";
+    if (const std::string why = untrusted_manifest_reason(path); !why.empty()) {
+        facts.note = unused_manifest_line(dataset.name, why, fallback);
+        return;
+    }
+    try {
+        const ManifestHeader header = read_manifest_header(path);
+        if (const std::string why = stale_at_root(header, dataset, root); !why.empty()) {
+            facts.note = stale_manifest_line(dataset.name, why, fallback);
+            return;
+        }
+        if (header.format != Format::Dir)
+            return;  // a file or shards: the stat or glob told
+        facts.bytes = header.bytes;
+        facts.files = header.entries;
+        facts.from_manifest = true;
+    } catch (const Error& e) {
+        facts.note = unused_manifest_line(dataset.name, e.what(), fallback);
+    }
+}
 }  // namespace
 
 std::size_t ShardMatches::directories() const
@@ -77,7 +111,7 @@ ShardMatches match_shards(const std::string& pattern)
     return found;
 }
 
-SourceFacts probe_source(const Dataset& dataset)
+SourceFacts probe_source(const Dataset& dataset, const std::string& manifest_dir)
 {
     const Format known = dataset.known_format();
     if (known == Format::Tar && is_glob(dataset.source))
@@ -97,7 +131,8 @@ SourceFacts probe_source(const Dataset& dataset)
     SourceFacts facts;
     if (S_ISDIR(st.st_mode)) {
         facts.format = known == Format::Auto ? Format::Dir : known;
-        return facts;  // a tree: size unknown without a walk
+        facts_from_manifest(dataset, manifest_dir, st, facts);
+        return facts;  // a tree: size unknown without a walk or a manifest
     }
     facts.format = known == Format::Auto ? Format::File : known;
     facts.bytes = static_cast<std::uint64_t>(st.st_size);

@@ -1,7 +1,8 @@
 // What can be known about a dataset's source cheaply: one stat, or a glob
 // of tar shards.  Never a walk of a tree on the parallel file system: the
-// bytes and files of a directory stay unknown until a manifest knows them
-// (the roadmap's `dlstage catalog scan`).
+// bytes and files of a directory come from its manifest (`dlstage catalog
+// scan`) when there is a trusted one that is current at the root, read no
+// further than its header; else they stay unknown.
 #pragma once
 
 #include <cstdint>
@@ -20,9 +21,12 @@ struct SourceFacts {
     Format format = Format::Auto;        // File, Dir, Tar or Squashfs when present
     std::optional<std::uint64_t> bytes;  // source bytes, when known
     std::optional<std::uint64_t> files;  // entries (inodes) the source holds, when known
+    bool from_manifest = false;          // bytes and files are the manifest's
+    std::string note;                    // why a manifest there was not used: a line for the user
 };
 
-SourceFacts probe_source(const Dataset& dataset);
+// manifest_dir: site.manifest_dir, where a catalog dataset's manifest may be.
+SourceFacts probe_source(const Dataset& dataset, const std::string& manifest_dir = "");
 
 // The files a glob of tar shards matches, sorted bytewise: the order they
 // are staged in.  err: why the glob failed (no match is not a failure).

@@ -16,10 +16,14 @@ namespace dlstage::spank {
 namespace {
 // The source as the submitting user sees it: sbatch runs as that user, so
 // a source they cannot read is refused here, before any root code runs.
-SourceFacts check_source(const StageItem& item)
+// A tree's size and entries come from its manifest in site.manifest_dir
+// (header only, one stat of the root: no walk of the parallel file system).
+SourceFacts check_source(SpankApi& api, const Config& config, const StageItem& item)
 {
     policy::require(policy::supported(item.dataset, item.tier));
-    const SourceFacts facts = probe_source(item.dataset);
+    const SourceFacts facts = probe_source(item.dataset, config.site.manifests());
+    if (!facts.note.empty())
+        api.info(facts.note);
     if (facts.state != SourceFacts::State::Present)
         throw Error("cannot stage " + quoted(item.dataset.name) + ": " + facts.problem +
                     (item.dataset.from_catalog ? " (ask your site admins)" : ""));
@@ -37,7 +41,7 @@ int validate_submission(SpankApi& api, const PluginArgs& args)
         const Config config = load_trusted_config(choose_config_path(args.config_path, false));
         std::map<std::string, SourceFacts> facts;
         for (const StageItem& item : resolve_stage_data(config, *value))
-            facts[item.dataset.name] = check_source(item);
+            facts[item.dataset.name] = check_source(api, config, item);
         // For the prolog's space check on each node; and the configuration
         // for `dlstage stage` in the job (SLURM_SPANK_DLSTAGE_CONFIG).
         api.job_control_setenv(kFactsVar, encode_facts(facts));

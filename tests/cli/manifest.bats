@@ -31,7 +31,7 @@ show() { run_dlstage --config "$work/dlstage.toml" catalog show "$@"; }
     expect_status 0
     expect_err "dlstage: scanned tree: 3 files, 7 B in"
     expect_err "manifest $work/state/manifests/tree.manifest"
-    head -n 1 "$work/state/manifests/tree.manifest" | grep -qx 'dlstage-manifest 1' || fail "no manifest header"
+    head -n 1 "$work/state/manifests/tree.manifest" | grep -qx 'dlstage-manifest 2' || fail "no manifest header"
     grep -q $'^f\t644\t6\t' "$work/state/manifests/tree.manifest" || fail "a.txt not listed with its size"
 }
 
@@ -111,4 +111,42 @@ assert m["change_examples"] == ["sub dir/b.txt: modified"], m
     expect_err "pipe"
     expect_err "is a fifo"
     [ ! -e "$work/state/manifests/tree.manifest" ] || fail "a manifest was written"
+}
+
+@test "show: current while no directory changed; a file added below the root makes it stale" {
+    scan tree
+    show tree
+    expect_out "current   yes: jobs plan from it without a walk"
+    # Rewritten in place: directories unchanged (the stager's check at open
+    # catches the file); still current.
+    printf 'HELLO\n' > "$work/tree/a.txt"
+    show tree
+    expect_out "current   yes"
+    touch "$work/tree/sub dir/new"
+    show tree
+    expect_status 0
+    expect_out "current   no: $work/tree/sub dir changed at"
+    expect_out ", after the scan"
+}
+
+@test "show: a manifest others can write is not trusted" {
+    scan tree
+    chmod 0664 "$work/state/manifests/tree.manifest"
+    show tree --json
+    expect_status 0
+    printf '%s\n' "$out" | /usr/bin/python3 -c '
+import json, sys
+m = json.load(sys.stdin)
+assert m["trusted"] is False and m["current"] is True, m
+' || fail "unexpected JSON: $out"
+    show tree
+    expect_out "trusted   no: manifest '$work/state/manifests/tree.manifest' is writable by group or others (mode 0664)"
+}
+
+@test "a manifest of the format before directory times is refused with the fix" {
+    scan tree
+    sed -i '1s/.*/dlstage-manifest 1/' "$work/state/manifests/tree.manifest"
+    show tree
+    expect_status 1
+    expect_err "tree.manifest:1: a manifest of an older dlstage (no directory times); run 'dlstage catalog scan NAME' again"
 }

@@ -1,5 +1,8 @@
 #include <boost/test/unit_test.hpp>
 
+#include <sys/stat.h>
+
+#include "lib/manifest.hpp"
 #include "spank/source_facts_env.hpp"
 #include "spank/submit.hpp"
 #include "tests/unit/fake_spank.hpp"
@@ -116,6 +119,67 @@ BOOST_AUTO_TEST_CASE(the_stagers_own_srun_is_not_validated_again)
     Site site;
     site.api.env["DLSTAGE_STAGER_STEP"] = "1";
     BOOST_TEST(site.submit("no-such-dataset") == 0);
+}
+
+namespace {
+// A catalog tree's manifest in site.manifest_dir that says it holds 8 KiB,
+// while the tree on disk holds one byte: what submit believes shows where
+// its facts came from.
+std::string tree_site_extra(const test::TempDir& dir)
+{
+    return "[datasets.tree]\nsource = \"" + dir / "tree" + "\"\ntiers = [\"shm\"]\n";
+}
+
+void write_tree_manifest(const test::TempDir& dir)
+{
+    Manifest m;
+    m.header.dataset = "tree";
+    m.header.source = m.header.root = dir / "tree";
+    m.header.format = Format::Dir;
+    struct stat st {};
+    BOOST_REQUIRE(stat((dir / "tree").c_str(), &st) == 0);
+    m.header.root_times = FileTimes::of(st);
+    m.entries.add(EntryType::Dir, "sub", 0755, 1, 0, 0);
+    m.entries.add(EntryType::File, "sub/a", 0644, 1, 0, 8192);
+    m.dir_ctimes.push_back({0, 1, 0});
+    m.digests = {0, 0};
+    write_manifest(dir / "manifests/tree.manifest", m);
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_trees_size_comes_from_its_current_manifest)
+{
+    test::TempDir dir;
+    mkdir((dir / "tree").c_str(), 0755);
+    mkdir((dir / "tree/sub").c_str(), 0755);
+    dir.write("tree/sub/a", "x");
+    mkdir((dir / "manifests").c_str(), 0755);
+    Site site("[site]\nmanifest_dir = \"" + dir / "manifests" + "\"\n" + tree_site_extra(dir));
+    // No manifest: the size is unknown and the request passes, as before.
+    BOOST_TEST(site.submit("tree:shm") == 0);
+    BOOST_TEST(site.api.control_env["DLSTAGE_FACTS"] == "tree=-/-");
+    BOOST_TEST(site.api.infos.empty());
+
+    write_tree_manifest(dir);
+    BOOST_TEST(site.submit("tree:shm") == -1);
+    BOOST_TEST(site.api.errors[0].find("allows at most 4.0 KiB") != std::string::npos);
+
+    // Others could have written it: not believed, said so, and as before.
+    chmod((dir / "manifests/tree.manifest").c_str(), 0664);
+    BOOST_TEST(site.submit("tree:shm") == 0);
+    BOOST_REQUIRE(site.api.infos.size() == 1u);
+    BOOST_TEST(site.api.infos[0].find("not using the manifest of tree: manifest '") == 0u);
+    BOOST_TEST(site.api.infos[0].find("is writable by group or others") != std::string::npos);
+    chmod((dir / "manifests/tree.manifest").c_str(), 0644);
+
+    // The root changed since the scan: stale, said so, and as before.
+    dir.write("tree/new", "");
+    site.api.infos.clear();
+    BOOST_TEST(site.submit("tree:shm") == 0);
+    BOOST_REQUIRE(site.api.infos.size() == 1u);
+    BOOST_TEST(site.api.infos[0].find("manifest of tree is older than its source (") == 0u);
+    BOOST_TEST(site.api.infos[0].find("run 'dlstage catalog scan tree'") != std::string::npos);
+    BOOST_TEST(site.api.control_env["DLSTAGE_FACTS"] == "tree=-/-");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
