@@ -2,7 +2,8 @@
 // stager does it, without MPI or a cluster (bench/plan-memory runs it).
 //
 //   plan-bench make-tree DIR DIRS FILES_PER_DIR [BYTES]   a tree of tiny files
-//   plan-bench plan DIR [CHUNK_SIZE]                      plan it, report
+//   plan-bench plan DIR [CHUNK_SIZE [MANIFEST_DIR]]       plan it, report
+//   plan-bench scan DIR MANIFEST_DIR                      its manifest (catalog scan)
 //
 // `plan` does what the ranks do in broadcast_plan and after it, each in a
 // process of its own: rank 0 walks into a plan and sends its header and
@@ -24,6 +25,7 @@
 
 #include "lib/error.hpp"
 #include "stager/chunks.hpp"
+#include "stager/manifest.hpp"
 #include "stager/plan.hpp"
 #include "stager/tree_writer.hpp"
 
@@ -107,15 +109,26 @@ void read_block(int fd, void* data, std::size_t size)
 
 // Rank 0: the walk into a plan, its header and blocks sent (here written
 // to wire, as MPI_Bcast would send them: from the plan's own memory).
-void rank0(const std::string& dir, std::uint64_t chunk_size, int wire)
+dlstage::Dataset bench_dataset(const std::string& dir)
 {
-    using namespace dlstage::stager;
     dlstage::Dataset dataset;
     dataset.name = "bench";
     dataset.source = dir;
+    return dataset;
+}
+
+// With a manifest_dir, rank 0 plans as the stager does (plan_for: from the
+// manifest there when it is current).
+void rank0(const std::string& dir, std::uint64_t chunk_size, int wire, const std::string& manifest_dir)
+{
+    using namespace dlstage::stager;
     auto t = Clock::now();
-    const Plan plan = build_plan(dataset);
-    phase("walk", t);
+    std::string note;
+    const Plan plan = manifest_dir.empty() ? build_plan(bench_dataset(dir))
+                                           : plan_for(manifest_dir, bench_dataset(dir), note);
+    if (!note.empty())
+        std::printf("%s\n", note.c_str());
+    phase(plan.from_manifest ? "manifest" : "walk", t);
     t = Clock::now();
     const std::string header = wire_header(plan);
     const std::uint64_t size = header.size();
@@ -179,14 +192,23 @@ double as_child(const char* name, const std::function<void()>& part)
     return peak;
 }
 
-int plan(const std::string& dir, std::uint64_t chunk_size)
+int scan(const std::string& dir, const std::string& manifest_dir)
+{
+    const auto t = Clock::now();
+    dlstage::write_manifest(dlstage::manifest_path(manifest_dir, "bench"),
+                            dlstage::stager::scan_dataset(bench_dataset(dir), 16));
+    phase("scan", t);
+    return 0;
+}
+
+int plan(const std::string& dir, std::uint64_t chunk_size, const std::string& manifest_dir)
 {
     const std::string wire_path = dir + ".plan-wire";
     const int out = ::open(wire_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (out < 0)
         throw dlstage::Error("cannot create " + wire_path);
     const auto start = Clock::now();
-    const double peak0 = as_child("rank 0", [&] { rank0(dir, chunk_size, out); });
+    const double peak0 = as_child("rank 0", [&] { rank0(dir, chunk_size, out, manifest_dir); });
     const double seconds0 = seconds_since(start);
     ::close(out);
     const int in = ::open(wire_path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -204,14 +226,18 @@ int main(int argc, char** argv)
         const std::string what = argc > 1 ? argv[1] : "";
         if (what == "make-tree" && (argc == 5 || argc == 6))
             return make_tree(argv[2], std::atol(argv[3]), std::atol(argv[4]), argc == 6 ? std::atol(argv[5]) : 16);
-        if (what == "plan" && (argc == 3 || argc == 4))
-            return plan(argv[2], argc == 4 ? std::strtoull(argv[3], nullptr, 10) : 4ull << 20);  // the stager's default
+        if (what == "plan" && argc >= 3 && argc <= 5)
+            return plan(argv[2], argc >= 4 ? std::strtoull(argv[3], nullptr, 10) : 4ull << 20,  // the stager's default
+                        argc == 5 ? argv[4] : "");
+        if (what == "scan" && argc == 4)
+            return scan(argv[2], argv[3]);
     } catch (const dlstage::Error& e) {
         std::fprintf(stderr, "plan-bench: %s\n", e.what());
         return 1;
     }
     std::fprintf(stderr,
                  "usage: plan-bench make-tree DIR DIRS FILES_PER_DIR [BYTES]\n"
-                 "       plan-bench plan DIR [CHUNK_SIZE]\n");
+                 "       plan-bench plan DIR [CHUNK_SIZE [MANIFEST_DIR]]\n"
+                 "       plan-bench scan DIR MANIFEST_DIR\n");
     return 2;
 }
