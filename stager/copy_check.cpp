@@ -29,9 +29,9 @@ std::string source_identity(const Plan& plan)
     return hex;
 }
 
-void write_contents(const std::string& path, const Plan& contents)
+void write_contents(int dir_fd, const std::string& shown, const std::string& name, const Plan& contents)
 {
-    replace_file_at(AT_FDCWD, path, path, serialize(contents), 0600);
+    replace_file_at(dir_fd, shown, name, serialize(contents), 0600);
 }
 
 std::optional<Plan> read_contents(const std::string& path)

@@ -22,9 +22,10 @@ namespace dlstage::stager {
 // identities mean no file was added, removed, resized or touched.
 std::string source_identity(const Plan& plan);
 
-// The contents file, replaced atomically; read_contents: nothing when
+// The contents file `name` in the directory open as dir_fd (shown in
+// messages as `shown`), replaced atomically; read_contents: nothing when
 // there is none, Error when it is not a plan.
-void write_contents(const std::string& path, const Plan& contents);
+void write_contents(int dir_fd, const std::string& shown, const std::string& name, const Plan& contents);
 std::optional<Plan> read_contents(const std::string& path);
 
 struct CopyCheck {

@@ -284,7 +284,7 @@ void stage_copy(const StageItem& item, const NodeContext& ctx, const ExchangeOpt
     if (ctx.rank == 0) {
         publish_copy(item, layout, here, job_dir, ctx);
         const Plan contents = contents_of(item, layout, plan);
-        write_contents(here.contents_file, contents);
+        write_contents(job_dir.get(), layout.tier_dir, here.contents_file, contents);
         CopyRecord record = new_record(item, layout, plan, contents, identity, ctx);
         record_use(record, here, ctx, record.made);
         moved.done();

@@ -59,7 +59,8 @@ BOOST_AUTO_TEST_CASE(the_shipped_example_is_valid)
 {
     const char* srcdir = std::getenv("top_srcdir");
     const Config config = load_config(std::string(srcdir ? srcdir : ".") + "/etc/dlstage.toml");
-    BOOST_TEST(config.tiers.size() == 2u);
+    BOOST_TEST(config.tiers.size() == 3u);
+    BOOST_TEST(config.find_tier("scratch")->purge.days == 90);
     BOOST_TEST(config.find_dataset("imagenet")->tiers.front() == "shm");
     BOOST_TEST(to_string(config.find_dataset("imagenet-shards")->known_format()) == "tar");
     BOOST_TEST(config.site.default_tier == "shm");
