@@ -114,6 +114,8 @@ void TreeWriter::write(const Chunk& chunk, const char* data)
 void TreeWriter::finish_split_files()
 {
     for (const std::size_t entry : split_) {
+        if (written_[entry] == plan_.entries[entry].size)
+            continue;  // this rank wrote all its pieces after all, and finished it then
         const std::string path = dest_path(plan_.entries[entry]);
         Fd fd(::open(path.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC));
         if (!fd.valid())
