@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <iostream>
+#include <optional>
 
 #include <toml++/toml.h>
 
@@ -34,13 +35,17 @@ namespace {
 void print_help()
 {
     std::cout << "Usage: dlstage status [--json] [JOBID...]\n"
+                 "       dlstage status --dataset NAME [--json]\n"
                  "Show how staging goes for jobs: per dataset its tier, state (staging, ready),\n"
                  "nodes, bytes done of the total, rate, ETA and the age of the figures, then any\n"
                  "node's failure.  The stager updates them every DLSTAGE_PROGRESS seconds.\n"
                  "Without JOBID: the current job inside a job, else every job whose records you\n"
                  "may read (your own; root: all).\n"
                  "\n"
-                 "  --json     print a JSON array of jobs instead of a table\n";
+                 "  --json     print a JSON array of jobs instead of a table\n"
+                 "  --dataset NAME\n"
+                 "             the copies of NAME kept in shared tiers (yours; root: all users'):\n"
+                 "             path, size, files, when made and last used, uses, purge date\n";
 }
 
 std::int64_t integer(const toml::table& record, const char* key)
@@ -115,14 +120,20 @@ int cmd_status(const GlobalOptions& options, const std::vector<std::string>& arg
 {
     bool json = false;
     std::vector<std::string> wanted;
-    for (const std::string& arg : args) {
+    std::optional<std::string> dataset;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string& arg = args[i];
         if (arg == "-h" || arg == "--help") {
             print_help();
             return kExitOk;
         }
-        if (arg == "--json")
+        if (arg == "--json") {
             json = true;
-        else {
+        } else if (arg == "--dataset" || arg.rfind("--dataset=", 0) == 0) {
+            if (arg == "--dataset" && i + 1 == args.size())
+                return usage_error("status: --dataset needs a dataset name", "status");
+            dataset = arg == "--dataset" ? args[++i] : arg.substr(10);
+        } else {
             try {
                 wanted.push_back(slurm_number(arg));
             } catch (const Error&) {
@@ -131,6 +142,14 @@ int cmd_status(const GlobalOptions& options, const std::vector<std::string>& arg
         }
     }
     const Config config = load_config_for_caller(choose_config_path(options.config_path, true));
+    if (dataset) {
+        if (!wanted.empty())
+            return usage_error("status: --dataset and JOBID do not go together", "status");
+        if (!config.find_dataset(*dataset))
+            return usage_error("status: no dataset " + quoted(*dataset) + " in the catalog ('dlstage catalog list')",
+                               "status");
+        return print_copies(config, *dataset, json);
+    }
     const std::string& state_dir = config.site.state_dir;
     const bool explicit_jobs = !wanted.empty();
     if (!explicit_jobs) {

@@ -51,6 +51,17 @@ std::string to_string(Mode mode)
     return "?";
 }
 
+std::string to_string(PurgeBy purge_by)
+{
+    switch (purge_by) {
+    case PurgeBy::Atime: return "atime";
+    case PurgeBy::Mtime: return "mtime";
+    case PurgeBy::Ctime: return "ctime";
+    case PurgeBy::Max: return "max";
+    }
+    return "?";
+}
+
 Format Dataset::known_format() const
 {
     return format != Format::Auto ? format : format_from_name(source);
@@ -290,7 +301,9 @@ private:
 
     std::optional<Tier> load_tier(const std::string& name, const toml::table& table, const std::string& prefix)
     {
-        check_keys(table, prefix, {"path", "scope", "cleanup", "max_bytes", "max_inodes"});
+        check_keys(table, prefix,
+                   {"path", "scope", "cleanup", "max_bytes", "max_inodes", "purge_days", "purge_by", "warn_days",
+                    "refresh_on_use"});
         Tier tier;
         tier.name = name;
         tier.scope = choice_at<Scope>(table, "scope", prefix + ".scope",
@@ -301,6 +314,7 @@ private:
             Cleanup::JobEnd);
         load_max_bytes(table, prefix, tier);
         load_max_inodes(table, prefix, tier);
+        load_purge(table, prefix, tier);
 
         const auto path = string_at(table, "path", prefix + ".path", true);
         if (!path)
@@ -316,9 +330,70 @@ private:
             problem(where, prefix + ".path",
                     "cleanup = \"job-end\" needs %j in the path, or two jobs would share (and delete) "
                     "one directory");
-        if (tier.scope == Scope::Shared && tier.path.uses('n'))
-            problem(where, prefix + ".path", "scope = \"shared\" means one copy for all nodes: drop %n");
+        if (tier.scope == Scope::Shared)
+            check_shared_path(where, prefix, tier);
         return tier;
+    }
+
+    // One copy for all nodes of a job, in a directory the prolog gives to
+    // one user: per user (%u) and kept for reuse, or per job (%j) and gone
+    // with it.  Anything else would hand one user's copy to another.
+    void check_shared_path(const toml::source_region& where, const std::string& prefix, const Tier& tier)
+    {
+        const std::string key = prefix + ".path";
+        if (tier.path.uses('n'))
+            problem(where, key, "scope = \"shared\" means one copy for all nodes: drop %n");
+        if (tier.cleanup == Cleanup::Cache)
+            problem(where, prefix + ".cleanup",
+                    "cleanup = \"cache\" is for node tiers; a shared tier keeps its copies with \"keep\"");
+        if (tier.cleanup == Cleanup::Keep && !tier.path.uses('u'))
+            problem(where, key,
+                    "a kept shared copy is per user: put %u in the path (e.g. \"/p/scratch/dlstage/%u\")");
+        if (tier.cleanup == Cleanup::Keep && tier.path.uses('j'))
+            problem(where, key, "a kept shared copy is found again by the user's later jobs: drop %j");
+    }
+
+    void load_purge(const toml::table& table, const std::string& prefix, Tier& tier)
+    {
+        const auto days = [&](const char* key, int& into) {
+            const toml::node* node = node_at(table, key, prefix + "." + key, false);
+            if (!node)
+                return false;
+            const auto value = node->value<std::int64_t>();
+            if (!node->is_integer() || !value || *value < 1 || *value > 3650)
+                problem(node->source(), prefix + "." + key, "must be a whole number of days from 1 to 3650, e.g. 90");
+            else
+                into = static_cast<int>(*value);
+            return true;
+        };
+        const bool has_days = days("purge_days", tier.purge.days);
+        const bool has_warn = days("warn_days", tier.purge.warn_days);
+        tier.purge.by = choice_at<PurgeBy>(table, "purge_by", prefix + ".purge_by",
+                                           {{"atime", PurgeBy::Atime},
+                                            {"mtime", PurgeBy::Mtime},
+                                            {"ctime", PurgeBy::Ctime},
+                                            {"max", PurgeBy::Max}},
+                                           PurgeBy::Atime);
+        bool any = has_days || has_warn || table.contains("purge_by");
+        if (const toml::node* node = node_at(table, "refresh_on_use", prefix + ".refresh_on_use", false)) {
+            any = true;
+            if (!node->is_boolean())
+                problem(node->source(), prefix + ".refresh_on_use",
+                        std::string("must be true or false, not ") + type_name(node->type()));
+            else
+                tier.purge.refresh_on_use = node->as_boolean()->get();
+        }
+        if (!any)
+            return;
+        const auto& where = table.source();
+        if (tier.scope != Scope::Shared)
+            problem(where, prefix, "purge_days, purge_by, warn_days and refresh_on_use are for scope = \"shared\" "
+                                   "tiers (a file system the site purges)");
+        else if (!has_days)
+            problem(where, prefix + ".purge_days", "purge_by, warn_days and refresh_on_use need purge_days (e.g. 90)");
+        else if (tier.purge.days > 0 && tier.purge.warn_days >= tier.purge.days)
+            problem(where, prefix + ".warn_days", "must be less than purge_days (" +
+                                                      std::to_string(tier.purge.days) + ")");
     }
 
     void load_max_bytes(const toml::table& table, const std::string& prefix, Tier& tier)

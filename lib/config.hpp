@@ -19,10 +19,25 @@ namespace dlstage {
 enum class Scope { Node, Shared };
 enum class Cleanup { JobEnd, Cache, Keep };
 enum class Mode { Copy, Extract, Mount };
+// Which of a file's times the site's purge tool counts its age from; Max:
+// the latest of atime, mtime and ctime.
+enum class PurgeBy { Atime, Mtime, Ctime, Max };
 
 std::string to_string(Scope scope);
 std::string to_string(Cleanup cleanup);
 std::string to_string(Mode mode);
+std::string to_string(PurgeBy purge_by);
+
+// A site's purge of a file system (SCRATCH): files whose age passes `days`
+// are deleted by the site's own tool, not by dlstage.
+struct PurgeRule {
+    int days = 0;  // 0: no purge
+    PurgeBy by = PurgeBy::Atime;
+    int warn_days = 0;  // warn at submit when a copy will be purged this soon
+    // Set every file's atime to now when a job reuses a copy (off: dlstage
+    // does not dodge the site's purge unless the site says so).
+    bool refresh_on_use = false;
+};
 
 struct Tier {
     std::string name;
@@ -31,6 +46,7 @@ struct Tier {
     Cleanup cleanup = Cleanup::JobEnd;
     ByteLimit max_bytes;
     std::optional<std::uint64_t> max_inodes;
+    PurgeRule purge;  // scope = "shared" only
 };
 
 struct Dataset {

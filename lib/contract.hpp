@@ -59,6 +59,10 @@ inline constexpr const char* kReadyPrefix = ".ready-";        // the ready marke
 inline constexpr const char* kImagePrefix = ".image-";        // mode = "mount": the image
 inline constexpr const char* kStagedPrefix = ".staged-";      // mode = "mount": the image is complete
 inline constexpr const char* kRecordSuffix = ".toml";         // markers and state records
+// A shared tier's user directory also holds, per dataset (lib/job_layout.hpp):
+inline constexpr const char* kLockPrefix = ".lock-";          // who is staging it now
+inline constexpr const char* kContentsPrefix = ".contents-";  // what the copy holds (a plan)
+inline constexpr const char* kRetiredPrefix = ".retired-";    // a replaced copy, being removed
 
 // --- state records (lib/state_record.hpp) -------------------------------------
 inline constexpr const char* kJobsDir = "jobs";  // state_dir/jobs/<job>
@@ -74,5 +78,7 @@ inline constexpr const char* kStagingState = "staging";
 // the request failed (the user's problem; the stager reports it).
 inline constexpr const char* kBrokenState = "broken";
 inline constexpr const char* kFailedState = "failed";
+// A job that found its shared copy complete (or repaired it) read nothing.
+inline constexpr const char* kReusedState = "reused";
 
 }  // namespace dlstage

@@ -23,6 +23,9 @@ DatasetLayout layout_in(const std::string& tier_root, const std::string& tier_di
     layout.ready_marker = prefix + kReadyPrefix + name + kRecordSuffix;
     layout.image_dir = prefix + kImagePrefix + name;
     layout.staged_marker = prefix + kStagedPrefix + name + kRecordSuffix;
+    layout.lock_file = prefix + kLockPrefix + name;
+    layout.contents_file = prefix + kContentsPrefix + name;
+    layout.retired_dir = prefix + kRetiredPrefix + name;
     return layout;
 }
 }  // namespace

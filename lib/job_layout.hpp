@@ -13,6 +13,14 @@
 //   /dev/shm/dlstage/123/.image-imagenet/       the staged squashfs image
 //   /dev/shm/dlstage/123/.staged-imagenet.toml  the stager's marker (path: the image)
 // The ready marker is written only once the image is mounted on dataset_dir.
+//
+// A shared tier (scope = "shared") has one directory per user, every node
+// sees it, and copies stay there across jobs:
+//   /p/scratch/dlstage/alice/                      tier_dir (prolog, 0700, alice's)
+//   /p/scratch/dlstage/alice/imagenet/             the copy, reused by later jobs
+//   /p/scratch/dlstage/alice/.ready-imagenet.toml  its record (lib/copy_record.hpp)
+//   /p/scratch/dlstage/alice/.contents-imagenet    what the copy must hold
+//   /p/scratch/dlstage/alice/.lock-imagenet        held while a job stages it
 #pragma once
 
 #include <cstdint>
@@ -34,6 +42,9 @@ struct DatasetLayout {
     std::string ready_marker;
     std::string image_dir;      // mode = "mount": where the image is kept
     std::string staged_marker;  // mode = "mount": the image is complete here
+    std::string lock_file;      // shared tiers: who is staging the dataset now
+    std::string contents_file;  // shared tiers: what the copy holds
+    std::string retired_dir;    // shared tiers: prefix of a replaced copy's name
 };
 
 DatasetLayout dataset_layout(const StageItem& item, const TemplateValues& values);

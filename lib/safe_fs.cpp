@@ -164,7 +164,10 @@ OpenResult open_trusted_dir(const std::string& root, const std::string& dir, boo
 }
 
 namespace {
-RemoveResult remove_within(const std::string& root, const std::string& dir, const std::optional<Owner>& as)
+// claim: rename dir to this name first, and remove it only if that rename
+// found it (remove_tree_within_once).
+RemoveResult remove_within(const std::string& root, const std::string& dir, const std::optional<Owner>& as,
+                           const std::string& claim = "")
 {
     RemoveResult result;
     ParentOfDir parent = open_parent_within(root, dir, "nothing removed");
@@ -172,11 +175,26 @@ RemoveResult remove_within(const std::string& root, const std::string& dir, cons
         result.problems.push_back(parent.problem);
     if (!parent.level)
         return result;
+    const int parent_fd = parent.level->fd.get();
+    if (!claim.empty()) {
+        if (::renameat(parent_fd, parent.leaf.c_str(), parent_fd, claim.c_str()) != 0) {
+            if (errno != ENOENT)
+                result.problems.push_back(cannot("claim", shown_path(dir) + " for removal", errno));
+            return result;  // ENOENT: another node claimed it, or it is gone
+        }
+        parent.leaf = claim;
+    }
     // dir itself is checked like everything inside (symlink, mount point).
-    remove_tree_on(parent.level->fd.get(), parent.leaf, parent.level->facts.dev, parent.level->shown, result, as);
+    remove_tree_on(parent_fd, parent.leaf, parent.level->facts.dev, parent.level->shown, result, as);
     return result;
 }
 }  // namespace
+
+RemoveResult remove_tree_within_once(const std::string& root, const std::string& dir, const Owner& as,
+                                     const std::string& claim)
+{
+    return remove_within(root, dir, as, claim);
+}
 
 RemoveResult remove_tree_within(const std::string& root, const std::string& dir)
 {

@@ -104,6 +104,14 @@ RemoveResult remove_tree_within(const std::string& root, const std::string& dir)
 // as root once it is empty.  Needs root when uid is not the caller.
 RemoveResult remove_tree_within(const std::string& root, const std::string& dir, const Owner& as);
 
+// For a directory every node's epilog removes at once (a job's directory
+// in a shared tier): dir is first renamed to `claim` in the same parent
+// (a name no other node uses, e.g. with the node's name); the node whose
+// rename finds it removes it, as remove_tree_within(root, dir, as) does,
+// and the others find nothing to do.
+RemoveResult remove_tree_within_once(const std::string& root, const std::string& dir, const Owner& as,
+                                     const std::string& claim);
+
 struct DetachResult {
     int detached = 0;                   // mounts detached (each takes those below it along)
     std::vector<std::string> problems;  // one line each; empty = success

@@ -40,11 +40,14 @@ ExtractionLimit tighter(ExtractionLimit rule, ExtractionLimit room)
 }
 }  // namespace
 
-Verdict supported(const Dataset& /*dataset*/, const Tier& tier)
+Verdict supported(const Dataset& dataset, const Tier& tier)
 {
-    if (tier.scope == Scope::Shared)
-        return Verdict::refuse("tier " + quoted(tier.name) +
-                               " has scope = \"shared\", which this version of dlstage cannot stage to yet");
+    // One squashfuse per node on one image in a shared directory, kept
+    // across jobs, would tie the copy's life to mounts on many nodes.
+    if (tier.scope == Scope::Shared && dataset.mode == Mode::Mount)
+        return Verdict::refuse("dataset " + quoted(dataset.name) + " has mode = \"mount\", which a shared tier (" +
+                               quoted(tier.name) + ") does not offer: stage it to a node tier, or use mode = "
+                               "\"extract\" or \"copy\"");
     return Verdict::allow();
 }
 

@@ -19,9 +19,9 @@ namespace dlstage::policy {
 // submit side.
 using dlstage::TierSpace;
 
-// Can this version stage the dataset to the tier at all?  (Mount mode and
-// shared-scope tiers come later; until then they are refused up front,
-// on the submit side, rather than failing a running job.)
+// Can this version stage the dataset to the tier at all?  (Mount mode on a
+// shared tier is refused up front, on the submit side, rather than failing
+// a running job.)
 Verdict supported(const Dataset& dataset, const Tier& tier);
 
 // Checks the tier's max_bytes and max_inodes (a percentage only when the

@@ -243,7 +243,14 @@ Report epilog_work(const ScriptStart& start)
             detach(item.tier.path.root(), dir);
             // As the job's user below the job directory: root never removes
             // what the user could not (another user's data moved in).
-            const RemoveResult result = remove_tree_within(item.tier.path.root(), dir, Owner{job.uid, job.gid});
+            // A shared tier's job directory: every node's epilog runs now,
+            // and the one whose rename claims it removes it.
+            const Owner owner{job.uid, job.gid};
+            const RemoveResult result =
+                item.tier.scope == Scope::Shared
+                    ? remove_tree_within_once(item.tier.path.root(), dir, owner,
+                                              std::string(base_name(dir)) + ".removing-" + job.node)
+                    : remove_tree_within(item.tier.path.root(), dir, owner);
             removed += result.removed;
             for (const std::string& problem : result.problems)
                 problems.push_back(problem);

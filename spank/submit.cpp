@@ -8,6 +8,8 @@
 #include "lib/stage_spec.hpp"
 #include "lib/strings.hpp"
 #include "policies/admission.hpp"
+#include "lib/identity.hpp"
+#include "spank/purge_notice.hpp"
 #include "spank/source_facts_env.hpp"
 #include "spank/stage_command.hpp"
 
@@ -40,8 +42,10 @@ int validate_submission(SpankApi& api, const PluginArgs& args)
     try {
         const Config config = load_trusted_config(choose_config_path(args.config_path, false));
         std::map<std::string, SourceFacts> facts;
-        for (const StageItem& item : resolve_stage_data(config, *value))
+        for (const StageItem& item : resolve_stage_data(config, *value)) {
             facts[item.dataset.name] = check_source(api, config, item);
+            warn_of_purge(api, item, this_user_name());
+        }
         // For the prolog's space check on each node; and the configuration
         // for `dlstage stage` in the job (SLURM_SPANK_DLSTAGE_CONFIG).
         api.job_control_setenv(kFactsVar, encode_facts(facts));

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <memory>
 #include <mpi.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -24,11 +25,13 @@
 #include "policies/staging_mode.hpp"
 #include "stager/extract.hpp"
 #include "stager/parallel_extract.hpp"
+#include "stager/own_chunks.hpp"
 #include "stager/plan.hpp"
+#include "stager/shared_copy.hpp"
+#include "stager/stage_steps.hpp"
 
 namespace dlstage::stager {
 
-namespace {
 using Clock = std::chrono::steady_clock;
 
 bool all_ranks(bool mine)
@@ -45,6 +48,17 @@ std::uint64_t reduce_over_ranks(std::uint64_t mine, MPI_Op op)
     return out;
 }
 
+void quiet_barrier()
+{
+    // Open MPI's blocking collectives spin a core: a rank that waits long
+    // (for a lock held by another job) would take it from the job's tasks.
+    MPI_Request request = MPI_REQUEST_NULL;
+    MPI_Ibarrier(MPI_COMM_WORLD, &request);
+    for (int done = 0; MPI_Test(&request, &done, MPI_STATUS_IGNORE), !done;)
+        usleep(20000);
+}
+
+namespace {
 // CPU time (user + system) this process has used so far, in microseconds.
 std::uint64_t cpu_microseconds()
 {
@@ -90,6 +104,8 @@ Fd enter_job_dir(const DatasetLayout& layout, const NodeContext& ctx)
     return std::move(opened.dir);
 }
 
+}  // namespace
+
 // Leftovers of an earlier attempt in this job (a restage after a failure).
 void clear_leftovers(const DatasetLayout& here, const Fd& job_dir, const std::string& shown)
 {
@@ -103,6 +119,7 @@ void clear_leftovers(const DatasetLayout& here, const Fd& job_dir, const std::st
             throw_cannot("remove", shown + "/" + *marker, errno);
 }
 
+namespace {
 // Where the stager's result goes and the marker that says it is complete:
 // the dataset itself and its ready marker, or for mode = "mount" the image
 // and the staged marker (the holder mounts it and writes the ready marker).
@@ -123,6 +140,8 @@ bool staged_here(const StageItem& item, const DatasetLayout& layout)
     const StagerOutput output = stager_output(item, layout);
     return exists(output.dir) && read_ready_marker(output.marker).has_value();
 }
+
+}  // namespace
 
 Plan broadcast_plan(const StageItem& item, const NodeContext& ctx)
 {
@@ -184,6 +203,7 @@ policy::ExtractionBudget check_space(const StageItem& item, const Fd& job_dir, c
     return policy::extraction_budget(item.dataset, item.tier, facts, space);
 }
 
+namespace {
 void make_fresh_dir(const std::string& path)
 {
     if (mkdir(path.c_str(), 0755) != 0)
@@ -351,7 +371,86 @@ Error in_job_dir(const Error& e, const DatasetLayout& layout)
     return Error(message + " (in " + layout.tier_dir + ")");
 }
 
-// The rest of staging, in the job directory (the working directory).
+}  // namespace
+
+TransferResult transfer(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options,
+                        const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir, const Plan& plan,
+                        const policy::ExtractionBudget& budget)
+{
+    const bool shared = item.tier.scope == Scope::Shared;
+    const bool extract = item.dataset.mode == Mode::Extract;
+    WriterOptions writer_options;
+    writer_options.shared = shared;
+    writer_options.keep_times = !(shared && item.tier.purge.days > 0 && item.tier.purge.by == PurgeBy::Mtime);
+    TreeWriter writer(plan, extract ? here.incoming_dir : here.partial_dir, writer_options);
+    if (!shared || ctx.rank == 0)
+        writer.create_skeleton();
+    if (shared)
+        quiet_barrier();
+    const auto chunks = layout_chunks(plan, options.chunk_size);
+    const auto progress = std::make_shared<Progress>(item, plan, chunks.size(), ctx);
+    ExchangeResult exchanged;
+    if (shared) {
+        // Rank 0 sees its own share: about one in N of what all write.
+        exchanged = copy_own_chunks(chunks, plan, writer, ctx.rank, ctx.size, options,
+                                    [&](std::size_t done, std::uint64_t bytes) {
+                                        (*progress)(std::min(chunks.size() - 1, done * static_cast<std::size_t>(ctx.size)),
+                                                 std::min(plan.total_bytes(), bytes * static_cast<std::uint64_t>(ctx.size)));
+                                    });
+        quiet_barrier();
+        writer.finish_split_files();
+        quiet_barrier();
+        if (ctx.rank == 0)
+            writer.finish();
+    } else {
+        exchanged = exchange_chunks(plan, chunks, writer, options, std::ref(*progress));
+        writer.finish();
+    }
+    if (extract && (!shared || ctx.rank == 0)) {
+        // A shared tier's archives are unpacked once, by rank 0: two ranks
+        // unpacking into one tree could not tell whose later entry wins.
+        const auto extract_start = Clock::now();
+        const std::uint64_t stripped = extract_into(here, job_dir, layout.tier_dir, plan, options.writers, budget);
+        const double seconds = std::chrono::duration<double>(Clock::now() - extract_start).count();
+        if (ctx.rank == 0) {
+            if (stripped > 0)
+                sayf("%s: removed setuid/setgid/sticky bits from %llu entries",
+                     item.dataset.name.c_str(), static_cast<unsigned long long>(stripped));
+            sayf("%s: extracted %llu %s in %.2f s on %s (%u threads)",
+                 item.dataset.name.c_str(), static_cast<unsigned long long>(plan.entries.size()),
+                 plan.entries.size() == 1 ? "archive" : "archives", seconds, shared ? "one node" : "each node",
+                 options.writers);
+        }
+    }
+    return {exchanged.bytes_read, [progress] { progress->done(); }};
+}
+
+void say_transferred(const StageItem& item, const NodeContext& ctx, const Plan& plan, std::uint64_t bytes_read,
+                     Clock::time_point start, std::uint64_t cpu_start)
+{
+    const std::uint64_t read = reduce_over_ranks(bytes_read, MPI_SUM);
+    const std::uint64_t peak_rss = reduce_over_ranks(peak_rss_bytes(), MPI_MAX);
+    const double cpu_seconds = static_cast<double>(reduce_over_ranks(cpu_microseconds() - cpu_start, MPI_SUM)) / 1e6;
+    if (ctx.rank != 0)
+        return;
+    const bool shared = item.tier.scope == Scope::Shared;
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    const double ratio = plan.total_bytes() ? static_cast<double>(read) / static_cast<double>(plan.total_bytes()) : 1.0;
+    sayf("staged %s to %s %s %d nodes in %.2f s (%s%s); source bytes read %s (%.2fx); "
+         "peak memory per rank %s; cpu %.1f s over all nodes",
+         item.dataset.name.c_str(), item.tier.name.c_str(), shared ? "(one shared copy) by" : "on", ctx.size, seconds,
+         rate(plan.total_bytes(), seconds).c_str(), shared ? "" : " per node", format_size(read).c_str(), ratio,
+         format_size(peak_rss).c_str(), cpu_seconds);
+}
+
+std::uint64_t cpu_now()
+{
+    return cpu_microseconds();
+}
+
+namespace {
+// The rest of staging to a node tier, in the job directory (the working
+// directory).
 void stage_here(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options,
                 const DatasetLayout& layout, const Fd& job_dir)
 {
@@ -370,53 +469,27 @@ void stage_here(const StageItem& item, const NodeContext& ctx, const ExchangeOpt
     check_mode_fits_plan(item, plan);
     const policy::ExtractionBudget budget = check_space(item, job_dir, layout.tier_dir, plan);
     if (ctx.rank == 0)
-        sayf("staging %s (%s in %llu %s) from %s to %s on %d nodes",
-             item.dataset.name.c_str(), format_size(plan.total_bytes()).c_str(),
-             static_cast<unsigned long long>(plan.file_count()), plan.file_count() == 1 ? "file" : "files",
-             item.dataset.source.c_str(), item.tier.name.c_str(), ctx.size);
-
-    const bool extract = item.dataset.mode == Mode::Extract;
-    TreeWriter writer(plan, extract ? here.incoming_dir : here.partial_dir);
-    writer.create_skeleton();
-    const auto chunks = layout_chunks(plan, options.chunk_size);
-    Progress progress(item, plan, chunks.size(), ctx);
-    const ExchangeResult exchanged = exchange_chunks(plan, chunks, writer, options, std::ref(progress));
-    writer.finish();
-    if (extract) {
-        const auto extract_start = Clock::now();
-        const std::uint64_t stripped = extract_into(here, job_dir, layout.tier_dir, plan, options.writers, budget);
-        const double seconds = std::chrono::duration<double>(Clock::now() - extract_start).count();
-        if (ctx.rank == 0) {
-            if (stripped > 0)
-                sayf("%s: removed setuid/setgid/sticky bits from %llu entries",
-                     item.dataset.name.c_str(), static_cast<unsigned long long>(stripped));
-            sayf("%s: extracted %llu %s in %.2f s on each node (%u threads)",
-                 item.dataset.name.c_str(), static_cast<unsigned long long>(plan.entries.size()),
-                 plan.entries.size() == 1 ? "archive" : "archives", seconds, options.writers);
-        }
-    }
+        say_staging(item, ctx, plan);
+    const TransferResult moved = transfer(item, ctx, options, layout, here, job_dir, plan, budget);
 
     // Publish only once every node holds a complete, verified copy: a rank
     // that failed has exited by now, and the launcher stops the others
     // (srun --kill-on-bad-exit), so no rank gets past this barrier.
     MPI_Barrier(MPI_COMM_WORLD);
     publish(item, layout, here, plan);
-    progress.done();
-    const std::uint64_t read = reduce_over_ranks(exchanged.bytes_read, MPI_SUM);
-    const std::uint64_t peak_rss = reduce_over_ranks(peak_rss_bytes(), MPI_MAX);
-    const double cpu_seconds = static_cast<double>(reduce_over_ranks(cpu_microseconds() - cpu_start, MPI_SUM)) / 1e6;
-    if (ctx.rank == 0) {
-        const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-        const double ratio = plan.total_bytes() ? static_cast<double>(read) / static_cast<double>(plan.total_bytes()) : 1.0;
-        sayf("staged %s to %s on %d nodes in %.2f s (%s per node); source bytes read %s (%.2fx); "
-             "peak memory per rank %s; cpu %.1f s over all nodes",
-             item.dataset.name.c_str(), item.tier.name.c_str(), ctx.size, seconds,
-             rate(plan.total_bytes(), seconds).c_str(), format_size(read).c_str(), ratio,
-             format_size(peak_rss).c_str(), cpu_seconds);
-    }
+    moved.done();
+    say_transferred(item, ctx, plan, moved.bytes_read, start, cpu_start);
 }
 
 }  // namespace
+
+void say_staging(const StageItem& item, const NodeContext& ctx, const Plan& plan)
+{
+    sayf("staging %s (%s in %llu %s) from %s to %s %s %d nodes", item.dataset.name.c_str(),
+         format_size(plan.total_bytes()).c_str(), static_cast<unsigned long long>(plan.file_count()),
+         plan.file_count() == 1 ? "file" : "files", item.dataset.source.c_str(), item.tier.name.c_str(),
+         item.tier.scope == Scope::Shared ? "(one shared copy) by" : "on", ctx.size);
+}
 
 void stage_dataset(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options)
 {
@@ -424,7 +497,10 @@ void stage_dataset(const StageItem& item, const NodeContext& ctx, const Exchange
     const DatasetLayout layout = dataset_layout(item, ctx.values);
     const Fd job_dir = enter_job_dir(layout, ctx);
     try {
-        stage_here(item, ctx, options, layout, job_dir);
+        if (item.tier.scope == Scope::Shared)
+            stage_shared(item, ctx, options, layout, job_dir);
+        else
+            stage_here(item, ctx, options, layout, job_dir);
     } catch (const Error& e) {
         throw in_job_dir(e, layout);
     }

@@ -33,8 +33,8 @@ void apply_times(const std::string& path, std::int64_t sec, std::uint32_t nsec)
         throw_cannot("set the time of", path, errno);
 }
 
-TreeWriter::TreeWriter(const Plan& plan, std::string dest)
-    : plan_(plan), dest_(std::move(dest)), written_(new std::atomic<std::uint64_t>[plan.entries.size()])
+TreeWriter::TreeWriter(const Plan& plan, std::string dest, WriterOptions options)
+    : plan_(plan), dest_(std::move(dest)), options_(options), written_(new std::atomic<std::uint64_t>[plan.entries.size()])
 {
     for (std::size_t i = 0; i < plan.entries.size(); ++i)
         written_[i] = 0;
@@ -80,7 +80,7 @@ void TreeWriter::finish_file(std::size_t entry, Fd fd)
     const struct timespec times[2] = {{e.mtime_sec, static_cast<long>(e.mtime_nsec)},
                                       {e.mtime_sec, static_cast<long>(e.mtime_nsec)}};
     // Permission bits only: nothing staged carries setuid/setgid/sticky.
-    if (fchmod(fd.get(), e.mode & 0777) != 0 || futimens(fd.get(), times) != 0)
+    if (fchmod(fd.get(), e.mode & 0777) != 0 || (options_.keep_times && futimens(fd.get(), times) != 0))
         throw_cannot("set mode and time of", path, errno);
     if (const int err = fd.close())
         throw_cannot("close", path, err);
@@ -96,11 +96,32 @@ void TreeWriter::write(const Chunk& chunk, const char* data)
         bytes_written_ += piece.length;
         // Counted after the write: the thread that sees the total reach the
         // size knows every byte of the file is on disk.
-        if (written_[piece.entry].fetch_add(piece.length) + piece.length == size)
+        if (written_[piece.entry].fetch_add(piece.length) + piece.length == size) {
             finish_file(piece.entry, std::move(fd));
-        else if (const int err = fd.close())
+            continue;
+        }
+        if (options_.shared && piece.offset + piece.length == size) {
+            // Its other pieces are other ranks': finished once all wrote.
+            std::lock_guard<std::mutex> lock(split_mutex_);
+            split_.push_back(piece.entry);
+        }
+        if (const int err = fd.close())
             throw_cannot("close", dest_path(piece.entry), err);
     }
+}
+
+void TreeWriter::finish_split_files()
+{
+    for (const std::size_t entry : split_) {
+        if (written_[entry] == plan_.entries.file_size(entry))
+            continue;  // this rank wrote all its pieces after all, and finished it then
+        const std::string path = dest_path(entry);
+        Fd fd(::open(path.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC));
+        if (!fd.valid())
+            throw_cannot("open", path, errno);
+        finish_file(entry, std::move(fd));  // checks the size all ranks wrote
+    }
+    split_.clear();
 }
 
 void TreeWriter::finish()
@@ -108,13 +129,14 @@ void TreeWriter::finish()
     const EntryList& entries = plan_.entries;
     for (std::size_t i = 0; i < entries.size(); ++i) {
         const EntryList::Record& e = entries.record(i);
-        if (e.type == EntryType::File && written_[i] != e.size)
+        if (e.type == EntryType::File && !options_.shared && written_[i] != e.size)
             throw Error(dest_path(i) + " received " + std::to_string(written_[i]) + " of " +
                         std::to_string(e.size) + " bytes");
         if (e.type == EntryType::Symlink) {
             if (symlink(std::string(entries.target(i)).c_str(), dest_path(i).c_str()) != 0)
                 throw_cannot("create symlink", dest_path(i), errno);
-            apply_times(dest_path(i), e.mtime_sec, e.mtime_nsec);
+            if (options_.keep_times)
+                apply_times(dest_path(i), e.mtime_sec, e.mtime_nsec);
         }
     }
     // Deepest first: setting a directory's mode or time must come after
@@ -125,7 +147,8 @@ void TreeWriter::finish()
             continue;
         if (chmod(dest_path(i).c_str(), e.mode & 0777) != 0)
             throw_cannot("set the mode of", dest_path(i), errno);
-        apply_times(dest_path(i), e.mtime_sec, e.mtime_nsec);
+        if (options_.keep_times)
+            apply_times(dest_path(i), e.mtime_sec, e.mtime_nsec);
     }
 }
 

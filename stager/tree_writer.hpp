@@ -11,17 +11,32 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "lib/sys/fd.hpp"
 #include "stager/chunks.hpp"
 
 namespace dlstage::stager {
 
+// How a writer shares its destination.  Node tiers: each rank writes the
+// whole tree on its own node.  A shared tier: all ranks write one tree on
+// the shared file system, each its own chunks; rank 0 makes the skeleton,
+// and a file whose pieces came from several ranks is finished after all
+// of them wrote (finish_split_files, after a barrier).
+struct WriterOptions {
+    bool shared = false;
+    // Give files and directories the source's mtime.  Off on a shared tier
+    // whose purge counts mtime: a copy with its source's old mtimes would
+    // be purged at once.
+    bool keep_times = true;
+};
+
 class TreeWriter {
 public:
     // dest must not exist; it is created with mode 0700.
-    TreeWriter(const Plan& plan, std::string dest);
+    TreeWriter(const Plan& plan, std::string dest, WriterOptions options = {});
     TreeWriter(const TreeWriter&) = delete;
     TreeWriter& operator=(const TreeWriter&) = delete;
 
@@ -32,8 +47,13 @@ public:
     // Thread-safe for distinct chunks.
     void write(const Chunk& chunk, const char* data);
 
+    // Shared: finishes the files whose last piece this rank wrote and whose
+    // other pieces other ranks wrote.  Call once every rank has written.
+    void finish_split_files();
+
     // Symlinks, then directory modes and mtimes, deepest first.  Throws if
-    // any file did not receive all its bytes.
+    // any file did not receive all its bytes (node tiers: this rank had
+    // them all; shared: rank 0 alone calls it, after finish_split_files).
     void finish();
 
     std::uint64_t bytes_written() const { return bytes_written_; }
@@ -48,6 +68,9 @@ private:
 
     const Plan& plan_;
     std::string dest_;
+    WriterOptions options_;
+    std::mutex split_mutex_;
+    std::vector<std::size_t> split_;  // shared: files to finish in finish_split_files
     std::unique_ptr<std::atomic<std::uint64_t>[]> written_;  // bytes received per entry
     std::atomic<std::uint64_t> bytes_written_{0};
 };

@@ -2,7 +2,9 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
+#include <sys/stat.h>
 
 namespace dlstage {
 
@@ -10,5 +12,17 @@ namespace dlstage {
 // "cannot read SHOWN: ..." on a read error, and "SHOWN is larger than
 // LIMIT bytes" past the limit.
 std::string read_all(int fd, std::size_t limit, const std::string& shown);
+
+// A small file someone else may have written (a record, a lock): `name` in
+// dir_fd (AT_FDCWD: a path), opened without following a symlink at its end
+// and without blocking on a fifo; it must be a regular file of at most
+// `limit` bytes.  Nothing when it does not exist; Error naming `shown`
+// otherwise.
+struct SmallFile {
+    std::string content;
+    struct stat st {};
+};
+std::optional<SmallFile> read_small_file_at(int dir_fd, const std::string& name, const std::string& shown,
+                                            std::size_t limit);
 
 }  // namespace dlstage

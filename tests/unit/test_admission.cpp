@@ -93,7 +93,7 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(support)
 
-BOOST_AUTO_TEST_CASE(shared_tiers_are_refused_until_built_and_every_mode_is_supported)
+BOOST_AUTO_TEST_CASE(node_tiers_take_every_mode_and_shared_tiers_all_but_mount)
 {
     Dataset d = dataset("/p/x.sqfs");
     Tier t = tier("");
@@ -102,7 +102,15 @@ BOOST_AUTO_TEST_CASE(shared_tiers_are_refused_until_built_and_every_mode_is_supp
         BOOST_TEST(dlstage::policy::supported(d, t).allowed);
     }
     t.scope = Scope::Shared;
-    BOOST_TEST(dlstage::policy::supported(d, t).reason.find("scope = \"shared\"") != std::string::npos);
+    for (const Mode mode : {Mode::Copy, Mode::Extract}) {
+        d.mode = mode;
+        BOOST_TEST(dlstage::policy::supported(d, t).allowed);
+    }
+    d.mode = Mode::Mount;
+    const auto verdict = dlstage::policy::supported(d, t);
+    BOOST_TEST(!verdict.allowed);
+    BOOST_TEST(verdict.reason.find("a shared tier") != std::string::npos);
+    BOOST_TEST(verdict.reason.find("node tier") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

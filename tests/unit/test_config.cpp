@@ -59,7 +59,8 @@ BOOST_AUTO_TEST_CASE(the_shipped_example_is_valid)
 {
     const char* srcdir = std::getenv("top_srcdir");
     const Config config = load_config(std::string(srcdir ? srcdir : ".") + "/etc/dlstage.toml");
-    BOOST_TEST(config.tiers.size() == 2u);
+    BOOST_TEST(config.tiers.size() == 3u);
+    BOOST_TEST(config.find_tier("scratch")->purge.days == 90);
     BOOST_TEST(config.find_dataset("imagenet")->tiers.front() == "shm");
     BOOST_TEST(to_string(config.find_dataset("imagenet-shards")->known_format()) == "tar");
     BOOST_TEST(config.site.default_tier == "shm");
@@ -156,6 +157,83 @@ cleanup = "never"
 )");
     BOOST_TEST(has_problem(problems, 3, "tiers.shm.scope", "not 'nod' (did you mean 'node'?)"), dump(problems));
     BOOST_TEST(has_problem(problems, 4, "tiers.shm.cleanup", "job-end, cache, keep"), dump(problems));
+}
+
+BOOST_AUTO_TEST_CASE(shared_tiers_are_per_user_and_kept_or_per_job_and_removed)
+{
+    const auto problems = problems_of(R"([tiers.a]
+path = "/p/scratch/dlstage"
+scope = "shared"
+cleanup = "keep"
+[tiers.b]
+path = "/p/scratch/%u/%j"
+scope = "shared"
+cleanup = "keep"
+[tiers.c]
+path = "/p/scratch/%u"
+scope = "shared"
+cleanup = "cache"
+[tiers.ok]
+path = "/p/scratch/dlstage/%u"
+scope = "shared"
+cleanup = "keep"
+purge_days = 90
+purge_by = "max"
+warn_days = 14
+[tiers.ok2]
+path = "/p/scratch/dlstage/%j"
+scope = "shared"
+)");
+    BOOST_TEST(has_problem(problems, 2, "tiers.a.path", "put %u in the path"), dump(problems));
+    BOOST_TEST(has_problem(problems, 6, "tiers.b.path", "drop %j"), dump(problems));
+    BOOST_TEST(has_problem(problems, 10, "tiers.c.cleanup", "\"keep\""), dump(problems));
+    BOOST_TEST(problems.size() == 3u, dump(problems));
+    const Config config = parse_config(R"([tiers.s]
+path = "/p/scratch/dlstage/%u"
+scope = "shared"
+cleanup = "keep"
+purge_days = 90
+purge_by = "ctime"
+warn_days = 14
+refresh_on_use = true
+)", "t.toml");
+    const Tier& s = config.tiers.at("s");
+    BOOST_TEST(s.purge.days == 90);
+    BOOST_TEST(s.purge.warn_days == 14);
+    BOOST_TEST(to_string(s.purge.by) == "ctime");
+    BOOST_TEST(s.purge.refresh_on_use);
+}
+
+BOOST_AUTO_TEST_CASE(purge_keys_are_checked_and_only_for_shared_tiers)
+{
+    const auto problems = problems_of(R"([tiers.node]
+path = "/dev/shm/%j"
+purge_days = 90
+[tiers.s]
+path = "/p/scratch/%u"
+scope = "shared"
+cleanup = "keep"
+purge_days = 0
+purge_by = "atim"
+[tiers.w]
+path = "/p/scratch2/%u"
+scope = "shared"
+cleanup = "keep"
+warn_days = 14
+[tiers.x]
+path = "/p/scratch3/%u"
+scope = "shared"
+cleanup = "keep"
+purge_days = 10
+warn_days = 14
+refresh_on_use = "yes"
+)");
+    BOOST_TEST(has_problem(problems, 1, "tiers.node", "for scope = \"shared\" tiers"), dump(problems));
+    BOOST_TEST(has_problem(problems, 8, "tiers.s.purge_days", "from 1 to 3650"), dump(problems));
+    BOOST_TEST(has_problem(problems, 9, "tiers.s.purge_by", "did you mean 'atime'"), dump(problems));
+    BOOST_TEST(has_problem(problems, 10, "tiers.w.purge_days", "need purge_days"), dump(problems));
+    BOOST_TEST(has_problem(problems, 21, "tiers.x.refresh_on_use", "true or false"), dump(problems));
+    BOOST_TEST(has_problem(problems, 15, "tiers.x.warn_days", "less than purge_days (10)"), dump(problems));
 }
 
 BOOST_AUTO_TEST_CASE(tier_rules)

@@ -238,6 +238,34 @@ BOOST_AUTO_TEST_CASE(the_epilog_removes_as_the_jobs_user_and_leaves_what_others_
     BOOST_TEST(!exists(job));
 }
 
+BOOST_AUTO_TEST_CASE(a_shared_job_dir_is_removed_by_the_one_node_whose_claim_finds_it)
+{
+    if (!is_root()) {
+        BOOST_TEST_MESSAGE("skipped: needs root");
+        return;
+    }
+    Tier tier;
+    const std::string job = tier.root + "/42";
+    make_dir(job, 0700);
+    make_dir(job + "/d");
+    make_file(job + "/d/a");
+    for (const std::string& p : {job, job + "/d", job + "/d/a"})
+        BOOST_REQUIRE(::lchown(p.c_str(), kOtherUid, kOtherGid) == 0);
+    const Owner owner{kOtherUid, kOtherGid};
+    // n1's epilog claims it and removes it; n2's and n3's find nothing.
+    BOOST_TEST(outcome(remove_tree_within_once(tier.root, job, owner, "42.removing-n1")) == "removed=3");
+    BOOST_TEST(outcome(remove_tree_within_once(tier.root, job, owner, "42.removing-n2")) == "removed=0");
+    BOOST_TEST(!exists(job));
+    BOOST_TEST(!exists(tier.root + "/42.removing-n1"));
+    BOOST_TEST(!exists(tier.root + "/42.removing-n2"));
+    // A symlink in the job directory's place is renamed, and removed as a link.
+    make_dir(tier.tmp / "elsewhere");
+    make_file(tier.tmp / "elsewhere/precious");
+    BOOST_REQUIRE(::symlink((tier.tmp / "elsewhere").c_str(), job.c_str()) == 0);
+    remove_tree_within_once(tier.root, job, owner, "42.removing-n3");
+    BOOST_TEST(exists(tier.tmp / "elsewhere/precious"));
+}
+
 BOOST_AUTO_TEST_CASE(mount_points_are_left_in_place)
 {
     if (!is_root()) {

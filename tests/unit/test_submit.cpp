@@ -1,8 +1,13 @@
 #include <boost/test/unit_test.hpp>
 
+#include <ctime>
 #include <sys/stat.h>
 
+#include "lib/copy_record.hpp"
+#include "lib/identity.hpp"
 #include "lib/manifest.hpp"
+#include "lib/state_record.hpp"
+#include "policies/purge.hpp"
 #include "spank/source_facts_env.hpp"
 #include "spank/submit.hpp"
 #include "tests/unit/fake_spank.hpp"
@@ -180,6 +185,42 @@ BOOST_AUTO_TEST_CASE(a_trees_size_comes_from_its_current_manifest)
     BOOST_TEST(site.api.infos[0].find("manifest of tree is older than its source (") == 0u);
     BOOST_TEST(site.api.infos[0].find("run 'dlstage catalog scan tree'") != std::string::npos);
     BOOST_TEST(site.api.control_env["DLSTAGE_FACTS"] == "tree=-/-");
+}
+
+BOOST_AUTO_TEST_CASE(a_copy_near_its_purge_date_gets_a_warning_with_the_date_and_is_still_accepted)
+{
+    test::TempDir scratch;
+    Site site(R"(
+[tiers.scratch]
+path = ")" + scratch.path() + R"(/%u"
+scope = "shared"
+cleanup = "keep"
+purge_days = 90
+warn_days = 14
+[datasets.kept]
+source = ")" + scratch.path() + R"("
+tiers = ["scratch"]
+)");
+    const std::string user = this_user_name();
+    mkdir((scratch / user).c_str(), 0700);
+    const auto record = [&](std::int64_t oldest) {
+        CopyRecord r;
+        r.ready = {"kept", "scratch", scratch.path(), scratch / user + "/kept", 10, 1};
+        r.identity = "00";
+        r.oldest = oldest;
+        write_record(scratch / user + "/.ready-kept.toml", copy_record_table(r));
+    };
+    const std::int64_t now = std::time(nullptr);
+    record(now - 80 * 86400);  // purged in 10 days
+    BOOST_TEST(site.submit("kept:scratch") == 0);
+    BOOST_REQUIRE(site.api.infos.size() == 1u);
+    BOOST_TEST(site.api.infos[0].find("warning: the copy of 'kept' in tier 'scratch' will be purged from " +
+                                      policy::day_text(now + 10 * 86400)) != std::string::npos,
+               site.api.infos[0]);
+    site.api.infos.clear();
+    record(now - 10 * 86400);  // 80 days left: nothing to say
+    BOOST_TEST(site.submit("kept:scratch") == 0);
+    BOOST_TEST(site.api.infos.empty());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,85 @@
+// dlstage status --dataset NAME: where the dataset is kept in shared tiers
+// (SCRATCH), for whom, how big, when last used, and when the site's purge
+// will take it (policies/purge.hpp).  The caller's own copies; root sees
+// every user's.
+#include <ctime>
+#include <iostream>
+#include <unistd.h>
+
+#include <toml++/toml.h>
+
+#include "cli/commands.hpp"
+#include "cli/table.hpp"
+#include "lib/copy_record.hpp"
+#include "lib/identity.hpp"
+#include "lib/log.hpp"
+#include "lib/size.hpp"
+#include "lib/strings.hpp"
+#include "policies/purge.hpp"
+
+namespace dlstage::cli {
+
+namespace {
+std::string purge_cell(const Tier& tier, const CopyRecord& r)
+{
+    const auto date = policy::purge_date(tier.purge, r.oldest);
+    if (!date)
+        return "-";
+    return policy::day_text(*date) + (*date <= std::time(nullptr) ? " (due)" : "");
+}
+
+toml::table copy_json(const Tier& tier, const FoundCopy& copy)
+{
+    toml::table t{{"tier", copy.tier}, {"user", copy.user}, {"record", copy.record_path}};
+    if (!copy.record) {
+        t.insert("problem", copy.problem);
+        return t;
+    }
+    const CopyRecord& r = *copy.record;
+    t.insert("path", r.ready.path);
+    t.insert("bytes", static_cast<std::int64_t>(r.ready.bytes));
+    t.insert("files", static_cast<std::int64_t>(r.ready.files));
+    t.insert("made", r.made);
+    t.insert("made_by", r.made_by);
+    t.insert("last_use", r.last_use);
+    t.insert("uses", static_cast<std::int64_t>(r.uses));
+    t.insert("repaired", static_cast<std::int64_t>(r.repaired));
+    if (const auto date = policy::purge_date(tier.purge, r.oldest))
+        t.insert("purge_date", *date);
+    return t;
+}
+}  // namespace
+
+int print_copies(const Config& config, const std::string& dataset, bool json)
+{
+    const std::vector<FoundCopy> copies = find_copies(config, dataset, this_user_name(), ::geteuid() == 0);
+    if (json) {
+        toml::array list;
+        for (const FoundCopy& copy : copies)
+            list.push_back(copy_json(config.tiers.at(copy.tier), copy));
+        std::cout << toml::json_formatter{toml::table{{"dataset", dataset}, {"copies", list}}} << "\n";
+        return kExitOk;
+    }
+    if (copies.empty()) {
+        std::cout << "no copies of " << quoted(dataset) << " in shared tiers\n";
+        return kExitOk;
+    }
+    // Records are the users' files: nothing in them may forge a line.
+    std::vector<std::vector<std::string>> rows = {
+        {"DATASET", "TIER", "USER", "SIZE", "FILES", "MADE", "LAST USE", "USES", "PURGE", "PATH"}};
+    for (const FoundCopy& copy : copies) {
+        if (!copy.record) {
+            rows.push_back({dataset, copy.tier, printable(copy.user), "-", "-", "-", "-", "-", "-",
+                            "unreadable: " + printable(copy.problem)});
+            continue;
+        }
+        const CopyRecord& r = *copy.record;
+        rows.push_back({dataset, copy.tier, printable(copy.user), format_size(r.ready.bytes),
+                        std::to_string(r.ready.files), policy::day_text(r.made), policy::day_text(r.last_use),
+                        std::to_string(r.uses), purge_cell(config.tiers.at(copy.tier), r), printable(r.ready.path)});
+    }
+    print_aligned(std::cout, rows);
+    return kExitOk;
+}
+
+}  // namespace dlstage::cli

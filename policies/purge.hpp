@@ -1,0 +1,38 @@
+// When the site's purge will take a copy in a shared tier (SCRATCH), and
+// whether a job should be told.  dlstage never deletes or touches files to
+// dodge the purge: it only knows the rule the site wrote in the tier
+// (purge_days, purge_by, warn_days) and the times of the copy's files as
+// the stager last saw them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "lib/config.hpp"
+#include "policies/verdict.hpp"
+
+namespace dlstage::policy {
+
+// A file's times, seconds since the epoch.
+struct FileTimes {
+    std::int64_t atime = 0, mtime = 0, ctime = 0;
+};
+
+// The time a file's age counts from, as the site's purge tool counts it.
+std::int64_t purge_clock(PurgeBy by, const FileTimes& times);
+
+// When a copy whose oldest file (by purge_clock) dates from `oldest` will
+// start to be purged; nothing when the tier has no purge.
+std::optional<std::int64_t> purge_date(const PurgeRule& rule, std::int64_t oldest);
+
+// At submit: allowed always (a purged copy is staged again without fuss);
+// the reason is a warning line when the copy will be purged within
+// warn_days of `now` (or already may have been), empty otherwise.
+Verdict purge_warning(const PurgeRule& rule, const std::string& dataset, const std::string& tier,
+                      std::int64_t oldest, std::int64_t now);
+
+// "2026-11-23" (UTC): how dates are shown to users and in status.
+std::string day_text(std::int64_t time);
+
+}  // namespace dlstage::policy

@@ -1,0 +1,43 @@
+#include "policies/shared_copy.hpp"
+
+namespace dlstage::policy {
+
+CopyDecision decide_copy(const CopyFacts& facts)
+{
+    if (!facts.has_record)
+        return {CopyAction::Stage, "no complete copy yet"};
+    if (!facts.same_source)
+        return {CopyAction::Stage, "the source changed since the copy was made: staging it again"};
+    if (!facts.has_listing)
+        return {CopyAction::Stage, "the list of what the copy holds is gone: staging it again"};
+    const std::uint64_t bad = facts.missing + facts.wrong_size;
+    if (bad == 0)
+        return {CopyAction::Reuse, "the copy is complete and the source unchanged"};
+    const std::string count = std::to_string(facts.missing) + " missing and " + std::to_string(facts.wrong_size) +
+                              " truncated or changed of " + std::to_string(facts.entries) + " entries";
+    // A purge takes files one by one; in copy mode each comes back alone.
+    // An unpacked archive cannot say which archive held a file: all again.
+    if (facts.repairable)
+        return {CopyAction::Repair, count + " (purged?): fetching them again"};
+    return {CopyAction::Stage, count + " (purged?) in an unpacked copy: staging it again"};
+}
+
+Verdict lock_is_stale(const LockFacts& facts)
+{
+    const std::string holder = "job " + facts.holder_job + " on " + facts.holder_host + " (pid " +
+                               std::to_string(facts.holder_pid) + ")";
+    // A relaunch of the stager in the same job, or a job run again under
+    // its id: the earlier attempt is over by the time this one runs.
+    if (!facts.holder_job.empty() && facts.holder_job == facts.my_job)
+        return Verdict::allow("left by an earlier attempt of this job (" + holder + ")");
+    if (facts.holder_host == facts.my_host && facts.holder_alive && !*facts.holder_alive)
+        return Verdict::allow("its holder, " + holder + ", is gone");
+    if (facts.job_running && !*facts.job_running)
+        return Verdict::allow("its holder's job " + facts.holder_job + " has ended");
+    if (facts.silent_s > facts.silence_limit_s)
+        return Verdict::allow("its holder, " + holder + ", has been silent for " + std::to_string(facts.silent_s) +
+                              " s");
+    return Verdict::refuse(holder + " is staging it");
+}
+
+}  // namespace dlstage::policy

@@ -1,0 +1,50 @@
+// A copy in a shared tier (one for all nodes, kept across jobs): whether a
+// job may use the copy it finds, must repair it or must stage it again, and
+// when another job's lock on it may be broken.  Facts in, decision out; the
+// stager gathers the facts (stager/shared_copy.cpp).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "policies/verdict.hpp"
+
+namespace dlstage::policy {
+
+// What the stager found about a copy.
+struct CopyFacts {
+    bool has_record = false;       // .ready-NAME.toml readable and whole
+    bool same_source = false;      // its source identity equals the source's now
+    bool has_listing = false;      // the list of what the copy holds
+    bool repairable = false;       // mode = "copy": each missing file can be fetched alone
+    std::uint64_t entries = 0;     // entries the copy must hold
+    std::uint64_t missing = 0;     // not there, or not of their type
+    std::uint64_t wrong_size = 0;  // files of another size (truncated by a purge, or changed)
+};
+
+enum class CopyAction { Reuse, Repair, Stage };
+
+struct CopyDecision {
+    CopyAction action = CopyAction::Stage;
+    std::string reason;  // one line for the job output
+};
+
+CopyDecision decide_copy(const CopyFacts& facts);
+
+// Who holds a lock on a copy, and what the waiter can tell about them.
+struct LockFacts {
+    std::string holder_job, holder_host;
+    long holder_pid = 0;
+    std::string my_job, my_host;
+    std::optional<bool> holder_alive;     // kill(pid, 0) on the holder's host: known only there
+    std::optional<bool> job_running;      // Slurm's view of holder_job; nothing when Slurm did not answer
+    std::int64_t silent_s = 0;            // seconds since the holder's last heartbeat
+    std::int64_t silence_limit_s = 300;   // a live holder beats every few seconds
+};
+
+// Allowed: the lock is stale and may be broken; the reason says why.
+// Refused: the holder is (or may be) at work; the reason says who it is.
+Verdict lock_is_stale(const LockFacts& facts);
+
+}  // namespace dlstage::policy

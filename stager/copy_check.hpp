@@ -1,0 +1,55 @@
+// What a job checks before it reuses a copy in a shared tier, and how it
+// fetches back what the site's purge took: the source's identity (each
+// entry's path, type, size, mtime and mode, as planned), the list of what
+// the copy holds (its contents file: a plan of the copy, in the plan's
+// wire format), and a check of the copy against that list by stat alone,
+// many in flight, each rank its share.  No MPI here: the caller shares the
+// work out (stager/shared_copy.cpp).
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lib/config.hpp"
+#include "stager/plan.hpp"
+
+namespace dlstage::stager {
+
+// Hex digest of everything the plan says about the source: equal
+// identities mean no file was added, removed, resized or touched.
+std::string source_identity(const Plan& plan);
+
+// The contents file `name` in the directory open as dir_fd (shown in
+// messages as `shown`), replaced atomically; read_contents: nothing when
+// there is none, Error when it is not a plan.
+void write_contents(int dir_fd, const std::string& shown, const std::string& name, const Plan& contents);
+std::optional<Plan> read_contents(const std::string& path);
+
+struct CopyCheck {
+    std::uint64_t checked = 0;
+    std::uint64_t missing = 0;     // absent, or of another type
+    std::uint64_t wrong_size = 0;  // files only
+    std::vector<std::size_t> bad;  // indexes into contents.entries, sorted
+    std::int64_t oldest = std::numeric_limits<std::int64_t>::max();  // min purge clock of the files seen
+};
+
+struct CheckShare {
+    int rank = 0, ranks = 1;  // entries i with i % ranks == rank
+    unsigned threads = 16;    // stats in flight
+    PurgeBy purge_by = PurgeBy::Atime;
+    bool refresh_atime = false;  // a site's refresh_on_use
+};
+
+// Checks this share of contents' entries below the directory open as
+// copy_fd (lstat: a symlink is checked as a symlink).
+CopyCheck check_copy(int copy_fd, const Plan& contents, const CheckShare& share);
+
+// Fetches entry `entry` (a file) of the plan from the source into the copy
+// again, under a temporary name renamed over what is there.  Throws Error
+// when the source changed (size or mtime) or cannot be read.
+void fetch_again(const Plan& plan, std::size_t entry, int copy_fd, const std::string& shown, bool keep_times);
+
+}  // namespace dlstage::stager

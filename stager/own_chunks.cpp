@@ -1,0 +1,73 @@
+#include "stager/own_chunks.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include "lib/sys/parallel.hpp"
+#include "stager/source_reader.hpp"
+
+namespace dlstage::stager {
+
+ExchangeResult copy_own_chunks(const std::vector<Chunk>& chunks, const Plan& plan, TreeWriter& writer, int rank,
+                               int ranks, const ExchangeOptions& options, const ProgressFn& progress)
+{
+    std::vector<std::size_t> mine;
+    for (std::size_t c = static_cast<std::size_t>(rank); c < chunks.size(); c += static_cast<std::size_t>(ranks))
+        mine.push_back(c);
+    // Readers and writers are the same threads here: each reads a chunk
+    // and writes it, as many streams as the ring's readers and writers.
+    const unsigned threads = std::max(1u, options.readers + options.writers);
+    std::atomic<std::size_t> next{0}, done{0};
+    std::atomic<std::uint64_t> bytes{0};
+    std::atomic<bool> failed{false};
+    std::mutex report;
+    const auto begin = std::chrono::steady_clock::now();
+    auto last = begin;
+    // The read rate limit (DLSTAGE_RATE_LIMIT, per node): a chunk starts
+    // once this rank's reads so far fit the rate.
+    std::mutex throttle;
+    std::uint64_t reserved = 0;
+    const auto wait_for_turn = [&](std::uint64_t chunk_bytes) {
+        if (options.read_rate_limit == 0)
+            return;
+        std::chrono::steady_clock::time_point due;
+        {
+            std::lock_guard<std::mutex> lock(throttle);
+            due = begin + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(
+                              static_cast<double>(reserved) / static_cast<double>(options.read_rate_limit)));
+            reserved += chunk_bytes;
+        }
+        std::this_thread::sleep_until(due);
+    };
+    // One index per worker; the first error stops the others' loops and
+    // is rethrown here.
+    for_each_index(threads, threads, [&](std::size_t) {
+        SourceReader reader(plan);
+        std::vector<char> buffer(options.chunk_size);
+        const struct Flag {
+            std::atomic<bool>& failed;
+            ~Flag() { if (std::uncaught_exceptions() > 0) failed = true; }
+        } flag{failed};
+        for (std::size_t k = next++; k < mine.size() && !failed; k = next++) {
+            const Chunk& chunk = chunks[mine[k]];
+            wait_for_turn(chunk.bytes);
+            reader.read(chunk, buffer.data());
+            writer.write(chunk, buffer.data());
+            ++done;
+            bytes += chunk.bytes;
+            std::unique_lock<std::mutex> lock(report, std::try_to_lock);
+            if (lock && std::chrono::steady_clock::now() - last > std::chrono::milliseconds(200)) {
+                last = std::chrono::steady_clock::now();
+                if (progress)
+                    progress(done.load(), bytes.load());
+            }
+        }
+    });
+    return {bytes.load()};
+}
+
+}  // namespace dlstage::stager

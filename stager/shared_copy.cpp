@@ -1,0 +1,358 @@
+#include "stager/shared_copy.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <ctime>
+#include <fcntl.h>
+#include <memory>
+#include <mpi.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lib/contract.hpp"
+#include "lib/copy_record.hpp"
+#include "lib/error.hpp"
+#include "lib/log.hpp"
+#include "lib/size.hpp"
+#include "lib/state_record.hpp"
+#include "lib/strings.hpp"
+#include "lib/sys/sys_error.hpp"
+#include "lib/sys/tree_remover.hpp"
+#include "policies/purge.hpp"
+#include "policies/shared_copy.hpp"
+#include "stager/copy_check.hpp"
+#include "stager/copy_lock.hpp"
+#include "stager/stage_steps.hpp"
+
+namespace dlstage::stager {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+std::int64_t now_s()
+{
+    return static_cast<std::int64_t>(std::time(nullptr));
+}
+
+int broadcast_int(int value)
+{
+    MPI_Bcast(&value, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    return value;
+}
+
+std::int64_t reduce_min(std::int64_t mine)
+{
+    long long in = mine, out = 0;
+    MPI_Allreduce(&in, &out, 1, MPI_LONG_LONG, MPI_MIN, MPI_COMM_WORLD);
+    return out;
+}
+
+// What every rank needs to know of the copy before deciding.
+struct Found {
+    std::optional<CopyRecord> record;  // rank 0 only
+    std::string identity;              // rank 0 only
+    bool has_record = false;           // every rank: there is a readable record
+    bool same_source = false;          // every rank: ... of a copy of the source as it is now
+    bool usable = false;               // every rank: ... and its contents file is readable
+    Plan contents;                     // every rank, when usable
+};
+
+Found look_for_copy(const StageItem& item, const DatasetLayout& here, const Plan& plan, const NodeContext& ctx)
+{
+    Found found;
+    int seen = 0;  // 1: a record, 2: of this source
+    if (ctx.rank == 0) {
+        found.identity = source_identity(plan);
+        try {
+            found.record = read_copy_record(here.ready_marker);
+        } catch (const Error& e) {
+            say(item.dataset.name + ": the copy's record is unreadable (" + e.what() + "): staging it again");
+        }
+        if (found.record)
+            seen = found.record->identity == found.identity && found.record->mode == to_string(item.dataset.mode)
+                       ? 2
+                       : 1;
+    }
+    seen = broadcast_int(seen);
+    found.has_record = seen >= 1;
+    found.same_source = seen == 2;
+    if (!found.same_source)
+        return found;
+    int readable = 1;
+    try {
+        const std::optional<Plan> contents = read_contents(here.contents_file);
+        readable = contents ? 1 : 0;
+        if (contents)
+            found.contents = *contents;
+    } catch (const Error&) {
+        readable = 0;
+    }
+    found.usable = all_ranks(readable != 0);
+    return found;
+}
+
+struct Checked {
+    policy::CopyFacts facts;
+    CopyCheck mine;
+    std::int64_t oldest = 0;
+};
+
+Checked check_share(const StageItem& item, const DatasetLayout& here, const Found& found, const NodeContext& ctx)
+{
+    Checked checked;
+    checked.facts.has_record = found.has_record;
+    checked.facts.same_source = found.same_source;
+    checked.facts.has_listing = found.usable;
+    checked.facts.repairable = item.dataset.mode == Mode::Copy;
+    if (!found.usable)
+        return checked;
+    Fd copy(::open(here.dataset_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    CheckShare share;
+    share.rank = ctx.rank;
+    share.ranks = ctx.size;
+    share.purge_by = item.tier.purge.by;
+    share.refresh_atime = item.tier.purge.refresh_on_use;
+    if (copy.valid())
+        checked.mine = check_copy(copy.get(), found.contents, share);
+    else  // the whole copy is gone: every entry of this share is missing
+        checked.mine.missing = (found.contents.entries.size() + static_cast<std::size_t>(ctx.size - 1 - ctx.rank)) /
+                               static_cast<std::size_t>(ctx.size);
+    checked.facts.entries = found.contents.entries.size();
+    checked.facts.missing = reduce_over_ranks(checked.mine.missing, MPI_SUM);
+    checked.facts.wrong_size = reduce_over_ranks(checked.mine.wrong_size, MPI_SUM);
+    if (!copy.valid())
+        checked.facts.repairable = false;
+    checked.facts.repairable = all_ranks(checked.facts.repairable);
+    checked.oldest = reduce_min(checked.mine.oldest);
+    return checked;
+}
+
+// Directories first, by rank 0 in plan order; then each rank its files.
+void repair(const StageItem& item, const DatasetLayout& layout, const DatasetLayout& here, const Plan& contents,
+            const Checked& checked, const NodeContext& ctx)
+{
+    Fd copy(::open(here.dataset_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!copy.valid())
+        throw_cannot("open", layout.dataset_dir, errno);
+    std::vector<std::size_t> dirs;
+    for (std::size_t i = 0; i < contents.entries.size(); ++i)
+        if (contents.entries[i].type == EntryType::Dir) {
+            struct stat st {};
+            if (::fstatat(copy.get(), contents.entries[i].path.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+                dirs.push_back(i);
+        }
+    if (ctx.rank == 0)
+        for (const std::size_t i : dirs)
+            if (::mkdirat(copy.get(), contents.entries[i].path.c_str(), 0700 | (contents.entries[i].mode & 0777)) != 0 &&
+                errno != EEXIST)
+                throw_cannot("create", layout.dataset_dir + "/" + contents.entries[i].path, errno);
+    quiet_barrier();
+    const bool keep_times = !(item.tier.purge.days > 0 && item.tier.purge.by == PurgeBy::Mtime);
+    for (const std::size_t i : checked.mine.bad) {
+        const Entry& e = contents.entries[i];
+        if (e.type == EntryType::File) {
+            fetch_again(contents, i, copy.get(), layout.dataset_dir, keep_times);
+        } else if (e.type == EntryType::Symlink) {
+            ::unlinkat(copy.get(), e.path.c_str(), 0);
+            if (::symlinkat(e.target.c_str(), copy.get(), e.path.c_str()) != 0)
+                throw_cannot("create symlink", layout.dataset_dir + "/" + e.path, errno);
+        }
+    }
+    quiet_barrier();
+}
+
+// Rank 0: the new copy into place, the old one aside and away.
+void publish_copy(const StageItem& item, const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir,
+                  const NodeContext& ctx)
+{
+    struct stat st {};
+    std::string retired;
+    if (::lstat(here.dataset_dir.c_str(), &st) == 0) {
+        retired = here.retired_dir + "-" + ctx.values.job_id;
+        const RemoveResult cleared = remove_tree_at(job_dir.get(), retired, layout.tier_dir);
+        if (!cleared.ok())
+            throw Error("cannot clear " + layout.tier_dir + "/" + retired + ": " + cleared.problems.front());
+        // Jobs still reading the old copy keep the files they have open.
+        if (::rename(here.dataset_dir.c_str(), retired.c_str()) != 0)
+            throw_cannot("move the old copy aside", layout.dataset_dir, errno);
+    }
+    if (::rename(here.partial_dir.c_str(), here.dataset_dir.c_str()) != 0)
+        throw_cannot("rename", layout.partial_dir + " to " + layout.dataset_dir, errno);
+    if (!retired.empty()) {
+        const RemoveResult removed = remove_tree_at(job_dir.get(), retired, layout.tier_dir);
+        if (!removed.ok())
+            say(item.dataset.name + ": the replaced copy stays in " + layout.tier_dir + "/" + retired + ": " +
+                removed.problems.front());
+    }
+}
+
+// What the copy holds: the plan itself, or what extraction wrote.
+Plan contents_of(const StageItem& item, const DatasetLayout& layout, const Plan& plan)
+{
+    if (item.dataset.mode != Mode::Extract)
+        return plan;
+    Dataset unpacked;
+    unpacked.name = item.dataset.name;
+    unpacked.source = layout.dataset_dir;
+    unpacked.format = Format::Dir;
+    return build_plan(unpacked);
+}
+
+CopyRecord new_record(const StageItem& item, const DatasetLayout& layout, const Plan& plan, const Plan& contents,
+                      const std::string& identity, const NodeContext& ctx)
+{
+    CopyRecord r;
+    r.ready.dataset = item.dataset.name;
+    r.ready.tier = item.tier.name;
+    r.ready.source = item.dataset.source;
+    const bool one_file = plan.single_file && item.dataset.mode != Mode::Extract;
+    r.ready.path = one_file ? layout.dataset_dir + "/" + plan.entries.front().path : layout.dataset_dir;
+    r.ready.bytes = contents.total_bytes();
+    r.ready.files = contents.file_count();
+    r.identity = identity;
+    r.mode = to_string(item.dataset.mode);
+    r.entries = contents.entries.size();
+    r.made = now_s();
+    r.made_by = ctx.values.job_id;
+    r.oldest = r.made;
+    return r;
+}
+
+void record_use(CopyRecord& record, const DatasetLayout& here, const NodeContext& ctx, std::int64_t oldest)
+{
+    record.uses += 1;
+    record.last_use = now_s();
+    record.last_job = ctx.values.job_id;
+    if (oldest != std::numeric_limits<std::int64_t>::max())
+        record.oldest = oldest;
+    write_record(here.ready_marker, copy_record_table(record));
+}
+
+// The job's own record of what happened, for `dlstage status`.
+void record_job_state(const StageItem& item, const CopyRecord& record, const NodeContext& ctx, const char* state)
+{
+    try {
+        write_record(progress_record_path(ctx.state_dir, ctx.values.job_id, item.dataset.name),
+                     toml::table{{"dataset", item.dataset.name},
+                                 {"tier", item.tier.name},
+                                 {"state", state},
+                                 {"nodes", ctx.size},
+                                 {"bytes_total", static_cast<std::int64_t>(record.ready.bytes)},
+                                 {"bytes_done", static_cast<std::int64_t>(record.ready.bytes)},
+                                 {"files_total", static_cast<std::int64_t>(record.ready.files)},
+                                 {"path", record.ready.path},
+                                 {"time", static_cast<std::int64_t>(std::time(nullptr))}});
+    } catch (const Error& e) {
+        sayf("%s: no progress record: %s", item.dataset.name.c_str(), e.what());
+    }
+}
+
+std::string purge_note(const Tier& tier, std::int64_t oldest)
+{
+    const auto date = policy::purge_date(tier.purge, oldest);
+    return date ? "; purged from " + policy::day_text(*date) + " unless used" : "";
+}
+
+// What a failed or interrupted staging left; the copy itself stays until
+// the new one replaces it.
+void clear_partial(const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir)
+{
+    for (const std::string* name : {&here.partial_dir, &here.incoming_dir}) {
+        const RemoveResult removed = remove_tree_at(job_dir.get(), *name, layout.tier_dir);
+        if (!removed.ok())
+            throw Error("cannot clear " + layout.tier_dir + "/" + *name + ": " + removed.problems.front());
+    }
+}
+
+void stage_copy(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options,
+                const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir, const Plan& plan,
+                const std::string& identity, const std::string& why)
+{
+    const auto start = Clock::now();
+    const std::uint64_t cpu_start = cpu_now();
+    if (ctx.rank == 0) {
+        say(item.dataset.name + ": " + why);
+        clear_partial(layout, here, job_dir);
+    }
+    quiet_barrier();
+    const policy::ExtractionBudget budget = check_space(item, job_dir, layout.tier_dir, plan);
+    if (ctx.rank == 0)
+        say_staging(item, ctx, plan);
+    const TransferResult moved = transfer(item, ctx, options, layout, here, job_dir, plan, budget);
+    MPI_Barrier(MPI_COMM_WORLD);  // every rank's share is written
+    if (ctx.rank == 0) {
+        publish_copy(item, layout, here, job_dir, ctx);
+        const Plan contents = contents_of(item, layout, plan);
+        write_contents(job_dir.get(), layout.tier_dir, here.contents_file, contents);
+        CopyRecord record = new_record(item, layout, plan, contents, identity, ctx);
+        record_use(record, here, ctx, record.made);
+        moved.done();
+    }
+    say_transferred(item, ctx, plan, moved.bytes_read, start, cpu_start);
+}
+void use_or_stage(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options,
+                  const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir)
+{
+    const auto start = Clock::now();
+    const Plan plan = broadcast_plan(item, ctx);
+    check_mode_fits_plan(item, plan);
+    Found found = look_for_copy(item, here, plan, ctx);
+    const Checked checked = check_share(item, here, found, ctx);
+    const policy::CopyDecision decision = policy::decide_copy(checked.facts);
+    const double check_s = std::chrono::duration<double>(Clock::now() - start).count();
+
+    if (decision.action == policy::CopyAction::Stage) {
+        stage_copy(item, ctx, options, layout, here, job_dir, plan, found.identity, decision.reason);
+    } else {
+        if (decision.action == policy::CopyAction::Repair)
+            repair(item, layout, here, found.contents, checked, ctx);
+        if (ctx.rank == 0) {
+            CopyRecord& record = *found.record;
+            const std::uint64_t fixed = checked.facts.missing + checked.facts.wrong_size;
+            record.repaired += fixed;
+            // Files fetched again, or every file when the site refreshes
+            // access times on use, count from now.
+            const std::int64_t oldest = item.tier.purge.refresh_on_use ? now_s()
+                                        : fixed > 0 ? std::min(checked.oldest, now_s())
+                                                    : checked.oldest;
+            record_use(record, here, ctx, oldest);
+            record_job_state(item, record, ctx, kReusedState);
+            sayf("%s: %s the copy in %s (%s in %llu files, made by job %s on %s, used %llu times); checked in "
+                 "%.2f s%s%s",
+                 item.dataset.name.c_str(), fixed ? "repaired and reused" : "reused", layout.dataset_dir.c_str(),
+                 format_size(record.ready.bytes).c_str(), static_cast<unsigned long long>(record.ready.files),
+                 record.made_by.c_str(), policy::day_text(record.made).c_str(),
+                 static_cast<unsigned long long>(record.uses), check_s,
+                 fixed ? ("; fetched " + std::to_string(fixed) + " purged files again").c_str() : "",
+                 purge_note(item.tier, record.oldest).c_str());
+        }
+    }
+}
+}  // namespace
+
+void stage_shared(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options,
+                  const DatasetLayout& layout, const Fd& job_dir)
+{
+    const DatasetLayout here = dataset_layout_within(item);
+    std::unique_ptr<CopyLock> lock;
+    if (ctx.rank == 0) {
+        LockOptions lock_options;
+        lock_options.say = [&](const std::string& line) { say(item.dataset.name + ": " + line); };
+        lock = std::make_unique<CopyLock>(job_dir.get(), here.lock_file, layout.lock_file,
+                                          LockHolder{ctx.values.job_id, ctx.node, static_cast<long>(::getpid()), 0},
+                                          lock_options);
+    }
+    quiet_barrier();  // the others wait for the lock without spinning
+    try {
+        use_or_stage(item, ctx, options, layout, here, job_dir);
+    } catch (...) {
+        if (lock)
+            lock->release();  // else the next job waits until it is judged stale
+        throw;
+    }
+    if (lock)
+        lock->release();
+}
+
+}  // namespace dlstage::stager

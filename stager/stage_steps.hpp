@@ -1,0 +1,55 @@
+// The steps of staging one dataset that node tiers (stager/stage_dataset)
+// and shared tiers (stager/shared_copy) have in common.  All are collective
+// over MPI_COMM_WORLD unless said otherwise; the working directory is the
+// tier directory the stager entered and checked.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <mpi.h>
+
+#include "lib/job_layout.hpp"
+#include "lib/stage_spec.hpp"
+#include "lib/sys/fd.hpp"
+#include "policies/admission.hpp"
+#include "stager/plan.hpp"
+#include "stager/stage_dataset.hpp"
+
+namespace dlstage::stager {
+
+bool all_ranks(bool mine);
+std::uint64_t reduce_over_ranks(std::uint64_t mine, MPI_Op op);
+// A barrier that sleeps while it waits instead of spinning a core.
+void quiet_barrier();
+
+// Rank 0 plans (walk or manifest) and every rank gets the plan.
+Plan broadcast_plan(const StageItem& item, const NodeContext& ctx);
+void check_mode_fits_plan(const StageItem& item, const Plan& plan);
+// The tier's file system against what the plan brings (this rank's node).
+policy::ExtractionBudget check_space(const StageItem& item, const Fd& job_dir, const std::string& shown,
+                                     const Plan& plan);
+// Removes what an earlier attempt left of the dataset in the directory.
+void clear_leftovers(const DatasetLayout& here, const Fd& job_dir, const std::string& shown);
+
+// "staging NAME (SIZE in N files) from SOURCE to TIER on N nodes" (rank 0).
+void say_staging(const StageItem& item, const NodeContext& ctx, const Plan& plan);
+
+struct TransferResult {
+    std::uint64_t bytes_read = 0;  // from the source, by this rank
+    std::function<void()> done;    // records the job's progress as ready (rank 0)
+};
+
+// From the plan to the complete tree in here.partial_dir: read once,
+// written on every node (node tiers) or once into the shared tier, and
+// extracted (mode = "extract").  The caller publishes it.
+TransferResult transfer(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options,
+                        const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir, const Plan& plan,
+                        const policy::ExtractionBudget& budget);
+
+// The summary line (rank 0; every rank must call it: it reduces).
+void say_transferred(const StageItem& item, const NodeContext& ctx, const Plan& plan, std::uint64_t bytes_read,
+                     std::chrono::steady_clock::time_point start, std::uint64_t cpu_start);
+std::uint64_t cpu_now();  // this process's CPU time so far, microseconds
+
+}  // namespace dlstage::stager

@@ -1,0 +1,187 @@
+#!/usr/bin/env bats
+# A shared tier (SCRATCH): one copy made by all nodes of a job together,
+# reused by the user's later jobs after a cheap check, repaired after the
+# site's purge, staged again when the source changed, one transfer for two
+# jobs at once, and nobody else's to change.  SCRATCH here is a directory
+# every virtual node sees; the purge is faked with `touch -d`.
+
+load helpers
+
+SCRATCH="$DLSTAGE_TEST_DIR/scratch/dlstage"
+MUTABLE="$DLSTAGE_TEST_DIR/data/mutable"
+
+teardown() {
+    scancel -u "$VCLUSTER_USER" 2>/dev/null || true
+    scancel -u "$OTHER_USER" 2>/dev/null || true
+}
+
+mine() { echo "$SCRATCH/$VCLUSTER_USER"; }
+
+# forget NAME: the test user's copy of NAME and its record go (as a fresh start).
+forget() {
+    rm -rf "$(mine)/$1" "$(mine)/.ready-$1.toml" "$(mine)/.contents-$1" "$(mine)/.lock-$1"
+}
+
+# on_all NAME SPEC: a 3-node srun staging SPEC; each node prints
+# "NODE PATH DIGEST" of $DLSTAGE_<NAME>.
+on_all() {
+    run as_user srun -N3 --stage-data="$2" bash -c "p=DLSTAGE_$1; echo \"\$(hostname) \${!p} \$('$DIGEST' \"\${!p}\")\""
+    echo "$output"
+}
+
+copy_value() { record_value "$(mine)/.ready-$1.toml" "$2"; }
+
+@test "one copy made by all nodes together: each byte read once, every node sees it, the copy is the user's" {
+    forget tree
+    on_all TREE tree:scratch
+    [ "$status" -eq 0 ]
+    each_node_says "$output" "$(mine)/tree $("$DIGEST" "$DATA/tree")"
+    grep -q "staged tree to scratch (one shared copy) by 3 nodes" <<<"$output"
+    grep -Eq "source bytes read [^ ]+ [^ ]+ \(1\.00x\)" <<<"$output"
+    [ "$(stat -c '%U %a' "$(mine)")" = "$VCLUSTER_USER 700" ]
+    [ "$(stat -c '%U %a' "$SCRATCH")" = "root 755" ]
+    [ "$(copy_value tree 'r["uses"]')" = 1 ]
+    [ ! -e "$(mine)/.lock-tree" ]
+    assert_healthy
+}
+
+@test "a later job reuses the copy and reads nothing from the source" {
+    forget mutable
+    on_all MUTABLE mutable:scratch
+    [ "$status" -eq 0 ]
+    want=$("$DIGEST" "$MUTABLE")
+    # An atime older than a day: any read would move it (relatime).
+    find "$MUTABLE" -type f -exec touch -a -d '3 days ago' {} +
+    before=$(find "$MUTABLE" -type f -printf '%A@ %p\n' | sort)
+    on_all MUTABLE mutable:scratch
+    [ "$status" -eq 0 ]
+    each_node_says "$output" "$(mine)/mutable $want"
+    grep -q "mutable: reused the copy in $(mine)/mutable" <<<"$output"
+    ! grep -q "staging mutable" <<<"$output" || false
+    diff <(echo "$before") <(find "$MUTABLE" -type f -printf "%A@ %p\n" | sort)
+    [ "$(copy_value mutable 'r["uses"]')" = 2 ]
+}
+
+@test "files the purge took are fetched again; the copy is whole after" {
+    on_all MUTABLE mutable:scratch
+    [ "$status" -eq 0 ]
+    rm "$(mine)/mutable/d1/f2.bin" "$(mine)/mutable/d2/f1.bin" "$(mine)/mutable/link"
+    truncate -s 10 "$(mine)/mutable/d2/f3.bin"
+    on_all MUTABLE mutable:scratch
+    [ "$status" -eq 0 ]
+    grep -q "mutable: repaired and reused the copy" <<<"$output"
+    grep -q "fetched 4 purged files again" <<<"$output"
+    each_node_says "$output" "$(mine)/mutable $("$DIGEST" "$MUTABLE")"
+}
+
+@test "a source changed since the copy was made is staged again: never stale data" {
+    on_all MUTABLE mutable:scratch
+    [ "$status" -eq 0 ]
+    printf 'more' >> "$MUTABLE/d1/f4.bin"
+    on_all MUTABLE mutable:scratch
+    [ "$status" -eq 0 ]
+    grep -q "the source changed since the copy was made" <<<"$output"
+    each_node_says "$output" "$(mine)/mutable $("$DIGEST" "$MUTABLE")"
+    ls -a "$(mine)" | { ! grep -q '^\.retired-\|^\.partial-'; }
+}
+
+@test "a copy near its purge date: a warning at submit with the date, and the date in status" {
+    on_all MUTABLE mutable:scratch
+    [ "$status" -eq 0 ]
+    find "$(mine)/mutable" -type f -exec touch -a -d '80 days ago' {} +
+    # The next use sees the old access times and records them.
+    on_all MUTABLE mutable:scratch
+    [ "$status" -eq 0 ]
+    date=$(date -u -d "@$(( $(copy_value mutable 'r["oldest"]') + 90 * 86400 ))" +%F)
+    run as_user sbatch --parsable -N1 --stage-data=mutable:scratch --wrap true
+    echo "$output"
+    [ "$status" -eq 0 ]
+    grep -q "dlstage: warning: the copy of 'mutable' in tier 'scratch' will be purged from $date" <<<"$output"
+    run as_user "$DLSTAGE_BIN" --config "$DLSTAGE_TEST_DIR/dlstage.toml" status --dataset mutable
+    echo "$output"
+    [ "$status" -eq 0 ]
+    grep -Eq "^mutable +scratch +$VCLUSTER_USER .* $date +$(mine)/mutable$" <<<"$output"
+    run as_user "$DLSTAGE_BIN" --config "$DLSTAGE_TEST_DIR/dlstage.toml" status --dataset mutable --json
+    [ "$(python3 -c 'import json,sys; c=json.load(sys.stdin)["copies"][0]; print(c["path"], c["uses"] >= 2)' <<<"$output")" = \
+        "$(mine)/mutable True" ]
+}
+
+@test "two jobs staging one dataset at once make one copy: the second waits and reuses it" {
+    forget big
+    run as_user sbatch --parsable -N3 -o first.txt --export=ALL,DLSTAGE_RATE_LIMIT=3M \
+        --stage-data=big:scratch --wrap 'echo "FIRST $("'"$DIGEST"'" "$DLSTAGE_BIG")"'
+    [ "$status" -eq 0 ]
+    first=$output
+    wait_for_file "$(mine)/.lock-big" 60
+    run as_user sbatch --parsable -N2 -o second.txt --stage-data=big:scratch \
+        --wrap 'echo "SECOND $("'"$DIGEST"'" "$DLSTAGE_BIG")"'
+    [ "$status" -eq 0 ]
+    second=$output
+    wait_job_gone "$first" 120
+    wait_job_gone "$second" 120
+    want=$("$DIGEST" "$DATA/file64.bin")
+    cat "$(user_workdir)/first.txt" "$(user_workdir)/second.txt"
+    grep -q "FIRST $want" "$(user_workdir)/first.txt"
+    grep -q "SECOND $want" "$(user_workdir)/second.txt"
+    grep -q "staged big to scratch" "$(user_workdir)/first.txt"
+    grep -q "big: waiting: job $first on n[0-9] (pid [0-9]*) is staging it" "$(user_workdir)/second.txt"
+    grep -q "big: reused the copy" "$(user_workdir)/second.txt"
+    ! grep -q "staged big" "$(user_workdir)/second.txt" || false
+    [ "$(copy_value big 'r["uses"]')" = 2 ]
+}
+
+@test "a lock left by a job that is gone is broken, and the job stages" {
+    rm -f "$(mine)/.lock-mutable"
+    install -d -o "$VCLUSTER_USER" -m 0700 "$(mine)"
+    printf 'job 999999\nhost n2\npid 1\nsince 1\n' > "$(mine)/.lock-mutable"
+    chown "$VCLUSTER_USER" "$(mine)/.lock-mutable"
+    on_all MUTABLE mutable:scratch
+    [ "$status" -eq 0 ]
+    grep -q "broke the lock $(mine)/.lock-mutable: its holder's job 999999 has ended" <<<"$output"
+    [ ! -e "$(mine)/.lock-mutable" ]
+}
+
+@test "another user can neither read nor change the copy; their job makes their own" {
+    on_all TREE tree:scratch
+    [ "$status" -eq 0 ]
+    run as_other ls "$(mine)/tree"
+    [ "$status" -ne 0 ]
+    run as_other touch "$(mine)/tree/planted"
+    [ "$status" -ne 0 ]
+    run as_other rm -rf "$(mine)/tree"
+    [ "$status" -ne 0 ]
+    [ -d "$(mine)/tree" ]
+    run as_other srun -N2 --stage-data=tree:scratch bash -c 'echo "$(hostname) $DLSTAGE_TREE"'
+    echo "$output"
+    [ "$status" -eq 0 ]
+    grep -q "n1 $SCRATCH/$OTHER_USER/tree" <<<"$output"
+    grep -q "staged tree to scratch" <<<"$output"
+    [ "$(stat -c '%U %a' "$SCRATCH/$OTHER_USER")" = "$OTHER_USER 700" ]
+    on_all TREE tree:scratch
+    each_node_says "$output" "$(mine)/tree $("$DIGEST" "$DATA/tree")"
+}
+
+@test "a shared tier with cleanup job-end: one copy for the job, removed once when it ends" {
+    on_all TREE tree:jobscratch
+    [ "$status" -eq 0 ]
+    job=$(squeue -h -t all -u "$VCLUSTER_USER" -o %i | sort -n | tail -1)
+    each_node_says "$output" "$DLSTAGE_TEST_DIR/scratch/jobs/$job/tree $("$DIGEST" "$DATA/tree")"
+    wait_job_gone "$job"
+    assert_epilogs_cleaned "$job"
+    removed=0
+    for node in n1 n2 n3; do
+        removed=$((removed + $(epilog_value "$job" "$node" 'r["removed"]')))
+    done
+    [ "$removed" -gt 0 ]
+    [ -z "$(ls -A "$DLSTAGE_TEST_DIR/scratch/jobs")" ]
+}
+
+@test "extracted tar shards in a shared tier: one unpacked copy, reused" {
+    on_all SHARDS_X shards-x:scratch
+    [ "$status" -eq 0 ]
+    each_node_says "$output" "$(mine)/shards-x $("$DIGEST" "$DATA/tree")"
+    grep -Eq "extracted [0-9]+ archives in [0-9.]+ s on one node" <<<"$output"
+    on_all SHARDS_X shards-x:scratch
+    [ "$status" -eq 0 ]
+    grep -q "shards-x: reused the copy" <<<"$output"
+}

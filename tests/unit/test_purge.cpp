@@ -1,0 +1,60 @@
+#include <boost/test/unit_test.hpp>
+
+#include "policies/purge.hpp"
+
+using namespace dlstage;
+using namespace dlstage::policy;
+
+namespace {
+constexpr std::int64_t kDay = 86400;
+constexpr std::int64_t kNow = 1795000000;  // 2026-11-18
+
+PurgeRule rule(int days, int warn, PurgeBy by = PurgeBy::Atime)
+{
+    PurgeRule r;
+    r.days = days;
+    r.warn_days = warn;
+    r.by = by;
+    return r;
+}
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(purge)
+
+BOOST_AUTO_TEST_CASE(age_counts_from_the_time_the_site_names)
+{
+    const FileTimes t{100, 200, 300};
+    BOOST_TEST(purge_clock(PurgeBy::Atime, t) == 100);
+    BOOST_TEST(purge_clock(PurgeBy::Mtime, t) == 200);
+    BOOST_TEST(purge_clock(PurgeBy::Ctime, t) == 300);
+    BOOST_TEST(purge_clock(PurgeBy::Max, FileTimes{500, 200, 300}) == 500);
+}
+
+BOOST_AUTO_TEST_CASE(no_purge_no_date_and_no_warning)
+{
+    BOOST_TEST(!purge_date(rule(0, 0), kNow).has_value());
+    BOOST_TEST(purge_warning(rule(0, 0), "d", "t", 0, kNow).reason.empty());
+}
+
+BOOST_AUTO_TEST_CASE(warns_within_warn_days_with_the_date)
+{
+    // Oldest file used 80 days ago: purged in 10 days, inside 14.
+    const Verdict v = purge_warning(rule(90, 14), "imagenet", "scratch", kNow - 80 * kDay, kNow);
+    BOOST_TEST(v.allowed);
+    BOOST_TEST(v.reason.find("'imagenet'") != std::string::npos, v.reason);
+    BOOST_TEST(v.reason.find(day_text(kNow + 10 * kDay)) != std::string::npos, v.reason);
+    BOOST_TEST(v.reason.find("90 days by atime") != std::string::npos, v.reason);
+    // 70 days ago: 20 days left, no warning.
+    BOOST_TEST(purge_warning(rule(90, 14), "imagenet", "scratch", kNow - 70 * kDay, kNow).reason.empty());
+    // Past the date: it may be partly gone already.
+    BOOST_TEST(purge_warning(rule(90, 14), "imagenet", "scratch", kNow - 95 * kDay, kNow).reason.find("already") !=
+               std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(dates_are_utc_days)
+{
+    BOOST_TEST(day_text(0) == "1970-01-01");
+    BOOST_TEST(day_text(1795000000) == "2026-11-18");
+}
+
+BOOST_AUTO_TEST_SUITE_END()

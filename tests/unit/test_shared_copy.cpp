@@ -1,0 +1,103 @@
+#include <boost/test/unit_test.hpp>
+
+#include "policies/shared_copy.hpp"
+
+using namespace dlstage::policy;
+
+BOOST_AUTO_TEST_SUITE(shared_copy)
+
+namespace {
+CopyFacts complete()
+{
+    CopyFacts f;
+    f.has_record = f.same_source = f.has_listing = f.repairable = true;
+    f.entries = 100;
+    return f;
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_complete_copy_of_an_unchanged_source_is_reused)
+{
+    BOOST_TEST(static_cast<int>(decide_copy(complete()).action) == static_cast<int>(CopyAction::Reuse));
+}
+
+BOOST_AUTO_TEST_CASE(no_record_or_a_changed_source_stages_again)
+{
+    CopyFacts f = complete();
+    f.has_record = false;
+    BOOST_TEST(static_cast<int>(decide_copy(f).action) == static_cast<int>(CopyAction::Stage));
+    f = complete();
+    f.same_source = false;
+    const CopyDecision d = decide_copy(f);
+    BOOST_TEST(static_cast<int>(d.action) == static_cast<int>(CopyAction::Stage));
+    BOOST_TEST(d.reason.find("source changed") != std::string::npos);
+    f = complete();
+    f.has_listing = false;
+    BOOST_TEST(static_cast<int>(decide_copy(f).action) == static_cast<int>(CopyAction::Stage));
+}
+
+BOOST_AUTO_TEST_CASE(purged_files_are_repaired_in_copy_mode_and_restaged_when_unpacked)
+{
+    CopyFacts f = complete();
+    f.missing = 3;
+    f.wrong_size = 1;
+    CopyDecision d = decide_copy(f);
+    BOOST_TEST(static_cast<int>(d.action) == static_cast<int>(CopyAction::Repair));
+    BOOST_TEST(d.reason.find("3 missing and 1 truncated") != std::string::npos, d.reason);
+    f.repairable = false;
+    d = decide_copy(f);
+    BOOST_TEST(static_cast<int>(d.action) == static_cast<int>(CopyAction::Stage));
+    BOOST_TEST(d.reason.find("unpacked") != std::string::npos, d.reason);
+}
+
+namespace {
+LockFacts held()
+{
+    LockFacts f;
+    f.holder_job = "7";
+    f.holder_host = "n1";
+    f.holder_pid = 4242;
+    f.my_job = "8";
+    f.my_host = "n2";
+    f.silent_s = 3;
+    return f;
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_live_holder_keeps_its_lock_and_is_named)
+{
+    LockFacts f = held();
+    f.job_running = true;
+    const Verdict v = lock_is_stale(f);
+    BOOST_TEST(!v.allowed);
+    BOOST_TEST(v.reason == "job 7 on n1 (pid 4242) is staging it");
+    // Slurm did not answer: still not broken.
+    f.job_running.reset();
+    BOOST_TEST(!lock_is_stale(f).allowed);
+}
+
+BOOST_AUTO_TEST_CASE(a_lock_is_stale_when_its_job_ended_its_process_died_or_it_fell_silent)
+{
+    LockFacts f = held();
+    f.job_running = false;
+    BOOST_TEST(lock_is_stale(f).reason.find("job 7 has ended") != std::string::npos);
+
+    f = held();
+    f.my_host = "n1";
+    f.holder_alive = false;
+    BOOST_TEST(lock_is_stale(f).allowed);
+    f.holder_alive = true;
+    f.job_running = true;
+    BOOST_TEST(!lock_is_stale(f).allowed);
+
+    f = held();
+    f.my_job = "7";
+    BOOST_TEST(lock_is_stale(f).reason.find("earlier attempt") != std::string::npos);
+
+    f = held();
+    f.job_running = true;
+    f.silent_s = 301;
+    BOOST_TEST(lock_is_stale(f).reason.find("silent for 301 s") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
