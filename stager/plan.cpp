@@ -222,7 +222,8 @@ std::uint64_t records_bytes(std::size_t count)
 }
 }  // namespace
 
-std::string wire_header(const Plan& plan)
+namespace {
+std::string header_of(const Plan& plan, std::uint64_t arena_bytes)
 {
     Writer w;
     w.put(kPlanMagic);
@@ -231,8 +232,14 @@ std::string wire_header(const Plan& plan)
     w.put(static_cast<std::uint8_t>(plan.format));
     w.put(static_cast<std::uint8_t>(plan.single_file));
     w.put(static_cast<std::uint64_t>(plan.entries.size()));
-    w.put(static_cast<std::uint64_t>(plan.entries.arena().size()));
+    w.put(arena_bytes);
     return w.take();
+}
+}  // namespace
+
+std::string wire_header(const Plan& plan)
+{
+    return header_of(plan, plan.entries.arena().size());
 }
 
 namespace {
@@ -273,12 +280,33 @@ void PlanReceiver::adopt_blocks()
     plan.entries = EntryList::adopt(std::move(records), std::move(arena));
 }
 
+// Canonical, unlike the blocks broadcast_plan sends: paths in entry order
+// (a walk fills the arena in the order threads find entries) and the
+// records' padding zeroed, so equal plans give equal bytes (a shared copy's
+// source identity is a digest of them).
 std::string serialize(const Plan& plan)
 {
-    std::string bytes = wire_header(plan);
-    const auto& records = plan.entries.records();
+    const EntryList& in = plan.entries;
+    std::vector<EntryList::Record> records(in.size());
+    std::string arena;
+    arena.reserve(in.arena().size());
+    for (std::size_t i = 0; i < in.size(); ++i) {
+        EntryList::Record& r = records[i];
+        std::memset(static_cast<void*>(&r), 0, sizeof r);
+        const EntryList::Record& from = in.record(i);
+        r.path_at = arena.size();
+        r.size = from.size;
+        r.mtime_sec = from.mtime_sec;
+        r.mtime_nsec = from.mtime_nsec;
+        r.path_len = from.path_len;
+        r.mode = from.mode;
+        r.type = from.type;
+        arena += in.path(i);
+        arena += in.target(i);
+    }
+    std::string bytes = header_of(plan, arena.size());
     bytes.append(reinterpret_cast<const char*>(records.data()), records_bytes(records.size()));
-    bytes += plan.entries.arena();
+    bytes += arena;
     return bytes;
 }
 

@@ -183,6 +183,9 @@ BOOST_AUTO_TEST_CASE(the_stager_plans_from_a_current_manifest_and_walks_otherwis
     BOOST_TEST(from_manifest.from_manifest);
     BOOST_TEST(note == "");
     const Plan walked_now = build_plan(d);
+    // The same bytes: a shared copy's source identity does not depend on
+    // where the plan came from.
+    BOOST_TEST(serialize(from_manifest) == serialize(walked_now));
     BOOST_REQUIRE(from_manifest.entries.size() == walked_now.entries.size());
     for (std::size_t i = 0; i < walked_now.entries.size(); ++i) {
         const Entry a = from_manifest.entries[i], b = walked_now.entries[i];
