@@ -76,7 +76,7 @@ out() { cat "$(user_workdir)/out.txt"; }
         [ "$(scontrol show job "$job" | grep -oE 'Restarts=[0-9]+' | cut -d= -f2)" -ge 1 ] &&
             [ "$(job_state "$job")" = COMPLETED ] && break
         # slurmctld holds a requeued job back for a while: let it go at once
-        [ "$(job_state "$job")" = PENDING ] && scontrol update jobid="$job" starttime=now 2>/dev/null
+        [ "$(job_state "$job")" = PENDING ] && { scontrol update jobid="$job" starttime=now 2>/dev/null || true; }
         sleep 0.5
     done
     out
