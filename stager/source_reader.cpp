@@ -1,5 +1,6 @@
 #include "stager/source_reader.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -55,9 +56,6 @@ int SourceReader::dir_fd_for(const std::string& dir)
 {
     if (const auto it = dir_fds_.find(dir); it != dir_fds_.end())
         return it->second.get();
-    constexpr std::size_t kMaxOpenDirs = 256;
-    if (dir_fds_.size() >= kMaxOpenDirs)
-        dir_fds_.clear();
     const std::string path = dir.empty() ? plan_.source_root : plan_.source_root + "/" + dir;
     Fd fd(::open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
     if (!fd.valid())
@@ -82,36 +80,50 @@ Fd SourceReader::open_checked(std::size_t entry, int dir_fd) const
     return fd;
 }
 
-// Opens the chunk's files that are not open yet, up to opens_ at once.
-// Directories are looked up first, on this thread (their table is the
-// reader's); the opens and their checks then run in parallel.
-void SourceReader::open_ahead(const Chunk& chunk)
+// Opens the files of the pieces from `first` on that are not open yet, up to
+// opens_ of them, all at once: so at most opens_ files (and the one the
+// reader goes on with) are open per reader however small the files of a
+// chunk are.  Directories are looked up first, on this thread (their table
+// is the reader's); the opens and their checks then run in parallel.
+// Returns the end of the pieces whose files are now open.
+std::size_t SourceReader::open_ahead(const Chunk& chunk, std::size_t first)
 {
+    // Cleared here, never while a group's directories are in use: at most
+    // kMaxOpenDirs plus one group's directories are open.
+    constexpr std::size_t kMaxOpenDirs = 256;
+    if (dir_fds_.size() >= kMaxOpenDirs)
+        dir_fds_.clear();
     std::vector<std::size_t> entries;
     std::vector<int> dirs;
-    for (const Piece& piece : chunk.pieces) {
-        if (piece.entry == open_entry_ || (!entries.empty() && entries.back() == piece.entry))
+    std::size_t end = first;
+    for (; end < chunk.pieces.size(); ++end) {
+        const std::size_t entry = chunk.pieces[end].entry;
+        if (entry == open_entry_ || (!entries.empty() && entries.back() == entry))
             continue;
-        entries.push_back(piece.entry);
-        dirs.push_back(dir_fd_for(std::string(parent_in_tree(plan_.entries[piece.entry].path))));
+        if (entries.size() == std::max(1u, opens_))
+            break;
+        entries.push_back(entry);
+        dirs.push_back(dir_fd_for(std::string(parent_in_tree(plan_.entries[entry].path))));
     }
     std::vector<Fd> fds(entries.size());
     const auto open_one = [&](std::size_t i) { fds[i] = open_checked(entries[i], dirs[i]); };
-    if (entries.size() > 1 && opens_ > 1) {
+    if (entries.size() > 1) {
         for_each_index(entries.size(), opens_, open_one);
-    } else {
-        for (std::size_t i = 0; i < entries.size(); ++i)  // a large file's chunk: no thread to start
-            open_one(i);
+    } else if (!entries.empty()) {
+        open_one(0);  // a large file's chunk: no thread to start
     }
+    opened_.clear();
     for (std::size_t i = 0; i < entries.size(); ++i)
         opened_[entries[i]] = std::move(fds[i]);
+    return end;
 }
 
 void SourceReader::read(const Chunk& chunk, char* out)
 {
-    opened_.clear();
-    open_ahead(chunk);
-    for (const Piece& piece : chunk.pieces) {
+    for (std::size_t next = 0, opened_until = 0; next < chunk.pieces.size(); ++next) {
+        if (next == opened_until)
+            opened_until = open_ahead(chunk, next);
+        const Piece& piece = chunk.pieces[next];
         if (piece.entry != open_entry_) {
             file_ = std::move(opened_.at(piece.entry));
             open_entry_ = piece.entry;

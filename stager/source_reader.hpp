@@ -36,7 +36,7 @@ public:
 
 private:
     Fd open_checked(std::size_t entry, int dir_fd) const;
-    void open_ahead(const Chunk& chunk);
+    std::size_t open_ahead(const Chunk& chunk, std::size_t first);
     int dir_fd_for(const std::string& dir);
     std::string path_of(std::size_t entry) const;
 
@@ -44,7 +44,7 @@ private:
     unsigned opens_;
     std::size_t open_entry_ = static_cast<std::size_t>(-1);
     Fd file_;  // the file of open_entry_: it may go on in the next chunk
-    // The files of the chunk being read, opened together before reading.
+    // The next files of the chunk being read, opened together.
     std::unordered_map<std::size_t, Fd> opened_;
     std::uint64_t bytes_read_ = 0;
     // Directories opened so far (bounded): files are opened relative to

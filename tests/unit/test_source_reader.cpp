@@ -3,6 +3,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include "stager/source_reader.hpp"
 #include "tests/unit/dataset_at.hpp"
 #include "tests/unit/error_of.hpp"
+#include "tests/unit/in_child.hpp"
 #include "tests/unit/tmpdir.hpp"
 
 using namespace dlstage;
@@ -67,6 +69,22 @@ BOOST_AUTO_TEST_CASE(many_opens_at_once_read_the_same_bytes_as_one)
     // A file split over chunks stays open from one chunk to the next.
     SourceReader small_chunks(plan, 8);
     BOOST_TEST((read_all(small_chunks, plan, 4096 + 61) == expected));
+}
+
+BOOST_AUTO_TEST_CASE(a_chunk_of_many_small_files_keeps_few_open)
+{
+    // 300 files in one chunk, 8 opens at once, 32 descriptors allowed.
+    test::TempDir dir;
+    make_small_files(dir, 300);
+    const Plan plan = build_plan(test::dataset_at(dir / "src"));
+    const std::string text = test::in_child([&] {
+        const rlimit limit{32, 32};
+        if (::setrlimit(RLIMIT_NOFILE, &limit) != 0)
+            return std::string("setrlimit failed");
+        SourceReader reader(plan, 8);
+        return "bytes=" + std::to_string(read_all(reader, plan, 1 << 20).size());
+    });
+    BOOST_TEST(text == "bytes=" + std::to_string(plan.total_bytes()));
 }
 
 BOOST_AUTO_TEST_CASE(a_file_rewritten_since_planning_stops_the_read_with_one_line)
