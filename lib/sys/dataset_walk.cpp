@@ -82,8 +82,8 @@ std::atomic<std::uint64_t> g_entries_found{0};
 // it or stats in it, so no more directories are open than threads.
 class Walk {
 public:
-    Walk(int root_fd, const std::string& root, const EntryVisitor& visit)
-        : root_fd_(root_fd), root_(root), visit_(visit)
+    Walk(int root_fd, const std::string& root, unsigned threads, const EntryVisitor& visit)
+        : root_fd_(root_fd), root_(root), visit_(visit), max_queued_(4 * std::max(1u, threads))
     {
     }
 
@@ -114,7 +114,7 @@ public:
                 if (stat_names)
                     stat_all(batch, subdirs);
                 else
-                    list(dir);
+                    list(dir, subdirs);
             } catch (...) {
                 failed = std::current_exception();
             }
@@ -144,7 +144,7 @@ private:
     // not one after the other (each costs a metadata round trip on a
     // parallel file system).  Everything is asked relative to the
     // directory's descriptor: one lookup per entry is the least there is.
-    void list(const PendingDir& dir)
+    void list(const PendingDir& dir, std::vector<PendingDir>& subdirs)
     {
         auto open = std::make_shared<OpenDir>(OpenDir{open_dir(dir), dir.rel});
         DirStream stream(open->fd.get());
@@ -154,23 +154,30 @@ private:
         while (const dirent* d = stream.next()) {
             batch.names.emplace_back(d->d_name);
             if (batch.names.size() == kBatch)
-                hand_out(std::exchange(batch, StatBatch{open, {}}));
+                hand_out(std::exchange(batch, StatBatch{open, {}}), subdirs);
         }
         if (stream.error() != 0)
             cannot_read(path_of(root_, dir.rel), stream.error());
         if (!batch.names.empty())
-            hand_out(std::move(batch));
+            hand_out(std::move(batch), subdirs);
     }
 
-    void hand_out(StatBatch&& batch)
+    // Queued for any thread; or, when enough batches wait already, stat'ed
+    // by the lister itself: the names of a directory of millions of
+    // entries are not all held at once, whatever the number of threads.
+    void hand_out(StatBatch&& batch, std::vector<PendingDir>& subdirs)
     {
         {
             const std::lock_guard<std::mutex> lock(mutex_);
             if (error_)
                 throw Error("walk stopped");  // never shown: the first error is the one rethrown
-            batches_.push_back(std::move(batch));
+            if (batches_.size() < max_queued_) {
+                batches_.push_back(std::move(batch));
+                changed_.notify_one();
+                return;
+            }
         }
-        changed_.notify_one();
+        stat_all(batch, subdirs);
     }
 
     void stat_all(const StatBatch& batch, std::vector<PendingDir>& subdirs) const
@@ -210,6 +217,7 @@ private:
     int root_fd_;
     const std::string& root_;
     const EntryVisitor& visit_;
+    const std::size_t max_queued_;  // batches waiting, at most
 
     std::mutex mutex_;
     std::condition_variable changed_;
@@ -261,7 +269,7 @@ WalkedEntry dataset_entry(const FoundEntry& found, const std::string& root)
 // PATH_MAX: deeper than that, the walk fails with ENAMETOOLONG).
 void walk_tree(int root_fd, const std::string& root, unsigned threads, const EntryVisitor& visit)
 {
-    Walk walk(root_fd, root, visit);
+    Walk walk(root_fd, root, threads, visit);
     run_on_threads(threads, [&] { walk.work(); });
     walk.rethrow();
 }
