@@ -32,10 +32,12 @@ def main():
         "",
         setup + ".",
         "",
-        "`stage`: `dlstage stage` to /dev/shm inside one salloc (seconds); `epoch pfs`: one PyTorch "
+        "Best of the runs (other work on this 2-core machine only adds time). "
+        "`stage`: `dlstage stage` to /dev/shm inside one salloc (seconds; in brackets the stager's own "
+        "time from its summary line, without srun and MPI start-up); `epoch pfs`: one PyTorch "
         "DataLoader epoch (2 workers, every image read and decoded, examples/pytorch/epoch.py) straight "
         "from pfssim on one node; `epoch shm`: the same from the staged copy. Ratios: staging / epoch pfs. "
-        "Metadata ops: what pfssim served during the run.",
+        "Metadata ops: what pfssim served during the last run.",
         "",
         "| latency | N | stage before | stage after | epoch pfs | epoch shm | before / epoch | after / epoch "
         "| ops before | ops after | ops epoch |",
@@ -51,8 +53,10 @@ def main():
             if before is None and after is None:
                 continue
             ratio = lambda s: None if s is None or not epoch else s / epoch
+            own = lambda what: best((n, lat, what))
             lines.append(
-                f"| {lat:g} ms | {n} | {cell(before)} | {cell(after)} | {cell(epoch)} | "
+                f"| {lat:g} ms | {n} | {cell(before)} ({cell(own('stager-before'))}) | "
+                f"{cell(after)} ({cell(own('stager-after'))}) | {cell(epoch)} | "
                 f"{cell(best((n, lat, 'epoch-staged')))} | {cell(ratio(before), '{:.2f}x')} | "
                 f"{cell(ratio(after), '{:.2f}x')} | {ops.get((n, lat, 'stage-before'), '-')} | "
                 f"{ops.get((n, lat, 'stage-after'), '-')} | {ops.get((1, lat, 'epoch-pfs'), '-')} |")
@@ -62,7 +66,7 @@ def main():
                                 f"({epoch:.2f} s): {'met' if ok else 'NOT met'} (target: at most 0.5x)")
     sweep = sorted({int(k[2][6:]) for k in runs if k[2].startswith("opens-")})
     if sweep:
-        lines += ["", "## DLSTAGE_OPENS (staging seconds; the default is 16)", "",
+        lines += ["", "## DLSTAGE_OPENS (staging seconds; the default is 32)", "",
                   "| latency | N | " + " | ".join(f"opens={o}" for o in sweep) + " |",
                   "|---|---|" + "---|" * len(sweep)]
         for lat in latencies:
