@@ -40,6 +40,7 @@ const std::vector<TuningKnob>& tuning_knobs()
         {"DLSTAGE_WINDOW", "--window", [](std::string_view v, StagerTuning& t) { t.window = count_from_1_to_256(v); }},
         {"DLSTAGE_READERS", "--readers",
          [](std::string_view v, StagerTuning& t) { t.readers = count_from_1_to_256(v); }},
+        {"DLSTAGE_OPENS", "--opens", [](std::string_view v, StagerTuning& t) { t.opens = count_from_1_to_256(v); }},
         {"DLSTAGE_WRITERS", "--writers",
          [](std::string_view v, StagerTuning& t) { t.writers = count_from_1_to_256(v); }},
         {"DLSTAGE_RATE_LIMIT", "--rate-limit",
@@ -59,6 +60,12 @@ const TuningKnob* find_tuning_knob(std::string_view option)
     const auto it =
         std::find_if(knobs.begin(), knobs.end(), [&](const TuningKnob& knob) { return knob.option == option; });
     return it == knobs.end() ? nullptr : &*it;
+}
+
+unsigned opens_per_reader(const StagerTuning& tuning)
+{
+    const unsigned readers = std::max(1u, tuning.readers);
+    return std::max(1u, (tuning.opens + readers - 1) / readers);
 }
 
 }  // namespace dlstage

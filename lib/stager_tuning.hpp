@@ -20,6 +20,10 @@ struct StagerTuning {
     std::uint64_t chunk_size = 4ull << 20;
     unsigned window = 16;  // chunks in flight per rank: memory = window x chunk_size
     unsigned readers = 4;  // reading threads per rank (each its own stream)
+    // Source files a rank opens at once, shared out among its readers: on a
+    // parallel file system every open is a metadata round trip, and chunks
+    // of small files are opens more than bytes.
+    unsigned opens = 32;
     unsigned writers = 4;  // writing threads per rank
     std::uint64_t read_rate_limit = 0;  // source bytes/s per rank; 0: unlimited
     double progress_interval = 5.0;     // seconds between progress lines
@@ -38,5 +42,8 @@ const std::vector<TuningKnob>& tuning_knobs();
 
 // The knob of a stager option, or nullptr.
 const TuningKnob* find_tuning_knob(std::string_view option);
+
+// How many files one of the tuning's readers opens at once (at least one).
+unsigned opens_per_reader(const StagerTuning& tuning);
 
 }  // namespace dlstage

@@ -178,10 +178,11 @@ private:
     }
 
     // Each reader keeps its own file handles: separate streams, as a
-    // parallel file system counts them.
+    // parallel file system counts them.  It opens a chunk's files several
+    // at once (options_.opens over all readers).
     void read_loop()
     {
-        SourceReader reader(plan_);
+        SourceReader reader(plan_, opens_per_reader(options_));
         Throttle::TimePoint due;
         // Time slots of the rate limit go out in chunk order: the ring hands
         // chunks on in order, so the first must not wait behind later ones.
@@ -355,7 +356,7 @@ ExchangeResult broadcast_one_at_a_time(const Plan& plan, const std::vector<Chunk
     int rank = 0, size = 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    SourceReader reader(plan);
+    SourceReader reader(plan, options.opens);  // the one reader
     Throttle throttle(static_cast<double>(options.read_rate_limit));
     std::vector<char> buffer(options.chunk_size + kHashBytes);
     std::uint64_t bytes_done = 0;

@@ -295,7 +295,7 @@ void use_or_stage(const StageItem& item, const NodeContext& ctx, const ExchangeO
                   const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir)
 {
     const auto start = Clock::now();
-    const Plan plan = broadcast_plan(item, ctx);
+    const Plan plan = plan_saying_progress(item, ctx);
     check_mode_fits_plan(item, plan);
     Found found = look_for_copy(item, here, plan, ctx);
     const Checked checked = check_share(item, here, found, ctx);

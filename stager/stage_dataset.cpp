@@ -2,13 +2,16 @@
 
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <memory>
 #include <mpi.h>
+#include <mutex>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 
 #include "lib/contract.hpp"
@@ -20,6 +23,7 @@
 #include "lib/state_record.hpp"
 #include "lib/strings.hpp"
 #include "lib/tier_space.hpp"
+#include "lib/sys/dataset_walk.hpp"
 #include "lib/sys/sys_error.hpp"
 #include "policies/admission.hpp"
 #include "policies/staging_mode.hpp"
@@ -184,6 +188,52 @@ Plan broadcast_plan(const StageItem& item, const NodeContext& ctx)
     return std::move(in.plan);
 }
 
+// Rank 0 plans with a walk of the source: on a loaded parallel file system
+// a million files take minutes, and the job output should say what is
+// going on meanwhile.  Every progress interval, until planning is done,
+// rank 0 says how many entries the walk has found so far (counted by the
+// walk itself, further down: entries_walked()).
+class WalkProgress {
+public:
+    WalkProgress(const StageItem& item, const NodeContext& ctx)
+    {
+        if (ctx.rank != 0)
+            return;
+        const std::uint64_t before = entries_walked();
+        const auto interval = std::chrono::duration<double>(ctx.progress_interval);
+        thread_ = std::thread([this, &item, interval, before] {
+            std::unique_lock<std::mutex> lock(mutex_);
+            while (!stop_.wait_for(lock, interval, [this] { return done_; }))
+                sayf("%s: walking %s: %llu entries found so far", item.dataset.name.c_str(),
+                     item.dataset.source.c_str(), static_cast<unsigned long long>(entries_walked() - before));
+        });
+    }
+    ~WalkProgress()
+    {
+        {
+            const std::lock_guard<std::mutex> lock(mutex_);
+            done_ = true;
+        }
+        stop_.notify_all();
+        if (thread_.joinable())
+            thread_.join();
+    }
+    WalkProgress(const WalkProgress&) = delete;
+    WalkProgress& operator=(const WalkProgress&) = delete;
+
+private:
+    std::mutex mutex_;
+    std::condition_variable stop_;
+    bool done_ = false;
+    std::thread thread_;
+};
+
+Plan plan_saying_progress(const StageItem& item, const NodeContext& ctx)
+{
+    const WalkProgress progress(item, ctx);
+    return broadcast_plan(item, ctx);
+}
+
 void check_mode_fits_plan(const StageItem& item, const Plan& plan)
 {
     policy::require(policy::mode_fits_source(item.dataset.mode, plan.format, plan.single_file, item.dataset.source));
@@ -288,7 +338,15 @@ public:
         last_ = now;
         const double elapsed = std::chrono::duration<double>(now - start_).count();
         const double per_s = static_cast<double>(done_bytes) / elapsed;
-        const double eta = per_s > 0 ? static_cast<double>(total_ - done_bytes) / per_s : 0;
+        // Nothing written yet (the first opens of a small-file source take
+        // a while): no rate, so no ETA and no "0%" to say.
+        if (done_bytes == 0) {
+            sayf("%s: starting: %s in %llu files to move, none written yet", item_.dataset.name.c_str(),
+                 format_size(total_).c_str(), static_cast<unsigned long long>(plan_.file_count()));
+            record(kStagingState, done_bytes, elapsed, 0);
+            return;
+        }
+        const double eta = static_cast<double>(total_ - done_bytes) / per_s;
         sayf("%s: %s of %s (%.0f%%), %s, ETA %.0f s", item_.dataset.name.c_str(),
              format_size(done_bytes).c_str(), format_size(total_).c_str(),
              100.0 * static_cast<double>(done_bytes) / static_cast<double>(total_), rate(done_bytes, elapsed).c_str(),
@@ -465,7 +523,7 @@ void stage_here(const StageItem& item, const NodeContext& ctx, const ExchangeOpt
 
     const auto start = Clock::now();
     const std::uint64_t cpu_start = cpu_microseconds();
-    const Plan plan = broadcast_plan(item, ctx);
+    const Plan plan = plan_saying_progress(item, ctx);
     check_mode_fits_plan(item, plan);
     const policy::ExtractionBudget budget = check_space(item, job_dir, layout.tier_dir, plan);
     if (ctx.rank == 0)

@@ -25,6 +25,8 @@ void quiet_barrier();
 
 // Rank 0 plans (walk or manifest) and every rank gets the plan.
 Plan broadcast_plan(const StageItem& item, const NodeContext& ctx);
+// The same, with rank 0 saying now and then how many entries its walk found.
+Plan plan_saying_progress(const StageItem& item, const NodeContext& ctx);
 void check_mode_fits_plan(const StageItem& item, const Plan& plan);
 // The tier's file system against what the plan brings (this rank's node).
 policy::ExtractionBudget check_space(const StageItem& item, const Fd& job_dir, const std::string& shown,

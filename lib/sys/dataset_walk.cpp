@@ -1,6 +1,7 @@
 #include "lib/sys/dataset_walk.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <condition_variable>
@@ -12,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <unistd.h>
+#include <utility>
 
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
@@ -53,38 +55,149 @@ struct PendingDir {
     ino_t ino = 0;
 };
 
+// A directory open for the walk: kept open while a thread lists it or
+// entries of it wait to be stat'ed relative to it.
+struct OpenDir {
+    Fd fd;
+    std::string rel;
+};
+
+// Names of one directory, to be stat'ed by whichever thread is free.
+struct StatBatch {
+    std::shared_ptr<const OpenDir> dir;
+    std::vector<std::string> names;
+};
+
+// Names per batch: a few metadata round trips for a thread, and still
+// enough batches in a directory of a thousand files to keep 16 threads
+// busy; on a local disk the lock per batch costs less than its stats.
+constexpr std::size_t kBatch = 16;
+
+// Every entry any walk in this process has found, for progress lines.
+std::atomic<std::uint64_t> g_entries_found{0};
+
+// The walk's state, shared by its threads.  A thread takes a batch of
+// names to stat when there is one, and lists a new directory only when
+// there is none: every directory open is then held by a thread that lists
+// it or stats in it, so no more directories are open than threads.
 class Walk {
 public:
-    Walk(int root_fd, const std::string& root, const EntryVisitor& visit)
-        : root_fd_(root_fd), root_(root), visit_(visit)
+    Walk(int root_fd, const std::string& root, unsigned threads, const EntryVisitor& visit)
+        : root_fd_(root_fd), root_(root), visit_(visit), max_queued_(4 * std::max(1u, threads))
     {
     }
 
-    // One directory: its entries visited (not recursing), and the
-    // subdirectories found.  Everything is asked relative to the
-    // directory's descriptor: on a parallel file system each path
-    // component of a full path can cost a metadata round trip, so one
-    // lookup per entry is the least there is.
-    void list(const PendingDir& dir, std::vector<PendingDir>& subdirs) const
+    void work()
     {
-        const Fd fd = open_dir(dir);
-        DirStream stream(fd.get());
-        if (!stream.valid())
-            cannot_read(path_of(root_, dir.rel), errno);
-        while (const dirent* d = stream.next()) {
-            const std::string path = dir.rel.empty() ? std::string(d->d_name) : dir.rel + "/" + d->d_name;
-            struct stat st {};
-            if (fstatat(fd.get(), d->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-                cannot_read(path_of(root_, path), errno);
-            visit_(FoundEntry{fd.get(), d->d_name, path, st});
-            if (S_ISDIR(st.st_mode))
-                subdirs.push_back({path, st.st_dev, st.st_ino});
+        for (;;) {
+            std::unique_lock<std::mutex> lock(mutex_);
+            changed_.wait(lock, [&] { return !batches_.empty() || !pending_.empty() || busy_ == 0 || error_; });
+            if (error_)
+                return;
+            StatBatch batch;
+            PendingDir dir;
+            const bool stat_names = !batches_.empty();
+            if (stat_names) {
+                batch = std::move(batches_.front());
+                batches_.pop_front();
+            } else if (!pending_.empty()) {
+                dir = std::move(pending_.front());
+                pending_.pop_front();
+            } else {
+                return;  // nothing pending and nobody busy: done
+            }
+            ++busy_;
+            lock.unlock();
+            std::vector<PendingDir> subdirs;
+            std::exception_ptr failed;
+            try {
+                if (stat_names)
+                    stat_all(batch, subdirs);
+                else
+                    list(dir, subdirs);
+            } catch (...) {
+                failed = std::current_exception();
+            }
+            batch.dir.reset();  // closes the directory after its last batch
+            lock.lock();
+            if (failed && !error_) {
+                error_ = failed;
+                stopping_ = true;
+            }
+            for (PendingDir& d : subdirs)
+                pending_.push_back(std::move(d));
+            --busy_;
+            lock.unlock();
+            changed_.notify_all();
         }
-        if (stream.error() != 0)
-            cannot_read(path_of(root_, dir.rel), stream.error());
+    }
+
+    void rethrow() const
+    {
+        if (error_)
+            std::rethrow_exception(error_);
     }
 
 private:
+    // One directory's names, handed out in batches as they are read: the
+    // stats of a flat directory of thousands of files run on every thread,
+    // not one after the other (each costs a metadata round trip on a
+    // parallel file system).  Everything is asked relative to the
+    // directory's descriptor: one lookup per entry is the least there is.
+    void list(const PendingDir& dir, std::vector<PendingDir>& subdirs)
+    {
+        auto open = std::make_shared<OpenDir>(OpenDir{open_dir(dir), dir.rel});
+        DirStream stream(open->fd.get());
+        if (!stream.valid())
+            cannot_read(path_of(root_, dir.rel), errno);
+        StatBatch batch{open, {}};
+        while (const dirent* d = stream.next()) {
+            batch.names.emplace_back(d->d_name);
+            if (batch.names.size() == kBatch)
+                hand_out(std::exchange(batch, StatBatch{open, {}}), subdirs);
+        }
+        if (stream.error() != 0)
+            cannot_read(path_of(root_, dir.rel), stream.error());
+        if (!batch.names.empty())
+            hand_out(std::move(batch), subdirs);
+    }
+
+    // Queued for any thread; or, when enough batches wait already, stat'ed
+    // by the lister itself: the names of a directory of millions of
+    // entries are not all held at once, whatever the number of threads.
+    void hand_out(StatBatch&& batch, std::vector<PendingDir>& subdirs)
+    {
+        {
+            const std::lock_guard<std::mutex> lock(mutex_);
+            if (error_)
+                throw Error("walk stopped");  // never shown: the first error is the one rethrown
+            if (batches_.size() < max_queued_) {
+                batches_.push_back(std::move(batch));
+                changed_.notify_one();
+                return;
+            }
+        }
+        stat_all(batch, subdirs);
+    }
+
+    void stat_all(const StatBatch& batch, std::vector<PendingDir>& subdirs) const
+    {
+        const int fd = batch.dir->fd.get();
+        const std::string& rel = batch.dir->rel;
+        for (const std::string& name : batch.names) {
+            if (stopping_)
+                return;  // another thread failed: stop early
+            const std::string path = rel.empty() ? name : rel + "/" + name;
+            struct stat st {};
+            if (fstatat(fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+                cannot_read(path_of(root_, path), errno);
+            visit_(FoundEntry{fd, name.c_str(), path, st});
+            g_entries_found.fetch_add(1, std::memory_order_relaxed);
+            if (S_ISDIR(st.st_mode))
+                subdirs.push_back({path, st.st_dev, st.st_ino});
+        }
+    }
+
     // The directory's descriptor, opened below the root without following
     // a symlink at its end, and checked to be the directory its parent
     // listed (not one swapped in since, through a symlink further up).
@@ -104,6 +217,15 @@ private:
     int root_fd_;
     const std::string& root_;
     const EntryVisitor& visit_;
+    const std::size_t max_queued_;  // batches waiting, at most
+
+    std::mutex mutex_;
+    std::condition_variable changed_;
+    std::deque<StatBatch> batches_;
+    std::deque<PendingDir> pending_{PendingDir{}};
+    unsigned busy_ = 0;
+    std::atomic<bool> stopping_{false};  // error_ is set: stat no more
+    std::exception_ptr error_;
 };
 
 std::string read_link_at(int dir_fd, const char* name, const std::string& path)
@@ -138,54 +260,23 @@ WalkedEntry dataset_entry(const FoundEntry& found, const std::string& root)
 }  // namespace
 
 // The walk is the one metadata-heavy pass over the parallel file system
-// (one lstat per entry): several threads work on different directories at
-// once, as a file system's metadata servers serve many requests in
-// parallel.  Pending directories are kept as paths, not descriptors, so a
-// tree of a million directories, or one deeper than the fd limit, needs no
-// more descriptors than threads (a path below the root is bounded by
+// (one lstat per entry): several threads list different directories and
+// stat the entries of one directory at once, as a file system's metadata
+// servers serve many requests in parallel.  Pending directories are kept as
+// paths, not descriptors, so a tree of a million directories, or one deeper
+// than the fd limit, needs no more descriptors than twice the threads (a
+// directory and the stream listing it; a path below the root is bounded by
 // PATH_MAX: deeper than that, the walk fails with ENAMETOOLONG).
 void walk_tree(int root_fd, const std::string& root, unsigned threads, const EntryVisitor& visit)
 {
-    const Walk walk(root_fd, root, visit);
-    std::mutex mutex;
-    std::condition_variable changed;
-    std::deque<PendingDir> pending{PendingDir{}};
-    unsigned busy = 0;
-    std::exception_ptr error;
-    const auto work = [&] {
-        std::vector<PendingDir> subdirs;
-        for (;;) {
-            PendingDir dir;
-            {
-                std::unique_lock<std::mutex> lock(mutex);
-                changed.wait(lock, [&] { return !pending.empty() || busy == 0 || error; });
-                if (pending.empty() || error)
-                    return;
-                dir = std::move(pending.front());
-                pending.pop_front();
-                ++busy;
-            }
-            subdirs.clear();
-            std::exception_ptr failed;
-            try {
-                walk.list(dir, subdirs);
-            } catch (...) {
-                failed = std::current_exception();
-            }
-            {
-                const std::lock_guard<std::mutex> lock(mutex);
-                if (failed && !error)
-                    error = failed;
-                for (PendingDir& d : subdirs)
-                    pending.push_back(std::move(d));
-                --busy;
-            }
-            changed.notify_all();
-        }
-    };
-    run_on_threads(threads, work);
-    if (error)
-        std::rethrow_exception(error);
+    Walk walk(root_fd, root, threads, visit);
+    run_on_threads(threads, [&] { walk.work(); });
+    walk.rethrow();
+}
+
+std::uint64_t entries_walked()
+{
+    return g_entries_found.load(std::memory_order_relaxed);
 }
 
 std::vector<WalkedEntry> walk_dataset(const std::string& root, unsigned threads)

@@ -210,7 +210,13 @@ int op_readdir(const char*, void* buf, fuse_fill_dir_t filler, off_t offset,
         st.st_ino = e->d_ino;
         st.st_mode = mode_t(e->d_type) << 12;
         off_t next = telldir(h->dir);
-        if (filler(buf, e->d_name, &st, next, fuse_fill_dir_flags(0))) break;
+        if (filler(buf, e->d_name, &st, next, fuse_fill_dir_flags(0))) {
+            // The buffer is full and e did not go in: back to just before
+            // it, so that the next call starts with it.  (Without this a
+            // large directory lost one entry per full buffer.)
+            seekdir(h->dir, h->offset);
+            break;
+        }
         h->offset = next;
     }
     return 0;

@@ -1,10 +1,15 @@
 #include <boost/test/unit_test.hpp>
 
+#include <fcntl.h>
+#include <mutex>
+#include <set>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "lib/error.hpp"
+#include "lib/strings.hpp"
+#include "lib/sys/fd.hpp"
 #include "lib/sys/dataset_walk.hpp"
 #include "tests/unit/deep_tree.hpp"
 #include "tests/unit/error_of.hpp"
@@ -99,6 +104,91 @@ BOOST_AUTO_TEST_CASE(what_cannot_be_read_is_an_error_now)
     BOOST_TEST(test::error_of([&] { walk_dataset(dir.path()); }) ==
                "cannot read " + dir.path() + "/closed: Permission denied");
     chmod((dir / "closed").c_str(), 0755);
+}
+
+namespace {
+// A flat directory of `files` files, and `dirs` directories of `files`
+// files each: what makes the stats of one directory run in parallel.
+void make_wide_tree(const test::TempDir& dir, int dirs, int files)
+{
+    for (int f = 0; f < files; ++f)
+        dir.write("img" + std::to_string(f) + ".jpg", std::string(static_cast<std::size_t>(f % 7), 'x'));
+    for (int d = 0; d < dirs; ++d) {
+        const std::string sub = "class" + std::to_string(d);
+        mkdir((dir / sub).c_str(), 0755);
+        for (int f = 0; f < files; ++f)
+            dir.write(sub + "/" + std::to_string(f) + ".jpg", "");
+    }
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_wide_tree_gives_the_same_list_on_any_number_of_threads)
+{
+    test::TempDir dir;
+    make_wide_tree(dir, 12, 150);
+    const auto one = walk_dataset(dir.path(), 1);
+    BOOST_TEST(one.size() == 12u + 13u * 150u);
+    for (unsigned threads : {2u, 16u, 64u}) {
+        for (int run = 0; run < 3; ++run) {
+            const auto many = walk_dataset(dir.path(), threads);
+            BOOST_TEST((paths_of(many) == paths_of(one)), "threads=" << threads);
+            for (std::size_t i = 0; i < one.size() && i < many.size(); ++i)
+                BOOST_TEST((many[i].st.st_ino == one[i].st.st_ino && many[i].st.st_size == one[i].st.st_size));
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(a_directory_comes_before_its_entries_are_visited)
+{
+    test::TempDir dir;
+    make_wide_tree(dir, 6, 40);
+    const Fd root(::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    std::mutex mutex;
+    std::set<std::string> seen;
+    bool in_order = true;
+    walk_tree(root.get(), dir.path(), 8, [&](const FoundEntry& e) {
+        const std::lock_guard<std::mutex> lock(mutex);
+        const std::string parent(parent_in_tree(e.path));
+        in_order = in_order && (parent.empty() || seen.count(parent) == 1);
+        seen.insert(e.path);
+    });
+    BOOST_TEST(in_order);
+    BOOST_TEST(seen.size() == 6u + 7u * 40u);
+}
+
+BOOST_AUTO_TEST_CASE(wide_directories_stay_within_the_descriptor_bound)
+{
+    // Two descriptors per thread (a directory and its stream), whatever the
+    // width: 3 standard ones, the test's pipe, the root, and 2 x 8.
+    test::TempDir dir;
+    make_wide_tree(dir, 40, 50);
+    const std::string text = test::in_child([&] {
+        const rlimit limit{3 + 2 + 2 * 8, 3 + 2 + 2 * 8};
+        if (::setrlimit(RLIMIT_NOFILE, &limit) != 0)
+            return std::string("setrlimit failed");
+        return "entries=" + std::to_string(walk_dataset(dir.path(), 8).size());
+    });
+    BOOST_TEST(text == "entries=" + std::to_string(40 + 41 * 50));
+}
+
+BOOST_AUTO_TEST_CASE(the_first_failure_names_its_entry_and_stops_the_walk)
+{
+    test::TempDir dir;
+    make_wide_tree(dir, 4, 200);
+    mkfifo((dir / "class2/pipe").c_str(), 0644);
+    for (unsigned threads : {1u, 16u})
+        BOOST_TEST(test::error_of([&] { walk_dataset(dir.path(), threads); }) ==
+                   "'" + dir.path() + "/class2/pipe' is a fifo, not a file, directory or symlink; "
+                   "datasets cannot hold devices, fifos or sockets");
+}
+
+BOOST_AUTO_TEST_CASE(every_entry_found_is_counted_for_progress)
+{
+    test::TempDir dir;
+    make_wide_tree(dir, 3, 30);
+    const std::uint64_t before = entries_walked();
+    walk_dataset(dir.path(), 4);
+    BOOST_TEST(entries_walked() - before == 3u + 4u * 30u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,54 @@
+#!/usr/bin/python3
+"""One training-style epoch over an image folder: what a job does with its data.
+
+usage: epoch.py DIR [--workers N] [--batch-size B]
+
+DIR is an ImageFolder tree (DIR/CLASS/IMAGE).  Every image is opened, read and decoded by a PyTorch
+DataLoader with N worker processes, as a training loop's input pipeline
+would, and resized to 64x64 so that batches stack; no model runs, so the
+time is the input pipeline's alone.  The last line is
+
+    epoch_s=SECONDS images=COUNT
+
+Run it with Debian's interpreter (/usr/bin/python3, python3-torch and
+python3-torchvision); dlstage's benchmark (bench/latency) runs it against
+the parallel file system and against the staged copy.
+"""
+import argparse
+import sys
+import time
+
+
+def main():
+    parser = argparse.ArgumentParser(description="one DataLoader epoch over an image folder")
+    parser.add_argument("dir")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--batch-size", type=int, default=32)
+    args = parser.parse_args()
+    if args.workers < 0 or args.batch_size < 1:
+        sys.exit("epoch.py: --workers must be 0 or more and --batch-size 1 or more")
+
+    import torch
+    from torch.utils.data import DataLoader
+    from torchvision import datasets, transforms
+
+    # Decoding is the job's CPU work; PyTorch's own threads would only fight
+    # the worker processes for the cores.
+    torch.set_num_threads(1)
+    transform = transforms.Compose([transforms.Resize((64, 64)), transforms.ToTensor()])
+    root = args.dir
+    dataset = datasets.ImageFolder(root, transform=transform)
+    if len(dataset) == 0:
+        sys.exit(f"epoch.py: no images in {root}")
+
+    start = time.monotonic()  # the listing above is not part of the epoch
+    loader = DataLoader(dataset, batch_size=args.batch_size, shuffle=True, num_workers=args.workers)
+    images = 0
+    for batch, _ in loader:
+        images += batch.shape[0]
+    seconds = time.monotonic() - start
+    print(f"epoch_s={seconds:.3f} images={images}")
+
+
+if __name__ == "__main__":
+    main()
