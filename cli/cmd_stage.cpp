@@ -32,7 +32,8 @@ void print_help()
                  "\n"
                  "Environment: DLSTAGE_CHUNK_SIZE (default 4M), DLSTAGE_WINDOW (chunks in flight\n"
                  "per node, default 16), DLSTAGE_READERS and DLSTAGE_WRITERS (threads per node,\n"
-                 "default 4 each), DLSTAGE_RATE_LIMIT (read bytes/s per node, default unlimited),\n"
+                 "default 4 each), DLSTAGE_OPENS (source files opened at once per node, default\n"
+                 "32), DLSTAGE_RATE_LIMIT (read bytes/s per node, default unlimited),\n"
                  "DLSTAGE_PROGRESS (seconds between progress lines, default 5), DLSTAGE_EXCHANGE\n"
                  "(ring, or bcast for the baseline).  A malformed value is refused before anything\n"
                  "is launched.\n";

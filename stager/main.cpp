@@ -46,7 +46,7 @@ struct Arguments {
     std::fprintf(stderr,
                  "dlstage-stager: %s\n"
                  "usage: dlstage-stager --config FILE --job ID [--chunk-size SIZE] [--window N]\n"
-                 "                      [--readers N] [--writers N] [--exchange ring|bcast]\n"
+                 "                      [--readers N] [--writers N] [--opens N] [--exchange ring|bcast]\n"
                  "                      [--rate-limit SIZE]\n"
                  "                      [--progress SECONDS] SPEC\n"
                  "Run by 'dlstage stage' through srun, one rank per node; see dlstage(1).\n",

@@ -2,9 +2,7 @@
 // own compact record of it (the stager's plan) instead of walk_dataset's
 // WalkedEntry: a symlink is an entry of its own (its target read, never
 // followed); a file must be readable by the caller; a device, fifo or
-// socket is refused.  The same rule, and the same messages, as
-// walk_dataset's (lib/sys/dataset_walk.cpp keeps its own copy until it
-// calls this one).
+// socket is refused.  walk_dataset applies it too.
 #pragma once
 
 #include <string>

@@ -1,4 +1,5 @@
 #include "lib/sys/dataset_walk.hpp"
+#include "lib/sys/dataset_entry.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -33,19 +34,6 @@ namespace {
 std::string path_of(const std::string& root, const std::string& rel)
 {
     return rel.empty() ? root : root + "/" + rel;
-}
-
-const char* special_kind(mode_t mode)
-{
-    if (S_ISFIFO(mode))
-        return "a fifo";
-    if (S_ISSOCK(mode))
-        return "a socket";
-    if (S_ISCHR(mode))
-        return "a character device";
-    if (S_ISBLK(mode))
-        return "a block device";
-    return "something else";
 }
 
 // A directory still to list, and what it was when its parent was listed.
@@ -228,33 +216,14 @@ private:
     std::exception_ptr error_;
 };
 
-std::string read_link_at(int dir_fd, const char* name, const std::string& path)
-{
-    std::string target(PATH_MAX, '\0');
-    const ssize_t n = readlinkat(dir_fd, name, target.data(), target.size());
-    if (n < 0)
-        cannot_read(path, errno);
-    target.resize(static_cast<std::size_t>(n));
-    return target;
-}
-
-// What a dataset's entry is, and whether a dataset can hold it.
+// What a dataset's entry is, and whether a dataset can hold it
+// (lib/sys/dataset_entry: the one rule).
 WalkedEntry dataset_entry(const FoundEntry& found, const std::string& root)
 {
     WalkedEntry entry;
     entry.path = found.path;
     entry.st = found.st;
-    const mode_t mode = found.st.st_mode;
-    if (S_ISLNK(mode)) {
-        entry.link_target = read_link_at(found.dir_fd, found.name, path_of(root, found.path));
-    } else if (S_ISREG(mode)) {
-        // mksquashfs would store an unreadable file as an empty one.
-        if (faccessat(found.dir_fd, found.name, R_OK, 0) != 0)
-            cannot_read(path_of(root, found.path), errno);
-    } else if (!S_ISDIR(mode)) {
-        throw Error(quoted(path_of(root, found.path)) + " is " + special_kind(mode) +
-                    ", not a file, directory or symlink; datasets cannot hold devices, fifos or sockets");
-    }
+    entry.link_target = check_dataset_entry(found, root);
     return entry;
 }
 }  // namespace

@@ -108,7 +108,7 @@ BOOST_AUTO_TEST_CASE(the_step_comes_from_the_jobs_environment_checked)
     Environment env;
     for (const char* name : {"SLURM_JOB_ID", "SLURM_JOB_NUM_NODES", "SLURM_NNODES", "DLSTAGE_STAGE_DATA",
                              "DLSTAGE_WINDOW", "DLSTAGE_CHUNK_SIZE", "DLSTAGE_READERS", "DLSTAGE_WRITERS",
-                             "DLSTAGE_RATE_LIMIT", "DLSTAGE_PROGRESS", "DLSTAGE_EXCHANGE",
+                             "DLSTAGE_RATE_LIMIT", "DLSTAGE_PROGRESS", "DLSTAGE_EXCHANGE", "DLSTAGE_OPENS",
                              "SLURM_SPANK_OPTION_dlstage_stage_data"})
         env.set(name, nullptr);
     BOOST_TEST(!inside_job());
