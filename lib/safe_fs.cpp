@@ -144,6 +144,37 @@ OpenResult open_job_dir(const std::string& root, const std::string& dir)
     return result;
 }
 
+OpenResult look_into_dir(const std::string& root, const std::string& dir)
+{
+    OpenResult result;
+    if (auto failure = walk_tier(root, dir, [&](const TierPath& tp) {
+            TierWalk walk(Untrusted::Refuse, 0, nullptr);  // levels root's, whoever asks
+            const std::optional<Level> parent = walk_to_parent(walk, tp, false);
+            if (!parent)
+                return;
+            const std::string& name = tp.below.back();
+            const std::string label = shown_path(dir);
+            // mountinfo first: a FUSE server must not even be asked for a lookup.
+            if (MountTable::current().at(child_path(parent->real, name)).has_value())
+                fail_walk(label + " is a mount point; not entered");
+            const Fd passage = open_passage_at(parent->fd.get(), name);
+            QuickStat f;
+            if (!passage.valid() && errno == ENOENT)
+                return;
+            if (!passage.valid() || !quick_stat(passage.get(), f))
+                fail_walk(cannot("open", label, errno) + " (not a directory, or a symlink?)", errno);
+            if (!S_ISDIR(f.mode))
+                fail_walk(label + " is not a directory");
+            if (f.dev != parent->facts.dev)
+                fail_walk(label + " is a mount point; not entered");
+            result.dir = reopen_for_reading(passage);
+            if (!result.dir.valid())
+                fail_walk(cannot("open", label, errno), errno);
+        }))
+        result.problem = failure->problem;
+    return result;
+}
+
 OpenResult open_trusted_dir(const std::string& root, const std::string& dir, bool create)
 {
     OpenResult result;

@@ -25,4 +25,13 @@ struct SmallFile {
 std::optional<SmallFile> read_small_file_at(int dir_fd, const std::string& name, const std::string& shown,
                                             std::size_t limit);
 
+// The same for root reading a file in a user's directory: `name` must be
+// on dir_fd's file system (a FUSE file system mounted on a file is never
+// asked: the name is looked up with O_PATH and examined with a stat its
+// server does not answer, then that very file is opened), never a symlink,
+// a fifo or a device.  dir_fd is the directory itself (not an O_PATH fd of
+// a mount point).
+std::optional<SmallFile> read_small_file_in(int dir_fd, const std::string& name, const std::string& shown,
+                                            std::size_t limit);
+
 }  // namespace dlstage
