@@ -195,6 +195,23 @@ OpenResult open_trusted_dir(const std::string& root, const std::string& dir, boo
 }
 
 namespace {
+// A claim this node's epilog made earlier and did not finish: removed as
+// remove_tree_within does, if it is the job's user's directory; anything
+// else under that name (a job id used again after a reset of Slurm's
+// state) is left and reported.
+void finish_claim(int parent_fd, const std::string& claim, const Level& parent, const Owner& as, RemoveResult& result)
+{
+    QuickStat f;
+    if (!quick_stat(parent_fd, claim.c_str(), AT_SYMLINK_NOFOLLOW, f))
+        return;  // none: nothing left over
+    if (!S_ISDIR(f.mode) || f.uid != as.uid) {
+        result.problems.push_back(shown_path(child_path(parent.shown, claim)) +
+                                  " is not the job's user's directory; left in place");
+        return;
+    }
+    remove_tree_on(parent_fd, claim, parent.facts.dev, parent.shown, result, as);
+}
+
 // claim: rename dir to this name first, and remove it only if that rename
 // found it (remove_tree_within_once).
 RemoveResult remove_within(const std::string& root, const std::string& dir, const std::optional<Owner>& as,
@@ -208,12 +225,28 @@ RemoveResult remove_within(const std::string& root, const std::string& dir, cons
         return result;
     const int parent_fd = parent.level->fd.get();
     if (!claim.empty()) {
-        if (::renameat(parent_fd, parent.leaf.c_str(), parent_fd, claim.c_str()) != 0) {
-            if (errno != ENOENT)
-                result.problems.push_back(cannot("claim", shown_path(dir) + " for removal", errno));
-            return result;  // ENOENT: another node claimed it, or it is gone
+        // Never over an existing entry (plain rename would replace an empty
+        // directory, and fail on a full one): a claim of ours already there
+        // is what an earlier run of this node's epilog left when its time
+        // limit stopped it, or the job was requeued since; finish it first.
+        if (::renameat2(parent_fd, parent.leaf.c_str(), parent_fd, claim.c_str(), RENAME_NOREPLACE) == 0) {
+            parent.leaf = claim;
+        } else {
+            const int err = errno;
+            if (err != ENOENT && err != EEXIST) {
+                result.problems.push_back(cannot("claim", shown_path(dir) + " for removal", err));
+                return result;
+            }
+            finish_claim(parent_fd, claim, *parent.level, *as, result);
+            if (err == ENOENT || !result.problems.empty())
+                return result;  // ENOENT: another node claimed it, or it is gone
+            if (::renameat2(parent_fd, parent.leaf.c_str(), parent_fd, claim.c_str(), RENAME_NOREPLACE) != 0) {
+                if (errno != ENOENT)
+                    result.problems.push_back(cannot("claim", shown_path(dir) + " for removal", errno));
+                return result;
+            }
+            parent.leaf = claim;
         }
-        parent.leaf = claim;
     }
     // dir itself is checked like everything inside (symlink, mount point).
     remove_tree_on(parent_fd, parent.leaf, parent.level->facts.dev, parent.level->shown, result, as);
