@@ -79,6 +79,7 @@ std::int64_t now_s()
 struct Seen {
     std::string text;
     std::int64_t mtime = 0;
+    long uid = -1;
 };
 
 // The lock's content and when it was last touched; nothing if it is gone.
@@ -87,7 +88,7 @@ std::optional<Seen> look_at(int dir_fd, const std::string& name, const std::stri
     const std::optional<SmallFile> file = read_small_file_at(dir_fd, name, shown, 4096);
     if (!file)
         return std::nullopt;
-    return Seen{file->content, static_cast<std::int64_t>(file->st.st_mtim.tv_sec)};
+    return Seen{file->content, static_cast<std::int64_t>(file->st.st_mtim.tv_sec), static_cast<long>(file->st.st_uid)};
 }
 }  // namespace
 
@@ -131,6 +132,8 @@ void CopyLock::wait_or_break()
     facts.my_host = me_.host;
     facts.silent_s = now_s() - seen->mtime;
     facts.silence_limit_s = options_.silence_limit_s;
+    facts.file_uid = seen->uid;
+    facts.my_uid = static_cast<long>(::geteuid());
     if (holder) {
         facts.holder_job = holder->job;
         facts.holder_host = holder->host;

@@ -13,6 +13,7 @@
 
 #include "lib/config.hpp"
 #include "lib/copy_record.hpp"
+#include "tests/unit/error_of.hpp"
 #include "tests/unit/in_child.hpp"
 #include "tests/unit/safe_fs_fixtures.hpp"
 #include "tests/unit/stopped_fuse.hpp"
@@ -145,6 +146,18 @@ BOOST_AUTO_TEST_CASE(a_users_stopped_fuse_mount_on_their_directory_does_not_hang
     BOOST_TEST(says(text, "alice: path " + s.root + "/alice/tree"));
     BOOST_TEST(says(text, "mallory: problem " + mallory + " is a mount point; not entered"));
     BOOST_TEST(!says(text, "/forged"));
+}
+
+// The stager and submit read the user's own record by path: one another
+// user put in the directory (open to them for a while) is not the user's.
+BOOST_AUTO_TEST_CASE(a_record_someone_else_owns_is_not_the_readers)
+{
+    if (!test::is_root())
+        return;
+    Scratch s;
+    const std::string path = s.record(s.user("alice"));
+    const std::string error = test::error_of([&] { read_copy_record(path); });  // root reads uid 12345's
+    BOOST_TEST(error.find("belongs to uid 12345, not to you") != std::string::npos, error);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
