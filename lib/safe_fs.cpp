@@ -53,7 +53,7 @@ Fd make_leaf(const Level& parent, const std::string& name, uid_t uid, gid_t gid,
             TierWalk::move_aside(parent, name, label,
                                  is_link ? (S_ISLNK(link.mode) ? "is a symlink" : "is not a directory")
                                          : cannot("examine", "it", err),
-                                 MountTable::current().at(real).has_value(), &repairs);
+                                 MountTable::current().at(real).has_value(), &repairs, is_link ? &link : nullptr);
             continue;
         }
         // A directory the caller owns is one another node's prolog is
@@ -62,7 +62,7 @@ Fd make_leaf(const Level& parent, const std::string& name, uid_t uid, gid_t gid,
         const bool ours = created || f.uid == ::geteuid();
         if (!ours && f.uid != uid) {
             TierWalk::move_aside(parent, name, label, "belongs to uid " + std::to_string(f.uid) + ", not the job's",
-                                 false, &repairs);
+                                 false, &repairs, &f);
             continue;
         }
         if (f.dev != parent.facts.dev) {
