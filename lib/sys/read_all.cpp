@@ -31,20 +31,23 @@ std::string read_all(int fd, std::size_t limit, const std::string& shown)
 }
 
 namespace {
-SmallFile read_opened(const Fd& fd, const std::string& shown, std::size_t limit)
+SmallFile read_opened(const Fd& fd, const std::string& shown, std::size_t limit,
+                      std::optional<uid_t> must_own = std::nullopt)
 {
     SmallFile file;
     if (::fstat(fd.get(), &file.st) != 0)
         throw_cannot("read", shown, errno);
     if (!S_ISREG(file.st.st_mode))
         throw Error(shown + " is not a regular file");
+    if (must_own && file.st.st_uid != *must_own)
+        throw Error(shown + " belongs to uid " + std::to_string(file.st.st_uid) + ", not to you");
     file.content = read_all(fd.get(), limit, shown);
     return file;
 }
 }  // namespace
 
 std::optional<SmallFile> read_small_file_at(int dir_fd, const std::string& name, const std::string& shown,
-                                            std::size_t limit)
+                                            std::size_t limit, std::optional<uid_t> must_own)
 {
     Fd fd(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
     if (!fd.valid()) {
@@ -52,7 +55,7 @@ std::optional<SmallFile> read_small_file_at(int dir_fd, const std::string& name,
             return std::nullopt;
         throw_cannot("read", shown, errno);
     }
-    return read_opened(fd, shown, limit);
+    return read_opened(fd, shown, limit, must_own);
 }
 
 std::optional<SmallFile> read_small_file_in(int dir_fd, const std::string& name, const std::string& shown,

@@ -167,6 +167,9 @@ BOOST_AUTO_TEST_CASE(an_entry_or_a_contents_file_someone_else_owns_is_not_the_co
     write_contents(dir_fd.get(), t.dir.path(), "contents", plan);
     BOOST_REQUIRE(lchown((t.dir / "contents").c_str(), 12345, 12345) == 0);
     BOOST_TEST(error_of([&] { read_contents(t.dir / "contents"); }).find("belongs to uid 12345") != std::string::npos);
+    // A huge one (sparse) is refused for its owner before anything is loaded.
+    BOOST_REQUIRE(truncate((t.dir / "contents").c_str(), off_t(3) << 30) == 0);
+    BOOST_TEST(error_of([&] { read_contents(t.dir / "contents"); }).find("belongs to uid 12345") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
