@@ -146,3 +146,28 @@ status_as_root() {
     scancel "$theirs"
     assert_healthy
 }
+
+@test "a stopped FUSE server in a job-end shared directory on one node: every node's epilog runs, one removes it, no drain" {
+    # The mount exists on n2 only; n1's and n3's epilogs see a plain
+    # directory and may claim it before n2's epilog detaches its mount.
+    run as_user sbatch --parsable -N3 -o fuse-end.txt --stage-data=tree:jobscratch --wrap '
+        mnt=$(dirname "$DLSTAGE_TREE")/mnt
+        srun -N1 -w n2 --overlap bash -c "mkdir $mnt && squashfuse -o allow_other '"$DATA/tree.sqfs"' $mnt &&
+            ls $mnt >/dev/null && pkill -STOP -u \$USER -f \"squashfuse -o allow_other .*$mnt\\\$\" && echo STOPPED"'
+    [ "$status" -eq 0 ]
+    job=${output%%;*}
+    wait_job_gone "$job" 120
+    cat "$(user_workdir)/fuse-end.txt"
+    grep -qx STOPPED "$(user_workdir)/fuse-end.txt"
+    assert_healthy
+    for node in n1 n2 n3; do
+        ! on_node "$node" grep -q " $JOBS/$job" /proc/self/mountinfo || { echo "mount left on $node"; false; }
+    done
+    pkill -KILL -u "$VCLUSTER_USER" -x squashfuse || true
+    ls -la "$JOBS"
+    [ -z "$(ls -A "$JOBS")" ]
+    for node in n1 n2 n3; do
+        echo "$node: $(epilog_value "$job" "$node" 'r["status"]') $(epilog_value "$job" "$node" 'r["problems"]')"
+    done
+    assert_epilogs_cleaned "$job"
+}
