@@ -123,7 +123,25 @@ bool CopyLock::try_create()
 
 void CopyLock::wait_or_break()
 {
-    const std::optional<Seen> seen = look_at(dir_fd_, name_, shown_);
+    std::optional<Seen> seen;
+    try {
+        seen = look_at(dir_fd_, name_, shown_);
+    } catch (const Error& e) {
+        // No job writes anything but a regular file here: a fifo, a symlink
+        // or a directory (someone else's, planted while the directory was
+        // open to them) holds nothing, and must not fail every later job.
+        const std::string aside = name_ + ".broken-" + me_.job + "-" + std::to_string(::getpid());
+        if (::renameat(dir_fd_, name_.c_str(), dir_fd_, aside.c_str()) != 0) {
+            if (errno == ENOENT)
+                return;
+            throw_cannot("move away", shown_ + " (" + e.what() + ")", errno);
+        }
+        if (::unlinkat(dir_fd_, aside.c_str(), 0) != 0)
+            ::unlinkat(dir_fd_, aside.c_str(), AT_REMOVEDIR);  // an empty directory; a full one stays aside
+        if (options_.say)
+            options_.say("broke the lock " + shown_ + ": it is not a lock (" + e.what() + ")");
+        return;
+    }
     if (!seen)
         return;  // released meanwhile: try again at once
     const std::optional<LockHolder> holder = parse_lock(seen->text);
