@@ -92,7 +92,7 @@ status_as_root() {
     assert_healthy
 }
 
-@test "escape sequences in a user's record: root's status prints them escaped, never raw" {
+@test "escape sequences in a user's record: root's status and the stager print them escaped, never raw" {
     on_all TREE tree:scratch
     [ "$status" -eq 0 ]
     run as_user sed -i 's|^path = .*|path = "x\\u001b[2Jy\\nforged line"|' "$(mine)/.ready-tree.toml"
@@ -102,6 +102,13 @@ status_as_root() {
     grep -qF 'x\x1b[2Jy\x0aforged line' <<<"$output"
     ! grep -q $'\x1b' <<<"$output" || false
     ! grep -q '^forged line' <<<"$output" || false
+    # The stager, reusing the copy, names the job that made it: escaped too.
+    run as_user sed -i 's|^made_by = .*|made_by = "1\\u001b[2J\\nforged line"|' "$(mine)/.ready-tree.toml"
+    [ "$status" -eq 0 ]
+    on_all TREE tree:scratch
+    [ "$status" -eq 0 ]
+    grep -qF 'made by job 1\x1b[2J\x0aforged line on' <<<"$output"
+    ! grep '^dlstage:' <<<"$output" | grep -q $'\x1b' || false
     rm -f "$(mine)/.ready-tree.toml"
 }
 
