@@ -113,6 +113,7 @@ status_as_root() {
 }
 
 @test "a copy swapped by another user while its owner left the directory writable is not reused" {
+    rm -rf "$(mine)"/tree.theirs "$(mine)"/.retired-tree-*  # an earlier run's
     on_all TREE tree:scratch
     [ "$status" -eq 0 ]
     want=$("$DIGEST" "$DATA/tree")
@@ -152,6 +153,19 @@ status_as_root() {
     [ ! -e "$(mine)/.lock-tree" ]
     scancel "$theirs"
     assert_healthy
+}
+
+@test "a fifo planted as the lock by another user does not fail the owner's jobs" {
+    on_all TREE tree:scratch
+    [ "$status" -eq 0 ]
+    as_user chmod 0777 "$(mine)"
+    run as_other mkfifo -m 0600 "$(mine)/.lock-tree"
+    [ "$status" -eq 0 ]
+    on_all TREE tree:scratch
+    [ "$status" -eq 0 ]
+    each_node_says "$output" "$(mine)/tree $("$DIGEST" "$DATA/tree")"
+    grep -q "broke the lock $(mine)/.lock-tree: it is not a lock" <<<"$output"
+    [ ! -e "$(mine)/.lock-tree" ]
 }
 
 @test "a stopped FUSE server in a job-end shared directory on one node: every node's epilog runs, one removes it, no drain" {
