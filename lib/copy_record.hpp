@@ -41,8 +41,9 @@ toml::table copy_record_table(const CopyRecord& record);
 CopyRecord copy_record_of(const toml::table& table, const std::string& name);
 
 // The record at path, or nothing when there is none.  Throws Error when it
-// exists but is not a regular file of a readable record; never blocks on a
-// fifo, never follows a symlink at its end.
+// exists but is not a regular file of a readable record, or is not the
+// caller's (someone else put it in the caller's directory); never blocks on
+// a fifo, never follows a symlink at its end.
 std::optional<CopyRecord> read_copy_record(const std::string& path);
 
 // Where a user's copy of a dataset lives in a shared tier, as status and

@@ -53,7 +53,7 @@ Fd make_leaf(const Level& parent, const std::string& name, uid_t uid, gid_t gid,
             TierWalk::move_aside(parent, name, label,
                                  is_link ? (S_ISLNK(link.mode) ? "is a symlink" : "is not a directory")
                                          : cannot("examine", "it", err),
-                                 MountTable::current().at(real).has_value(), &repairs);
+                                 MountTable::current().at(real).has_value(), &repairs, is_link ? &link : nullptr);
             continue;
         }
         // A directory the caller owns is one another node's prolog is
@@ -62,7 +62,7 @@ Fd make_leaf(const Level& parent, const std::string& name, uid_t uid, gid_t gid,
         const bool ours = created || f.uid == ::geteuid();
         if (!ours && f.uid != uid) {
             TierWalk::move_aside(parent, name, label, "belongs to uid " + std::to_string(f.uid) + ", not the job's",
-                                 false, &repairs);
+                                 false, &repairs, &f);
             continue;
         }
         if (f.dev != parent.facts.dev) {
@@ -144,6 +144,37 @@ OpenResult open_job_dir(const std::string& root, const std::string& dir)
     return result;
 }
 
+OpenResult look_into_dir(const std::string& root, const std::string& dir)
+{
+    OpenResult result;
+    if (auto failure = walk_tier(root, dir, [&](const TierPath& tp) {
+            TierWalk walk(Untrusted::Refuse, 0, nullptr);  // levels root's, whoever asks
+            const std::optional<Level> parent = walk_to_parent(walk, tp, false);
+            if (!parent)
+                return;
+            const std::string& name = tp.below.back();
+            const std::string label = shown_path(dir);
+            // mountinfo first: a FUSE server must not even be asked for a lookup.
+            if (MountTable::current().at(child_path(parent->real, name)).has_value())
+                fail_walk(label + " is a mount point; not entered");
+            const Fd passage = open_passage_at(parent->fd.get(), name);
+            QuickStat f;
+            if (!passage.valid() && errno == ENOENT)
+                return;
+            if (!passage.valid() || !quick_stat(passage.get(), f))
+                fail_walk(cannot("open", label, errno) + " (not a directory, or a symlink?)", errno);
+            if (!S_ISDIR(f.mode))
+                fail_walk(label + " is not a directory");
+            if (f.dev != parent->facts.dev)
+                fail_walk(label + " is a mount point; not entered");
+            result.dir = reopen_for_reading(passage);
+            if (!result.dir.valid())
+                fail_walk(cannot("open", label, errno), errno);
+        }))
+        result.problem = failure->problem;
+    return result;
+}
+
 OpenResult open_trusted_dir(const std::string& root, const std::string& dir, bool create)
 {
     OpenResult result;
@@ -164,6 +195,23 @@ OpenResult open_trusted_dir(const std::string& root, const std::string& dir, boo
 }
 
 namespace {
+// A claim this node's epilog made earlier and did not finish: removed as
+// remove_tree_within does, if it is the job's user's directory; anything
+// else under that name (a job id used again after a reset of Slurm's
+// state) is left and reported.
+void finish_claim(int parent_fd, const std::string& claim, const Level& parent, const Owner& as, RemoveResult& result)
+{
+    QuickStat f;
+    if (!quick_stat(parent_fd, claim.c_str(), AT_SYMLINK_NOFOLLOW, f))
+        return;  // none: nothing left over
+    if (!S_ISDIR(f.mode) || f.uid != as.uid) {
+        result.problems.push_back(shown_path(child_path(parent.shown, claim)) +
+                                  " is not the job's user's directory; left in place");
+        return;
+    }
+    remove_tree_on(parent_fd, claim, parent.facts.dev, parent.shown, result, as);
+}
+
 // claim: rename dir to this name first, and remove it only if that rename
 // found it (remove_tree_within_once).
 RemoveResult remove_within(const std::string& root, const std::string& dir, const std::optional<Owner>& as,
@@ -177,12 +225,28 @@ RemoveResult remove_within(const std::string& root, const std::string& dir, cons
         return result;
     const int parent_fd = parent.level->fd.get();
     if (!claim.empty()) {
-        if (::renameat(parent_fd, parent.leaf.c_str(), parent_fd, claim.c_str()) != 0) {
-            if (errno != ENOENT)
-                result.problems.push_back(cannot("claim", shown_path(dir) + " for removal", errno));
-            return result;  // ENOENT: another node claimed it, or it is gone
+        // Never over an existing entry (plain rename would replace an empty
+        // directory, and fail on a full one): a claim of ours already there
+        // is what an earlier run of this node's epilog left when its time
+        // limit stopped it, or the job was requeued since; finish it first.
+        if (::renameat2(parent_fd, parent.leaf.c_str(), parent_fd, claim.c_str(), RENAME_NOREPLACE) == 0) {
+            parent.leaf = claim;
+        } else {
+            const int err = errno;
+            if (err != ENOENT && err != EEXIST) {
+                result.problems.push_back(cannot("claim", shown_path(dir) + " for removal", err));
+                return result;
+            }
+            finish_claim(parent_fd, claim, *parent.level, *as, result);
+            if (err == ENOENT || !result.problems.empty())
+                return result;  // ENOENT: another node claimed it, or it is gone
+            if (::renameat2(parent_fd, parent.leaf.c_str(), parent_fd, claim.c_str(), RENAME_NOREPLACE) != 0) {
+                if (errno != ENOENT)
+                    result.problems.push_back(cannot("claim", shown_path(dir) + " for removal", errno));
+                return result;
+            }
+            parent.leaf = claim;
         }
-        parent.leaf = claim;
     }
     // dir itself is checked like everything inside (symlink, mount point).
     remove_tree_on(parent_fd, parent.leaf, parent.level->facts.dev, parent.level->shown, result, as);

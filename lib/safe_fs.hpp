@@ -78,6 +78,15 @@ struct OpenResult {
 // mount point.  Nothing is created or repaired.
 OpenResult open_job_dir(const std::string& root, const std::string& dir);
 
+// A directory in a tier that root only looks into, whoever owns it (a
+// user's directory in a shared tier, for `dlstage status --dataset` run as
+// root): reached like open_job_dir (every level from root down to dir's
+// parent owned by root and writable by nobody else, no symlink), dir
+// itself a directory on the tier's file system and not a mount point, so a
+// user's stopped FUSE server cannot hang the caller.  Neither dir nor
+// problem when it does not exist.
+OpenResult look_into_dir(const std::string& root, const std::string& dir);
+
 // A directory for root's own files (state records) at or below root: root
 // and every level down to dir owned by the caller and writable by nobody
 // else, created (0755) if missing when `create`; anything untrusted is a

@@ -153,10 +153,9 @@ std::optional<Level> TierWalk::open_level(const Level& parent, const std::string
             }
             // A symlink or a file (ENOTDIR), a loop, something odd.
             QuickStat f;
-            std::string why = quick_stat(parent.fd.get(), name.c_str(), AT_SYMLINK_NOFOLLOW, f)
-                                  ? distrust(f, trusted_uid_)
-                                  : "";
-            untrusted(parent, name, label, why.empty() ? cannot("open", "it", err) : why);
+            const bool seen = quick_stat(parent.fd.get(), name.c_str(), AT_SYMLINK_NOFOLLOW, f);
+            std::string why = seen ? distrust(f, trusted_uid_) : "";
+            untrusted(parent, name, label, why.empty() ? cannot("open", "it", err) : why, false, seen ? &f : nullptr);
             continue;
         }
         // What cannot even be examined was not made by root: untrusted.
@@ -170,7 +169,7 @@ std::optional<Level> TierWalk::open_level(const Level& parent, const std::string
             why = "is on another file system than the tier root";
         if (why.empty())
             return level;
-        untrusted(parent, name, label, why);
+        untrusted(parent, name, label, why, false, &level.facts);
     }
     fail_walk(label + " keeps being replaced by something untrusted; giving up");
 }
@@ -191,15 +190,16 @@ void TierWalk::make_level(const Level& parent, const std::string& name, const st
 }
 
 void TierWalk::untrusted(const Level& parent, const std::string& name, const std::string& label, const std::string& why,
-               bool mounted)
+               bool mounted, const QuickStat* judged)
 {
     if (on_untrusted_ == Untrusted::Refuse)
         fail_walk(label + " " + why + "; refusing to use it");
-    move_aside(parent, name, label, why, mounted, repairs_);
+    move_aside(parent, name, label, why, mounted, repairs_, judged);
 }
 
 void TierWalk::move_aside(const Level& parent, const std::string& name, const std::string& label,
-                       const std::string& why, bool mounted, std::vector<std::string>* repairs)
+                       const std::string& why, bool mounted, std::vector<std::string>* repairs,
+                       const QuickStat* judged)
 {
     if (mounted) {
         const int err = detach_at(parent.fd.get(), name);
@@ -217,6 +217,20 @@ void TierWalk::move_aside(const Level& parent, const std::string& name, const st
         const std::string aside = name + ".untrusted-" + stamp + "-" + std::to_string(::getpid()) +
                                   (n ? "-" + std::to_string(n) : "");
         if (::renameat2(parent.fd.get(), name.c_str(), parent.fd.get(), aside.c_str(), RENAME_NOREPLACE) == 0) {
+            // The prologs of all a job's nodes walk a shared tier at once and
+            // rename by name: each may have judged the same squatted entry,
+            // and the first replaced it by a good one before this rename.
+            QuickStat moved;
+            if (judged && quick_stat(parent.fd.get(), aside.c_str(), AT_SYMLINK_NOFOLLOW, moved) &&
+                (moved.ino != judged->ino || moved.dev != judged->dev)) {
+                const bool back =
+                    ::renameat2(parent.fd.get(), aside.c_str(), parent.fd.get(), name.c_str(), RENAME_NOREPLACE) == 0;
+                if (repairs)
+                    repairs->push_back(label + " was replaced meanwhile (by another node's prolog?); " +
+                                       (back ? "left in place" : "it stays at " +
+                                                                 shown_path(child_path(parent.shown, aside))));
+                return;  // the caller looks at the name again
+            }
             if (repairs)
                 repairs->push_back(label + " " + why + "; moved it aside to " +
                                    shown_path(child_path(parent.shown, aside)));

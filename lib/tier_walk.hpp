@@ -67,9 +67,13 @@ public:
     std::optional<Level> open_level(const Level& parent, const std::string& name, bool is_root, bool create);
 
     // Renames `name` out of the way within parent, detaching a mount on it
-    // first; the new name is logged with what was wrong with it.
+    // first; the new name is logged with what was wrong with it.  `judged`:
+    // the entry found wrong (its dev and inode); if what the rename moved is
+    // another (a tier every node sees: another node's prolog moved the
+    // judged one aside and made a good one meanwhile), it is put back.
     static void move_aside(const Level& parent, const std::string& name, const std::string& label,
-                           const std::string& why, bool mounted, std::vector<std::string>* repairs);
+                           const std::string& why, bool mounted, std::vector<std::string>* repairs,
+                           const QuickStat* judged = nullptr);
 
 private:
     static constexpr int kAttempts = 5;
@@ -77,7 +81,7 @@ private:
     void make_level(const Level& parent, const std::string& name, const std::string& label);
     // Not trusted: moved aside by the prolog, refused by the others.
     void untrusted(const Level& parent, const std::string& name, const std::string& label, const std::string& why,
-                   bool mounted = false);
+                   bool mounted = false, const QuickStat* judged = nullptr);
 
     Untrusted on_untrusted_;
     uid_t trusted_uid_;

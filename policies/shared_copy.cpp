@@ -10,6 +10,10 @@ CopyDecision decide_copy(const CopyFacts& facts)
         return {CopyAction::Stage, "the source changed since the copy was made: staging it again"};
     if (!facts.has_listing)
         return {CopyAction::Stage, "the list of what the copy holds is gone: staging it again"};
+    if (facts.foreign > 0)
+        return {CopyAction::Stage, std::to_string(facts.foreign) +
+                                       " entries of the copy belong to someone else (was the directory writable to "
+                                       "others?): staging it again"};
     const std::uint64_t bad = facts.missing + facts.wrong_size;
     if (bad == 0)
         return {CopyAction::Reuse, "the copy is complete and the source unchanged"};
@@ -26,6 +30,9 @@ Verdict lock_is_stale(const LockFacts& facts)
 {
     const std::string holder = "job " + facts.holder_job + " on " + facts.holder_host + " (pid " +
                                std::to_string(facts.holder_pid) + ")";
+    if (facts.file_uid >= 0 && facts.file_uid != facts.my_uid)
+        return Verdict::allow("it belongs to uid " + std::to_string(facts.file_uid) +
+                              ", not to you: none of your jobs holds it");
     // A relaunch of the stager in the same job, or a job run again under
     // its id: the earlier attempt is over by the time this one runs.
     if (!facts.holder_job.empty() && facts.holder_job == facts.my_job)

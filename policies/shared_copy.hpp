@@ -21,6 +21,11 @@ struct CopyFacts {
     std::uint64_t entries = 0;     // entries the copy must hold
     std::uint64_t missing = 0;     // not there, or not of their type
     std::uint64_t wrong_size = 0;  // files of another size (truncated by a purge, or changed)
+    // Entries (the copy's directory included) that are not the user's: only
+    // someone else can have made them, in a directory its owner had opened
+    // to others (chmod 0777, a group-writable tree); what they hold is not
+    // what the source held, whatever their sizes say.
+    std::uint64_t foreign = 0;
 };
 
 enum class CopyAction { Reuse, Repair, Stage };
@@ -41,6 +46,10 @@ struct LockFacts {
     std::optional<bool> job_running;      // Slurm's view of holder_job; nothing when Slurm did not answer
     std::int64_t silent_s = 0;            // seconds since the holder's last heartbeat
     std::int64_t silence_limit_s = 300;   // a live holder beats every few seconds
+    // The lock file's owner and the waiter's uid: only the user's own jobs
+    // take a lock in their directory, so one of someone else's (planted
+    // while the directory was open to others) holds nothing.
+    long file_uid = -1, my_uid = -1;
 };
 
 // Allowed: the lock is stale and may be broken; the reason says why.

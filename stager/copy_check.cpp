@@ -37,7 +37,10 @@ void write_contents(int dir_fd, const std::string& shown, const std::string& nam
 std::optional<Plan> read_contents(const std::string& path)
 {
     // A plan of 1.28 M entries is some 100 MB.
-    const std::optional<SmallFile> file = read_small_file_at(AT_FDCWD, path, path, std::size_t(1) << 31);
+    // Only what this user's job wrote says what the copy must hold (and is
+    // loaded: up to 2 GiB on every rank).
+    const std::optional<SmallFile> file =
+        read_small_file_at(AT_FDCWD, path, path, std::size_t(1) << 31, ::geteuid());
     if (!file)
         return std::nullopt;
     try {
@@ -72,13 +75,15 @@ CopyCheck check_copy(int copy_fd, const Plan& contents, const CheckShare& share)
         const std::size_t i = mine[k];
         const Entry& e = contents.entries[i];
         struct stat st {};
-        bool missing = false, wrong = false;
+        bool missing = false, wrong = false, foreign = false;
         if (::fstatat(copy_fd, e.path.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
             if (errno != ENOENT && errno != ENOTDIR)
                 throw_cannot("check", e.path, errno);
             missing = true;
         } else if (!same_type(e.type, st.st_mode)) {
             missing = true;
+        } else if (st.st_uid != share.owner) {
+            foreign = missing = true;  // someone else's: not what the job staged
         } else if (e.type == EntryType::File && static_cast<std::uint64_t>(st.st_size) != e.size) {
             wrong = true;
         }
@@ -89,6 +94,7 @@ CopyCheck check_copy(int copy_fd, const Plan& contents, const CheckShare& share)
         if (missing || wrong) {
             result.bad.push_back(i);
             ++(missing ? result.missing : result.wrong_size);
+            result.foreign += foreign ? 1 : 0;
         } else if (e.type == EntryType::File) {
             const policy::FileTimes times{st.st_atim.tv_sec, st.st_mtim.tv_sec, st.st_ctim.tv_sec};
             result.oldest = std::min(result.oldest, policy::purge_clock(share.purge_by, times));

@@ -11,6 +11,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 #include "lib/config.hpp"
@@ -32,6 +33,7 @@ struct CopyCheck {
     std::uint64_t checked = 0;
     std::uint64_t missing = 0;     // absent, or of another type
     std::uint64_t wrong_size = 0;  // files only
+    std::uint64_t foreign = 0;     // not owned by CheckShare::owner (also in bad)
     std::vector<std::size_t> bad;  // indexes into contents.entries, sorted
     std::int64_t oldest = std::numeric_limits<std::int64_t>::max();  // min purge clock of the files seen
 };
@@ -41,6 +43,7 @@ struct CheckShare {
     unsigned threads = 16;    // stats in flight
     PurgeBy purge_by = PurgeBy::Atime;
     bool refresh_atime = false;  // a site's refresh_on_use
+    uid_t owner = ::geteuid();   // whose every entry must be
 };
 
 // Checks this share of contents' entries below the directory open as

@@ -79,6 +79,7 @@ std::int64_t now_s()
 struct Seen {
     std::string text;
     std::int64_t mtime = 0;
+    long uid = -1;
 };
 
 // The lock's content and when it was last touched; nothing if it is gone.
@@ -87,7 +88,7 @@ std::optional<Seen> look_at(int dir_fd, const std::string& name, const std::stri
     const std::optional<SmallFile> file = read_small_file_at(dir_fd, name, shown, 4096);
     if (!file)
         return std::nullopt;
-    return Seen{file->content, static_cast<std::int64_t>(file->st.st_mtim.tv_sec)};
+    return Seen{file->content, static_cast<std::int64_t>(file->st.st_mtim.tv_sec), static_cast<long>(file->st.st_uid)};
 }
 }  // namespace
 
@@ -122,7 +123,25 @@ bool CopyLock::try_create()
 
 void CopyLock::wait_or_break()
 {
-    const std::optional<Seen> seen = look_at(dir_fd_, name_, shown_);
+    std::optional<Seen> seen;
+    try {
+        seen = look_at(dir_fd_, name_, shown_);
+    } catch (const Error& e) {
+        // No job writes anything but a regular file here: a fifo, a symlink
+        // or a directory (someone else's, planted while the directory was
+        // open to them) holds nothing, and must not fail every later job.
+        const std::string aside = name_ + ".broken-" + me_.job + "-" + std::to_string(::getpid());
+        if (::renameat(dir_fd_, name_.c_str(), dir_fd_, aside.c_str()) != 0) {
+            if (errno == ENOENT)
+                return;
+            throw_cannot("move away", shown_ + " (" + e.what() + ")", errno);
+        }
+        if (::unlinkat(dir_fd_, aside.c_str(), 0) != 0)
+            ::unlinkat(dir_fd_, aside.c_str(), AT_REMOVEDIR);  // an empty directory; a full one stays aside
+        if (options_.say)
+            options_.say("broke the lock " + shown_ + ": it is not a lock (" + e.what() + ")");
+        return;
+    }
     if (!seen)
         return;  // released meanwhile: try again at once
     const std::optional<LockHolder> holder = parse_lock(seen->text);
@@ -131,6 +150,8 @@ void CopyLock::wait_or_break()
     facts.my_host = me_.host;
     facts.silent_s = now_s() - seen->mtime;
     facts.silence_limit_s = options_.silence_limit_s;
+    facts.file_uid = seen->uid;
+    facts.my_uid = static_cast<long>(::geteuid());
     if (holder) {
         facts.holder_job = holder->job;
         facts.holder_host = holder->host;

@@ -121,6 +121,10 @@ Checked check_share(const StageItem& item, const DatasetLayout& here, const Foun
     checked.facts.entries = found.contents.entries.size();
     checked.facts.missing = reduce_over_ranks(checked.mine.missing, MPI_SUM);
     checked.facts.wrong_size = reduce_over_ranks(checked.mine.wrong_size, MPI_SUM);
+    // The copy's directory counts too: someone else's holds what they like.
+    struct stat top {};
+    const bool foreign_top = copy.valid() && ctx.rank == 0 && ::fstat(copy.get(), &top) == 0 && top.st_uid != ::geteuid();
+    checked.facts.foreign = reduce_over_ranks(checked.mine.foreign + (foreign_top ? 1 : 0), MPI_SUM);
     if (!copy.valid())
         checked.facts.repairable = false;
     checked.facts.repairable = all_ranks(checked.facts.repairable);

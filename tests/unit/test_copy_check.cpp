@@ -148,4 +148,28 @@ BOOST_AUTO_TEST_CASE(the_contents_file_round_trips_and_a_fifo_is_refused_without
     BOOST_TEST(!error_of([&] { read_contents(t.dir / "junk"); }).empty());
 }
 
+// A directory its owner opened to others (chmod 0777): another user swaps
+// a file for one of the same size and the same name.  Only the owner's own
+// entries count as the copy, and only their own contents file as its list.
+BOOST_AUTO_TEST_CASE(an_entry_or_a_contents_file_someone_else_owns_is_not_the_copys)
+{
+    if (geteuid() != 0)
+        return;  // chown needs root
+    Trees t;
+    const Plan plan = t.plan();
+    BOOST_REQUIRE(lchown((t.dir / "copy/d/b.bin").c_str(), 12345, 12345) == 0);
+    const Fd copy = t.copy_fd();
+    const CopyCheck c = check_copy(copy.get(), plan, CheckShare{});
+    BOOST_TEST(c.foreign == 1u);
+    BOOST_TEST(c.missing == 1u);
+    BOOST_TEST(c.bad == std::vector<std::size_t>{index_of(plan, "d/b.bin")});
+    const Fd dir_fd(::open(t.dir.path().c_str(), O_RDONLY | O_DIRECTORY));
+    write_contents(dir_fd.get(), t.dir.path(), "contents", plan);
+    BOOST_REQUIRE(lchown((t.dir / "contents").c_str(), 12345, 12345) == 0);
+    BOOST_TEST(error_of([&] { read_contents(t.dir / "contents"); }).find("belongs to uid 12345") != std::string::npos);
+    // A huge one (sparse) is refused for its owner before anything is loaded.
+    BOOST_REQUIRE(truncate((t.dir / "contents").c_str(), off_t(3) << 30) == 0);
+    BOOST_TEST(error_of([&] { read_contents(t.dir / "contents"); }).find("belongs to uid 12345") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -107,6 +107,49 @@ BOOST_AUTO_TEST_CASE(a_lock_of_an_ended_job_or_a_silent_holder_is_broken)
     BOOST_TEST(access((dir / ".lock-x").c_str(), F_OK) != 0);
 }
 
+// Planted by another user while the directory was open to them, naming a
+// job of theirs that runs and a live pid: no job of this user holds it.
+BOOST_AUTO_TEST_CASE(a_lock_someone_else_owns_is_broken_at_once)
+{
+    if (geteuid() != 0)
+        return;  // chown needs root
+    TempDir dir;
+    const Fd fd(::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY));
+    dir.write(".lock-x", "job 5\nhost n1\npid 1\nsince 1\n");
+    BOOST_REQUIRE(chown((dir / ".lock-x").c_str(), 12345, 12345) == 0);
+    std::vector<std::string> said;
+    {
+        CopyLock lock(fd.get(), ".lock-x", dir / ".lock-x", holder("8"), quick(&said, true));
+        BOOST_TEST(parse_lock(slurp(dir / ".lock-x"))->job == "8");
+    }
+    BOOST_REQUIRE(!said.empty());
+    BOOST_TEST(said.back().find("belongs to uid 12345") != std::string::npos, said.back());
+}
+
+// No job writes anything but a regular file as its lock: a fifo, a symlink
+// or a directory under the lock's name (someone else's, planted while the
+// directory was open to them) is moved out of the way, not a reason to fail
+// every later job.
+BOOST_AUTO_TEST_CASE(a_fifo_a_symlink_or_a_directory_in_the_locks_place_is_moved_away)
+{
+    TempDir dir;
+    const Fd fd(::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY));
+    for (int kind = 0; kind < 3; ++kind) {
+        const std::string lock = dir / ".lock-x";
+        BOOST_REQUIRE((kind == 0   ? mkfifo(lock.c_str(), 0600)
+                       : kind == 1 ? symlink("/etc/passwd", lock.c_str())
+                                   : mkdir(lock.c_str(), 0700)) == 0);
+        std::vector<std::string> said;
+        {
+            CopyLock taken(fd.get(), ".lock-x", lock, holder("8"), quick(&said, true));
+            BOOST_TEST(parse_lock(slurp(lock))->job == "8");
+        }
+        BOOST_REQUIRE(!said.empty());
+        BOOST_TEST(said.back().find("is not a lock") != std::string::npos, said.back());
+        BOOST_TEST(access(lock.c_str(), F_OK) != 0);
+    }
+}
+
 BOOST_AUTO_TEST_CASE(the_holder_beats_and_release_leaves_a_lock_that_is_no_longer_its_own)
 {
     TempDir dir;

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "lib/safe_fs.hpp"
+#include "lib/tier_walk.hpp"
 #include "tests/unit/in_child.hpp"
 #include "tests/unit/safe_fs_fixtures.hpp"
 #include "tests/unit/tmpdir.hpp"
@@ -335,6 +336,45 @@ BOOST_AUTO_TEST_CASE(the_stager_opens_only_a_job_dir_below_root_owned_levels)
     BOOST_REQUIRE(::chmod(tier.tmp.path().c_str(), 0755) == 0);
     const std::string text = in_child([&] { return open_job_dir(tier.root, dir).problem; }, kOtherUid, kOtherGid);
     BOOST_TEST(text == dir + " belongs to uid 0, not to you");
+}
+
+// A shared tier: the prologs of a job's three nodes walk it at once.  Two
+// judge the same squatted directory; the first moves it aside and makes a
+// good one; the second's rename, by name, must not move that good one away.
+BOOST_AUTO_TEST_CASE(a_good_entry_another_nodes_prolog_made_meanwhile_is_not_moved_aside)
+{
+    if (!is_root()) {
+        BOOST_TEST_MESSAGE("skipped: needs root");
+        return;
+    }
+    Tier tier;
+    const std::string squatted = tier.root + "/42";
+    make_dir(squatted, 0777);
+    BOOST_REQUIRE(::chown(squatted.c_str(), kOtherUid, kOtherGid) == 0);
+    tier_walk::Level parent;
+    parent.fd = Fd(::open(tier.root.c_str(), O_PATH | O_DIRECTORY));
+    parent.shown = parent.real = tier.root;
+    BOOST_REQUIRE(quick_stat(parent.fd.get(), parent.facts));
+    QuickStat judged;  // what this node found wrong
+    BOOST_REQUIRE(quick_stat(parent.fd.get(), "42", AT_SYMLINK_NOFOLLOW, judged));
+    // Meanwhile the other node: the squatted one aside, a good one made.
+    BOOST_REQUIRE(::rename(squatted.c_str(), (tier.root + "/42.untrusted-other").c_str()) == 0);
+    make_dir(squatted, 0700);
+    const ino_t good = lstat_of(squatted).st_ino;
+    std::vector<std::string> repairs;
+    tier_walk::TierWalk::move_aside(parent, "42", squatted, "belongs to uid 12345", false, &repairs, &judged);
+    BOOST_TEST(is_real_dir(squatted));
+    BOOST_TEST(lstat_of(squatted).st_ino == good);
+    BOOST_TEST(entries_in(tier.root) == 2);  // 42 and the other node's 42.untrusted-other
+    BOOST_REQUIRE(repairs.size() == 1u);
+    BOOST_TEST(repairs.front() == squatted + " was replaced meanwhile (by another node's prolog?); left in place");
+    // What this node judged, still there: moved aside as before.
+    make_dir(tier.root + "/43", 0777);
+    QuickStat bad;
+    BOOST_REQUIRE(quick_stat(parent.fd.get(), "43", AT_SYMLINK_NOFOLLOW, bad));
+    tier_walk::TierWalk::move_aside(parent, "43", tier.root + "/43", "is writable by others", false, &repairs, &bad);
+    BOOST_TEST(!exists(tier.root + "/43"));
+    BOOST_TEST(entries_in(tier.root) == 3);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -266,6 +266,47 @@ BOOST_AUTO_TEST_CASE(a_shared_job_dir_is_removed_by_the_one_node_whose_claim_fin
     BOOST_TEST(exists(tier.tmp / "elsewhere/precious"));
 }
 
+// An epilog stopped by its time limit (a big copy on a slow parallel file
+// system) after its claim leaves JOB.removing-NODE; the next run of that
+// node's epilog (the job requeued, the epilog run again) finishes it, and
+// a job directory made again under the same id is still claimed.
+BOOST_AUTO_TEST_CASE(a_claim_left_by_a_stopped_epilog_is_finished_by_the_next_run_on_that_node)
+{
+    if (!is_root()) {
+        BOOST_TEST_MESSAGE("skipped: needs root");
+        return;
+    }
+    Tier tier;
+    const std::string job = tier.root + "/42";
+    const std::string claim = tier.root + "/42.removing-n1";
+    const auto users = [](const std::string& dir) {
+        make_dir(dir, 0700);
+        make_file(dir + "/a");
+        for (const std::string& p : {dir, dir + "/a"})
+            BOOST_REQUIRE(::lchown(p.c_str(), kOtherUid, kOtherGid) == 0);
+    };
+    const Owner owner{kOtherUid, kOtherGid};
+    users(claim);  // claimed, then stopped
+    BOOST_TEST(outcome(remove_tree_within_once(tier.root, job, owner, "42.removing-n2")) == "removed=0");
+    BOOST_TEST(exists(claim));  // n1's to finish, not n2's
+    BOOST_TEST(outcome(remove_tree_within_once(tier.root, job, owner, "42.removing-n1")) == "removed=2");
+    BOOST_TEST(!exists(claim));
+    // Requeued: the job directory again, and the old claim still there.
+    users(claim);
+    users(job);
+    BOOST_TEST(outcome(remove_tree_within_once(tier.root, job, owner, "42.removing-n1")) == "removed=4");
+    BOOST_TEST(!exists(claim));
+    BOOST_TEST(!exists(job));
+    // Under the claim's name, something not the job's user's: left alone.
+    make_dir(claim, 0700);
+    make_file(claim + "/b");
+    users(job);
+    const std::string text = outcome(remove_tree_within_once(tier.root, job, owner, "42.removing-n1"));
+    BOOST_TEST(exists(claim + "/b"));
+    BOOST_TEST(exists(job));
+    BOOST_TEST(text.find("not the job's user's") != std::string::npos, text);
+}
+
 BOOST_AUTO_TEST_CASE(mount_points_are_left_in_place)
 {
     if (!is_root()) {

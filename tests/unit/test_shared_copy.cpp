@@ -50,6 +50,16 @@ BOOST_AUTO_TEST_CASE(purged_files_are_repaired_in_copy_mode_and_restaged_when_un
     BOOST_TEST(d.reason.find("unpacked") != std::string::npos, d.reason);
 }
 
+BOOST_AUTO_TEST_CASE(entries_someone_else_owns_stage_the_copy_again_whatever_their_sizes)
+{
+    CopyFacts f = complete();
+    f.foreign = 2;
+    f.missing = 2;
+    const CopyDecision d = decide_copy(f);
+    BOOST_TEST(static_cast<int>(d.action) == static_cast<int>(CopyAction::Stage));
+    BOOST_TEST(d.reason.find("2 entries of the copy belong to someone else") != std::string::npos, d.reason);
+}
+
 namespace {
 LockFacts held()
 {
