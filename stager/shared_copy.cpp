@@ -54,16 +54,58 @@ struct Found {
     std::string identity;              // rank 0 only
     bool has_record = false;           // every rank: there is a readable record
     bool same_source = false;          // every rank: ... of a copy of the source as it is now
-    bool usable = false;               // every rank: ... and its contents file is readable
-    Plan contents;                     // every rank, when usable
+    bool usable = false;               // every rank: ... and its contents file is whole
+    std::optional<Plan> listed;        // the contents file as read (extract mode)
+    const Plan* contents = nullptr;    // every rank, when usable: what the copy holds
 };
+
+// The contents file, read by rank 0 alone and broadcast: N ranks reading a
+// file of some 100 MB (1.28 M entries) from the shared file system would
+// read it N times.  Nothing on every rank when rank 0 could not read it.
+std::optional<Plan> read_contents_once(const std::string& path, const NodeContext& ctx)
+{
+    std::string bytes;
+    unsigned long long size = 0;
+    if (ctx.rank == 0) {
+        try {
+            if (std::optional<std::string> file = read_contents_file(path)) {
+                bytes = std::move(*file);
+                size = bytes.size() + 1;  // 0: none
+            }
+        } catch (const Error&) {
+            size = 0;  // unreadable: staged again, as when there is none
+        }
+    }
+    MPI_Bcast(&size, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
+    if (size == 0)
+        return std::nullopt;
+    bytes.resize(size - 1);
+    constexpr std::size_t kStep = 1u << 30;  // one MPI message holds at most INT_MAX bytes
+    for (std::size_t off = 0; off < bytes.size(); off += kStep)
+        MPI_Bcast(bytes.data() + off, static_cast<int>(std::min<std::size_t>(kStep, bytes.size() - off)), MPI_BYTE,
+                  0, MPI_COMM_WORLD);
+    int parsed = 1;
+    std::optional<Plan> contents;
+    try {
+        contents = deserialize(bytes);
+    } catch (const Error&) {
+        parsed = 0;
+    }
+    return all_ranks(parsed != 0) ? std::move(contents) : std::nullopt;
+}
 
 Found look_for_copy(const StageItem& item, const DatasetLayout& here, const Plan& plan, const NodeContext& ctx)
 {
     Found found;
-    int seen = 0;  // 1: a record, 2: of this source
+    int seen = 0;  // 1: a record, 2: of this source, 3: ... and a contents file as long as the plan's
+    // In copy mode the contents file is the plan the copy was made from:
+    // the same identity means the same bytes, so every rank has it already
+    // (reading and parsing 1.28 M entries again cost seconds and a second
+    // plan's memory per rank).  Its length is still checked.
+    const bool copy_mode = item.dataset.mode != Mode::Extract;
     if (ctx.rank == 0) {
-        found.identity = source_identity(plan);
+        const std::string bytes = serialize(plan);
+        found.identity = source_identity_of(bytes);
         try {
             found.record = read_copy_record(here.ready_marker);
         } catch (const Error& e) {
@@ -73,22 +115,27 @@ Found look_for_copy(const StageItem& item, const DatasetLayout& here, const Plan
             seen = found.record->identity == found.identity && found.record->mode == to_string(item.dataset.mode)
                        ? 2
                        : 1;
+        if (seen == 2 && copy_mode) {
+            struct stat st {};
+            if (::lstat(here.contents_file.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+                static_cast<std::uint64_t>(st.st_size) == bytes.size())
+                seen = 3;
+        }
     }
     seen = broadcast_int(seen);
     found.has_record = seen >= 1;
-    found.same_source = seen == 2;
+    found.same_source = seen >= 2;
     if (!found.same_source)
         return found;
-    int readable = 1;
-    try {
-        const std::optional<Plan> contents = read_contents(here.contents_file);
-        readable = contents ? 1 : 0;
-        if (contents)
-            found.contents = *contents;
-    } catch (const Error&) {
-        readable = 0;
+    if (copy_mode) {
+        found.usable = seen == 3;
+        found.contents = &plan;
+        return found;
     }
-    found.usable = all_ranks(readable != 0);
+    found.listed = read_contents_once(here.contents_file, ctx);
+    found.usable = found.listed.has_value();
+    if (found.usable)
+        found.contents = &*found.listed;
     return found;
 }
 
@@ -114,11 +161,11 @@ Checked check_share(const StageItem& item, const DatasetLayout& here, const Foun
     share.purge_by = item.tier.purge.by;
     share.refresh_atime = item.tier.purge.refresh_on_use;
     if (copy.valid())
-        checked.mine = check_copy(copy.get(), found.contents, share);
+        checked.mine = check_copy(copy.get(), *found.contents, share);
     else  // the whole copy is gone: every entry of this share is missing
-        checked.mine.missing = (found.contents.entries.size() + static_cast<std::size_t>(ctx.size - 1 - ctx.rank)) /
+        checked.mine.missing = (found.contents->entries.size() + static_cast<std::size_t>(ctx.size - 1 - ctx.rank)) /
                                static_cast<std::size_t>(ctx.size);
-    checked.facts.entries = found.contents.entries.size();
+    checked.facts.entries = found.contents->entries.size();
     checked.facts.missing = reduce_over_ranks(checked.mine.missing, MPI_SUM);
     checked.facts.wrong_size = reduce_over_ranks(checked.mine.wrong_size, MPI_SUM);
     if (!copy.valid())
@@ -295,18 +342,24 @@ void use_or_stage(const StageItem& item, const NodeContext& ctx, const ExchangeO
                   const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir)
 {
     const auto start = Clock::now();
+    const auto seconds_since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
     const Plan plan = broadcast_plan(item, ctx);
     check_mode_fits_plan(item, plan);
+    const double plan_s = seconds_since(start);
+    const auto look_start = Clock::now();
     Found found = look_for_copy(item, here, plan, ctx);
+    const double look_s = seconds_since(look_start);
+    const auto stat_start = Clock::now();
     const Checked checked = check_share(item, here, found, ctx);
     const policy::CopyDecision decision = policy::decide_copy(checked.facts);
-    const double check_s = std::chrono::duration<double>(Clock::now() - start).count();
+    const double stat_s = seconds_since(stat_start);
+    const double check_s = seconds_since(start);
 
     if (decision.action == policy::CopyAction::Stage) {
         stage_copy(item, ctx, options, layout, here, job_dir, plan, found.identity, decision.reason);
     } else {
         if (decision.action == policy::CopyAction::Repair)
-            repair(item, layout, here, found.contents, checked, ctx);
+            repair(item, layout, here, *found.contents, checked, ctx);
         if (ctx.rank == 0) {
             CopyRecord& record = *found.record;
             const std::uint64_t fixed = checked.facts.missing + checked.facts.wrong_size;
@@ -319,11 +372,11 @@ void use_or_stage(const StageItem& item, const NodeContext& ctx, const ExchangeO
             record_use(record, here, ctx, oldest);
             record_job_state(item, record, ctx, kReusedState);
             sayf("%s: %s the copy in %s (%s in %llu files, made by job %s on %s, used %llu times); checked in "
-                 "%.2f s%s%s",
+                 "%.2f s (plan %.2f s, record and contents %.2f s, stat %.2f s)%s%s",
                  item.dataset.name.c_str(), fixed ? "repaired and reused" : "reused", layout.dataset_dir.c_str(),
                  format_size(record.ready.bytes).c_str(), static_cast<unsigned long long>(record.ready.files),
                  record.made_by.c_str(), policy::day_text(record.made).c_str(),
-                 static_cast<unsigned long long>(record.uses), check_s,
+                 static_cast<unsigned long long>(record.uses), check_s, plan_s, look_s, stat_s,
                  fixed ? ("; fetched " + std::to_string(fixed) + " purged files again").c_str() : "",
                  purge_note(item.tier, record.oldest).c_str());
         }
