@@ -23,7 +23,11 @@ namespace dlstage::stager {
 
 std::string source_identity(const Plan& plan)
 {
-    const std::string bytes = serialize(plan);
+    return source_identity_of(serialize(plan));
+}
+
+std::string source_identity_of(const std::string& bytes)
+{
     char hex[17];
     std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(XXH3_64bits(bytes.data(), bytes.size())));
     return hex;
@@ -34,20 +38,16 @@ void write_contents(int dir_fd, const std::string& shown, const std::string& nam
     replace_file_at(dir_fd, shown, name, serialize(contents), 0600);
 }
 
-std::optional<Plan> read_contents(const std::string& path)
+std::optional<std::string> read_contents_file(const std::string& path)
 {
     // A plan of 1.28 M entries is some 100 MB.
     // Only what this user's job wrote says what the copy must hold (and is
     // loaded: up to 2 GiB on every rank).
-    const std::optional<SmallFile> file =
+    std::optional<SmallFile> file =
         read_small_file_at(AT_FDCWD, path, path, std::size_t(1) << 31, ::geteuid());
     if (!file)
         return std::nullopt;
-    try {
-        return deserialize(file->content);
-    } catch (const Error& e) {
-        throw Error(path + ": " + e.what());
-    }
+    return std::move(file->content);
 }
 
 namespace {
@@ -64,41 +64,56 @@ bool same_type(EntryType type, mode_t mode)
 
 CopyCheck check_copy(int copy_fd, const Plan& contents, const CheckShare& share)
 {
-    std::vector<std::size_t> mine;
-    for (std::size_t i = static_cast<std::size_t>(share.rank); i < contents.entries.size();
-         i += static_cast<std::size_t>(share.ranks))
-        mine.push_back(i);
+    // This share: entries i with i % ranks == rank, in blocks of kBlock of
+    // them; a thread takes the next block, checks it alone and adds what it
+    // found to the result once (one lock per block, not per entry: at
+    // 1.28 M entries and 16 threads, a lock per stat was a queue).
+    constexpr std::size_t kBlock = 512;
+    const std::size_t ranks = static_cast<std::size_t>(std::max(1, share.ranks));
+    const std::size_t first = static_cast<std::size_t>(std::max(0, share.rank));
+    const std::size_t total = contents.entries.size();
+    const std::size_t count = first < total ? (total - first + ranks - 1) / ranks : 0;
     CopyCheck result;
     std::mutex mutex;
     const struct timespec refresh[2] = {{0, UTIME_NOW}, {0, UTIME_OMIT}};
-    for_each_index(mine.size(), std::max(1u, share.threads), [&](std::size_t k) {
-        const std::size_t i = mine[k];
-        const Entry& e = contents.entries[i];
-        struct stat st {};
-        bool missing = false, wrong = false, foreign = false;
-        if (::fstatat(copy_fd, e.path.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-            if (errno != ENOENT && errno != ENOTDIR)
-                throw_cannot("check", e.path, errno);
-            missing = true;
-        } else if (!same_type(e.type, st.st_mode)) {
-            missing = true;
-        } else if (st.st_uid != share.owner) {
-            foreign = missing = true;  // someone else's: not what the job staged
-        } else if (e.type == EntryType::File && static_cast<std::uint64_t>(st.st_size) != e.size) {
-            wrong = true;
+    for_each_index((count + kBlock - 1) / kBlock, std::max(1u, share.threads), [&](std::size_t block) {
+        CopyCheck part;
+        const std::size_t end = std::min(count, (block + 1) * kBlock);
+        for (std::size_t k = block * kBlock; k < end; ++k) {
+            const std::size_t i = first + k * ranks;
+            const Entry& e = contents.entries[i];
+            struct stat st {};
+            bool missing = false, wrong = false, foreign = false;
+            if (::fstatat(copy_fd, e.path.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+                if (errno != ENOENT && errno != ENOTDIR)
+                    throw_cannot("check", e.path, errno);
+                missing = true;
+            } else if (!same_type(e.type, st.st_mode)) {
+                missing = true;
+            } else if (st.st_uid != share.owner) {
+                foreign = missing = true;  // someone else's: not what the job staged
+            } else if (e.type == EntryType::File && static_cast<std::uint64_t>(st.st_size) != e.size) {
+                wrong = true;
+            }
+            if (!missing && !wrong && e.type == EntryType::File && share.refresh_atime)
+                ::utimensat(copy_fd, e.path.c_str(), refresh, AT_SYMLINK_NOFOLLOW);
+            ++part.checked;
+            if (missing || wrong) {
+                part.bad.push_back(i);
+                ++(missing ? part.missing : part.wrong_size);
+                part.foreign += foreign ? 1 : 0;
+            } else if (e.type == EntryType::File) {
+                const policy::FileTimes times{st.st_atim.tv_sec, st.st_mtim.tv_sec, st.st_ctim.tv_sec};
+                part.oldest = std::min(part.oldest, policy::purge_clock(share.purge_by, times));
+            }
         }
-        if (!missing && !wrong && e.type == EntryType::File && share.refresh_atime)
-            ::utimensat(copy_fd, e.path.c_str(), refresh, AT_SYMLINK_NOFOLLOW);
         std::lock_guard<std::mutex> lock(mutex);
-        ++result.checked;
-        if (missing || wrong) {
-            result.bad.push_back(i);
-            ++(missing ? result.missing : result.wrong_size);
-            result.foreign += foreign ? 1 : 0;
-        } else if (e.type == EntryType::File) {
-            const policy::FileTimes times{st.st_atim.tv_sec, st.st_mtim.tv_sec, st.st_ctim.tv_sec};
-            result.oldest = std::min(result.oldest, policy::purge_clock(share.purge_by, times));
-        }
+        result.checked += part.checked;
+        result.missing += part.missing;
+        result.wrong_size += part.wrong_size;
+        result.foreign += part.foreign;
+        result.bad.insert(result.bad.end(), part.bad.begin(), part.bad.end());
+        result.oldest = std::min(result.oldest, part.oldest);
     });
     std::sort(result.bad.begin(), result.bad.end());
     return result;

@@ -22,12 +22,15 @@ namespace dlstage::stager {
 // Hex digest of everything the plan says about the source: equal
 // identities mean no file was added, removed, resized or touched.
 std::string source_identity(const Plan& plan);
+// The same, of a plan already serialized (serialize(plan)).
+std::string source_identity_of(const std::string& serialized_plan);
 
 // The contents file `name` in the directory open as dir_fd (shown in
-// messages as `shown`), replaced atomically; read_contents: nothing when
-// there is none, Error when it is not a plan.
+// messages as `shown`), replaced atomically; read_contents_file: its bytes
+// (serialize's; the caller broadcasts and deserializes them), nothing when
+// there is none, Error when it cannot be read or is not the caller's.
 void write_contents(int dir_fd, const std::string& shown, const std::string& name, const Plan& contents);
-std::optional<Plan> read_contents(const std::string& path);
+std::optional<std::string> read_contents_file(const std::string& path);
 
 struct CopyCheck {
     std::uint64_t checked = 0;

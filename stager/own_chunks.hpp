@@ -10,6 +10,11 @@
 
 namespace dlstage::stager {
 
+// The parts of a chunk in order, each at most `most` bytes (a piece longer
+// than that is cut): the unit a rank reads and writes.  The chunk stays the
+// unit of who owns what (the layout all ranks share).
+std::vector<Chunk> split_chunk(const Chunk& chunk, std::uint64_t most);
+
 // progress: (chunks written, bytes written) by this rank.
 ExchangeResult copy_own_chunks(const std::vector<Chunk>& chunks, const Plan& plan, TreeWriter& writer, int rank,
                                int ranks, const ExchangeOptions& options, const ProgressFn& progress);

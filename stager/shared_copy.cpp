@@ -37,7 +37,9 @@ std::int64_t now_s()
 
 int broadcast_int(int value)
 {
-    MPI_Bcast(&value, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    MPI_Request request = MPI_REQUEST_NULL;
+    MPI_Ibcast(&value, 1, MPI_INT, 0, MPI_COMM_WORLD, &request);
+    quiet_wait(request);
     return value;
 }
 
@@ -54,16 +56,62 @@ struct Found {
     std::string identity;              // rank 0 only
     bool has_record = false;           // every rank: there is a readable record
     bool same_source = false;          // every rank: ... of a copy of the source as it is now
-    bool usable = false;               // every rank: ... and its contents file is readable
-    Plan contents;                     // every rank, when usable
+    bool usable = false;               // every rank: ... and its contents file is whole
+    std::optional<Plan> listed;        // the contents file as read (extract mode)
+    const Plan* contents = nullptr;    // every rank, when usable: what the copy holds
 };
+
+// The contents file, read by rank 0 alone and broadcast: N ranks reading a
+// file of some 100 MB (1.28 M entries) from the shared file system would
+// read it N times.  Nothing on every rank when rank 0 could not read it.
+std::optional<Plan> read_contents_once(const std::string& path, const NodeContext& ctx)
+{
+    std::string bytes;
+    unsigned long long size = 0;
+    if (ctx.rank == 0) {
+        try {
+            if (std::optional<std::string> file = read_contents_file(path)) {
+                bytes = std::move(*file);
+                size = bytes.size() + 1;  // 0: none
+            }
+        } catch (const Error&) {
+            size = 0;  // unreadable: staged again, as when there is none
+        }
+    }
+    MPI_Request request = MPI_REQUEST_NULL;
+    MPI_Ibcast(&size, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD, &request);
+    quiet_wait(request);
+    if (size == 0)
+        return std::nullopt;
+    bytes.resize(size - 1);
+    constexpr std::size_t kStep = 1u << 30;  // one MPI message holds at most INT_MAX bytes
+    for (std::size_t off = 0; off < bytes.size(); off += kStep) {
+        MPI_Ibcast(bytes.data() + off, static_cast<int>(std::min<std::size_t>(kStep, bytes.size() - off)), MPI_BYTE,
+                   0, MPI_COMM_WORLD, &request);
+        quiet_wait(request);
+    }
+    int parsed = 1;
+    std::optional<Plan> contents;
+    try {
+        contents = deserialize(bytes);
+    } catch (const Error&) {
+        parsed = 0;
+    }
+    return all_ranks(parsed != 0) ? std::move(contents) : std::nullopt;
+}
 
 Found look_for_copy(const StageItem& item, const DatasetLayout& here, const Plan& plan, const NodeContext& ctx)
 {
     Found found;
-    int seen = 0;  // 1: a record, 2: of this source
+    int seen = 0;  // 1: a record, 2: of this source, 3: ... and a contents file as long as the plan's
+    // In copy mode the contents file is the plan the copy was made from:
+    // the same identity means the same bytes, so every rank has it already
+    // (reading and parsing 1.28 M entries again cost seconds and a second
+    // plan's memory per rank).  Its length is still checked.
+    const bool copy_mode = item.dataset.mode != Mode::Extract;
     if (ctx.rank == 0) {
-        found.identity = source_identity(plan);
+        const std::string bytes = serialize(plan);
+        found.identity = source_identity_of(bytes);
         try {
             found.record = read_copy_record(here.ready_marker);
         } catch (const Error& e) {
@@ -73,22 +121,27 @@ Found look_for_copy(const StageItem& item, const DatasetLayout& here, const Plan
             seen = found.record->identity == found.identity && found.record->mode == to_string(item.dataset.mode)
                        ? 2
                        : 1;
+        if (seen == 2 && copy_mode) {
+            struct stat st {};
+            if (::lstat(here.contents_file.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() &&
+                static_cast<std::uint64_t>(st.st_size) == bytes.size())
+                seen = 3;
+        }
     }
     seen = broadcast_int(seen);
     found.has_record = seen >= 1;
-    found.same_source = seen == 2;
+    found.same_source = seen >= 2;
     if (!found.same_source)
         return found;
-    int readable = 1;
-    try {
-        const std::optional<Plan> contents = read_contents(here.contents_file);
-        readable = contents ? 1 : 0;
-        if (contents)
-            found.contents = *contents;
-    } catch (const Error&) {
-        readable = 0;
+    if (copy_mode) {
+        found.usable = seen == 3;
+        found.contents = &plan;
+        return found;
     }
-    found.usable = all_ranks(readable != 0);
+    found.listed = read_contents_once(here.contents_file, ctx);
+    found.usable = found.listed.has_value();
+    if (found.usable)
+        found.contents = &*found.listed;
     return found;
 }
 
@@ -114,11 +167,11 @@ Checked check_share(const StageItem& item, const DatasetLayout& here, const Foun
     share.purge_by = item.tier.purge.by;
     share.refresh_atime = item.tier.purge.refresh_on_use;
     if (copy.valid())
-        checked.mine = check_copy(copy.get(), found.contents, share);
+        checked.mine = check_copy(copy.get(), *found.contents, share);
     else  // the whole copy is gone: every entry of this share is missing
-        checked.mine.missing = (found.contents.entries.size() + static_cast<std::size_t>(ctx.size - 1 - ctx.rank)) /
+        checked.mine.missing = (found.contents->entries.size() + static_cast<std::size_t>(ctx.size - 1 - ctx.rank)) /
                                static_cast<std::size_t>(ctx.size);
-    checked.facts.entries = found.contents.entries.size();
+    checked.facts.entries = found.contents->entries.size();
     checked.facts.missing = reduce_over_ranks(checked.mine.missing, MPI_SUM);
     checked.facts.wrong_size = reduce_over_ranks(checked.mine.wrong_size, MPI_SUM);
     // The copy's directory counts too: someone else's holds what they like.
@@ -191,11 +244,11 @@ void publish_copy(const StageItem& item, const DatasetLayout& layout, const Data
     }
 }
 
-// What the copy holds: the plan itself, or what extraction wrote.
-Plan contents_of(const StageItem& item, const DatasetLayout& layout, const Plan& plan)
+// What an unpacked copy holds: what extraction wrote.  Any other copy
+// holds the plan itself (not copied: at 1.28 M entries a plan is some
+// 200 MB of rank 0's memory).
+Plan unpacked_contents(const StageItem& item, const DatasetLayout& layout)
 {
-    if (item.dataset.mode != Mode::Extract)
-        return plan;
     Dataset unpacked;
     unpacked.name = item.dataset.name;
     unpacked.source = layout.dataset_dir;
@@ -284,33 +337,46 @@ void stage_copy(const StageItem& item, const NodeContext& ctx, const ExchangeOpt
     if (ctx.rank == 0)
         say_staging(item, ctx, plan);
     const TransferResult moved = transfer(item, ctx, options, layout, here, job_dir, plan, budget);
-    MPI_Barrier(MPI_COMM_WORLD);  // every rank's share is written
+    // Every rank's share is written, and rank 0 unpacked the archives: the
+    // others wait without spinning (at N = 4 on 2 cores, three ranks spinning
+    // in MPI_Barrier made rank 0's extraction of the shards 3x slower).
+    quiet_barrier();
     if (ctx.rank == 0) {
         publish_copy(item, layout, here, job_dir, ctx);
-        const Plan contents = contents_of(item, layout, plan);
+        std::optional<Plan> unpacked;
+        if (item.dataset.mode == Mode::Extract)
+            unpacked = unpacked_contents(item, layout);
+        const Plan& contents = unpacked ? *unpacked : plan;
         write_contents(job_dir.get(), layout.tier_dir, here.contents_file, contents);
         CopyRecord record = new_record(item, layout, plan, contents, identity, ctx);
         record_use(record, here, ctx, record.made);
         moved.done();
     }
+    quiet_barrier();  // while rank 0 publishes and lists the copy
     say_transferred(item, ctx, plan, moved.bytes_read, start, cpu_start);
 }
 void use_or_stage(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options,
                   const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir)
 {
     const auto start = Clock::now();
+    const auto seconds_since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
     const Plan plan = plan_saying_progress(item, ctx);
     check_mode_fits_plan(item, plan);
+    const double plan_s = seconds_since(start);
+    const auto look_start = Clock::now();
     Found found = look_for_copy(item, here, plan, ctx);
+    const double look_s = seconds_since(look_start);
+    const auto stat_start = Clock::now();
     const Checked checked = check_share(item, here, found, ctx);
     const policy::CopyDecision decision = policy::decide_copy(checked.facts);
-    const double check_s = std::chrono::duration<double>(Clock::now() - start).count();
+    const double stat_s = seconds_since(stat_start);
+    const double check_s = seconds_since(start);
 
     if (decision.action == policy::CopyAction::Stage) {
         stage_copy(item, ctx, options, layout, here, job_dir, plan, found.identity, decision.reason);
     } else {
         if (decision.action == policy::CopyAction::Repair)
-            repair(item, layout, here, found.contents, checked, ctx);
+            repair(item, layout, here, *found.contents, checked, ctx);
         if (ctx.rank == 0) {
             CopyRecord& record = *found.record;
             const std::uint64_t fixed = checked.facts.missing + checked.facts.wrong_size;
@@ -323,11 +389,11 @@ void use_or_stage(const StageItem& item, const NodeContext& ctx, const ExchangeO
             record_use(record, here, ctx, oldest);
             record_job_state(item, record, ctx, kReusedState);
             sayf("%s: %s the copy in %s (%s in %llu files, made by job %s on %s, used %llu times); checked in "
-                 "%.2f s%s%s",
+                 "%.2f s (plan %.2f s, record and contents %.2f s, stat %.2f s)%s%s",
                  item.dataset.name.c_str(), fixed ? "repaired and reused" : "reused", layout.dataset_dir.c_str(),
                  format_size(record.ready.bytes).c_str(), static_cast<unsigned long long>(record.ready.files),
                  record.made_by.c_str(), policy::day_text(record.made).c_str(),
-                 static_cast<unsigned long long>(record.uses), check_s,
+                 static_cast<unsigned long long>(record.uses), check_s, plan_s, look_s, stat_s,
                  fixed ? ("; fetched " + std::to_string(fixed) + " purged files again").c_str() : "",
                  purge_note(item.tier, record.oldest).c_str());
         }

@@ -52,14 +52,20 @@ std::uint64_t reduce_over_ranks(std::uint64_t mine, MPI_Op op)
     return out;
 }
 
+void quiet_wait(MPI_Request& request)
+{
+    // Open MPI's blocking collectives spin a core: ranks that wait long (for
+    // a lock held by another job, for rank 0's walk or extraction) would
+    // take it from rank 0 and the job's tasks.  Checked every 2 ms.
+    for (int done = 0; MPI_Test(&request, &done, MPI_STATUS_IGNORE), !done;)
+        usleep(2000);
+}
+
 void quiet_barrier()
 {
-    // Open MPI's blocking collectives spin a core: a rank that waits long
-    // (for a lock held by another job) would take it from the job's tasks.
     MPI_Request request = MPI_REQUEST_NULL;
     MPI_Ibarrier(MPI_COMM_WORLD, &request);
-    for (int done = 0; MPI_Test(&request, &done, MPI_STATUS_IGNORE), !done;)
-        usleep(20000);
+    quiet_wait(request);
 }
 
 namespace {

@@ -20,7 +20,9 @@ namespace dlstage::stager {
 
 bool all_ranks(bool mine);
 std::uint64_t reduce_over_ranks(std::uint64_t mine, MPI_Op op);
-// A barrier that sleeps while it waits instead of spinning a core.
+// Waits for a nonblocking collective, or a barrier, sleeping instead of
+// spinning a core.
+void quiet_wait(MPI_Request& request);
 void quiet_barrier();
 
 // Rank 0 plans (walk or manifest) and every rank gets the plan.

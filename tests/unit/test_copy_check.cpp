@@ -18,6 +18,15 @@ using dlstage::test::error_of;
 using dlstage::test::TempDir;
 
 namespace {
+// The contents file as the stager reads it: its bytes, then the plan.
+std::optional<Plan> read_contents(const std::string& path)
+{
+    const std::optional<std::string> bytes = read_contents_file(path);
+    if (!bytes)
+        return std::nullopt;
+    return deserialize(*bytes);
+}
+
 // src/ with a dir, three files and a symlink; copy/ an identical tree.
 struct Trees {
     TempDir dir;
