@@ -156,11 +156,15 @@ bool staged_here(const StageItem& item, const DatasetLayout& layout)
 Plan broadcast_plan(const StageItem& item, const NodeContext& ctx)
 {
     // One MPI message holds at most INT_MAX bytes: big blocks go in steps.
+    // The other ranks wait through rank 0's whole walk here: quietly.
     const auto bcast = [](void* data, std::size_t size) {
         constexpr std::size_t kStep = 1u << 30;
-        for (std::size_t off = 0; off < size; off += kStep)
-            MPI_Bcast(static_cast<char*>(data) + off, static_cast<int>(std::min(kStep, size - off)), MPI_BYTE, 0,
-                      MPI_COMM_WORLD);
+        for (std::size_t off = 0; off < size; off += kStep) {
+            MPI_Request request = MPI_REQUEST_NULL;
+            MPI_Ibcast(static_cast<char*>(data) + off, static_cast<int>(std::min(kStep, size - off)), MPI_BYTE, 0,
+                       MPI_COMM_WORLD, &request);
+            quiet_wait(request);
+        }
     };
     // Rank 0 keeps the plan it made; the others receive its two blocks
     // straight into their own (stager/plan.hpp): no rank holds a second,
@@ -177,7 +181,7 @@ Plan broadcast_plan(const StageItem& item, const NodeContext& ctx)
         header = wire_header(plan);
     }
     unsigned long long size = header.size();
-    MPI_Bcast(&size, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
+    bcast(&size, sizeof size);
     header.resize(size);
     bcast(header.data(), header.size());
     if (ctx.rank == 0) {
