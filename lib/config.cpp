@@ -297,6 +297,33 @@ private:
             if (auto tier = load_tier(name, *value.as_table(), prefix))
                 config.tiers.emplace(name, std::move(*tier));
         }
+        check_tier_roots(tiers, config);
+    }
+
+    // The escape a template's first level below its root starts with
+    // ('j' for "/dev/shm/dlstage/%j"), or 0 for a fixed name.
+    static char first_escape(const PathTemplate& path)
+    {
+        const std::string rest = path.text().substr(std::min(path.text().size(), path.root().size() + 1));
+        return rest.size() >= 2 && rest[0] == '%' ? rest[1] : 0;
+    }
+
+    // Two tiers under one root must not name their first level by different
+    // escapes: a user called "123" would own job 123's directory of the
+    // other tier (the prolog gives a directory to whoever asks first).
+    void check_tier_roots(const toml::table& tables, const Config& config)
+    {
+        for (auto a = config.tiers.begin(); a != config.tiers.end(); ++a)
+            for (auto b = std::next(a); b != config.tiers.end(); ++b) {
+                const char ea = first_escape(a->second.path), eb = first_escape(b->second.path);
+                if (a->second.path.root() != b->second.path.root() || ea == eb)
+                    continue;
+                const toml::node* where = tables.get(b->first);
+                problem(where ? where->source() : toml::source_region{}, "tiers." + b->first + ".path",
+                        "shares its root " + quoted(a->second.path.root()) + " with tier " + quoted(a->first) +
+                            ", whose directories there are named otherwise: their names could collide (a user "
+                            "named like a job id); give each its own root");
+            }
     }
 
     std::optional<Tier> load_tier(const std::string& name, const toml::table& table, const std::string& prefix)

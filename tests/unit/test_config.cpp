@@ -162,7 +162,7 @@ cleanup = "never"
 BOOST_AUTO_TEST_CASE(shared_tiers_are_per_user_and_kept_or_per_job_and_removed)
 {
     const auto problems = problems_of(R"([tiers.a]
-path = "/p/scratch/dlstage"
+path = "/p/scratch/fixed"
 scope = "shared"
 cleanup = "keep"
 [tiers.b]
@@ -181,7 +181,7 @@ purge_days = 90
 purge_by = "max"
 warn_days = 14
 [tiers.ok2]
-path = "/p/scratch/dlstage/%j"
+path = "/p/scratch/jobs/%j"
 scope = "shared"
 )");
     BOOST_TEST(has_problem(problems, 2, "tiers.a.path", "put %u in the path"), dump(problems));
@@ -202,6 +202,24 @@ refresh_on_use = true
     BOOST_TEST(s.purge.warn_days == 14);
     BOOST_TEST(to_string(s.purge.by) == "ctime");
     BOOST_TEST(s.purge.refresh_on_use);
+}
+
+BOOST_AUTO_TEST_CASE(tiers_under_one_root_name_their_directories_the_same_way)
+{
+    const auto problems = problems_of(R"([tiers.a]
+path = "/p/scratch/dlstage/%j"
+scope = "shared"
+[tiers.b]
+path = "/p/scratch/dlstage/%u"
+scope = "shared"
+cleanup = "keep"
+[tiers.c]
+path = "/local/dlstage/%j"
+[tiers.d]
+path = "/local/dlstage/%j-%n"
+)");
+    BOOST_TEST(has_problem(problems, 4, "tiers.b.path", "with tier 'a'"), dump(problems));
+    BOOST_TEST(problems.size() == 1u, dump(problems));  // c and d both start with the job id
 }
 
 BOOST_AUTO_TEST_CASE(purge_keys_are_checked_and_only_for_shared_tiers)
