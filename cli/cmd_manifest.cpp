@@ -112,7 +112,7 @@ int show(const Config& config, const std::string& name, bool json)
     std::cout << "dataset   " << name << "\n"
               << "source    " << printable(dataset.source) << "\n"
               << "manifest  " << printable(path) << "\n"
-              << "scanned   " << local_time(manifest.header.scanned) << " (" << age(manifest.header.scanned) << ")\n"
+              << "scanned   " << moment_text(manifest.header.scanned) << " (" << age(manifest.header.scanned) << ")\n"
               << "files     " << manifest.header.files << "\n"
               << "bytes     " << format_size(manifest.header.bytes) << "\n"
               << "current   " << (stale.empty() ? "yes: jobs plan from it without a walk" : "no: " + printable(stale))

@@ -25,7 +25,7 @@ std::string purge_cell(const Tier& tier, const CopyRecord& r)
     const auto date = policy::purge_date(tier.purge, r.oldest);
     if (!date)
         return "-";
-    return policy::day_text(*date) + (*date <= std::time(nullptr) ? " (due)" : "");
+    return day_text(*date) + (*date <= std::time(nullptr) ? " (due)" : "");
 }
 
 toml::table copy_json(const Tier& tier, const FoundCopy& copy)
@@ -75,7 +75,7 @@ int print_copies(const Config& config, const std::string& dataset, bool json)
         }
         const CopyRecord& r = *copy.record;
         rows.push_back({dataset, copy.tier, printable(copy.user), format_size(r.ready.bytes),
-                        std::to_string(r.ready.files), policy::day_text(r.made), policy::day_text(r.last_use),
+                        std::to_string(r.ready.files), day_text(r.made), day_text(r.last_use),
                         std::to_string(r.uses), purge_cell(config.tiers.at(copy.tier), r), printable(r.ready.path)});
     }
     print_aligned(std::cout, rows);

@@ -450,23 +450,13 @@ std::string untrusted_manifest_reason(const std::string& path)
     return untrusted_file_reason(path, "manifest");
 }
 
-std::string local_time(std::int64_t seconds)
-{
-    const std::time_t t = static_cast<std::time_t>(seconds);
-    std::tm tm {};
-    localtime_r(&t, &tm);
-    char text[32];
-    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &tm);
-    return text;
-}
-
 std::string stale_at_root(const ManifestHeader& header, const Dataset& dataset, const struct stat& root_now)
 {
     if (header.source != dataset.source)
         return "scanned from " + header.source + ", the catalog now says " + dataset.source;
     const FileTimes now = FileTimes::of(root_now);
     if (now != header.root_times)
-        return dataset.source + " changed at " + local_time(std::max(now.mtime_sec, now.ctime_sec)) + ", after the scan";
+        return dataset.source + " changed at " + moment_text(std::max(now.mtime_sec, now.ctime_sec)) + ", after the scan";
     return "";
 }
 
@@ -485,7 +475,7 @@ std::string stale_below_root(const Manifest& m, unsigned threads)
             why[k] = m.header.root + "/" + path + " is gone";
         else if (!S_ISDIR(st.st_mode) || FileTimes::of(st) != FileTimes{r.mtime_sec, r.mtime_nsec, d.sec, d.nsec})
             why[k] = m.header.root + "/" + path + " changed at " +
-                     local_time(std::max(st.st_mtim.tv_sec, st.st_ctim.tv_sec)) + ", after the scan";
+                     moment_text(std::max(st.st_mtim.tv_sec, st.st_ctim.tv_sec)) + ", after the scan";
     });
     for (const std::string& w : why)
         if (!w.empty())

@@ -114,8 +114,6 @@ std::string stale_at_root(const ManifestHeader& header, const Dataset& dataset, 
 // change); the stager checks each file's size and mtime as it opens it.
 std::string stale_below_root(const Manifest& manifest, unsigned threads);
 
-// 2026-11-23T17:30:00, local time: when a manifest was scanned or a source changed.
-std::string local_time(std::int64_t seconds);
 
 // One line for the job's output when a manifest there was not used:
 // "manifest of NAME is older than its source (WHY): planning from a walk;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <ctime>
 
 namespace dlstage {
 
@@ -215,6 +216,34 @@ std::string_view parent_in_tree(std::string_view rel)
 {
     const std::size_t slash = rel.rfind('/');
     return slash == std::string_view::npos ? std::string_view() : rel.substr(0, slash);
+}
+
+std::string time_text(std::int64_t seconds, const char* format, bool utc)
+{
+    const std::time_t t = static_cast<std::time_t>(seconds);
+    std::tm tm{};
+    if (utc)
+        gmtime_r(&t, &tm);
+    else
+        localtime_r(&t, &tm);
+    char text[64];
+    const std::size_t n = std::strftime(text, sizeof text, format, &tm);
+    return std::string(text, n);
+}
+
+std::string day_text(std::int64_t seconds)
+{
+    return time_text(seconds, "%Y-%m-%d", false);
+}
+
+std::string moment_text(std::int64_t seconds)
+{
+    return time_text(seconds, "%Y-%m-%dT%H:%M:%S", false);
+}
+
+std::string utc_stamp(std::int64_t seconds)
+{
+    return time_text(seconds, "%Y%m%dT%H%M%SZ", true);
 }
 
 }  // namespace dlstage

@@ -2,6 +2,7 @@
 // the command line.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -51,6 +52,16 @@ std::string closest_match(std::string_view word, const std::vector<std::string>&
 
 // " (did you mean 'x'?)" or "".
 std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates);
+
+// A time as users read it, in the node's local time zone (what `date`
+// shows them): day_text "2026-11-23" for purge dates and listings,
+// moment_text "2026-11-23T17:30:00" for scans and changes.  utc_stamp
+// "20261123T173000Z" names files, the same on every node whatever its zone.
+std::string day_text(std::int64_t seconds);
+std::string moment_text(std::int64_t seconds);
+std::string utc_stamp(std::int64_t seconds);
+// strftime's FORMAT for SECONDS, in UTC or local time.
+std::string time_text(std::int64_t seconds, const char* format, bool utc);
 
 // True for names made of [A-Za-z0-9_.-] starting with a letter or digit.
 bool is_simple_name(std::string_view name, bool allow_dot);

@@ -208,11 +208,7 @@ void TierWalk::move_aside(const Level& parent, const std::string& name, const st
         if (repairs && err == 0)
             repairs->push_back(label + " " + why + ": detached the mount on it");
     }
-    char stamp[32];
-    const std::time_t now = std::time(nullptr);
-    std::tm tm {};
-    ::gmtime_r(&now, &tm);
-    std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+    const std::string stamp = utc_stamp(std::time(nullptr));
     for (int n = 0; n < 100; ++n) {
         const std::string aside = name + ".untrusted-" + stamp + "-" + std::to_string(::getpid()) +
                                   (n ? "-" + std::to_string(n) : "");

@@ -44,14 +44,4 @@ Verdict purge_warning(const PurgeRule& rule, const std::string& dataset, const s
                           "); if it is gone by then the job stages it again");
 }
 
-std::string day_text(std::int64_t time)
-{
-    const std::time_t t = static_cast<std::time_t>(time);
-    std::tm tm {};
-    gmtime_r(&t, &tm);
-    char text[32];
-    std::strftime(text, sizeof text, "%Y-%m-%d", &tm);
-    return text;
-}
-
 }  // namespace dlstage::policy

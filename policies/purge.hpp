@@ -32,7 +32,5 @@ std::optional<std::int64_t> purge_date(const PurgeRule& rule, std::int64_t oldes
 Verdict purge_warning(const PurgeRule& rule, const std::string& dataset, const std::string& tier,
                       std::int64_t oldest, std::int64_t now);
 
-// "2026-11-23" (UTC): how dates are shown to users and in status.
-std::string day_text(std::int64_t time);
 
 }  // namespace dlstage::policy

@@ -21,13 +21,9 @@ namespace {
 // within the same second is a change too.
 std::string utc_time(std::int64_t sec, std::uint32_t nsec)
 {
-    const std::time_t t = static_cast<std::time_t>(sec);
-    struct tm tm {};
-    gmtime_r(&t, &tm);
-    char buf[64];
-    const std::size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
-    std::snprintf(buf + n, sizeof buf - n, ".%09u UTC", nsec);
-    return buf;
+    char fraction[16];
+    std::snprintf(fraction, sizeof fraction, ".%09u UTC", nsec);
+    return time_text(sec, "%Y-%m-%d %H:%M:%S", true) + fraction;
 }
 
 std::string changed(const std::string& path, const std::string& how)

@@ -47,7 +47,7 @@ oldest = $oldest
 repaired = 0
 TOML
     done
-    purge_day=$(date -u -d "@$((oldest + 90 * 86400))" +%F)
+    purge_day=$(date -d "@$((oldest + 90 * 86400))" +%F)
 }
 
 @test "the caller's copy with size, files, uses and the day the purge takes it" {

@@ -92,7 +92,7 @@ copy_value() { record_value "$(mine)/.ready-$1.toml" "$2"; }
     # The next use sees the old access times and records them.
     on_all MUTABLE mutable:scratch
     [ "$status" -eq 0 ]
-    date=$(date -u -d "@$(( $(copy_value mutable 'r["oldest"]') + 90 * 86400 ))" +%F)
+    date=$(date -d "@$(( $(copy_value mutable 'r["oldest"]') + 90 * 86400 ))" +%F)
     run as_user sbatch --parsable -N1 --stage-data=mutable:scratch --wrap true
     echo "$output"
     [ "$status" -eq 0 ]

@@ -1,5 +1,9 @@
 #include <boost/test/unit_test.hpp>
 
+#include <cstdlib>
+#include <ctime>
+#include <string>
+
 #include "lib/strings.hpp"
 
 using namespace dlstage;
@@ -78,6 +82,41 @@ BOOST_AUTO_TEST_CASE(shown_path_quotes_control_bytes_and_shortens_long_paths)
     const std::string shown = shown_path("/" + std::string(1000, 'd'));
     BOOST_TEST(shown.size() == 403u);
     BOOST_TEST(shown.find("...") == 200u);
+}
+
+// Sets TZ for one test and puts the old one back.
+struct TimeZone {
+    std::string old;
+    bool had;
+    explicit TimeZone(const char* zone) : had(std::getenv("TZ") != nullptr)
+    {
+        if (had)
+            old = std::getenv("TZ");
+        ::setenv("TZ", zone, 1);
+        ::tzset();
+    }
+    ~TimeZone()
+    {
+        had ? ::setenv("TZ", old.c_str(), 1) : ::unsetenv("TZ");
+        ::tzset();
+    }
+};
+
+BOOST_AUTO_TEST_CASE(days_and_moments_are_local_stamps_are_utc)
+{
+    const std::int64_t t = 1794982000;  // 2026-11-18 06:06:40 UTC
+    {
+        TimeZone zone("UTC");
+        BOOST_TEST(day_text(0) == "1970-01-01");
+        BOOST_TEST(day_text(t) == "2026-11-18");
+        BOOST_TEST(moment_text(t) == "2026-11-18T06:06:40");
+    }
+    {
+        TimeZone zone("PST8PDT");  // the west of the US: still the 17th there
+        BOOST_TEST(day_text(t) == "2026-11-17");
+        BOOST_TEST(moment_text(t) == "2026-11-17T22:06:40");
+        BOOST_TEST(utc_stamp(t) == "20261118T060640Z");
+    }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -7,6 +7,7 @@
 #include "lib/identity.hpp"
 #include "lib/manifest.hpp"
 #include "lib/state_record.hpp"
+#include "lib/strings.hpp"
 #include "policies/purge.hpp"
 #include "spank/source_facts_env.hpp"
 #include "spank/submit.hpp"
@@ -215,7 +216,7 @@ tiers = ["scratch"]
     BOOST_TEST(site.submit("kept:scratch") == 0);
     BOOST_REQUIRE(site.api.infos.size() == 1u);
     BOOST_TEST(site.api.infos[0].find("warning: the copy of 'kept' in tier 'scratch' will be purged from " +
-                                      policy::day_text(now + 10 * 86400)) != std::string::npos,
+                                      day_text(now + 10 * 86400)) != std::string::npos,
                site.api.infos[0]);
     site.api.infos.clear();
     record(now - 10 * 86400);  // 80 days left: nothing to say
