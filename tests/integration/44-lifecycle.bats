@@ -22,6 +22,17 @@ slow_staging_job() {
 
 out() { cat "$(user_workdir)/out.txt"; }
 
+# first_run_over JOBID: every node's epilog recorded, in an earlier second than now.
+first_run_over() {
+    local node last=0 time
+    for node in n1 n2 n3; do
+        [ -e "$STATE/jobs/$1/$node.epilog.toml" ] || return 1
+        time=$(record_value "$STATE/jobs/$1/$node.epilog.toml" 'r["time"]') || return 1
+        ((time > last)) && last=$time
+    done
+    (($(date +%s) > last))
+}
+
 @test "the time limit hits while staging: the job times out, the script never runs, nothing is left" {
     RATE=200K slow_staging_job --time=1
     wait_job_gone "$job" 180
@@ -75,8 +86,13 @@ out() { cat "$(user_workdir)/out.txt"; }
     for _ in $(seq 600); do
         [ "$(scontrol show job "$job" | grep -oE 'Restarts=[0-9]+' | cut -d= -f2)" -ge 1 ] &&
             [ "$(job_state "$job")" = COMPLETED ] && break
-        # slurmctld holds a requeued job back for a while: let it go at once
-        [ "$(job_state "$job")" = PENDING ] && { scontrol update jobid="$job" starttime=now 2>/dev/null || true; }
+        # slurmctld holds a requeued job back for cred_expire (120 s): let it
+        # go sooner, but only once every node's epilog of the first run is
+        # done and a second has passed.  Each slurmd revoked the first run's
+        # credential before its epilog; a new one made in that same second
+        # counts as revoked too, and slurmctld kills the job for it.
+        [ "$(job_state "$job")" = PENDING ] && first_run_over "$job" &&
+            { scontrol update jobid="$job" starttime=now 2>/dev/null || true; }
         sleep 0.5
     done
     out
