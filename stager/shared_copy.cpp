@@ -289,26 +289,16 @@ void record_use(CopyRecord& record, const DatasetLayout& here, const NodeContext
 // The job's own record of what happened, for `dlstage status`.
 void record_job_state(const StageItem& item, const CopyRecord& record, const NodeContext& ctx, const char* state)
 {
-    try {
-        write_record(progress_record_path(ctx.state_dir, ctx.values.job_id, item.dataset.name),
-                     toml::table{{"dataset", item.dataset.name},
-                                 {"tier", item.tier.name},
-                                 {"state", state},
-                                 {"nodes", ctx.size},
-                                 {"bytes_total", static_cast<std::int64_t>(record.ready.bytes)},
-                                 {"bytes_done", static_cast<std::int64_t>(record.ready.bytes)},
-                                 {"files_total", static_cast<std::int64_t>(record.ready.files)},
-                                 {"path", record.ready.path},
-                                 {"time", static_cast<std::int64_t>(std::time(nullptr))}});
-    } catch (const Error& e) {
-        sayf("%s: no progress record: %s", item.dataset.name.c_str(), e.what());
-    }
+    const std::uint64_t bytes = record.ready.bytes;
+    std::string problem;
+    if (!write_progress(item, ctx, {state, bytes, bytes, record.ready.files, 0, 0, record.ready.path}, problem))
+        sayf("%s: no progress record: %s", item.dataset.name.c_str(), problem.c_str());
 }
 
 std::string purge_note(const Tier& tier, std::int64_t oldest)
 {
     const auto date = policy::purge_date(tier.purge, oldest);
-    return date ? "; purged from " + policy::day_text(*date) + " unless used" : "";
+    return date ? "; purged from " + day_text(*date) + " unless used" : "";
 }
 
 // What a failed or interrupted staging left; the copy itself stays until
@@ -392,7 +382,7 @@ void use_or_stage(const StageItem& item, const NodeContext& ctx, const ExchangeO
                  "%.2f s (plan %.2f s, record and contents %.2f s, stat %.2f s)%s%s",
                  item.dataset.name.c_str(), fixed ? "repaired and reused" : "reused", layout.dataset_dir.c_str(),
                  format_size(record.ready.bytes).c_str(), static_cast<unsigned long long>(record.ready.files),
-                 record.made_by.c_str(), policy::day_text(record.made).c_str(),
+                 record.made_by.c_str(), day_text(record.made).c_str(),
                  static_cast<unsigned long long>(record.uses), check_s, plan_s, look_s, stat_s,
                  fixed ? ("; fetched " + std::to_string(fixed) + " purged files again").c_str() : "",
                  purge_note(item.tier, record.oldest).c_str());

@@ -328,6 +328,36 @@ std::string rate(std::uint64_t bytes, double seconds)
     return buf;
 }
 
+}  // namespace
+
+bool write_progress(const StageItem& item, const NodeContext& ctx, const ProgressFigures& figures,
+                    std::string& problem)
+{
+    toml::table record{{"dataset", item.dataset.name},
+                       {"tier", item.tier.name},
+                       {"state", figures.state},
+                       {"nodes", ctx.size},
+                       {"bytes_total", static_cast<std::int64_t>(figures.bytes_total)},
+                       {"bytes_done", static_cast<std::int64_t>(figures.bytes_done)},
+                       {"files_total", static_cast<std::int64_t>(figures.files_total)},
+                       {"elapsed_s", figures.elapsed},
+                       {"bytes_per_s", figures.elapsed > 0 ? static_cast<double>(figures.bytes_done) / figures.elapsed
+                                                           : 0.0},
+                       {"eta_s", figures.eta},
+                       {"time", static_cast<std::int64_t>(std::time(nullptr))}};
+    if (!figures.path.empty())
+        record.insert("path", figures.path);
+    try {
+        write_record(progress_record_path(ctx.state_dir, ctx.values.job_id, item.dataset.name), record);
+        return true;
+    } catch (const Error& e) {
+        problem = e.what();
+        return false;
+    }
+}
+
+namespace {
+
 // Rank 0, now and then: a line in the job output and the same figures in
 // a progress record (state_dir/jobs/<job>/user/progress-<name>.toml) that
 // `dlstage status` and admins can read while the job stages.
@@ -373,25 +403,11 @@ public:
 private:
     void record(const char* state, std::uint64_t done_bytes, double elapsed, double eta) const
     {
-        try {
-            write_record(progress_record_path(ctx_.state_dir, ctx_.values.job_id, item_.dataset.name),
-                         toml::table{{"dataset", item_.dataset.name},
-                                     {"tier", item_.tier.name},
-                                     {"state", state},
-                                     {"nodes", ctx_.size},
-                                     {"bytes_total", static_cast<std::int64_t>(total_)},
-                                     {"bytes_done", static_cast<std::int64_t>(done_bytes)},
-                                     {"files_total", static_cast<std::int64_t>(plan_.file_count())},
-                                     {"elapsed_s", elapsed},
-                                     {"bytes_per_s", elapsed > 0 ? static_cast<double>(done_bytes) / elapsed : 0.0},
-                                     {"eta_s", eta},
-                                     {"time", static_cast<std::int64_t>(std::time(nullptr))}});
-        } catch (const Error& e) {
-            // Progress is a courtesy: a missing user state dir must not fail staging.
-            if (!warned_) {
-                sayf("%s: no progress record: %s", item_.dataset.name.c_str(), e.what());
-                warned_ = true;
-            }
+        std::string problem;
+        if (!write_progress(item_, ctx_, {state, total_, done_bytes, plan_.file_count(), elapsed, eta, {}}, problem) &&
+            !warned_) {
+            sayf("%s: no progress record: %s", item_.dataset.name.c_str(), problem.c_str());
+            warned_ = true;
         }
     }
 

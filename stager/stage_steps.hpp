@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <mpi.h>
+#include <string>
 
 #include "lib/job_layout.hpp"
 #include "lib/stage_spec.hpp"
@@ -35,6 +36,22 @@ policy::ExtractionBudget check_space(const StageItem& item, const Fd& job_dir, c
                                      const Plan& plan);
 // Removes what an earlier attempt left of the dataset in the directory.
 void clear_leftovers(const DatasetLayout& here, const Fd& job_dir, const std::string& shown);
+
+// What rank 0 tells `dlstage status` of a dataset while and after it
+// stages: state_dir/jobs/<job>/user/progress-<name>.toml.
+struct ProgressFigures {
+    const char* state;
+    std::uint64_t bytes_total = 0;
+    std::uint64_t bytes_done = 0;
+    std::uint64_t files_total = 0;
+    double elapsed = 0;  // seconds
+    double eta = 0;      // seconds
+    std::string path;    // the copy's path, when it is known
+};
+// Returns false, with nothing said, if the record cannot be written:
+// progress is a courtesy and a missing user state dir must not fail staging.
+bool write_progress(const StageItem& item, const NodeContext& ctx, const ProgressFigures& figures,
+                    std::string& problem);
 
 // "staging NAME (SIZE in N files) from SOURCE to TIER on N nodes" (rank 0).
 void say_staging(const StageItem& item, const NodeContext& ctx, const Plan& plan);
