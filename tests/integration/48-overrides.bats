@@ -76,6 +76,11 @@ table_line() {
     run as_user env SBATCH_PARTITION=small sbatch -N1 --stage-data=big:shm --wrap true
     [ "$status" -ne 0 ]
     [[ "$output" == *"set by overrides[0] (partition=small"* ]]
+    # and from the script's #SBATCH lines
+    printf '#!/bin/bash\n#SBATCH -p small\ntrue\n' >"$(user_workdir)/small.sh"
+    run as_user sbatch -N1 --stage-data=big:shm small.sh
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"set by overrides[0] (partition=small"* ]]
     [ "$before" = "$(job_ids)" ]
     # the default partition keeps the tier's own limit
     run as_user sbatch --parsable -N1 -w n1 --stage-data=big:shm --wrap true
@@ -84,11 +89,14 @@ table_line() {
     [ "$(job_state "${output%%;*}")" = COMPLETED ]
 }
 
-@test "srun -p small: refused at submit too" {
-    run as_user srun -p small -N1 --stage-data=big:shm true
-    echo "$output"
-    [ "$status" -ne 0 ]
-    [[ "$output" == *"allows at most 10.0 MiB (max_bytes = 10.0 MiB, set by overrides[0] (partition=small"* ]]
+@test "srun -p small and salloc -p small: refused at submit too" {
+    local client
+    for client in srun salloc; do
+        run as_user timeout 60 "$client" -p small -N1 --stage-data=big:shm true
+        echo "$output"
+        [ "$status" -ne 0 ]
+        [[ "$output" == *"$client: error: dlstage: dataset 'big' needs 64.0 MiB but tier 'shm' allows at most 10.0 MiB (max_bytes = 10.0 MiB, set by overrides[0] (partition=small"* ]]
+    done
 }
 
 @test "a partition submit does not know: the prolog applies the override, the job fails with the reason, no drain" {
