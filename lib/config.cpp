@@ -122,6 +122,11 @@ std::vector<std::string> Config::dataset_names() const
     return names;
 }
 
+bool Config::matches_groups() const
+{
+    return std::any_of(overrides.begin(), overrides.end(), [](const Override& rule) { return !rule.group.empty(); });
+}
+
 std::string dataset_env_name(std::string_view dataset_name)
 {
     std::string env = kDatasetEnvPrefix;

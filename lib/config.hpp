@@ -127,6 +127,9 @@ struct Config {
     const Dataset* find_dataset(std::string_view name) const;
     std::vector<std::string> tier_names() const;
     std::vector<std::string> dataset_names() const;
+    // Does any [[overrides]] table match on a Unix group?  (Only then are
+    // the user's groups looked up: in the prolog an NSS lookup may hang.)
+    bool matches_groups() const;
 };
 
 // DLSTAGE_<NAME>: the name upper-cased, every other character '_'.

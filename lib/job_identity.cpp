@@ -75,7 +75,7 @@ std::vector<std::string> unix_groups(const std::string& user)
     return names;
 }
 
-policy::JobIdentity identity_from_slurm(const EnvLookup& env, const std::string& user)
+policy::JobIdentity identity_from_slurm(const EnvLookup& env, const std::string& user, bool with_groups)
 {
     policy::JobIdentity job;
     job.partition = known(env("SLURM_JOB_PARTITION"));
@@ -83,7 +83,8 @@ policy::JobIdentity identity_from_slurm(const EnvLookup& env, const std::string&
     const std::string name = env("SLURM_JOB_USER").empty() ? user : env("SLURM_JOB_USER");
     if (!name.empty()) {
         job.user = name;
-        job.groups = unix_groups(name);
+        if (with_groups)
+            job.groups = unix_groups(name);
     }
     return job;
 }

@@ -32,9 +32,9 @@ std::vector<std::string> unix_groups(const std::string& user);
 
 // A job's partition and account as Slurm's variables name them (job
 // environment, or the prolog's from slurmd), its user (SLURM_JOB_USER, else
-// `user`) and that user's groups.  A list of partitions ("a,b", before the
-// job runs) is not known.
-policy::JobIdentity identity_from_slurm(const EnvLookup& env, const std::string& user);
+// `user`) and, with_groups, that user's groups.  A list of partitions
+// ("a,b", before the job runs) is not known.
+policy::JobIdentity identity_from_slurm(const EnvLookup& env, const std::string& user, bool with_groups = true);
 
 // The same from a submitting client's options (nothing: not given).
 policy::JobIdentity identity_from_options(const std::optional<std::string>& partition,

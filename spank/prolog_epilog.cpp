@@ -50,8 +50,9 @@ std::optional<ScriptStart> start_script(SpankApi& api, const PluginArgs& args)
         // The tiers as this job gets them (policies/overrides), from what
         // slurmd says of the job: partition and account from its credential.
         const EnvLookup slurmd_env = [&](const std::string& name) { return api.getenv(name); };
-        start.config = policy::config_for_job(load_trusted_config(choose_config_path(args.config_path, false)),
-                                              identity_from_slurm(slurmd_env, start.job.user));
+        const Config site = load_trusted_config(choose_config_path(args.config_path, false));
+        start.config = policy::config_for_job(site, identity_from_slurm(slurmd_env, start.job.user,
+                                                                        site.matches_groups()));
     } catch (const Error& e) {
         api.error("job " + start.job.job_id + " on " + start.job.node + ": " + e.what());
         return std::nullopt;

@@ -254,6 +254,14 @@ charge_memory = true
                            "tiers.scratch.charge_memory", "for node tiers"));
 }
 
+// The prolog looks the user's groups up only when a table asks for one.
+BOOST_AUTO_TEST_CASE(groups_matter_only_with_a_group_table)
+{
+    BOOST_TEST(!parse_config(kGpuOverride, "t.toml").matches_groups());
+    BOOST_TEST(parse_config(kTiers + "[[overrides]]\ngroup = \"ml\"\ntier = \"shm\"\nmax_inodes = 5\n", "t.toml")
+                   .matches_groups());
+}
+
 BOOST_AUTO_TEST_CASE(identity_text_says_what_is_unknown)
 {
     BOOST_TEST(job("gpu").str() == "partition=gpu, account=(unknown), user=(unknown), groups=(none)");
