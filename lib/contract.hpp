@@ -70,6 +70,7 @@ inline constexpr const char* kUserDir = "user";  // state_dir/jobs/<job>/user, t
 inline constexpr const char* kProgressPrefix = "progress-";     // progress-<dataset>.toml
 inline constexpr const char* kFailurePrefix = "failure-";       // failure-<node>.toml
 inline constexpr const char* kPrologOutcomePrefix = "prolog-";  // prolog-<node>.toml
+inline constexpr const char* kEpilogOutcomePrefix = "epilog-";  // epilog-<node>.toml
 // States a record's reader acts on: the prolog's outcome (status) for the
 // stager, the stager's progress (state) for `dlstage status`.
 inline constexpr const char* kReadyState = "ready";
@@ -80,5 +81,10 @@ inline constexpr const char* kBrokenState = "broken";
 inline constexpr const char* kFailedState = "failed";
 // A job that found its shared copy complete (or repaired it) read nothing.
 inline constexpr const char* kReusedState = "reused";
+// The epilog's outcome when every job directory of the node is gone.
+inline constexpr const char* kCleanedState = "cleaned";
+// Reserved for the node caches (issue 12): a job that found its dataset
+// in a node's cache.  `dlstage status` shows it when a record says so.
+inline constexpr const char* kCacheHitState = "cache-hit";
 
 }  // namespace dlstage

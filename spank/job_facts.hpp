@@ -16,6 +16,11 @@ struct JobFacts {
     std::string user;
     std::uint32_t uid = 0;
     std::uint32_t gid = 0;
+    // An array task's ids (SLURM_ARRAY_JOB_ID, SLURM_ARRAY_TASK_ID in the
+    // prolog's and epilog's environment), "" otherwise: recorded so that
+    // `dlstage status -j 123_4` finds the task after Slurm forgot it.
+    std::string array_job_id;
+    std::string array_task_id;
 
     TemplateValues values() const { return {job_id, user, node}; }
 };
