@@ -267,8 +267,15 @@ int cmd_status(const GlobalOptions& options, const std::vector<std::string>& arg
     const std::string& state_dir = config.site.state_dir;
     const SlurmJobs slurm = ask_slurm(kSqueueSeconds);
     std::vector<StatusRow> rows = collect_rows(state_dir, o, slurm);
+    // As squeue lists them: by job id, an array's tasks under its id in task order.
     std::sort(rows.begin(), rows.end(), [](const StatusRow& a, const StatusRow& b) {
-        return a.job_id != b.job_id ? job_id_less(a.job_id, b.job_id) : a.dataset < b.dataset;
+        const std::string& a_job = a.array_job_id.empty() ? a.job_id : a.array_job_id;
+        const std::string& b_job = b.array_job_id.empty() ? b.job_id : b.array_job_id;
+        if (a_job != b_job)
+            return job_id_less(a_job, b_job);
+        if (a.array_task_id != b.array_task_id)
+            return job_id_less(a.array_task_id, b.array_task_id);
+        return a.dataset < b.dataset;
     });
     const std::int64_t now = static_cast<std::int64_t>(std::time(nullptr));
     if (o.dataset) {

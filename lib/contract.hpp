@@ -28,6 +28,10 @@ inline constexpr const char* kStagerStepVar = "DLSTAGE_STAGER_STEP";
 // its id and its node count.
 inline constexpr const char* kJobIdVar = "SLURM_JOB_ID";
 inline constexpr const char* kJobNodesVar = "SLURM_JOB_NUM_NODES";
+// An array task's ids, in the job's environment: recorded with its
+// progress so that `dlstage status -j 123_4` finds it after Slurm forgot it.
+inline constexpr const char* kArrayJobIdVar = "SLURM_ARRAY_JOB_ID";
+inline constexpr const char* kArrayTaskIdVar = "SLURM_ARRAY_TASK_ID";
 
 // How Slurm hands on what the plugin sets with spank_job_control_setenv:
 // to the prolog and epilog as SPANK_<VAR>, to the job as SLURM_SPANK_<VAR>.

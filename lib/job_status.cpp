@@ -150,8 +150,15 @@ StatusRow job_row(const JobRecords& job, const SlurmJobs& slurm)
     StatusRow row;
     row.job_id = job.job_id;
     std::set<std::string> nodes;
-    for (const auto* outcomes : {&job.prologs, &job.epilogs})
-        for (const toml::table& outcome : *outcomes) {
+    for (const auto* records : {&job.prologs, &job.epilogs, &job.progress})
+        for (const toml::table& outcome : *records) {
+            if (records == &job.progress) {  // the stager's, from the job's environment
+                if (row.array_task_id.empty()) {
+                    row.array_job_id = text_field(outcome, "array_job_id");
+                    row.array_task_id = text_field(outcome, "array_task_id");
+                }
+                continue;
+            }
             nodes.insert(text_field(outcome, "node"));
             row.updated = std::max(row.updated, integer_field(outcome, "time").value_or(0));
             if (!row.uid)
@@ -179,6 +186,24 @@ StatusRow job_row(const JobRecords& job, const SlurmJobs& slurm)
     if (row.array_job_id.empty() || row.array_task_id.empty())
         row.array_job_id.clear(), row.array_task_id.clear();
     return row;
+}
+
+// The epilog outcomes of this run of the job: one older than its node's
+// prolog outcome is an earlier run's (a requeued job, or a job id Slurm
+// gave again after its state was reset).
+std::vector<toml::table> current_epilogs(const JobRecords& job)
+{
+    std::vector<toml::table> current;
+    for (const toml::table& epilog : job.epilogs) {
+        const std::string node = text_field(epilog, "node");
+        const std::int64_t time = integer_field(epilog, "time").value_or(0);
+        const bool earlier = std::any_of(job.prologs.begin(), job.prologs.end(), [&](const toml::table& prolog) {
+            return text_field(prolog, "node") == node && integer_field(prolog, "time").value_or(0) > time;
+        });
+        if (!earlier)
+            current.push_back(epilog);
+    }
+    return current;
 }
 
 void fill_from_progress(StatusRow& row, const toml::table& r)
@@ -223,8 +248,9 @@ std::vector<StatusRow> status_rows(const JobRecords& job, const SlurmJobs& slurm
     if (rows.empty())
         rows.push_back(common);
 
+    const std::vector<toml::table> epilogs = current_epilogs(job);
     const std::string prolog_problem = outcome_problem(job.prologs, "prolog", kReadyState);
-    const std::string epilog_problem = outcome_problem(job.epilogs, "epilog", kCleanedState);
+    const std::string epilog_problem = outcome_problem(epilogs, "epilog", kCleanedState);
     for (StatusRow& row : rows) {
         const bool done = row.state == StagingState::Ready || row.state == StagingState::Reused ||
                           row.state == StagingState::CacheHit;
@@ -236,7 +262,7 @@ std::vector<StatusRow> status_rows(const JobRecords& job, const SlurmJobs& slurm
             row.reason = failure_reason(job.failures);
         }
         // A failure stays the news after the epilog: its reason is what the user needs.
-        if (!job.epilogs.empty() && row.state != StagingState::Failed) {
+        if (!epilogs.empty() && row.state != StagingState::Failed) {
             row.state = StagingState::Cleaned;
             row.reason = epilog_problem;
         }

@@ -108,11 +108,9 @@ assert j["state"] == "failed" and "unsafe entry" in j["reason"], j
     [ "$output" = "$(printf '%s\n' "${array}_1 sample" "${array}_2 sample")" ]
     status_as_user -h -o '%i' "${array}_2"
     [ "$output" = "${array}_2" ]
-    # the prolog recorded the ids, for when Slurm has forgotten the job
+    # the stager recorded the ids from the job's environment, for when Slurm has forgotten the job
     task=$(squeue -h -t all -j "${array}_2" -o %A)
-    [ "$(record_value "$STATE/jobs/$task/user/prolog-n1.toml" 'r["array_job_id"], r["array_task_id"]' 2>/dev/null ||
-         record_value "$STATE/jobs/$task/user/prolog-n2.toml" 'r["array_job_id"], r["array_task_id"]' 2>/dev/null ||
-         record_value "$STATE/jobs/$task/user/prolog-n3.toml" 'r["array_job_id"], r["array_task_id"]')" = "('$array', '2')" ]
+    [ "$(record_value "$STATE/jobs/$task/user/progress-sample.toml" 'r["array_job_id"], r["array_task_id"]')" = "('$array', '2')" ]
 }
 
 @test "--node on the node: tiers with space and limits, the job directories with their owners" {

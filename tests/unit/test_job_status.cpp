@@ -171,6 +171,12 @@ BOOST_AUTO_TEST_CASE(cleaned_after_the_epilog_stale_when_gone_unknown_without_sl
         BOOST_TEST(state_word(row.state) == std::string("cleaned"));
         BOOST_TEST(row.reason.empty());
     }
+    // An epilog older than its node's prolog is an earlier run's (requeued, or the id given again).
+    JobRecords again = j;
+    toml::table prolog = outcome("n1", "ready");
+    prolog.insert_or_assign("time", 1700000200);
+    again.prologs.push_back(prolog);
+    BOOST_TEST(state_word(only_row(again, slurm_says("9|N/A|N/A|RUNNING|n1\n")).state) == std::string("ready"));
     j.epilogs.push_back(outcome("n2", "incomplete", ""));
     BOOST_TEST(only_row(j, gone).reason == "epilog on n2: incomplete");
     // A failure stays the news after the epilog.
