@@ -209,7 +209,7 @@ void print_table(const std::vector<StatusRow>& rows, const StatusOptions& o, con
     // Each failed node's whole reason, which the table's column cuts short.
     std::set<std::string> told;
     for (const StatusRow& row : rows) {
-        if (row.state != StagingState::Failed || !told.insert(row.job_id).second)
+        if (row.reason.empty() || !told.insert(row.job_id).second)
             continue;
         for (const toml::table& failure : read_job_records(state_dir, row.job_id).failures)
             std::cout << "job " << row.job_id << ": failed on " << printable(failure["node"].value_or(std::string("?")))

@@ -257,14 +257,18 @@ std::vector<StatusRow> status_rows(const JobRecords& job, const SlurmJobs& slurm
         if (!prolog_problem.empty() && !done) {
             row.state = StagingState::Failed;
             row.reason = prolog_problem;
-        } else if (!job.failures.empty() && !done) {
-            row.state = StagingState::Failed;
+        } else if (!job.failures.empty()) {
+            // After the data was ready a node's failure (its squashfuse
+            // died) leaves the state, and says what broke since.
+            if (!done)
+                row.state = StagingState::Failed;
             row.reason = failure_reason(job.failures);
         }
         // A failure stays the news after the epilog: its reason is what the user needs.
         if (!epilogs.empty() && row.state != StagingState::Failed) {
             row.state = StagingState::Cleaned;
-            row.reason = epilog_problem;
+            if (!epilog_problem.empty())
+                row.reason = epilog_problem;
         }
         weigh_slurm(row, slurm);
     }

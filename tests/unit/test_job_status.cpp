@@ -165,6 +165,13 @@ BOOST_AUTO_TEST_CASE(cleaned_after_the_epilog_stale_when_gone_unknown_without_sl
     BOOST_TEST(state_word(row.state) == std::string("unknown"));
     BOOST_TEST(row.reason == "cannot ask Slurm (squeue is not on PATH); the records say ready");
 
+    // A node's failure after the data was ready (its squashfuse died): the state stays, the reason tells.
+    JobRecords broke = j;
+    broke.failures.push_back(toml::table{{"node", "n2"}, {"message", "the squashfuse serving imagenet on n2 ended"}});
+    row = only_row(broke, slurm_says("9|N/A|N/A|RUNNING|n1\n"));
+    BOOST_TEST(state_word(row.state) == std::string("ready"));
+    BOOST_TEST(row.reason == "n2: the squashfuse serving imagenet on n2 ended");
+
     j.epilogs.push_back(outcome("n1", "cleaned"));
     for (const SlurmJobs& slurm : {gone, slurm_silent()}) {
         row = only_row(j, slurm);
