@@ -339,3 +339,13 @@ assert shm["cache_entries"] == [], shm
     expect_status 1
     expect_err "dlstage: status --node n6: this is n5, and a node's tiers are seen on the node itself: run 'srun -w n6 dlstage status --node n6'"
 }
+
+@test "status --help names every state and every -o field; -h is --noheader, not help" {
+    show_status --help
+    expect_status 0
+    expect_out "pending, staging (DONE percent, RATE), ready, reused, cache-hit, failed (with the"
+    expect_out "Fields for -o: %i JOBID %A JOBID %u USER %d DATASET %P TIER %D NODES %T STATE"
+    show_status -h 12
+    expect_status 0
+    printf '%s\n' "$out" | { ! grep -q '^JOBID'; } || fail "-h printed the header"
+}
