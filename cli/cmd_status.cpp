@@ -166,16 +166,38 @@ bool wanted(const StatusRow& row, const StatusOptions& o, bool explicit_jobs)
         return false;
     if (!o.users.empty())
         return o.users.count(row.user) > 0;
-    // Your own unless asked for more (what a user can read is theirs anyway).
-    return explicit_jobs || o.all || !row.uid || *row.uid == static_cast<std::int64_t>(::geteuid());
+    // Your own unless asked for more (what a user can read is theirs
+    // anyway); --dataset, like its copies, shows root every user's.
+    return explicit_jobs || o.all || o.dataset || !row.uid || *row.uid == static_cast<std::int64_t>(::geteuid());
 }
 
-// The jobs whose records are read: every job (a selector may name an array).
+// The jobs whose records are read: only those named, unless one may be an
+// array (its tasks' own ids are others) or Slurm cannot say it is none,
+// then every job's.
+std::vector<std::string> jobs_to_read(const std::string& state_dir, const StatusOptions& o, const SlurmJobs& slurm)
+{
+    std::vector<std::string> named;
+    for (const JobSelector& s : o.jobs) {
+        // Slurm forgot it: its records alone can tell whether it was an array.
+        const bool array = !s.task.empty() || !slurm.find(s.job) ||
+                           std::any_of(slurm.jobs.begin(), slurm.jobs.end(),
+                                       [&](const auto& job) { return job.second.array_job_id == s.job; });
+        if (array)
+            return recorded_job_ids(state_dir);
+        named.push_back(s.job);
+    }
+    if (named.empty())
+        return recorded_job_ids(state_dir);
+    std::sort(named.begin(), named.end(), job_id_less);
+    named.erase(std::unique(named.begin(), named.end()), named.end());
+    return named;
+}
+
 std::vector<StatusRow> collect_rows(const std::string& state_dir, const StatusOptions& o, const SlurmJobs& slurm)
 {
     std::vector<StatusRow> rows;
     const bool explicit_jobs = !o.jobs.empty();
-    for (const std::string& job_id : recorded_job_ids(state_dir)) {
+    for (const std::string& job_id : jobs_to_read(state_dir, o, slurm)) {
         const JobRecords job = read_job_records(state_dir, job_id);
         if (job.empty())
             continue;
