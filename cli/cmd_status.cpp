@@ -1,20 +1,23 @@
-// dlstage status [--json] [JOBID...]: how staging goes, from the records the
-// stager keeps in state_dir/jobs/<job>/user/ (progress-<dataset>.toml,
-// written by rank 0 every few seconds; failure-<node>.toml, by a failing
-// rank).  Those directories belong to the job's user (0700): users see
-// their own jobs, root sees all.
+// dlstage status: staging as squeue shows jobs.  One row per (job,
+// dataset), its state derived from the job's records in state_dir/jobs/
+// (lib/job_status.hpp) and from what Slurm says of the job now (one squeue
+// call, lib/slurm_jobs.hpp); columns as squeue's -o picks them, times and
+// sizes as Slurm prints them (lib/status_format.hpp).  The records of a
+// job are its user's (0700): users see their own jobs, root every user's.
 //
-// This is the first part of the roadmap's `dlstage status`; node and
-// prolog/epilog records join it later.
+// --dataset NAME: where it is kept (cli/status_copies.cpp) and staged;
+// --node NODE: the tiers of this node (cli/status_node.cpp).
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <iostream>
 #include <optional>
+#include <set>
+#include <unistd.h>
 
 #include <toml++/toml.h>
 
+#include "build-aux/config.h"
 #include "cli/commands.hpp"
 #include "cli/table.hpp"
 #include "lib/config.hpp"
@@ -22,164 +25,301 @@
 #include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "lib/job_records.hpp"
+#include "lib/job_status.hpp"
 #include "lib/log.hpp"
 #include "lib/number.hpp"
-#include "lib/record_field.hpp"
-#include "lib/size.hpp"
+#include "lib/slurm_jobs.hpp"
 #include "lib/state_record.hpp"
+#include "lib/status_format.hpp"
 #include "lib/strings.hpp"
 
 namespace dlstage::cli {
 
 namespace {
+// squeue gets this long to answer; then the states it would decide are "unknown".
+constexpr double kSqueueSeconds = 10;
+
 void print_help()
 {
-    std::cout << "Usage: dlstage status [--json] [JOBID...]\n"
+    std::cout << "Usage: dlstage status [OPTIONS] [JOBID...]\n"
                  "       dlstage status --dataset NAME [--json]\n"
-                 "Show how staging goes for jobs: per dataset its tier, state (staging, ready),\n"
-                 "nodes, bytes done of the total, rate, ETA and the age of the figures, then any\n"
-                 "node's failure.  The stager updates them every DLSTAGE_PROGRESS seconds.\n"
-                 "Without JOBID: the current job inside a job, else every job whose records you\n"
-                 "may read (your own; root: all).\n"
+                 "       dlstage status --node NODE [--json]\n"
+                 "Show staging as squeue shows jobs: one row per job and dataset with its state:\n"
+                 "pending, staging (DONE percent, RATE), ready, reused, cache-hit, failed (with the\n"
+                 "reason), cleaned (the epilog removed the data), stale (the records claim data\n"
+                 "but Slurm no longer runs the job), unknown (Slurm could not be asked).\n"
+                 "Without JOBID: the current job inside a job, else your own jobs.\n"
                  "\n"
-                 "  --json     print a JSON array of jobs instead of a table\n"
-                 "  --dataset NAME\n"
-                 "             the copies of NAME kept in shared tiers (yours; root: all users'):\n"
-                 "             path, size, files, when made and last used, uses, purge date\n";
+                 "  -j, --jobs LIST     these jobs: 123, 123_4 (task 4 of array 123; 123 is all\n"
+                 "                      its tasks), comma-separated; JOBID... is the same\n"
+                 "  -u, --user LIST     these users' jobs (root; a user sees only their own)\n"
+                 "  --all               every user's jobs (root; a user sees only their own)\n"
+                 "  -t, --states LIST   only these states, e.g. staging,failed\n"
+                 "  -o, --format FMT    columns as squeue's -o: %.8i right-aligned in 8, %8i\n"
+                 "                      left-aligned, %i as long as it is; default\n"
+                 "                      \""
+              << kDefaultStatusFormat
+              << "\" (aligned)\n"
+                 "  -h, --noheader      no header line (and no failure lines)\n"
+                 "  --json              {\"meta\": {...}, \"jobs\": [...]}: ids and counts as numbers,\n"
+                 "                      times as epoch seconds, sizes in bytes\n"
+                 "  --dataset NAME      where NAME is kept in shared tiers (yours; root: all\n"
+                 "                      users') and which jobs stage it now\n"
+                 "  --node NODE         on NODE itself (srun -w NODE dlstage status --node NODE):\n"
+                 "                      each tier's space and limits, and what is in it\n"
+                 "  --help              this text\n"
+                 "\n"
+                 "Fields for -o:";
+    for (const StatusField& field : status_fields())
+        std::cout << " %" << field.letter << " " << field.header;
+    std::cout << "\n";
 }
 
-std::int64_t integer(const toml::table& record, const char* key)
-{
-    return integer_field(record, key).value_or(0);
-}
+struct StatusOptions {
+    bool json = false;
+    bool header = true;
+    bool all = false;
+    std::optional<std::string> format;
+    std::vector<JobSelector> jobs;
+    std::set<std::string> users;
+    std::set<StagingState> states;
+    std::optional<std::string> dataset;
+    std::optional<std::string> node;
+};
 
-std::string seconds_cell(double seconds)
+// The value of an option given as "-o X", "-oX", "--format X" or "--format=X".
+std::optional<std::string> value_of(const std::vector<std::string>& args, std::size_t& i, const char* shortname,
+                                    const char* longname)
 {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.0f s", seconds);
-    return text;
-}
-
-std::vector<std::string> progress_row(const std::string& job_id, const toml::table& r, std::time_t now)
-{
-    const auto total = static_cast<std::uint64_t>(std::max<std::int64_t>(integer(r, "bytes_total"), 0));
-    const auto done = static_cast<std::uint64_t>(std::max<std::int64_t>(integer(r, "bytes_done"), 0));
-    const std::string state = r["state"].value_or(std::string("?"));
-    char percent[16];
-    std::snprintf(percent, sizeof percent, "%.0f%%", total ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0);
-    char rate[32];
-    std::snprintf(rate, sizeof rate, "%.2f GB/s", r["bytes_per_s"].value_or(0.0) / 1e9);
-    // Clamped first: a record's time may be anything, now - time must not overflow.
-    const std::int64_t age = now - std::clamp<std::int64_t>(integer(r, "time"), 0, now);
-    // Records are written by the job's user: nothing in them may forge a
-    // line or a terminal escape in root's listing.
-    return {job_id,
-            printable(r["dataset"].value_or(std::string("?"))),
-            printable(r["tier"].value_or(std::string("?"))),
-            printable(state),
-            std::to_string(integer(r, "nodes")),
-            format_size(done) + " / " + format_size(total) + " (" + percent + ")",
-            std::to_string(integer(r, "files_total")),
-            rate,
-            state == kStagingState ? seconds_cell(r["eta_s"].value_or(0.0)) : "-",
-            std::to_string(age) + " s ago"};
-}
-
-void print_table(const std::vector<JobRecords>& jobs)
-{
-    const std::time_t now = std::time(nullptr);
-    std::vector<std::vector<std::string>> rows = {
-        {"JOB", "DATASET", "TIER", "STATE", "NODES", "DONE", "FILES", "RATE", "ETA", "UPDATED"}};
-    for (const JobRecords& job : jobs)
-        for (const toml::table& record : job.progress)
-            rows.push_back(progress_row(job.job_id, record, now));
-    if (rows.size() > 1)
-        print_aligned(std::cout, rows);
-    for (const JobRecords& job : jobs)
-        for (const toml::table& failure : job.failures)
-            std::cout << "job " << job.job_id << ": failed on " << printable(failure["node"].value_or(std::string("?")))
-                      << ": " << printable(failure["message"].value_or(std::string())) << "\n";
-}
-
-void print_json(const std::vector<JobRecords>& jobs)
-{
-    toml::array list;
-    for (const JobRecords& job : jobs) {
-        toml::array datasets, failures;
-        for (const toml::table& record : job.progress)
-            datasets.push_back(record);
-        for (const toml::table& record : job.failures)
-            failures.push_back(record);
-        list.push_back(toml::table{{"job_id", job.job_id}, {"datasets", datasets}, {"failures", failures}});
+    const std::string& arg = args[i];
+    const std::string long_eq = std::string(longname) + "=";
+    if ((*shortname && arg == shortname) || arg == longname) {
+        if (i + 1 == args.size())
+            throw Error(arg + " needs a value");
+        return args[++i];
     }
-    std::cout << toml::json_formatter{list} << "\n";
+    if (*shortname && starts_with(arg, shortname) && arg.size() > 2 && arg[1] != '-')
+        return arg.substr(2);
+    if (starts_with(arg, long_eq))
+        return arg.substr(long_eq.size());
+    return std::nullopt;
+}
+
+std::set<StagingState> parse_states(const std::string& list)
+{
+    std::set<StagingState> states;
+    for (const std::string& word : split(list, ',')) {
+        const auto state = state_from_word(word);
+        if (!state)
+            throw Error("unknown state " + quoted(word) + " (known: " + join(state_words(), ", ") + ")");
+        states.insert(*state);
+    }
+    return states;
+}
+
+// Throws Error with the message for a usage error.
+StatusOptions parse_options(const std::vector<std::string>& args, bool& help)
+{
+    StatusOptions o;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string& arg = args[i];
+        if (arg == "--help") {
+            help = true;
+        } else if (arg == "--json") {
+            o.json = true;
+        } else if (arg == "-h" || arg == "--noheader") {
+            o.header = false;
+        } else if (arg == "--all" || arg == "-a") {
+            o.all = true;
+        } else if (auto format = value_of(args, i, "-o", "--format")) {
+            o.format = *format;
+        } else if (auto jobs = value_of(args, i, "-j", "--jobs")) {
+            for (JobSelector& s : parse_job_list(*jobs))
+                o.jobs.push_back(std::move(s));
+        } else if (auto users = value_of(args, i, "-u", "--user")) {
+            for (const std::string& user : split(*users, ','))
+                o.users.insert(user);
+        } else if (auto states = value_of(args, i, "-t", "--states")) {
+            o.states = parse_states(*states);
+        } else if (auto dataset = value_of(args, i, "", "--dataset")) {
+            o.dataset = *dataset;
+        } else if (auto node = value_of(args, i, "", "--node")) {
+            o.node = *node;
+        } else if (arg.size() > 1 && arg[0] == '-' && !(arg[1] >= '0' && arg[1] <= '9')) {
+            throw Error("unknown option " + quoted(arg));
+        } else {
+            for (JobSelector& s : parse_job_list(arg))
+                o.jobs.push_back(std::move(s));
+        }
+    }
+    return o;
+}
+
+bool wanted(const StatusRow& row, const StatusOptions& o, bool explicit_jobs)
+{
+    if (o.dataset && row.dataset != *o.dataset)
+        return false;
+    if (!o.states.empty() && !o.states.count(row.state))
+        return false;
+    if (!o.jobs.empty() &&
+        std::none_of(o.jobs.begin(), o.jobs.end(), [&](const JobSelector& s) { return s.matches(row); }))
+        return false;
+    if (!o.users.empty())
+        return o.users.count(row.user) > 0;
+    // Your own unless asked for more (what a user can read is theirs
+    // anyway); --dataset, like its copies, shows root every user's.
+    return explicit_jobs || o.all || o.dataset || !row.uid || *row.uid == static_cast<std::int64_t>(::geteuid());
+}
+
+// The jobs whose records are read: only those named, unless one may be an
+// array (its tasks' own ids are others) or Slurm cannot say it is none,
+// then every job's.
+std::vector<std::string> jobs_to_read(const std::string& state_dir, const StatusOptions& o, const SlurmJobs& slurm)
+{
+    std::vector<std::string> named;
+    for (const JobSelector& s : o.jobs) {
+        // Slurm forgot it: its records alone can tell whether it was an array.
+        const bool array = !s.task.empty() || !slurm.find(s.job) ||
+                           std::any_of(slurm.jobs.begin(), slurm.jobs.end(),
+                                       [&](const auto& job) { return job.second.array_job_id == s.job; });
+        if (array)
+            return recorded_job_ids(state_dir);
+        named.push_back(s.job);
+    }
+    if (named.empty())
+        return recorded_job_ids(state_dir);
+    std::sort(named.begin(), named.end(), job_id_less);
+    named.erase(std::unique(named.begin(), named.end()), named.end());
+    return named;
+}
+
+std::vector<StatusRow> collect_rows(const std::string& state_dir, const StatusOptions& o, const SlurmJobs& slurm)
+{
+    std::vector<StatusRow> rows;
+    const bool explicit_jobs = !o.jobs.empty();
+    for (const std::string& job_id : jobs_to_read(state_dir, o, slurm)) {
+        const JobRecords job = read_job_records(state_dir, job_id);
+        if (job.empty())
+            continue;
+        for (StatusRow& row : status_rows(job, slurm))
+            if (wanted(row, o, explicit_jobs))
+                rows.push_back(std::move(row));
+    }
+    return rows;
+}
+
+void print_table(const std::vector<StatusRow>& rows, const StatusOptions& o, const std::string& state_dir)
+{
+    if (o.format) {
+        const std::vector<FormatItem> items = parse_status_format(*o.format);
+        if (o.header)
+            std::cout << format_line(items, nullptr) << "\n";
+        for (const StatusRow& row : rows)
+            std::cout << format_line(items, &row) << "\n";
+        return;
+    }
+    const std::vector<FormatItem> items = parse_status_format(kDefaultStatusFormat);
+    std::vector<std::vector<std::string>> table;
+    if (o.header)
+        table.push_back(format_cells(items, nullptr));
+    for (const StatusRow& row : rows)
+        table.push_back(format_cells(items, &row));
+    if (!rows.empty())
+        print_aligned(std::cout, table);
+    if (!o.header)
+        return;
+    // Each failed node's whole reason, which the table's column cuts short.
+    std::set<std::string> told;
+    for (const StatusRow& row : rows) {
+        if (row.reason.empty() || !told.insert(row.job_id).second)
+            continue;
+        for (const toml::table& failure : read_job_records(state_dir, row.job_id).failures)
+            std::cout << "job " << row.job_id << ": failed on " << printable(failure["node"].value_or(std::string("?")))
+                      << ": " << printable(failure["message"].value_or(std::string())) << "\n";
+    }
+    if (rows.empty())
+        std::cout << "no staging records" << (o.jobs.size() == 1 ? " for job " + o.jobs.front().text() : "")
+                  << " in " << jobs_dir(state_dir) << "\n";
+}
+
+// The selectors no row matched, for the error.
+std::vector<std::string> unmatched(const std::vector<JobSelector>& jobs, const std::vector<StatusRow>& rows)
+{
+    std::vector<std::string> missing;
+    for (const JobSelector& s : jobs)
+        if (std::none_of(rows.begin(), rows.end(), [&](const StatusRow& row) { return s.matches(row); }))
+            missing.push_back(s.text());
+    return missing;
 }
 }  // namespace
 
 int cmd_status(const GlobalOptions& options, const std::vector<std::string>& args)
 {
-    bool json = false;
-    std::vector<std::string> wanted;
-    std::optional<std::string> dataset;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        const std::string& arg = args[i];
-        if (arg == "-h" || arg == "--help") {
-            print_help();
-            return kExitOk;
-        }
-        if (arg == "--json") {
-            json = true;
-        } else if (arg == "--dataset" || arg.rfind("--dataset=", 0) == 0) {
-            if (arg == "--dataset" && i + 1 == args.size())
-                return usage_error("status: --dataset needs a dataset name", "status");
-            dataset = arg == "--dataset" ? args[++i] : arg.substr(10);
-        } else {
-            try {
-                wanted.push_back(slurm_number(arg));
-            } catch (const Error&) {
-                return usage_error("status: " + quoted(arg) + " is not a job id (a number) or an option", "status");
-            }
-        }
+    bool help = false;
+    StatusOptions o;
+    try {
+        o = parse_options(args, help);
+        if (o.format)
+            parse_status_format(*o.format);
+    } catch (const Error& e) {
+        return usage_error("status: " + std::string(e.what()), "status");
     }
+    if (help) {
+        print_help();
+        return kExitOk;
+    }
+    if (o.dataset && !o.jobs.empty())
+        return usage_error("status: --dataset and JOBID do not go together", "status");
+    if (o.node && (o.dataset || !o.jobs.empty()))
+        return usage_error("status: --node goes with no JOBID and no --dataset", "status");
     const Config config = load_config_for_caller(choose_config_path(options.config_path, true));
-    if (dataset) {
-        if (!wanted.empty())
-            return usage_error("status: --dataset and JOBID do not go together", "status");
-        if (!config.find_dataset(*dataset))
-            return usage_error("status: no dataset " + quoted(*dataset) + " in the catalog ('dlstage catalog list')",
-                               "status");
-        return print_copies(config, *dataset, json);
-    }
-    const std::string& state_dir = config.site.state_dir;
-    const bool explicit_jobs = !wanted.empty();
-    if (!explicit_jobs) {
-        if (const char* current = std::getenv(kJobIdVar); current && *current)
-            wanted.push_back(naming(kJobIdVar, [&] { return slurm_number(current); }));
-        else
-            wanted = recorded_job_ids(state_dir);
-    }
-    std::sort(wanted.begin(), wanted.end(), job_id_less);
+    if (o.node)
+        return print_node(config, *o.node, o.json);
+    if (o.dataset && !config.find_dataset(*o.dataset))
+        return usage_error("status: no dataset " + quoted(*o.dataset) + " in the catalog ('dlstage catalog list')",
+                           "status");
+    if (::geteuid() != 0 && (o.all || !o.users.empty()))
+        say("status: the records of other users' jobs are theirs (mode 0700): showing your own only");
 
-    std::vector<JobRecords> jobs;
-    std::vector<std::string> missing;
-    for (const std::string& job_id : wanted) {
-        if (JobRecords job = read_job_records(state_dir, job_id); !job.empty())
-            jobs.push_back(std::move(job));
-        else
-            missing.push_back(job_id);
+    const bool explicit_jobs = !o.jobs.empty();
+    if (!explicit_jobs && !o.dataset)
+        if (const char* current = std::getenv(kJobIdVar); current && *current)
+            o.jobs.push_back({naming(kJobIdVar, [&] { return slurm_number(current); }), ""});
+
+    const std::string& state_dir = config.site.state_dir;
+    const SlurmJobs slurm = ask_slurm(kSqueueSeconds);
+    std::vector<StatusRow> rows = collect_rows(state_dir, o, slurm);
+    // As squeue lists them: by job id, an array's tasks under its id in task order.
+    std::sort(rows.begin(), rows.end(), [](const StatusRow& a, const StatusRow& b) {
+        const std::string& a_job = a.array_job_id.empty() ? a.job_id : a.array_job_id;
+        const std::string& b_job = b.array_job_id.empty() ? b.job_id : b.array_job_id;
+        if (a_job != b_job)
+            return job_id_less(a_job, b_job);
+        if (a.array_task_id != b.array_task_id)
+            return job_id_less(a.array_task_id, b.array_task_id);
+        return a.dataset < b.dataset;
+    });
+    const std::int64_t now = static_cast<std::int64_t>(std::time(nullptr));
+    if (o.dataset) {
+        const toml::table jobs = status_json(rows, slurm, PACKAGE_VERSION, now);
+        const int rc = print_copies(config, *o.dataset, o.json, o.json ? jobs["jobs"].as_array() : nullptr);
+        if (!o.json && !rows.empty()) {
+            std::cout << "\n";
+            print_table(rows, o, state_dir);
+        }
+        return rc;
     }
-    if (json)
-        print_json(jobs);
+    if (o.json)
+        std::cout << toml::json_formatter{status_json(rows, slurm, PACKAGE_VERSION, now)} << "\n";
     else
-        print_table(jobs);
-    if (explicit_jobs && !missing.empty()) {
-        say("no staging records for job " + join(missing, ", ") + " in " + jobs_dir(state_dir) +
-                    " (not a --stage-data job, not started yet, or not yours)");
-        return kExitFailure;
+        print_table(rows, o, state_dir);
+    if (explicit_jobs) {
+        if (const std::vector<std::string> missing = unmatched(o.jobs, rows); !missing.empty()) {
+            say("no staging records for job " + join(missing, ", ") + " in " + jobs_dir(state_dir) +
+                " (not a --stage-data job, not started yet, or not yours)");
+            return kExitFailure;
+        }
     }
-    if (jobs.empty() && !json)
-        std::cout << "no staging records" << (wanted.size() == 1 ? " for job " + wanted.front() : "") << " in "
-                  << jobs_dir(state_dir) << "\n";
     return kExitOk;
 }
 

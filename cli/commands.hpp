@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <toml++/toml.h>
+
 #include "lib/config.hpp"
 
 namespace dlstage {
@@ -23,8 +25,11 @@ int cmd_check_config(const GlobalOptions& options, const std::vector<std::string
 int cmd_catalog(const GlobalOptions& options, const std::vector<std::string>& args);
 int cmd_stage(const GlobalOptions& options, const std::vector<std::string>& args);
 int cmd_status(const GlobalOptions& options, const std::vector<std::string>& args);
-// status --dataset NAME (cli/status_copies.cpp)
-int print_copies(const Config& config, const std::string& dataset, bool json);
+// status --dataset NAME (cli/status_copies.cpp); `jobs`, when given, goes
+// into the JSON object as its "jobs" (the jobs staging the dataset now).
+int print_copies(const Config& config, const std::string& dataset, bool json, const toml::array* jobs = nullptr);
+// status --node NODE (cli/status_node.cpp)
+int print_node(const Config& config, const std::string& node, bool json);
 int cmd_pack(const GlobalOptions& options, const std::vector<std::string>& args);
 // Internal: the mount holder on one node, started by stage as a job step.
 int cmd_hold_mounts(const GlobalOptions& options, const std::vector<std::string>& args);

@@ -34,7 +34,7 @@ void print_help()
                  "                         (--explain: each tier key for a job, and its origin)\n"
                  "  catalog list [--json]  list the datasets that can be staged\n"
                  "  stage [SPEC...]        stage datasets to every node of the current job\n"
-                 "  status [JOBID...]      show how staging goes (progress, failures)\n"
+                 "  status [JOBID...]      show staging as squeue shows jobs (--node, --dataset)\n"
                  "  pack DIR OUT           pack a directory into a squashfs image or tar shards\n"
                  "\n"
                  "Options:\n"

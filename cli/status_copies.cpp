@@ -50,14 +50,17 @@ toml::table copy_json(const Tier& tier, const FoundCopy& copy)
 }
 }  // namespace
 
-int print_copies(const Config& config, const std::string& dataset, bool json)
+int print_copies(const Config& config, const std::string& dataset, bool json, const toml::array* jobs)
 {
     const std::vector<FoundCopy> copies = find_copies(config, dataset, this_user_name(), ::geteuid() == 0);
     if (json) {
         toml::array list;
         for (const FoundCopy& copy : copies)
             list.push_back(copy_json(config.tiers.at(copy.tier), copy));
-        std::cout << toml::json_formatter{toml::table{{"dataset", dataset}, {"copies", list}}} << "\n";
+        toml::table object{{"dataset", dataset}, {"copies", list}};
+        if (jobs)
+            object.insert("jobs", *jobs);
+        std::cout << toml::json_formatter{object} << "\n";
         return kExitOk;
     }
     if (copies.empty()) {

@@ -28,6 +28,10 @@ inline constexpr const char* kStagerStepVar = "DLSTAGE_STAGER_STEP";
 // its id and its node count.
 inline constexpr const char* kJobIdVar = "SLURM_JOB_ID";
 inline constexpr const char* kJobNodesVar = "SLURM_JOB_NUM_NODES";
+// An array task's ids, in the job's environment: recorded with its
+// progress so that `dlstage status -j 123_4` finds it after Slurm forgot it.
+inline constexpr const char* kArrayJobIdVar = "SLURM_ARRAY_JOB_ID";
+inline constexpr const char* kArrayTaskIdVar = "SLURM_ARRAY_TASK_ID";
 
 // How Slurm hands on what the plugin sets with spank_job_control_setenv:
 // to the prolog and epilog as SPANK_<VAR>, to the job as SLURM_SPANK_<VAR>.
@@ -70,6 +74,7 @@ inline constexpr const char* kUserDir = "user";  // state_dir/jobs/<job>/user, t
 inline constexpr const char* kProgressPrefix = "progress-";     // progress-<dataset>.toml
 inline constexpr const char* kFailurePrefix = "failure-";       // failure-<node>.toml
 inline constexpr const char* kPrologOutcomePrefix = "prolog-";  // prolog-<node>.toml
+inline constexpr const char* kEpilogOutcomePrefix = "epilog-";  // epilog-<node>.toml
 // States a record's reader acts on: the prolog's outcome (status) for the
 // stager, the stager's progress (state) for `dlstage status`.
 inline constexpr const char* kReadyState = "ready";
@@ -80,5 +85,10 @@ inline constexpr const char* kBrokenState = "broken";
 inline constexpr const char* kFailedState = "failed";
 // A job that found its shared copy complete (or repaired it) read nothing.
 inline constexpr const char* kReusedState = "reused";
+// The epilog's outcome when every job directory of the node is gone.
+inline constexpr const char* kCleanedState = "cleaned";
+// Reserved for the node caches (issue 12): a job that found its dataset
+// in a node's cache.  `dlstage status` shows it when a record says so.
+inline constexpr const char* kCacheHitState = "cache-hit";
 
 }  // namespace dlstage

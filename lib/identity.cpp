@@ -25,4 +25,11 @@ std::string this_user_name()
     return pw->pw_name;
 }
 
+std::string user_name_of(uid_t uid)
+{
+    if (const passwd* pw = getpwuid(uid))
+        return pw->pw_name;
+    return std::to_string(uid);
+}
+
 }  // namespace dlstage

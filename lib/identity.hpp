@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <sys/types.h>
 
 namespace dlstage {
 
@@ -11,5 +12,9 @@ std::string this_node_name();
 
 // The name of the calling user; throws Error if uid has no passwd entry.
 std::string this_user_name();
+
+// A user's name for listings, or the uid as digits if it has none (a
+// deleted user's files).
+std::string user_name_of(uid_t uid);
 
 }  // namespace dlstage

@@ -39,10 +39,18 @@ std::vector<std::string> recorded_job_ids(const std::string& state_dir)
 
 JobRecords read_job_records(const std::string& state_dir, const std::string& job_id)
 {
-    JobRecords job{job_id, {}, {}};
+    JobRecords job{job_id, {}, {}, {}, {}, std::nullopt};
     for (const auto& [kind, into] : {std::pair{UserRecord::Progress, &job.progress}, {UserRecord::Failure, &job.failures}})
-        for (UserRecordFile& file : read_user_records(state_dir, job_id, kind))
+        for (UserRecordFile& file : read_user_records(state_dir, job_id, kind)) {
+            if (!job.user)
+                job.user = file.owner;
             into->push_back(std::move(file.record));
+        }
+    for (const auto& [kind, into] :
+         {std::pair{UserRecord::PrologOutcome, &job.prologs}, {UserRecord::EpilogOutcome, &job.epilogs}})
+        for (UserRecordFile& file : read_user_records(state_dir, job_id, kind))
+            if (file.owner == 0)
+                into->push_back(std::move(file.record));
     return job;
 }
 

@@ -175,6 +175,24 @@ OpenResult look_into_dir(const std::string& root, const std::string& dir)
     return result;
 }
 
+OpenResult look_into_tier_root(const std::string& root)
+{
+    OpenResult result;
+    if (auto failure = walk_tier(root, root + "/-", [&](const TierPath& tp) {
+            TierWalk walk(Untrusted::Refuse, 0, nullptr);  // root's, whoever asks
+            std::optional<Level> level = walk.open_tier_parent(tp, false);
+            if (level)
+                level = walk.open_level(*level, tp.root_name, true, false);
+            if (!level)
+                return;
+            result.dir = reopen_for_reading(level->fd);
+            if (!result.dir.valid())
+                fail_walk(cannot("open", shown_path(root), errno), errno);
+        }))
+        result.problem = failure->problem;
+    return result;
+}
+
 OpenResult open_trusted_dir(const std::string& root, const std::string& dir, bool create)
 {
     OpenResult result;

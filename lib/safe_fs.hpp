@@ -87,6 +87,12 @@ OpenResult open_job_dir(const std::string& root, const std::string& dir);
 // problem when it does not exist.
 OpenResult look_into_dir(const std::string& root, const std::string& dir);
 
+// A tier root itself, to list what is in it (`dlstage status --node`, as
+// root or a user): the levels above it as the admin set them, the root
+// owned by root and writable by nobody else, no symlink, open for reading.
+// Neither dir nor problem when it does not exist.
+OpenResult look_into_tier_root(const std::string& root);
+
 // A directory for root's own files (state records) at or below root: root
 // and every level down to dir owned by the caller and writable by nobody
 // else, created (0755) if missing when `create`; anything untrusted is a

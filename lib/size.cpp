@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <limits>
 
@@ -107,6 +108,27 @@ std::string format_size(std::uint64_t bytes)
         std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
     else
         std::snprintf(buf, sizeof buf, "%.1f %s", value, units[unit]);
+    return buf;
+}
+
+std::string slurm_size(std::uint64_t bytes)
+{
+    static const char units[] = {'K', 'M', 'G', 'T', 'P', 'E'};
+    if (bytes < 1024)
+        return std::to_string(bytes);
+    int unit = 0;
+    std::uint64_t whole = bytes;
+    while (whole >= 1024 * 1024 && unit < 5) {
+        whole /= 1024;
+        ++unit;
+    }
+    const double scale = std::pow(1024.0, unit + 1);
+    char buf[32];
+    if (bytes % static_cast<std::uint64_t>(scale) == 0)
+        std::snprintf(buf, sizeof buf, "%llu%c", static_cast<unsigned long long>(bytes / static_cast<std::uint64_t>(scale)),
+                      units[unit]);
+    else
+        std::snprintf(buf, sizeof buf, "%.2f%c", static_cast<double>(bytes) / scale, units[unit]);
     return buf;
 }
 

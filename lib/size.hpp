@@ -25,6 +25,11 @@ std::uint64_t parse_size(std::string_view text, std::uint64_t min, std::uint64_t
 // "1.5 GiB", "512 B": for messages and listings.
 std::string format_size(std::uint64_t bytes);
 
+// A size as Slurm prints memory (squeue, sinfo, sacct): powers of 1024 in
+// the largest unit that keeps the number at least 1, no space, whole
+// numbers bare and others with two decimals: "512", "4K", "150G", "1.50T".
+std::string slurm_size(std::uint64_t bytes);
+
 // A tier's max_bytes: none, an absolute byte count, or a percentage of the
 // tier's file system (resolved on the node, where statvfs can answer).
 struct ByteLimit {

@@ -50,7 +50,13 @@ std::string job_user_dir(const std::string& state_dir, const std::string& job_id
 namespace {
 const char* prefix_of(UserRecord kind)
 {
-    return kind == UserRecord::Progress ? kProgressPrefix : kFailurePrefix;
+    switch (kind) {
+    case UserRecord::Progress: return kProgressPrefix;
+    case UserRecord::Failure: return kFailurePrefix;
+    case UserRecord::PrologOutcome: return kPrologOutcomePrefix;
+    case UserRecord::EpilogOutcome: return kEpilogOutcomePrefix;
+    }
+    return kProgressPrefix;
 }
 }  // namespace
 
@@ -77,6 +83,11 @@ bool write_failure_record(const std::string& state_dir, const std::string& job_i
 std::string prolog_outcome_name(const std::string& node)
 {
     return kPrologOutcomePrefix + node + kRecordSuffix;
+}
+
+std::string epilog_outcome_name(const std::string& node)
+{
+    return kEpilogOutcomePrefix + node + kRecordSuffix;
 }
 
 void write_record_at(int dir_fd, const std::string& shown, const std::string& name, const toml::table& record,
@@ -157,6 +168,15 @@ std::vector<std::string> record_names(const Fd& dir, UserRecord kind)
     return names;
 }
 }  // namespace
+
+void write_user_outcome(const std::string& state_dir, const std::string& job_id, const std::string& name,
+                        const toml::table& record)
+{
+    const Fd dir = open_user_dir(state_dir, job_id);
+    if (!dir.valid())
+        throw Error("no user directory " + job_user_dir(state_dir, job_id) + " (or a mount on it)");
+    write_record_at(dir.get(), job_user_dir(state_dir, job_id), name, record, 0644);
+}
 
 std::vector<std::string> user_record_paths(const std::string& state_dir, const std::string& job_id, UserRecord kind)
 {

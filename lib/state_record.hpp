@@ -41,8 +41,10 @@ std::string failure_record_path(const std::string& state_dir, const std::string&
 bool write_failure_record(const std::string& state_dir, const std::string& job_id, const std::string& node,
                           const std::string& message) noexcept;
 
-// Which records of a job's user dir: progress-<dataset>.toml, failure-<node>.toml.
-enum class UserRecord { Progress, Failure };
+// Which records of a job's user dir: progress-<dataset>.toml,
+// failure-<node>.toml (the stager's), prolog-<node>.toml and
+// epilog-<node>.toml (root's: the outcome on each node).
+enum class UserRecord { Progress, Failure, PrologOutcome, EpilogOutcome };
 
 // The paths of this kind of record in the job's user dir, sorted; none if
 // the dir is missing, mounted over (see read_user_records) or not readable
@@ -77,6 +79,16 @@ std::optional<toml::table> read_prolog_outcome(const std::string& state_dir, con
 // <job user dir>/prolog-<node>.toml: the prolog's outcome on a node, where
 // the job's user (the stager) can read it; the node record itself is root's.
 std::string prolog_outcome_name(const std::string& node);
+
+// <job user dir>/epilog-<node>.toml: the epilog's outcome on a node, where
+// the job's user (`dlstage status`) can read it.
+std::string epilog_outcome_name(const std::string& node);
+
+// Root writes an outcome (0644, root's) into the job's user dir, reached as
+// read_user_records reaches it (never into a mount the user put there).
+// Throws Error if the dir is missing or cannot be written.
+void write_user_outcome(const std::string& state_dir, const std::string& job_id, const std::string& name,
+                        const toml::table& record);
 
 // Replaces `name` in dir_fd atomically with the record: a new temporary file
 // (O_EXCL, O_NOFOLLOW: never one a user planted), fsync, renameat.  Throws

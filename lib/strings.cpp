@@ -241,6 +241,19 @@ std::string moment_text(std::int64_t seconds)
     return time_text(seconds, "%Y-%m-%dT%H:%M:%S", false);
 }
 
+std::string elapsed_text(std::int64_t seconds)
+{
+    const long long s = seconds > 0 ? seconds : 0;
+    char text[48];
+    if (s >= 86400)
+        std::snprintf(text, sizeof text, "%lld-%02lld:%02lld:%02lld", s / 86400, s / 3600 % 24, s / 60 % 60, s % 60);
+    else if (s >= 3600)
+        std::snprintf(text, sizeof text, "%lld:%02lld:%02lld", s / 3600, s / 60 % 60, s % 60);
+    else
+        std::snprintf(text, sizeof text, "%lld:%02lld", s / 60, s % 60);
+    return text;
+}
+
 std::string utc_stamp(std::int64_t seconds)
 {
     return time_text(seconds, "%Y%m%dT%H%M%SZ", true);

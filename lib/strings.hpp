@@ -60,6 +60,9 @@ std::string did_you_mean(std::string_view word, const std::vector<std::string>& 
 std::string day_text(std::int64_t seconds);
 std::string moment_text(std::int64_t seconds);
 std::string utc_stamp(std::int64_t seconds);
+// A duration as squeue prints a job's TIME: "0:05", "12:34", "1:02:03",
+// "2-03:04:05" (days-hours:minutes:seconds); negative counts as 0.
+std::string elapsed_text(std::int64_t seconds);
 // strftime's FORMAT for SECONDS, in UTC or local time.
 std::string time_text(std::int64_t seconds, const char* format, bool utc);
 

@@ -15,8 +15,10 @@ TierSpace space_of(const struct statvfs& fs)
     TierSpace space;
     space.total_bytes = static_cast<std::uint64_t>(fs.f_blocks) * fs.f_frsize;
     space.free_bytes = static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize;
-    if (fs.f_files > 0)
+    if (fs.f_files > 0) {
         space.free_inodes = fs.f_favail;
+        space.total_inodes = fs.f_files;
+    }
     return space;
 }
 }  // namespace

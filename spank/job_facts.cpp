@@ -2,6 +2,7 @@
 
 #include <pwd.h>
 
+#include "lib/contract.hpp"
 #include "lib/error.hpp"
 
 namespace dlstage::spank {
@@ -22,6 +23,8 @@ JobFacts job_facts(SpankApi& api)
         if (const passwd* pw = getpwuid(*uid))
             facts.user = pw->pw_name;
     }
+    facts.array_job_id = api.getenv(kArrayJobIdVar);
+    facts.array_task_id = api.getenv(kArrayTaskIdVar);
     if (facts.node.empty())
         throw Error("SLURMD_NODENAME is not set");
     return facts;

@@ -16,6 +16,12 @@ struct JobFacts {
     std::string user;
     std::uint32_t uid = 0;
     std::uint32_t gid = 0;
+    // An array task's ids where Slurm gives them to the prolog and epilog
+    // (SLURM_ARRAY_JOB_ID, SLURM_ARRAY_TASK_ID; 22.05 with PrologFlags=Alloc
+    // does not), "" otherwise; the stager records them from the job's
+    // environment too.
+    std::string array_job_id;
+    std::string array_task_id;
 
     TemplateValues values() const { return {job_id, user, node}; }
 };

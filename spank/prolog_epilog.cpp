@@ -60,17 +60,29 @@ std::optional<ScriptStart> start_script(SpankApi& api, const PluginArgs& args)
     return start;
 }
 
-toml::table base_record(const JobFacts& job, const std::string& stage_data, const char* event)
+// Who, where and when, for the node record and the user's outcome record.
+toml::table job_identity(const JobFacts& job)
 {
-    return toml::table{
-        {"event", event},
-        {"job_id", job.job_id},
+    toml::table record{
         {"node", job.node},
         {"user", job.user},
         {"uid", static_cast<std::int64_t>(job.uid)},
-        {"stage_data", stage_data},
         {"time", static_cast<std::int64_t>(std::time(nullptr))},
     };
+    if (!job.array_job_id.empty() && !job.array_task_id.empty()) {
+        record.insert("array_job_id", job.array_job_id);
+        record.insert("array_task_id", job.array_task_id);
+    }
+    return record;
+}
+
+toml::table base_record(const JobFacts& job, const std::string& stage_data, const char* event)
+{
+    toml::table record = job_identity(job);
+    record.insert("event", event);
+    record.insert("job_id", job.job_id);
+    record.insert("stage_data", stage_data);
+    return record;
 }
 
 toml::array planned_datasets(const std::vector<StageItem>& items, const JobFacts& job)
@@ -102,6 +114,16 @@ struct Report {
         return out.str();
     }
 };
+
+// The outcome on this node where the job's user (`dlstage status`, the
+// stager) can read it: root's file in the user's dir, 0644.
+toml::table user_outcome(const JobFacts& job, const Report& report)
+{
+    toml::table outcome = job_identity(job);
+    outcome.insert("status", report.status);
+    outcome.insert("message", report.message);
+    return outcome;
+}
 
 // A node fault: no job could stage here, so the node should get no more.
 struct NodeFault : Error {
@@ -207,10 +229,11 @@ Report prolog_work(const ScriptStart& start)
     // The outcome where the job's user can read it: the stager reports it.
     if (user_dir.valid()) {
         try {
+            toml::table outcome = user_outcome(job, report);
+            if (const toml::array* datasets = record["datasets"].as_array())
+                outcome.insert("datasets", *datasets);
             write_record_at(user_dir.get(), job_user_dir(start.config.site.state_dir, job.job_id),
-                            prolog_outcome_name(job.node),
-                            toml::table{{"node", job.node}, {"status", report.status}, {"message", report.message}},
-                            0644);
+                            prolog_outcome_name(job.node), outcome, 0644);
         } catch (const Error& e) {
             report.errors.push_back(e.what());
         }
@@ -267,13 +290,20 @@ Report epilog_work(const ScriptStart& start)
     }
     for (const auto& problem : problems)
         report.errors.push_back("cleanup: " + problem.value_or(std::string()));
-    report.status = problems.empty() ? "cleaned" : "incomplete";
+    report.status = problems.empty() ? kCleanedState : "incomplete";
     record.insert("status", report.status);
     record.insert("removed", static_cast<std::int64_t>(removed));
     if (unmounted > 0)
         record.insert("unmounted", unmounted);
     record.insert("problems", problems);
     write_node_record(start, "epilog", record, report);
+    // Where the job's user sees it too (`dlstage status`: cleaned).  No
+    // user dir (the prolog could not make it) is nothing to report.
+    try {
+        write_user_outcome(start.config.site.state_dir, job.job_id, epilog_outcome_name(job.node),
+                           user_outcome(job, report));
+    } catch (const Error&) {
+    }
     return report;
 }
 

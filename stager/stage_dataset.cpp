@@ -4,6 +4,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <memory>
@@ -347,6 +348,12 @@ bool write_progress(const StageItem& item, const NodeContext& ctx, const Progres
                        {"time", static_cast<std::int64_t>(std::time(nullptr))}};
     if (!figures.path.empty())
         record.insert("path", figures.path);
+    const char* array_job = std::getenv(kArrayJobIdVar);
+    const char* array_task = std::getenv(kArrayTaskIdVar);
+    if (array_job && *array_job && array_task && *array_task) {
+        record.insert("array_job_id", array_job);
+        record.insert("array_task_id", array_task);
+    }
     try {
         write_record(progress_record_path(ctx.state_dir, ctx.values.job_id, item.dataset.name), record);
         return true;

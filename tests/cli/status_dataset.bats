@@ -89,3 +89,19 @@ TOML
     [ "$status" -eq 0 ] || fail "status blocked or failed ($status)"
     [[ "$output" == *"unreadable: "*"is not a regular file"* ]] || fail "no problem shown: $output"
 }
+
+@test "--dataset also lists the jobs that have it staged, in the table and in JSON" {
+    mkdir -p "$work/state/jobs/12/user"
+    printf '%s\n' "dataset = 'imagenet'" "tier = 'scratch'" "state = 'reused'" 'nodes = 2' 'bytes_total = 5' \
+        'bytes_done = 5' 'files_total = 1' "time = $now" > "$work/state/jobs/12/user/progress-imagenet.toml"
+    mkdir -p "$work/bin"
+    printf '#!/bin/sh\necho "12|N/A|N/A|RUNNING|n[1-2]"\n' > "$work/bin/squeue"
+    chmod +x "$work/bin/squeue"
+    PATH="$work/bin:$PATH" run_dlstage --config "$work/dlstage.toml" status --dataset imagenet
+    expect_status 0
+    printf '%s\n' "$out" | tr -s ' ' | grep -qx "12 $me imagenet scratch 2 reused 100% - 5 1 0:00 n\[1-2\]" ||
+        fail "the job's row"
+    PATH="$work/bin:$PATH" run_dlstage --config "$work/dlstage.toml" status --dataset imagenet --json
+    [ "$(python3 -c 'import json,sys; d=json.load(sys.stdin); print([(j["job_id"], j["state"]) for j in d["jobs"]])' <<<"$out")" = "[(12, 'reused')]" ] ||
+        fail "jobs in JSON"
+}

@@ -80,7 +80,7 @@ expect_on_all_nodes() {
     echo "$output"
     [ "$status" -eq 0 ]
     for ds in big:ssd tree:shm shards:shm shards-x:ssd image:shm image-x:ssd; do
-        grep -Eq "^$job +${ds%%:*} +${ds##*:} +ready +3 +.*\(100%\) .* - +[0-9]+ s ago$" <<<"$output"
+        grep -Eq "^$job +[^ ]+ +${ds%%:*} +${ds##*:} +3 +(ready|cleaned) +100% .* [0-9]+:[0-9]{2} +(n\[1-3\]|n1,n2,n3)$" <<<"$output"
     done
     [ "$(wc -l <<<"$output")" -eq 7 ]
 }

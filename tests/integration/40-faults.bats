@@ -92,7 +92,7 @@ start_slow_staging() {
     run as_user "$DLSTAGE_BIN" --config "$DLSTAGE_TEST_DIR/dlstage.toml" status "$job"
     echo "$output"
     [ "$status" -eq 0 ]
-    grep -Eq "^$job +big +shm +staging +3 +[0-9.]+ [KM]iB / 64.0 MiB \([0-9]+%\) +1 +[0-9.]+ GB/s +[0-9]+ s +[0-9]+ s ago$" <<<"$output"
+    grep -Eq "^$job +[^ ]+ +big +shm +3 +staging +[0-9]+% +([0-9.]+[KMGT]?/s|-) +64M +1 +[0-9]+:[0-9]{2} +n\[1-3\]$" <<<"$output"
     scancel "$job"
     wait_job_gone "$job"
     [ "$(job_state "$job")" = CANCELLED ]

@@ -178,6 +178,15 @@ BOOST_AUTO_TEST_CASE(node_records_are_root_only_and_the_user_gets_the_outcome)
     BOOST_REQUIRE(lstat(outcome.c_str(), &st) == 0);
     BOOST_TEST((st.st_mode & 07777) == 0644u);
     BOOST_TEST(read_record(outcome)["status"].value_or(std::string()) == "ready");
+    // What `dlstage status` shows before the stager's first record: the planned datasets.
+    BOOST_TEST(read_record(outcome)["datasets"][0]["name"].value_or(std::string()) == "imagenet");
+    BOOST_TEST(read_record(outcome)["time"].value_or(std::int64_t{0}) > 0);
+    // The epilog's outcome too, for the job's user (`dlstage status`: cleaned).
+    BOOST_TEST(spank::job_epilog(node.api, node.args) == 0);
+    const std::string epilog = job_user_dir(node.dir / "state", "42") + "/" + epilog_outcome_name("n2");
+    BOOST_REQUIRE(lstat(epilog.c_str(), &st) == 0);
+    BOOST_TEST((st.st_mode & 07777) == 0644u);
+    BOOST_TEST(read_record(epilog)["status"].value_or(std::string()) == "cleaned");
 }
 
 BOOST_AUTO_TEST_CASE(a_full_tier_fails_the_job_and_never_drains)

@@ -1,0 +1,158 @@
+// dlstage status --node NODE: each configured tier as this node sees it:
+// its file system's size and use, dlstage's limits there, what the tier
+// root holds (job directories and their owners) and the node cache's
+// entries (none yet: lib/tier_contents.hpp).  Node-local tiers are seen
+// only on the node itself, so it must run there (srun -w NODE ...).
+#include <ctime>
+#include <iostream>
+
+#include <toml++/toml.h>
+
+#include "build-aux/config.h"
+#include "cli/commands.hpp"
+#include "cli/table.hpp"
+#include "lib/error.hpp"
+#include "lib/identity.hpp"
+#include "lib/log.hpp"
+#include "lib/size.hpp"
+#include "lib/status_format.hpp"
+#include "lib/strings.hpp"
+#include "lib/tier_contents.hpp"
+#include "lib/tier_space.hpp"
+
+namespace dlstage::cli {
+
+namespace {
+struct TierView {
+    const Tier* tier = nullptr;
+    TierSpace space;
+    std::optional<std::uint64_t> byte_limit;
+    std::vector<TierEntry> entries;
+    std::vector<CacheEntry> cache;
+    std::string problem;  // the root could not be looked at
+};
+
+TierView look_at(const Tier& tier)
+{
+    TierView view;
+    view.tier = &tier;
+    const std::string& root = tier.path.root();
+    try {
+        TierContents contents = tier_contents(root);
+        if (!contents.exists)
+            view.problem = root + " does not exist (yet: the first job's prolog makes it)";
+        view.entries = std::move(contents.entries);
+        view.space = contents.space;
+        view.byte_limit = tier.max_bytes.is_set() ? tier.max_bytes.resolve(view.space.total_bytes) : std::nullopt;
+        view.cache = cache_entries(tier);
+    } catch (const Error& e) {
+        view.problem = e.what();
+    }
+    return view;
+}
+
+std::optional<std::uint64_t> used(std::optional<std::uint64_t> total, std::optional<std::uint64_t> free)
+{
+    if (!total || !free || *free > *total)
+        return std::nullopt;
+    return *total - *free;
+}
+
+std::string size_cell(std::optional<std::uint64_t> bytes)
+{
+    return bytes ? slurm_size(*bytes) : "-";
+}
+
+std::string count_cell(std::optional<std::uint64_t> n)
+{
+    return n ? std::to_string(*n) : "-";
+}
+
+void insert_count(toml::table& t, const char* key, std::optional<std::uint64_t> n)
+{
+    if (n)
+        t.insert(key, static_cast<std::int64_t>(std::min<std::uint64_t>(*n, INT64_MAX)));
+}
+
+toml::table view_json(const TierView& v)
+{
+    const Tier& tier = *v.tier;
+    toml::table t{{"tier", tier.name}, {"scope", tier.scope == Scope::Shared ? "shared" : "node"},
+                  {"root", tier.path.root()}};
+    if (!v.problem.empty())
+        t.insert("problem", v.problem);
+    insert_count(t, "bytes_total", v.space.total_bytes);
+    insert_count(t, "bytes_used", used(v.space.total_bytes, v.space.free_bytes));
+    insert_count(t, "bytes_limit", v.byte_limit);
+    insert_count(t, "inodes_total", v.space.total_inodes);
+    insert_count(t, "inodes_used", used(v.space.total_inodes, v.space.free_inodes));
+    insert_count(t, "inodes_limit", tier.max_inodes);
+    toml::array entries, cache;
+    for (const TierEntry& e : v.entries)
+        entries.push_back(toml::table{{"name", e.name}, {"owner", e.owner}, {"user_id", static_cast<std::int64_t>(e.uid)},
+                                      {"kind", e.kind}, {"mounted", e.mounted}});
+    for (const CacheEntry& c : v.cache) {
+        toml::array users;
+        for (const std::string& u : c.users)
+            users.push_back(u);
+        cache.push_back(toml::table{{"dataset", c.dataset}, {"bytes", static_cast<std::int64_t>(c.bytes)},
+                                    {"files", static_cast<std::int64_t>(c.files)}, {"last_use", c.last_use},
+                                    {"users", users}});
+    }
+    t.insert("entries", entries);
+    t.insert("cache_entries", cache);
+    return t;
+}
+
+void print_views(const std::vector<TierView>& views)
+{
+    std::vector<std::vector<std::string>> tiers = {
+        {"TIER", "SCOPE", "ROOT", "USED", "SIZE", "LIMIT", "INODES_USED", "INODES", "INODE_LIMIT", "ENTRIES", "CACHED"}};
+    for (const TierView& v : views)
+        tiers.push_back({v.tier->name, v.tier->scope == Scope::Shared ? "shared" : "node", v.tier->path.root(),
+                         size_cell(used(v.space.total_bytes, v.space.free_bytes)), size_cell(v.space.total_bytes),
+                         size_cell(v.byte_limit), count_cell(used(v.space.total_inodes, v.space.free_inodes)),
+                         count_cell(v.space.total_inodes), count_cell(v.tier->max_inodes),
+                         v.problem.empty() ? std::to_string(v.entries.size()) : "-", std::to_string(v.cache.size())});
+    print_aligned(std::cout, tiers);
+    std::vector<std::vector<std::string>> entries = {{"TIER", "ENTRY", "OWNER", "KIND"}};
+    for (const TierView& v : views)
+        for (const TierEntry& e : v.entries)
+            entries.push_back({v.tier->name, e.name, e.owner, e.kind + (e.mounted ? " (mounted)" : "")});
+    if (entries.size() > 1) {
+        std::cout << "\n";
+        print_aligned(std::cout, entries);
+    }
+    for (const TierView& v : views)
+        if (!v.problem.empty())
+            std::cout << "tier " << v.tier->name << ": " << v.problem << "\n";
+}
+}  // namespace
+
+int print_node(const Config& config, const std::string& node, bool json)
+{
+    const std::string here = this_node_name();
+    if (node != here) {
+        say("status --node " + printable(node) + ": this is " + here + ", and a node's tiers are seen on the node " +
+            "itself: run 'srun -w " + printable(node) + " dlstage status --node " + printable(node) + "' (or run it there)");
+        return kExitFailure;
+    }
+    std::vector<TierView> views;
+    for (const auto& [name, tier] : config.tiers)
+        views.push_back(look_at(tier));
+    if (json) {
+        toml::array tiers;
+        for (const TierView& v : views)
+            tiers.push_back(view_json(v));
+        std::cout << toml::json_formatter{toml::table{
+                         {"meta", status_meta(PACKAGE_VERSION, static_cast<std::int64_t>(std::time(nullptr)))},
+                         {"node", here},
+                         {"tiers", tiers}}}
+                  << "\n";
+        return kExitOk;
+    }
+    print_views(views);
+    return kExitOk;
+}
+
+}  // namespace dlstage::cli
