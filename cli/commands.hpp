@@ -26,6 +26,7 @@ int cmd_status(const GlobalOptions& options, const std::vector<std::string>& arg
 // status --dataset NAME (cli/status_copies.cpp)
 int print_copies(const Config& config, const std::string& dataset, bool json);
 int cmd_pack(const GlobalOptions& options, const std::vector<std::string>& args);
+int cmd_gc(const GlobalOptions& options, const std::vector<std::string>& args);
 // Internal: the mount holder on one node, started by stage as a job step.
 int cmd_hold_mounts(const GlobalOptions& options, const std::vector<std::string>& args);
 
