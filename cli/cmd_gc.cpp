@@ -1,8 +1,8 @@
 // dlstage gc [--dry-run] [--node NAME] [--tier NAME] [-v]: removes, on this
 // node, what ended jobs left (job directories an epilog did not finish, a
 // shared tier's unfinished claims, old records), as root, from a systemd
-// timer or cron.  Slurm is asked once which jobs exist; without its answer
-// nothing is removed.  What may go is policies/gc's decision; finding and
+// timer or cron.  Slurm is asked once which jobs exist and which have
+// processes on this node; without its answer nothing is removed.  What may go is policies/gc's decision; finding and
 // removing is lib/gc_leftovers'.
 #include <functional>
 #include <iostream>
@@ -41,8 +41,9 @@ void print_help()
                  "Remove, on this node, what ended jobs left behind: job directories of tiers\n"
                  "with cleanup = \"job-end\" (an epilog that did not finish, a rebooted node),\n"
                  "unfinished removals (JOB.removing-NODE) in shared tiers, and job records in\n"
-                 "state_dir older than site.gc_records_days.  A job Slurm still lists keeps\n"
-                 "everything; if Slurm cannot be asked, nothing is removed.  Root only.\n"
+                 "state_dir older than site.gc_records_days.  A job Slurm still lists, or one\n"
+                 "with processes on this node, keeps everything; if Slurm cannot be asked,\n"
+                 "nothing is removed.  Root only.\n"
                  "\n"
                  "  --dry-run    say what would be removed and why; remove nothing\n"
                  "  --node NAME  this node's name in Slurm (%n, claims; default: the host name)\n"
@@ -104,6 +105,7 @@ policy::GcFacts facts_of(const Leftover& l, const SlurmJobs& jobs)
     f.kind = l.kind;
     const auto known = jobs.states.find(l.job_id);
     f.job = known == jobs.states.end() ? policy::JobState::Ended : policy::job_state_from_slurm(known->second);
+    f.processes_here = jobs.here.count(l.job_id) > 0;
     f.age = jobs.asked_at - l.changed;
     f.mounted = l.mounted;
     return f;

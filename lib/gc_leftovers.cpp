@@ -37,6 +37,14 @@ std::string real_path(const std::string& path)
     return ::realpath(path.c_str(), buf) ? std::string(buf) : std::string();
 }
 
+// In job id order ("9" before "10"), as `dlstage status` lists jobs.
+Found in_job_order(Found found)
+{
+    std::stable_sort(found.leftovers.begin(), found.leftovers.end(),
+                     [](const Leftover& a, const Leftover& b) { return job_id_less(a.job_id, b.job_id); });
+    return found;
+}
+
 bool exists(const std::string& path)
 {
     QuickStat f;
@@ -138,7 +146,7 @@ Found find_tier_leftovers(const Tier& tier, const std::string& node)
     if (scan.levels.empty() || !exists(tier.path.root()))
         return {};
     scan.level(0, tier.path.root(), scan.real_root);
-    return std::move(scan.found);
+    return in_job_order(std::move(scan.found));
 }
 
 Found find_job_records(const std::string& state_dir)
@@ -165,7 +173,7 @@ Found find_job_records(const std::string& state_dir)
         l.changed = f.mtime;
         found.leftovers.push_back(std::move(l));
     }
-    return found;
+    return in_job_order(std::move(found));
 }
 
 namespace {

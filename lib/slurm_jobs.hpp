@@ -1,12 +1,16 @@
 // Which jobs Slurm knows, asked once (`dlstage gc`): one squeue of every
-// job in every state, bounded in time.  Whoever asks decides nothing from
-// a partial answer: a squeue that fails, hangs or prints a line it cannot
-// read is a problem, and the caller then removes nothing.
+// job in every state, and one `scontrol listpids` for the jobs with
+// processes on this node (their slurmstepd still here: a job slurmctld has
+// done with may not be done on this node), each bounded in time.  Whoever
+// asks decides nothing from a partial answer: a command that fails, hangs
+// or prints a line it cannot read is a problem, and the caller then
+// removes nothing.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,6 +19,7 @@ namespace dlstage {
 
 struct SlurmJobs {
     std::map<std::string, std::string> states;  // job id -> squeue's state (%T)
+    std::set<std::string> here;                 // jobs with processes on this node
     std::string problem;                        // one line; set: Slurm could not be asked
     std::int64_t asked_at = 0;                  // when the question was sent (epoch seconds)
 };
@@ -27,7 +32,14 @@ std::vector<std::string> squeue_command(int timeout_seconds);
 // job id as Slurm writes it.
 std::optional<std::map<std::string, std::string>> parse_squeue(std::string_view text);
 
-// Runs squeue_command and parses its answer.
+// The argv of the local question: this node's job steps and their pids.
+std::vector<std::string> listpids_command(int timeout_seconds);
+
+// scontrol listpids' answer (a header, then "PID JOBID STEPID ..." rows):
+// the job ids; nothing if a row has no job id where it should.
+std::optional<std::set<std::string>> parse_listpids(std::string_view text);
+
+// Runs both commands and parses their answers.
 SlurmJobs ask_slurm_jobs(int timeout_seconds);
 
 }  // namespace dlstage

@@ -62,6 +62,8 @@ Verdict gc_may_remove(const GcFacts& f, const GcSettings& s)
         return Verdict::refuse("Slurm could not say whether its job still runs");
     if (f.job == JobState::Present)
         return Verdict::refuse("its job is still known to Slurm (pending, running or completing)");
+    if (f.processes_here)
+        return Verdict::refuse("its job still has processes on this node (scontrol listpids)");
     if (f.kind == GcKind::Records) {
         if (s.records_days <= 0)
             return Verdict::refuse("its job ended; records are kept (gc_records_days = 0)");

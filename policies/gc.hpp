@@ -5,7 +5,8 @@
 //
 // The one rule above all: never a running job's data.  A job Slurm still
 // lists in any state but a final one (pending, running, suspended,
-// completing, ...) keeps everything; a job Slurm could not be asked about
+// completing, ...) keeps everything, and so does a job with processes on
+// this node whatever slurmctld says; a job Slurm could not be asked about
 // keeps everything too (gc never guesses).  What an ended job left (its
 // directory with any .partial-/.incoming- leftovers inside, a shared
 // tier's half-removed claim, its records) goes only once it is older than
@@ -42,6 +43,7 @@ enum class JobState {
 struct GcFacts {
     GcKind kind = GcKind::JobDir;
     JobState job = JobState::Unknown;  // not for cache entries
+    bool processes_here = false;       // the job still has processes on this node (its slurmstepd)
     // Seconds from the candidate's last change (its mtime or ctime,
     // whichever is later) to the moment Slurm was asked; negative when it
     // changed after.  Not known for a directory something is mounted on:

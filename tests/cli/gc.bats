@@ -1,8 +1,9 @@
 #!/usr/bin/env bats
 # dlstage gc on a synthetic tier and state_dir in a temporary directory,
-# with a stand-in squeue first on PATH (no Slurm runs in make check; the
-# real one answers in tests/integration/52-gc.bats).  Job 12 runs, job 13
-# completed, job 14 Slurm no longer knows.
+# with stand-ins for squeue and scontrol first on PATH (no Slurm runs in
+# make check; the real ones answer in tests/integration/52-gc.bats).  Job
+# 12 runs, job 13 completed, job 14 Slurm no longer knows; no job has
+# processes on this node.
 load helpers
 
 setup() {
@@ -22,6 +23,7 @@ path = "$work/kept/%u"
 cleanup = "keep"
 TOML
     squeue_says '12 RUNNING\n13 COMPLETED'
+    steps_here ''
     for job in 12 13 14; do
         mkdir -m 0700 "$tier/$job" "$state/jobs/$job"
         mkdir "$tier/$job/.partial-imagenet"
@@ -37,6 +39,16 @@ TOML
 squeue_says() {
     printf '#!/bin/sh\nprintf "%s\\n"\n' "$1" > "$work/bin/squeue"
     chmod 0755 "$work/bin/squeue"
+}
+
+# steps_here 'PID JOBID ...' rows: what the stand-in scontrol listpids prints.
+steps_here() {
+    if [ -z "$1" ]; then
+        printf '#!/bin/sh\necho "PID JOBID STEPID LOCALID GLOBALID"\necho "No job steps exist on this node."\nexit 1\n'
+    else
+        printf '#!/bin/sh\necho "PID JOBID STEPID LOCALID GLOBALID"\necho "%s"\n' "$1"
+    fi > "$work/bin/scontrol"
+    chmod 0755 "$work/bin/scontrol"
 }
 
 gc() { PATH="$work/bin:$PATH" run_dlstage -c "$work/dlstage.toml" gc --node n1 "$@"; }
@@ -102,6 +114,16 @@ need_root() { [ "$(id -u)" -eq 0 ] || skip "gc needs root"; }
     gc   # again: nothing left to do
     expect_status 0
     expect_out "gc on n1: removed 0, kept 3, 0 problems"
+}
+
+@test "gc: a job with processes on this node keeps its directory, whatever slurmctld says" {
+    need_root
+    steps_here '4242 13 batch 0 0'
+    gc -v --tier shm
+    expect_status 0
+    expect_out "keep $tier/13 (job 13, tier 'shm'): its job still has processes on this node (scontrol listpids)"
+    expect_out "removed $tier/14 (job 14, tier 'shm')"
+    [ -e "$tier/13/.partial-imagenet/a" ] || fail "13 went"
 }
 
 @test "gc: without Slurm's answer nothing is removed" {

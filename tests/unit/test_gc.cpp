@@ -42,6 +42,19 @@ BOOST_AUTO_TEST_CASE(a_job_slurm_still_lists_keeps_everything_however_old)
     }
 }
 
+BOOST_AUTO_TEST_CASE(a_job_with_processes_on_this_node_keeps_everything_though_slurmctld_is_done)
+{
+    GcSettings s;
+    s.records_days = 1;
+    for (const GcKind kind : {GcKind::JobDir, GcKind::Claim, GcKind::Records}) {
+        GcFacts f = ended(kind, 400 * 86400);
+        f.processes_here = true;
+        const Verdict v = gc_may_remove(f, s);
+        BOOST_TEST(!v.allowed);
+        BOOST_TEST(v.reason == "its job still has processes on this node (scontrol listpids)");
+    }
+}
+
 BOOST_AUTO_TEST_CASE(without_slurms_answer_nothing_goes)
 {
     for (const GcKind kind : {GcKind::JobDir, GcKind::Claim, GcKind::Records}) {

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <set>
 #include <sys/stat.h>
+#include <utility>
 
 #include "lib/slurm_jobs.hpp"
 #include "tests/unit/tmpdir.hpp"
@@ -13,14 +15,19 @@
 using namespace dlstage;
 
 namespace {
-// PATH set to a directory whose squeue is `script`, for one scope.
+// What scontrol listpids says on a node that runs no job step.
+const char* const kNoSteps = "echo 'PID      JOBID    STEPID   LOCALID GLOBALID'; echo 'No job steps exist on this node.'; exit 1";
+
+// PATH set to a directory whose squeue and scontrol are these scripts, for one scope.
 struct FakeSqueue {
     test::TempDir dir;
     std::string old_path = std::getenv("PATH") ? std::getenv("PATH") : "";
-    explicit FakeSqueue(const std::string& script)
+    explicit FakeSqueue(const std::string& squeue, const std::string& scontrol = kNoSteps)
     {
-        const std::string squeue = dir.write("squeue", "#!/bin/sh\n" + script + "\n");
-        ::chmod(squeue.c_str(), 0755);
+        for (const auto& [name, script] : {std::pair{"squeue", squeue}, {"scontrol", scontrol}}) {
+            const std::string program = dir.write(name, "#!/bin/sh\n" + script + "\n");
+            ::chmod(program.c_str(), 0755);
+        }
         ::setenv("PATH", (dir.path() + ":" + old_path).c_str(), 1);
     }
     ~FakeSqueue() { ::setenv("PATH", old_path.c_str(), 1); }
@@ -54,7 +61,31 @@ BOOST_AUTO_TEST_CASE(squeue_answering_gives_the_states)
     const SlurmJobs jobs = ask_slurm_jobs(10);
     BOOST_TEST(jobs.problem == "");
     BOOST_TEST(jobs.states.size() == 2u);
+    BOOST_TEST(jobs.here.empty());  // no job step on this node
     BOOST_TEST(jobs.asked_at > 0);
+}
+
+BOOST_AUTO_TEST_CASE(the_jobs_with_processes_on_this_node_come_from_listpids)
+{
+    const auto here = parse_listpids("PID      JOBID    STEPID   LOCALID GLOBALID\n"
+                                     "10870    8        batch    0       0\n"
+                                     "10871    8        batch    -       -\n"
+                                     "10990    12       0        0       0\n");
+    BOOST_REQUIRE(here);
+    BOOST_TEST((*here == std::set<std::string>{"8", "12"}));
+    BOOST_TEST(!parse_listpids("10870 8 batch 0 0\n"));  // no header
+    BOOST_TEST(!parse_listpids("PID JOBID STEPID\n10870 x batch\n"));
+    FakeSqueue slurm("echo '8 COMPLETED'", "echo 'PID JOBID STEPID LOCALID GLOBALID'; echo '77 8 batch 0 0'");
+    const SlurmJobs jobs = ask_slurm_jobs(10);
+    BOOST_TEST(jobs.problem == "");
+    BOOST_TEST(jobs.here.count("8") == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(listpids_failing_is_a_problem_too)
+{
+    FakeSqueue slurm("echo '8 COMPLETED'", "echo 'scontrol: error: slurmd is not responding' >&2; exit 1");
+    BOOST_TEST(ask_slurm_jobs(10).problem ==
+               "scontrol listpids exited with status 1: scontrol: error: slurmd is not responding");
 }
 
 BOOST_AUTO_TEST_CASE(squeue_failing_or_hanging_is_a_problem_never_an_empty_list)
@@ -67,7 +98,7 @@ BOOST_AUTO_TEST_CASE(squeue_failing_or_hanging_is_a_problem_never_an_empty_list)
     {
         FakeSqueue squeue("exec sleep 30");
         const SlurmJobs jobs = ask_slurm_jobs(1);
-        BOOST_TEST(jobs.problem == "squeue did not answer within 1 s (slurmctld down?)");
+        BOOST_TEST(jobs.problem == "squeue did not answer within 1 s (slurmctld or slurmd down?)");
     }
     {
         FakeSqueue squeue("echo '5 RUNNING'; echo 'garbage'");
