@@ -7,6 +7,7 @@
 #include "lib/gc_leftovers.hpp"
 #include "lib/strings.hpp"
 #include "tests/unit/safe_fs_fixtures.hpp"
+#include "tests/unit/stopped_fuse.hpp"
 
 using namespace dlstage;
 using namespace dlstage::test;
@@ -156,6 +157,37 @@ BOOST_AUTO_TEST_CASE(another_users_data_in_a_job_directory_stays)
     const RemoveResult result = remove_leftover(named(found, "12"), "n1");
     BOOST_TEST(!result.ok());
     BOOST_TEST(exists(tier.root + "/12/planted/f"));
+}
+
+// A FUSE server the job's user stopped, mounted in (or on) an orphan: gc
+// finds it, detaches it and removes the directory, never asking the server.
+BOOST_AUTO_TEST_CASE(a_stopped_fuse_mount_in_an_orphan_neither_hangs_gc_nor_stays)
+{
+    if (test::cannot_mount())
+        return;
+    test::Tier tier;
+    make_dir(tier.root + "/12", 0700);
+    make_dir(tier.root + "/12/mnt");
+    make_dir(tier.root + "/13", 0700);
+    make_dir(tier.tmp / "content");
+    make_file(tier.tmp / "content/f");
+    const std::string text = test::with_stopped_fuse(tier.tmp / "content", tier.tmp / "image.sqfs", tier.root + "/13", [&] {
+        ::alarm(10);  // a hang ends the child: "ended abnormally"
+        // A second mount, deeper, in the other orphan.
+        test::StoppedFuse inner(tier.tmp / "content", tier.tmp / "image2.sqfs", tier.root + "/12/mnt");
+        if (!inner.problem.empty())
+            return inner.problem;
+        const Found found = find_tier_leftovers(tier_at(tier.root + "/%j"), "n1");
+        std::string out = listing(found);
+        for (const Leftover& l : found.leftovers)
+            out += std::string(base_name(l.path)) + ": " + outcome(remove_leftover(l, "n1")) + "\n";
+        return out;
+    });
+    if (test::skipped(text))
+        return;
+    BOOST_TEST(text == "dir 12 12\ndir 13 13 mounted\n12: removed=2\n13: removed=1\n");
+    BOOST_TEST(!exists(tier.root + "/12"));
+    BOOST_TEST(!exists(tier.root + "/13"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
