@@ -2,8 +2,8 @@
 // node, what ended jobs left (job directories an epilog did not finish, a
 // shared tier's unfinished claims, old records), as root, from a systemd
 // timer or cron.  Slurm is asked once which jobs exist and which have
-// processes on this node; without its answer nothing is removed.  What may go is policies/gc's decision; finding and
-// removing is lib/gc_leftovers'.
+// processes on this node; without its answer nothing is removed.  What may
+// go is policies/gc's decision; finding and removing is lib/gc_leftovers'.
 #include <functional>
 #include <iostream>
 #include <set>
@@ -226,6 +226,9 @@ int cmd_gc(const GlobalOptions& global, const std::vector<std::string>& args)
         return usage_error("gc: no tier " + quoted(options.tier) + " in " + config.file + " (tiers: " +
                                join(config.tier_names(), ", ") + ")",
                            "gc");
+    if (const Tier* only = config.find_tier(options.tier); only && only->cleanup != Cleanup::JobEnd)
+        std::cout << "tier " << quoted(options.tier) << " has cleanup = \"" << to_string(only->cleanup)
+                  << "\": its data outlives jobs, nothing there is gc's\n";
     if (options.node.empty())
         options.node = this_node_name();
 

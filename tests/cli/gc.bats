@@ -148,9 +148,15 @@ need_root() { [ "$(id -u)" -eq 0 ] || skip "gc needs root"; }
     [ -d "$state/jobs/13" ] || fail "--tier touched the records"
 }
 
-@test "gc --tier: an unknown tier is a usage error" {
+@test "gc --tier: an unknown tier is a usage error, a kept tier is none of gc's" {
     need_root
     gc --tier nope
     expect_status 2
     expect_err "dlstage: gc: no tier 'nope' in $work/dlstage.toml (tiers: kept, shm)"
+    mkdir -p "$work/kept/alice"
+    gc --tier kept
+    expect_status 0
+    expect_out "tier 'kept' has cleanup = \"keep\": its data outlives jobs, nothing there is gc's"
+    expect_out "gc on n1: removed 0, kept 0, 0 problems"
+    [ -d "$work/kept/alice" ] || fail "a kept tier's directory went"
 }
