@@ -157,17 +157,18 @@ Found find_job_records(const std::string& state_dir)
         return found;
     Fd reading;
     for (const std::string& name : list_trusted(state_dir, jobs, "state_dir", found.skipped, &reading)) {
+        // JOB, or JOB.removing-NODE: a claim gc on NODE did not finish.
+        const std::string job = name.substr(0, name.rfind(kClaimWord));
         QuickStat f;
-        if (!is_job_id(name) || !quick_stat(reading.get(), name.c_str(), AT_SYMLINK_NOFOLLOW, f) ||
-            !S_ISDIR(f.mode))
+        if (!is_job_id(job) || !quick_stat(reading.get(), name.c_str(), AT_SYMLINK_NOFOLLOW, f) || !S_ISDIR(f.mode))
             continue;
         Leftover l;
         l.kind = policy::GcKind::Records;
         l.where = "state_dir";
         l.root = state_dir;
         l.path = child_of(jobs, name);
-        l.job_id = name;
-        l.job_name = name;
+        l.job_id = job;
+        l.job_name = job;
         // Root's directory: its mtime is the last record root wrote (the
         // epilog's, at job end); users cannot set it.
         l.changed = f.mtime;
@@ -186,22 +187,49 @@ void add(RemoveResult& into, RemoveResult&& more)
 
 // The job's user directory as its owner, then root's records as root:
 // root never removes what the user could not.
-RemoveResult remove_records(const Leftover& l)
+RemoveResult remove_records_at(const std::string& state_dir, const std::string& dir)
 {
     RemoveResult result;
     QuickStat user;
-    const std::string user_dir = child_of(l.path, kUserDir);
-    const OpenResult job_dir = open_trusted_dir(l.root, l.path, false);
+    const OpenResult job_dir = open_trusted_dir(state_dir, dir, false);
     if (!job_dir.problem.empty()) {
         result.problems.push_back(job_dir.problem + "; nothing removed");
         return result;
     }
     if (quick_stat(job_dir.dir.get(), kUserDir, AT_SYMLINK_NOFOLLOW, user) && S_ISDIR(user.mode)) {
-        add(result, remove_tree_within(l.root, user_dir, Owner{user.uid, user.gid}));
+        add(result, remove_tree_within(state_dir, child_of(dir, kUserDir), Owner{user.uid, user.gid}));
         if (!result.ok())
             return result;
     }
-    add(result, remove_tree_within(l.root, l.path));
+    add(result, remove_tree_within(state_dir, dir));
+    return result;
+}
+
+// A job's records, in a state_dir every node's gc may look at: renamed to
+// this node's claim first (JOB.removing-NODE), so that only one gc removes
+// them; this node's own claim left by an earlier run is finished first.
+RemoveResult remove_records(const Leftover& l, int jobs_fd, const std::string& leaf, const std::string& node)
+{
+    const std::string jobs = split_parent(l.path).first;
+    const std::string claim = l.job_name + kClaimWord + node;
+    if (leaf == claim)
+        return remove_records_at(l.root, l.path);
+    RemoveResult result;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        if (::renameat2(jobs_fd, leaf.c_str(), jobs_fd, claim.c_str(), RENAME_NOREPLACE) == 0) {
+            add(result, remove_records_at(l.root, child_of(jobs, claim)));
+            return result;
+        }
+        if (errno == ENOENT)
+            return result;  // another node's gc claimed them
+        if (errno != EEXIST || attempt > 0) {
+            result.problems.push_back(cannot("claim", shown_path(l.path) + " for removal", errno));
+            return result;
+        }
+        add(result, remove_records_at(l.root, child_of(jobs, claim)));
+        if (!result.ok())
+            return result;
+    }
     return result;
 }
 }  // namespace
@@ -233,7 +261,7 @@ RemoveResult remove_leftover(const Leftover& l, const std::string& node)
         return result;
     }
     if (l.kind == policy::GcKind::Records)
-        return remove_records(l);
+        return remove_records(l, held.dir.get(), leaf, node);
     const Owner owner{f.uid, f.gid};
     if (!l.shared)
         return remove_tree_within(l.root, l.path, owner);
