@@ -96,7 +96,7 @@ struct Outcome {
 std::string about(const Leftover& l)
 {
     return shown_path(l.path) + " (job " + l.job_id + ", " +
-           (l.kind == policy::GcKind::Records ? std::string("records") : "tier " + quoted(l.where)) + ")";
+           (l.where == kRecordsPlace ? std::string("records") : "tier " + quoted(l.where)) + ")";
 }
 
 policy::GcFacts facts_of(const Leftover& l, const SlurmJobs& jobs)
@@ -189,7 +189,7 @@ std::vector<std::pair<std::string, std::function<Found()>>> parts_of(const Confi
         parts.emplace_back("tier " + quoted(name), [t, &options] { return find_tier_leftovers(*t, options.node); });
     }
     if (options.tier.empty())
-        parts.emplace_back("state_dir", [&config] { return find_job_records(config.site.state_dir); });
+        parts.emplace_back(kRecordsPlace, [&config] { return find_job_records(config.site.state_dir); });
     return parts;
 }
 }  // namespace

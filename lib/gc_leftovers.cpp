@@ -163,15 +163,17 @@ Found find_job_records(const std::string& state_dir)
         if (!is_job_id(job) || !quick_stat(reading.get(), name.c_str(), AT_SYMLINK_NOFOLLOW, f) || !S_ISDIR(f.mode))
             continue;
         Leftover l;
-        l.kind = policy::GcKind::Records;
-        l.where = "state_dir";
+        const bool claimed = job != name;
+        l.kind = claimed ? policy::GcKind::Claim : policy::GcKind::Records;
+        l.where = kRecordsPlace;
         l.root = state_dir;
         l.path = child_of(jobs, name);
         l.job_id = job;
         l.job_name = job;
         // Root's directory: its mtime is the last record root wrote (the
-        // epilog's, at job end); users cannot set it.
-        l.changed = f.mtime;
+        // epilog's, at job end); users cannot set it.  A claim's ctime is
+        // when it was claimed.
+        l.changed = claimed ? std::max<std::int64_t>(f.mtime, f.ctime) : f.mtime;
         found.leftovers.push_back(std::move(l));
     }
     return in_job_order(std::move(found));
@@ -260,7 +262,7 @@ RemoveResult remove_leftover(const Leftover& l, const std::string& node)
         result.problems.push_back(shown_path(l.path) + " is not a directory; left in place");
         return result;
     }
-    if (l.kind == policy::GcKind::Records)
+    if (l.where == kRecordsPlace)
         return remove_records(l, held.dir.get(), leaf, node);
     const Owner owner{f.uid, f.gid};
     if (!l.shared)

@@ -24,16 +24,19 @@
 
 namespace dlstage {
 
+// Leftover::where of a job's records.
+inline constexpr const char* kRecordsPlace = "state_dir";
+
 struct Leftover {
     policy::GcKind kind = policy::GcKind::JobDir;
-    std::string where;      // the tier's name, or "state_dir"
+    std::string where;      // the tier's name, or kRecordsPlace
     std::string root;       // the tier root (state_dir): nothing above it is touched
     std::string path;       // the directory
     std::string job_id;
     std::string job_name;   // its job directory's name (a claim's without ".removing-NODE")
     bool shared = false;    // in a shared tier: removed through a claim
     bool mounted = false;   // something is mounted on it (its times are the mount's)
-    std::int64_t changed = 0;  // its mtime or ctime, whichever is later (records: mtime)
+    std::int64_t changed = 0;  // its mtime or ctime, whichever is later (records: mtime, claims: both)
 };
 
 struct Found {
@@ -46,7 +49,9 @@ struct Found {
 // that does not exist holds nothing.
 Found find_tier_leftovers(const Tier& tier, const std::string& node);
 
-// state_dir/jobs/JOB for every job id there.
+// state_dir/jobs/JOB for every job id there (Records), and the claims a
+// gc left there, JOB.removing-NODE (Claim: the grace period protects one
+// being removed right now).
 Found find_job_records(const std::string& state_dir);
 
 // Removes one leftover as described above; `node` names this node's claim.

@@ -79,7 +79,7 @@ Verdict gc_may_remove(const GcFacts& f, const GcSettings& s)
         return Verdict::refuse(std::string(what(f.kind)) + " changed " + age_text(f.age) +
                                " ago, within the grace period of " + age_text(s.grace) + " (gc_grace)");
     return Verdict::allow(f.kind == GcKind::Claim
-                              ? "its job ended and its epilog did not finish removing it"
+                              ? "its job ended; an earlier removal of it (an epilog's or gc's) did not finish"
                               : "its job ended (an epilog that did not finish, or a rebooted node)");
 }
 

@@ -114,7 +114,7 @@ running_job() {
     sleep 1.1
     gc_on n1 --tier jobscratch
     [ "$status" -eq 0 ]
-    [[ $output == *"removed $jobs/$ended.removing-n2 (job $ended, tier 'jobscratch'): its job ended and its epilog did not finish removing it"* ]]
+    [[ $output == *"removed $jobs/$ended.removing-n2 (job $ended, tier 'jobscratch'): its job ended; an earlier removal of it (an epilog's or gc's) did not finish"* ]]
     [ ! -e "$jobs/$ended.removing-n2" ] && [ ! -e "$jobs/$ended.removing-n1" ]
     [ -d "$jobs" ]
 }

@@ -137,7 +137,7 @@ BOOST_AUTO_TEST_CASE(job_records_are_found_and_removed_users_part_first)
     make_dir(state + "/jobs/43.removing-n2");  // gc on n2 claimed them and stopped
     make_file(state + "/jobs/43.removing-n2/n2.epilog.toml");
     const Found found = find_job_records(state);
-    BOOST_TEST(listing(found) == "records 42 42\nrecords 43 43.removing-n2\n");
+    BOOST_TEST(listing(found) == "records 42 42\nclaim 43 43.removing-n2\n");
     BOOST_TEST(named(found, "42").changed == lstat_of(state + "/jobs/42").st_mtime);
     // Claimed first (42.removing-n1), so gc on other nodes finds nothing.
     BOOST_TEST(outcome(remove_leftover(named(found, "42"), "n1")) == "removed=4");
