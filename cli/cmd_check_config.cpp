@@ -1,12 +1,20 @@
 // dlstage check-config [FILE]: every problem of a configuration file, one
-// per line, so an admin fixes them all in one pass.
+// per line, so an admin fixes them all in one pass.  With --explain: every
+// tier key's value for a job (partition, account, user, groups) and where
+// it comes from, as policies/overrides resolves it for real jobs.
+#include <iomanip>
 #include <iostream>
+
+#include <toml++/toml.h>
 
 #include "cli/commands.hpp"
 #include "lib/config.hpp"
 #include "lib/config_paths.hpp"
 #include "lib/error.hpp"
+#include "lib/job_identity.hpp"
 #include "lib/log.hpp"
+#include "lib/strings.hpp"
+#include "policies/overrides.hpp"
 
 namespace dlstage::cli {
 
@@ -14,33 +22,133 @@ namespace {
 void print_help()
 {
     std::cout << "Usage: dlstage check-config [FILE]\n"
+                 "       dlstage check-config --explain [--partition P] [--account A] [--user U]\n"
+                 "                            [--group G]... [--json] [FILE]\n"
                  "Check a dlstage configuration file (default: the one dlstage uses) and print\n"
                  "every problem as FILE:LINE: KEY: MESSAGE.  The file, and every directory\n"
                  "above it, must be owned by root and writable by nobody else: the plugin's\n"
-                 "root code refuses it otherwise.  Exit 0 if it is valid, 1 if not.\n";
+                 "root code refuses it otherwise.  Exit 0 if it is valid, 1 if not.\n"
+                 "\n"
+                 "  --explain      print every tier key's value for a job and where it comes from\n"
+                 "                 (default, tiers.NAME or overrides[N]); the job is described by:\n"
+                 "  --partition P  its partition\n"
+                 "  --account A    its account\n"
+                 "  --user U       its user (the groups are U's, from the group database)\n"
+                 "  --group G      a Unix group of the user instead (repeatable)\n"
+                 "  --json         print JSON instead\n"
+                 "What is not given matches no [[overrides]] table that asks for it.\n";
+}
+
+struct ExplainRequest {
+    bool explain = false;
+    bool json = false;
+    policy::JobIdentity job;
+    std::vector<std::string> groups;  // --group, instead of the user's
+};
+
+void print_explanation(const Config& config, const policy::JobIdentity& job)
+{
+    std::cout << "# the tiers of " << config.file << " for a job with " << job.str() << "\n";
+    for (const auto& [name, tier] : policy::config_for_job(config, job).tiers) {
+        std::cout << "\n[tiers." << name << "]\n";
+        for (const policy::KeyValue& key : policy::explain_tier(tier))
+            std::cout << std::left << std::setw(14) << key.key << " = " << std::setw(24) << key.value << " # "
+                      << key.origin << "\n";
+    }
+}
+
+void print_explanation_json(const Config& config, const policy::JobIdentity& job)
+{
+    toml::table tiers;
+    for (const auto& [name, tier] : policy::config_for_job(config, job).tiers) {
+        toml::table keys;
+        for (const policy::KeyValue& key : policy::explain_tier(tier))
+            keys.insert(key.key, toml::table{{"value", key.value}, {"origin", key.origin}});
+        tiers.insert(name, std::move(keys));
+    }
+    toml::array groups;
+    for (const std::string& group : job.groups)
+        groups.push_back(group);
+    toml::table who{{"groups", std::move(groups)}};
+    for (const auto& [key, value] : {std::pair{"partition", &job.partition}, {"account", &job.account},
+                                     {"user", &job.user}})
+        if (*value)
+            who.insert(key, **value);
+    std::cout << toml::json_formatter{toml::table{{"file", config.file}, {"job", std::move(who)},
+                                                  {"tiers", std::move(tiers)}}}
+              << "\n";
+}
+
+// The value after an option ("--partition gpu" or "--partition=gpu"), or a
+// usage problem.
+bool take_value(const std::vector<std::string>& args, std::size_t& i, const std::string& name,
+                std::optional<std::string>& into)
+{
+    const std::string& arg = args[i];
+    if (arg == name && i + 1 < args.size() && !args[i + 1].empty())
+        into = args[++i];
+    else if (starts_with(arg, name + "=") && arg.size() > name.size() + 1)
+        into = arg.substr(name.size() + 1);
+    else
+        return false;
+    return true;
 }
 }  // namespace
 
 int cmd_check_config(const GlobalOptions& options, const std::vector<std::string>& args)
 {
     std::string file;
-    for (const std::string& arg : args) {
+    ExplainRequest request;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string& arg = args[i];
+        std::optional<std::string> group;
         if (arg == "-h" || arg == "--help") {
             print_help();
             return kExitOk;
         }
-        if (!arg.empty() && arg[0] == '-')
+        if (arg == "--explain")
+            request.explain = true;
+        else if (arg == "--json")
+            request.json = true;
+        else if (take_value(args, i, "--partition", request.job.partition) ||
+                 take_value(args, i, "--account", request.job.account) ||
+                 take_value(args, i, "--user", request.job.user))
+            continue;
+        else if (take_value(args, i, "--group", group))
+            request.groups.push_back(*group);
+        else if (starts_with(arg, "--partition") || starts_with(arg, "--account") || starts_with(arg, "--user") ||
+                 starts_with(arg, "--group"))
+            return usage_error("check-config: option " + arg.substr(0, arg.find('=')) + " needs a value",
+                               "check-config");
+        else if (!arg.empty() && arg[0] == '-')
             return usage_error("check-config: unknown option '" + arg + "'", "check-config");
-        if (!file.empty())
+        else if (!file.empty())
             return usage_error("check-config takes at most one FILE", "check-config");
-        file = arg;
+        else
+            file = arg;
     }
+    const bool describes_job = request.job.partition || request.job.account || request.job.user ||
+                               !request.groups.empty() || request.json;
+    if (describes_job && !request.explain)
+        return usage_error("check-config: --partition, --account, --user, --group and --json go with --explain",
+                           "check-config");
     if (file.empty())
         file = choose_config_path(options.config_path, true);
     try {
         const Config config = load_trusted_config(file);
+        if (request.explain) {
+            request.job.groups = request.groups.empty() && request.job.user ? unix_groups(*request.job.user)
+                                                                             : request.groups;
+            if (request.json)
+                print_explanation_json(config, request.job);
+            else
+                print_explanation(config, request.job);
+            return kExitOk;
+        }
         std::cout << file << ": OK (" << config.tiers.size() << " tiers, " << config.datasets.size()
-                  << " datasets)\n";
+                  << " datasets" << (config.overrides.empty() ? "" : ", " + std::to_string(config.overrides.size()) +
+                                                                         " overrides")
+                  << ")\n";
         return kExitOk;
     } catch (const ConfigError& e) {
         for (const ConfigProblem& problem : e.problems())

@@ -15,9 +15,12 @@
 #include "lib/config_paths.hpp"
 #include "lib/error.hpp"
 #include "lib/identity.hpp"
+#include "lib/job_identity.hpp"
 #include "lib/log.hpp"
 #include "lib/stage_spec.hpp"
 #include "mounts/holder_step.hpp"
+#include "policies/admission.hpp"
+#include "spank/source_facts_env.hpp"
 
 namespace dlstage::cli {
 
@@ -76,8 +79,13 @@ int cmd_stage(const GlobalOptions& options, const std::vector<std::string>& args
         return usage_error("stage: no SPEC given and the job has no --stage-data request", "stage");
 
     step.config_path = choose_config_path(options.config_path, true);
-    const Config config = load_config_for_caller(step.config_path);
+    const Config config = config_for_this_job(load_config_for_caller(step.config_path));
     const auto items = resolve_stage_data(config, step.spec);  // refuse bad input before starting anything
+    // Here the job's memory is certain (Slurm's job variables), sizes are
+    // the submit side's: checked again before anything is written.
+    policy::require(policy::fits_in_memory(config, items,
+                                           spank::decode_facts(process_env(std::string(kJobEnvPrefix) + kFactsVar)),
+                                           memory_from_slurm(process_env)));
     const std::string& job_id = step.job_id;
     if (const launch::LauncherReport report = launch::run_stager_step(config, step); report.exit_code != 0) {
         for (const std::string& line : launch::staging_failure(config, step, report))

@@ -31,6 +31,7 @@ void print_help()
                  "\n"
                  "Commands:\n"
                  "  check-config [FILE]    check a configuration file and list every problem\n"
+                 "                         (--explain: each tier key for a job, and its origin)\n"
                  "  catalog list [--json]  list the datasets that can be staged\n"
                  "  stage [SPEC...]        stage datasets to every node of the current job\n"
                  "  status [JOBID...]      show how staging goes (progress, failures)\n"

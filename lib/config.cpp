@@ -62,6 +62,33 @@ std::string to_string(PurgeBy purge_by)
     return "?";
 }
 
+bool Tier::charged_by_default() const
+{
+    const std::string& root = path.root();
+    return scope == Scope::Node && (root == "/dev/shm" || starts_with(root, "/dev/shm/"));
+}
+
+std::string Tier::origin_of(const std::string& key) const
+{
+    const auto it = origin.find(key);
+    return it == origin.end() ? "default" : it->second;
+}
+
+std::string Override::conditions() const
+{
+    std::vector<std::string> parts;
+    for (const auto& [key, value] : {std::pair{"partition", &partition}, {"account", &account},
+                                     {"group", &group}, {"user", &user}})
+        if (!value->empty())
+            parts.push_back(std::string(key) + "=" + printable(*value));
+    return join(parts, ", ");
+}
+
+std::string Override::label() const
+{
+    return "overrides[" + std::to_string(index) + "] (" + conditions() + ", line " + std::to_string(line) + ")";
+}
+
 Format Dataset::known_format() const
 {
     return format != Format::Auto ? format : format_from_name(source);
@@ -93,6 +120,11 @@ std::vector<std::string> Config::dataset_names() const
     for (const auto& entry : datasets)
         names.push_back(entry.first);
     return names;
+}
+
+bool Config::matches_groups() const
+{
+    return std::any_of(overrides.begin(), overrides.end(), [](const Override& rule) { return !rule.group.empty(); });
 }
 
 std::string dataset_env_name(std::string_view dataset_name)
@@ -135,7 +167,7 @@ public:
     {
         Config config;
         config.file = file_;
-        check_keys(root, "", {"site", "tiers", "datasets"});
+        check_keys(root, "", {"site", "tiers", "datasets", "overrides"});
         if (const auto* site = table_at(root, "site", "site"))
             load_site(*site, config.site);
         if (const auto* tiers = table_at(root, "tiers", "tiers"))
@@ -145,6 +177,7 @@ public:
         if (const auto* datasets = table_at(root, "datasets", "datasets"))
             load_datasets(*datasets, config);
         check_site_against_tiers(config);
+        load_overrides(root, config);
         return config;
     }
 
@@ -221,6 +254,18 @@ private:
         return std::string(node->as_string()->get());
     }
 
+    std::optional<bool> bool_at(const toml::table& table, std::string_view key, const std::string& name)
+    {
+        const toml::node* node = node_at(table, key, name, false);
+        if (!node)
+            return std::nullopt;
+        if (!node->is_boolean()) {
+            problem(node->source(), name, std::string("must be true or false, not ") + type_name(node->type()));
+            return std::nullopt;
+        }
+        return node->as_boolean()->get();
+    }
+
     template <typename E>
     E choice_at(const toml::table& table, std::string_view key, const std::string& name,
                 const Choices<E>& choices, E fallback)
@@ -290,13 +335,8 @@ private:
         whole_number_at(table, "gc_grace", 0, 7 * 86400, "seconds, e.g. 300", site.gc_grace);
         whole_number_at(table, "gc_records_days", 0, 36500, "days, e.g. 30 (0: records are kept)",
                         site.gc_records_days);
-        if (const toml::node* node = node_at(table, "allow_paths", "site.allow_paths", false)) {
-            if (!node->is_boolean())
-                problem(node->source(), "site.allow_paths",
-                        std::string("must be true or false, not ") + type_name(node->type()));
-            else
-                site.allow_paths = node->as_boolean()->get();
-        }
+        if (const auto allow = bool_at(table, "allow_paths", "site.allow_paths"))
+            site.allow_paths = *allow;
     }
 
     void load_tiers(const toml::table& tiers, Config& config)
@@ -348,10 +388,15 @@ private:
     std::optional<Tier> load_tier(const std::string& name, const toml::table& table, const std::string& prefix)
     {
         check_keys(table, prefix,
-                   {"path", "scope", "cleanup", "max_bytes", "max_inodes", "purge_days", "purge_by", "warn_days",
-                    "refresh_on_use"});
+                   {"path", "scope", "cleanup", "max_bytes", "max_inodes", "charge_memory", "purge_days", "purge_by",
+                    "warn_days", "refresh_on_use"});
         Tier tier;
         tier.name = name;
+        for (auto&& [key, value] : table) {
+            (void)value;
+            tier.origin[std::string(key.str())] = prefix;
+        }
+        tier.charge_memory = bool_at(table, "charge_memory", prefix + ".charge_memory");
         tier.scope = choice_at<Scope>(table, "scope", prefix + ".scope",
                                       {{"node", Scope::Node}, {"shared", Scope::Shared}}, Scope::Node);
         tier.cleanup = choice_at<Cleanup>(
@@ -378,6 +423,9 @@ private:
                     "one directory");
         if (tier.scope == Scope::Shared)
             check_shared_path(where, prefix, tier);
+        if (tier.scope == Scope::Shared && tier.charge_memory.value_or(false))
+            problem(table.get("charge_memory")->source(), prefix + ".charge_memory",
+                    "a shared tier is not in node memory: charge_memory is for node tiers");
         return tier;
     }
 
@@ -421,13 +469,10 @@ private:
                                             {"max", PurgeBy::Max}},
                                            PurgeBy::Atime);
         bool any = has_days || has_warn || table.contains("purge_by");
-        if (const toml::node* node = node_at(table, "refresh_on_use", prefix + ".refresh_on_use", false)) {
+        if (table.contains("refresh_on_use")) {
             any = true;
-            if (!node->is_boolean())
-                problem(node->source(), prefix + ".refresh_on_use",
-                        std::string("must be true or false, not ") + type_name(node->type()));
-            else
-                tier.purge.refresh_on_use = node->as_boolean()->get();
+            tier.purge.refresh_on_use =
+                bool_at(table, "refresh_on_use", prefix + ".refresh_on_use").value_or(tier.purge.refresh_on_use);
         }
         if (!any)
             return;
@@ -593,6 +638,103 @@ private:
         if (const auto verdict = policy::mode_fits_declared_format(dataset.mode, dataset.known_format());
             !verdict.allowed)
             problem(where->source(), prefix + ".mode", verdict.reason);
+    }
+
+    // [[overrides]]: match keys, the tier, and the keys it overrides, each
+    // checked as in [tiers.NAME].
+    void load_overrides(const toml::table& root, Config& config)
+    {
+        const toml::node* node = root.get("overrides");
+        if (!node)
+            return;
+        const toml::array* tables = node->as_array();
+        if (!tables || !tables->is_array_of_tables()) {
+            problem(node->source(), "overrides",
+                    "must be tables written [[overrides]], each with match keys (partition, account, group, "
+                    "user), a tier and what it changes (max_bytes, max_inodes, charge_memory)");
+            return;
+        }
+        for (std::size_t i = 0; i < tables->size(); ++i)
+            if (auto loaded = load_override(*tables->get(i)->as_table(), i, config))
+                config.overrides.push_back(std::move(*loaded));
+    }
+
+    std::optional<Override> load_override(const toml::table& table, std::size_t index, const Config& config)
+    {
+        const std::string prefix = "overrides[" + std::to_string(index) + "]";
+        check_override_keys(table, prefix);
+        Override rule;
+        rule.index = index;
+        rule.line = static_cast<int>(table.source().begin.line);
+        for (const auto& [key, into] : {std::pair{"partition", &rule.partition}, {"account", &rule.account},
+                                        {"group", &rule.group}, {"user", &rule.user}})
+            if (auto value = string_at(table, key, prefix + "." + key, false)) {
+                if (trim(*value).empty() || *value != trim(*value))
+                    problem(table.get(key)->source(), prefix + "." + key,
+                            "must be a name without surrounding blanks, not " + quoted(*value));
+                else
+                    *into = *value;
+            }
+        if (rule.conditions().empty() && !has_problem_under(prefix))
+            problem(table.source(), prefix,
+                    "matches every job: give at least one of partition, account, group, user (to change a tier "
+                    "for everyone, change [tiers.NAME])");
+        load_override_values(table, prefix, rule);
+        const auto tier = string_at(table, "tier", prefix + ".tier", true);
+        if (!tier)
+            return std::nullopt;
+        if (!config.find_tier(*tier)) {
+            if (!config.tiers.empty())
+                problem(table.get("tier")->source(), prefix + ".tier",
+                        "unknown tier " + quoted(*tier) + did_you_mean(*tier, config.tier_names()) + " (known: " +
+                            join(config.tier_names(), ", ") + ")");
+            return std::nullopt;
+        }
+        rule.tier = *tier;
+        if (config.find_tier(*tier)->scope == Scope::Shared && rule.charge_memory.value_or(false))
+            problem(table.get("charge_memory")->source(), prefix + ".charge_memory",
+                    "tier " + quoted(*tier) + " is shared, not in node memory: charge_memory is for node tiers");
+        return rule;
+    }
+
+    // A tier key that may not be overridden gets its reason; any other
+    // unknown key the usual did-you-mean.
+    void check_override_keys(const toml::table& table, const std::string& prefix)
+    {
+        std::vector<std::string> allowed = kOverrideMatchKeys;
+        allowed.push_back("tier");
+        allowed.insert(allowed.end(), kOverridableKeys.begin(), kOverridableKeys.end());
+        const std::vector<std::string> fixed = {"path", "scope", "cleanup", "purge_days", "purge_by", "warn_days",
+                                                "refresh_on_use"};
+        for (auto&& [key, value] : table) {
+            (void)value;
+            const std::string name(key.str());
+            if (std::find(fixed.begin(), fixed.end(), name) != fixed.end())
+                problem(key.source(), prefix + "." + name,
+                        "cannot be overridden: it decides where a tier's data lives and when it goes, which the "
+                        "epilog must know without the job; define another tier (overridable: " +
+                            join(kOverridableKeys, ", ") + ")");
+            else if (std::find(allowed.begin(), allowed.end(), name) == allowed.end())
+                problem(key.source(), prefix + "." + name,
+                        "unknown key" + did_you_mean(name, allowed) + " (known: " + join(allowed, ", ") + ")");
+        }
+    }
+
+    // The overridable keys, read as a tier reads them.
+    void load_override_values(const toml::table& table, const std::string& prefix, Override& rule)
+    {
+        Tier scratch;
+        load_max_bytes(table, prefix, scratch);
+        if (scratch.max_bytes.is_set())
+            rule.max_bytes = scratch.max_bytes;
+        load_max_inodes(table, prefix, scratch);
+        rule.max_inodes = scratch.max_inodes;
+        rule.charge_memory = bool_at(table, "charge_memory", prefix + ".charge_memory");
+        const bool sets_any = std::any_of(kOverridableKeys.begin(), kOverridableKeys.end(),
+                                          [&](const std::string& key) { return table.contains(key); });
+        if (!sets_any)
+            problem(table.source(), prefix,
+                    "changes nothing: give at least one of " + join(kOverridableKeys, ", "));
     }
 
     void check_site_against_tiers(const Config& config)

@@ -47,7 +47,45 @@ struct Tier {
     ByteLimit max_bytes;
     std::optional<std::uint64_t> max_inodes;
     PurgeRule purge;  // scope = "shared" only
+    // Do staged bytes count against the job's memory?  tmpfs pages are
+    // charged to the memory cgroup of the process that writes them, and the
+    // stager runs in the job's step.  Unset: the default, charged_by_default().
+    std::optional<bool> charge_memory;
+    // Where each key's value comes from, for keys not left at their default:
+    // "tiers.shm", or an override's label (see Override::label).
+    std::map<std::string, std::string> origin;
+
+    bool charges_memory() const { return charge_memory.value_or(charged_by_default()); }
+    // A node tier under /dev/shm: the tmpfs every Linux node has (and the one
+    // job_container/tmpfs makes private per job).  Other tmpfs tiers say so.
+    bool charged_by_default() const;
+    // origin of key, or "default".
+    std::string origin_of(const std::string& key) const;
 };
+
+// [[overrides]]: other limits for one tier when a job matches every match
+// key the table gives (policies/overrides decides which table wins).
+struct Override {
+    std::size_t index = 0;  // its place among the [[overrides]] tables, from 0
+    int line = 0;
+    std::string tier;
+    // Match keys: "" is no condition.  group: one of the user's Unix groups.
+    std::string partition, account, group, user;
+    std::optional<ByteLimit> max_bytes;
+    std::optional<std::uint64_t> max_inodes;
+    std::optional<bool> charge_memory;
+
+    // "overrides[2] (partition=gpu, line 31)": where a value came from.
+    std::string label() const;
+    // "partition=gpu, user=alice"
+    std::string conditions() const;
+};
+
+// The tier keys an override may set; the others (path, scope, cleanup,
+// purge_*) shape where data lives and when it goes, which the epilog and
+// gc must agree on without knowing the job: a different tier is the way.
+inline const std::vector<std::string> kOverridableKeys = {"max_bytes", "max_inodes", "charge_memory"};
+inline const std::vector<std::string> kOverrideMatchKeys = {"partition", "account", "group", "user"};
 
 struct Dataset {
     std::string name;
@@ -89,11 +127,15 @@ struct Config {
     SiteSettings site;
     std::map<std::string, Tier> tiers;
     std::map<std::string, Dataset> datasets;
+    std::vector<Override> overrides;  // in file order
 
     const Tier* find_tier(std::string_view name) const;
     const Dataset* find_dataset(std::string_view name) const;
     std::vector<std::string> tier_names() const;
     std::vector<std::string> dataset_names() const;
+    // Does any [[overrides]] table match on a Unix group?  (Only then are
+    // the user's groups looked up: in the prolog an NSS lookup may hang.)
+    bool matches_groups() const;
 };
 
 // DLSTAGE_<NAME>: the name upper-cased, every other character '_'.

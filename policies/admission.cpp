@@ -24,6 +24,15 @@ std::string fewer_files_advice(const Dataset& dataset)
                                                         "(built by 'dlstage pack')";
 }
 
+// ", set by overrides[0] (partition=gpu, line 31)" when an override gave
+// the tier this key for this job: the user learns why this job's limit
+// differs from the tier's.
+std::string overridden(const Tier& tier, const std::string& key)
+{
+    const std::string origin = tier.origin_of(key);
+    return starts_with(origin, "overrides[") ? ", set by " + origin : "";
+}
+
 // What is left of a free amount once `used` of it is taken; nothing when
 // the free amount is unknown.
 std::optional<std::uint64_t> left_after(std::optional<std::uint64_t> free, std::optional<std::uint64_t> used)
@@ -61,7 +70,8 @@ Verdict admit(const Dataset& dataset, const Tier& tier, const SourceFacts& facts
         if (limit && *facts.bytes > *limit)
             return Verdict::refuse(what + " needs " + format_size(*facts.bytes) + " but " + where +
                                    " allows at most " + format_size(*limit) + " (max_bytes = " +
-                                   tier.max_bytes.str() + ")" + other_tiers(dataset, tier));
+                                   tier.max_bytes.str() + overridden(tier, "max_bytes") + ")" +
+                                   other_tiers(dataset, tier));
         if (space.free_bytes && *facts.bytes > *space.free_bytes)
             return Verdict::refuse(what + " needs " + format_size(*facts.bytes) + " but " + where + " has only " +
                                    format_size(*space.free_bytes) + " free" + other_tiers(dataset, tier));
@@ -69,7 +79,8 @@ Verdict admit(const Dataset& dataset, const Tier& tier, const SourceFacts& facts
     if (facts.files) {
         if (tier.max_inodes && *facts.files > *tier.max_inodes)
             return Verdict::refuse(what + " has " + std::to_string(*facts.files) + " files but " + where +
-                                   " allows at most " + std::to_string(*tier.max_inodes) + " (max_inodes)" +
+                                   " allows at most " + std::to_string(*tier.max_inodes) + " (max_inodes" +
+                                   overridden(tier, "max_inodes") + ")" +
                                    fewer_files_advice(dataset));
         if (space.free_inodes && *facts.files > *space.free_inodes)
             return Verdict::refuse(what + " has " + std::to_string(*facts.files) + " files but " + where +
@@ -77,6 +88,65 @@ Verdict admit(const Dataset& dataset, const Tier& tier, const SourceFacts& facts
                                    fewer_files_advice(dataset));
     }
     return Verdict::allow();
+}
+
+namespace {
+constexpr std::uint64_t kGiB = std::uint64_t(1) << 30;
+
+// What to ask for: the staged bytes, an eighth more (at least 1 GiB) for
+// the job itself, in whole GiB as Slurm's --mem takes them.
+std::string mem_to_ask(std::uint64_t staged)
+{
+    const std::uint64_t wanted = staged + std::max(staged / 8, kGiB);
+    return "--mem=" + std::to_string((wanted + kGiB - 1) / kGiB) + "G";
+}
+
+// Tiers of the dataset that charge no memory: where it could go instead.
+std::vector<std::string> uncharged_tiers(const Config& config, const Dataset& dataset)
+{
+    std::vector<std::string> names;
+    for (const std::string& name : dataset.tiers)
+        if (const Tier* tier = config.find_tier(name); tier && !tier->charges_memory())
+            names.push_back(quoted(name));
+    return names;
+}
+
+std::string pages_counted(const Tier& tier)
+{
+    return tier.charged_by_default() ? "/dev/shm pages count against it"
+                                     : "tmpfs pages in " + tier.path.root() + " count against it";
+}
+}  // namespace
+
+Verdict fits_in_memory(const Config& config, const std::vector<StageItem>& items,
+                       const std::map<std::string, SourceFacts>& facts, const JobMemory& memory)
+{
+    if (!memory.per_node)
+        return Verdict::allow();
+    std::uint64_t staged = 0;
+    std::vector<std::string> what, tiers, instead;
+    const Tier* first_tier = nullptr;
+    for (const StageItem& item : items) {
+        const auto known = facts.find(item.dataset.name);
+        if (item.tier.scope != Scope::Node || !item.tier.charges_memory() || known == facts.end() ||
+            !known->second.bytes)
+            continue;
+        staged += *known->second.bytes;
+        what.push_back(item.dataset.name + " (" + format_size(*known->second.bytes) + ")");
+        if (std::find(tiers.begin(), tiers.end(), quoted(item.tier.name)) == tiers.end())
+            tiers.push_back(quoted(item.tier.name));
+        if (!first_tier)
+            first_tier = &item.tier;
+        if (instead.empty())
+            instead = uncharged_tiers(config, item.dataset);
+    }
+    if (staged <= *memory.per_node)
+        return Verdict::allow();
+    return Verdict::refuse(join(what, " and ") + (what.size() == 1 ? " does" : " do") +
+                           " not fit in the job's memory on " + (tiers.size() == 1 ? "tier " : "tiers ") +
+                           join(tiers, ", ") + " (" + memory.asked + "; " + pages_counted(*first_tier) +
+                           "): ask for " + mem_to_ask(staged) +
+                           (instead.empty() ? "" : " or stage to " + join(instead, " or ")));
 }
 
 std::string ExtractionLimit::reason(const std::string& archive) const

@@ -5,11 +5,14 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "lib/config.hpp"
 #include "lib/source_facts.hpp"
+#include "lib/stage_spec.hpp"
 #include "lib/tier_space.hpp"
 #include "policies/verdict.hpp"
 
@@ -52,5 +55,22 @@ struct ExtractionBudget {
 
 ExtractionBudget extraction_budget(const Dataset& dataset, const Tier& tier, const SourceFacts& archives,
                                    const TierSpace& space);
+
+// The job's memory on each node, when known where the question is asked
+// (lib/job_identity gathers it), and how the job asked for it, for the
+// message ("--mem=64G per node").
+struct JobMemory {
+    std::optional<std::uint64_t> per_node;  // bytes
+    std::string asked;
+};
+
+// Do the datasets the job stages to tiers that charge memory
+// (Tier::charges_memory: tmpfs pages count against the job's memory cgroup)
+// fit in the job's memory on a node?  Sizes come from facts (by dataset
+// name); unknown sizes and unknown memory pass: the node checks again.  The
+// refusal names the datasets, their sizes, the memory asked for, and the
+// fix (a --mem that fits, or a tier of the dataset that charges nothing).
+Verdict fits_in_memory(const Config& config, const std::vector<StageItem>& items,
+                       const std::map<std::string, SourceFacts>& facts, const JobMemory& memory);
 
 }  // namespace dlstage::policy

@@ -10,6 +10,7 @@
 #include "lib/config_paths.hpp"
 #include "lib/contract.hpp"
 #include "lib/error.hpp"
+#include "lib/job_identity.hpp"
 #include "lib/job_layout.hpp"
 #include "lib/safe_fs.hpp"
 #include "lib/stage_spec.hpp"
@@ -20,6 +21,7 @@
 #include "policies/admission.hpp"
 #include "policies/cleanup.hpp"
 #include "policies/node_faults.hpp"
+#include "policies/overrides.hpp"
 #include "spank/job_facts.hpp"
 #include "spank/source_facts_env.hpp"
 
@@ -45,7 +47,12 @@ std::optional<ScriptStart> start_script(SpankApi& api, const PluginArgs& args)
         return std::nullopt;
     ScriptStart start{*stage_data, job_facts(api), {}, api.getenv(std::string(kPrologEnvPrefix) + kFactsVar)};
     try {
-        start.config = load_trusted_config(choose_config_path(args.config_path, false));
+        // The tiers as this job gets them (policies/overrides), from what
+        // slurmd says of the job: partition and account from its credential.
+        const EnvLookup slurmd_env = [&](const std::string& name) { return api.getenv(name); };
+        const Config site = load_trusted_config(choose_config_path(args.config_path, false));
+        start.config = policy::config_for_job(site, identity_from_slurm(slurmd_env, start.job.user,
+                                                                        site.matches_groups()));
     } catch (const Error& e) {
         api.error("job " + start.job.job_id + " on " + start.job.node + ": " + e.what());
         return std::nullopt;

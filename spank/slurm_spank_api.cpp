@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include "lib/error.hpp"
@@ -39,6 +40,33 @@ struct spank_option* stage_data_option_entry()
 void remember_stage_data(const char* value)
 {
     g_stage_data = value ? value : "";
+}
+
+// SPANK gives plugins no other option of the job.  But sbatch, salloc and
+// srun export their parsed options (the global `opt`, Slurm's slurm_opt_t)
+// and libslurmfull exports slurm_option_get(opt, name), which returns the
+// option as text (xmalloc'd, freed with slurm_xfree).  Only these three
+// names and a pointer are used, never the struct's layout; where any is
+// missing (another Slurm), nothing is known and the node decides.
+std::optional<std::string> SlurmSpankApi::client_option(const std::string& name)
+{
+    if (spank_context() != S_CTX_ALLOCATOR && spank_context() != S_CTX_LOCAL)
+        return std::nullopt;
+    using OptionGet = char* (*)(void*, const char*);
+    using XFree = void (*)(void**);
+    void* opt = dlsym(RTLD_DEFAULT, "opt");
+    const auto get = reinterpret_cast<OptionGet>(dlsym(RTLD_DEFAULT, "slurm_option_get"));
+    const auto xfree = reinterpret_cast<XFree>(dlsym(RTLD_DEFAULT, "slurm_xfree"));
+    if (!opt || !get || !xfree)
+        return std::nullopt;
+    char* value = get(opt, name.c_str());
+    if (!value)
+        return std::nullopt;
+    std::string text = value;
+    xfree(reinterpret_cast<void**>(&value));
+    if (text.empty())
+        return std::nullopt;
+    return text;
 }
 
 Context SlurmSpankApi::context() const

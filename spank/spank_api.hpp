@@ -42,6 +42,13 @@ public:
     virtual bool setenv(const std::string& name, const std::string& value) = 0;
     virtual bool unsetenv(const std::string& name) = 0;
 
+    // Client side (sbatch, salloc, srun): one of the job's own options
+    // ("partition", "account", "mem") as Slurm's option parser left it:
+    // command line, #SBATCH lines and SBATCH_*/SALLOC_*/SLURM_* input
+    // variables.  Nothing when not given, or when this Slurm does not let a
+    // plugin ask (the node then decides alone).
+    virtual std::optional<std::string> client_option(const std::string& name) = 0;
+
     // Client side: a variable that reaches job_prolog/job_epilog as
     // SPANK_<name> (how submit-time facts travel to the nodes).
     virtual bool job_control_setenv(const std::string& name, const std::string& value) = 0;

@@ -9,6 +9,8 @@
 #include "lib/strings.hpp"
 #include "policies/admission.hpp"
 #include "lib/identity.hpp"
+#include "lib/job_identity.hpp"
+#include "policies/overrides.hpp"
 #include "spank/purge_notice.hpp"
 #include "spank/source_facts_env.hpp"
 #include "spank/stage_command.hpp"
@@ -40,12 +42,19 @@ int validate_submission(SpankApi& api, const PluginArgs& args)
     if (!value || in_stagers_own_step(api))
         return 0;
     try {
-        const Config config = load_trusted_config(choose_config_path(args.config_path, false));
+        // The tiers as this job gets them, as far as its options tell
+        // (policies/overrides); the prolog decides again with what slurmd knows.
+        const std::string user = this_user_name();
+        const Config config = policy::config_for_job(
+            load_trusted_config(choose_config_path(args.config_path, false)),
+            identity_from_options(api.client_option("partition"), api.client_option("account"), user));
         std::map<std::string, SourceFacts> facts;
-        for (const StageItem& item : resolve_stage_data(config, *value)) {
+        const std::vector<StageItem> items = resolve_stage_data(config, *value);
+        for (const StageItem& item : items) {
             facts[item.dataset.name] = check_source(api, config, item);
-            warn_of_purge(api, item, this_user_name());
+            warn_of_purge(api, item, user);
         }
+        policy::require(policy::fits_in_memory(config, items, facts, memory_from_option(api.client_option("mem"))));
         // For the prolog's space check on each node; and the configuration
         // for `dlstage stage` in the job (SLURM_SPANK_DLSTAGE_CONFIG).
         api.job_control_setenv(kFactsVar, encode_facts(facts));

@@ -24,6 +24,7 @@
 #include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "lib/identity.hpp"
+#include "lib/job_identity.hpp"
 #include "lib/log.hpp"
 #include "lib/number.hpp"
 #include "lib/stage_spec.hpp"
@@ -115,7 +116,7 @@ int main(int argc, char** argv)
     std::string what = "staging";
     try {
         ctx.values.job_id = args.job_id;
-        const Config config = load_config(args.config);
+        const Config config = config_for_this_job(load_config(args.config));  // overrides: the same tiers as stage
         ctx.state_dir = config.site.state_dir;
         ctx.manifest_dir = config.site.manifests();
         ctx.values = {args.job_id, this_user_name(), ctx.node};

@@ -126,6 +126,10 @@ InactiveLimit=0
 MinJobAge=300
 NodeName=n[1-$nn] NodeHostname=localhost NodeAddr=127.0.0.1 Port=$node_port-$((node_port + nn - 1)) CPUs=$cpus RealMemory=$mem
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+# A second partition on the same nodes, for per-partition [[overrides]]
+# (48-overrides.bats). Hidden: a user's sinfo lists each node once (root's
+# lists it once per partition).
+PartitionName=small Nodes=ALL MaxTime=INFINITE State=UP Hidden=YES
 EOF
     chmod 0644 "$(conf)"
 }

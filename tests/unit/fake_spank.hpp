@@ -21,6 +21,7 @@ public:
     bool batch_step = false;
     std::map<std::string, std::string> env;  // getenv(); setenv() writes here too
     std::map<std::string, std::string> control_env;
+    std::map<std::string, std::string> client_options;  // client_option()
     std::vector<std::string> errors;
     std::vector<std::string> infos;
     struct Run {
@@ -68,6 +69,11 @@ public:
     {
         const auto it = env.find(name);
         return it == env.end() ? "" : it->second;
+    }
+    std::optional<std::string> client_option(const std::string& name) override
+    {
+        const auto it = client_options.find(name);
+        return it == client_options.end() ? std::nullopt : std::optional<std::string>(it->second);
     }
     void error(const std::string& message) override { errors.push_back(message); }
     void info(const std::string& message) override { infos.push_back(message); }

@@ -6,11 +6,13 @@
 
 #include "lib/config.hpp"
 #include "lib/error.hpp"
+#include "tests/unit/config_problems.hpp"
 #include "tests/unit/error_of.hpp"
 #include "tests/unit/tmpdir.hpp"
 
 using namespace dlstage;
 using dlstage::test::error_of;
+using dlstage::test::problems_of;
 
 namespace {
 const std::string kTiers = R"(
@@ -25,16 +27,6 @@ cleanup = "job-end"
 max_bytes = "100G"
 )";
 
-// Problems of a configuration text, as "LINE KEY: MESSAGE" strings.
-std::vector<ConfigProblem> problems_of(const std::string& text)
-{
-    try {
-        parse_config(text, "t.toml");
-    } catch (const ConfigError& e) {
-        return e.problems();
-    }
-    return {};
-}
 
 bool has_problem(const std::vector<ConfigProblem>& problems, int line, const std::string& key,
                  const std::string& fragment)

@@ -2,6 +2,7 @@
 
 #include <ctime>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "lib/copy_record.hpp"
 #include "lib/identity.hpp"
@@ -69,6 +70,54 @@ BOOST_AUTO_TEST_CASE(valid_request_is_accepted)
     Site site;
     BOOST_TEST(site.submit("small:shm,big:ssd") == 0);
     BOOST_TEST(site.api.errors.empty());
+}
+
+// The job's own options (Slurm's parser, through client_option) pick the
+// override: the partition's smaller max_bytes refuses what the tier takes.
+BOOST_AUTO_TEST_CASE(an_override_for_the_jobs_partition_applies_at_submit)
+{
+    Site site(R"(
+[[overrides]]
+partition = "tiny"
+tier = "shm"
+max_bytes = "1K"
+)");
+    BOOST_TEST(site.submit("small:shm") == 0);
+    site.api.client_options["partition"] = "tiny";
+    BOOST_TEST(site.submit("small:shm") == -1);
+    BOOST_REQUIRE(site.api.errors.size() == 1u);
+    BOOST_TEST(site.api.errors[0] ==
+               "dataset 'small' needs 2.0 KiB but tier 'shm' allows at most 1.0 KiB (max_bytes = 1.0 KiB, set by "
+               "overrides[0] (partition=tiny, line 17))");
+    site.api.client_options["partition"] = "tiny,other";  // several: the node decides
+    BOOST_TEST(site.submit("small:shm") == 0);
+}
+
+// A sparse 2 GiB source to a tier under /dev/shm (charged by default).
+BOOST_AUTO_TEST_CASE(mem_smaller_than_the_staged_bytes_is_refused)
+{
+    Site site;
+    const std::string sparse = site.dir.write("sparse.bin", "");
+    BOOST_REQUIRE(::truncate(sparse.c_str(), 2ll << 30) == 0);
+    site.args.config_path = site.dir.write("dlstage2.toml", R"(
+[tiers.shm]
+path = "/dev/shm/dlstage/%j"
+[tiers.ssd]
+path = "/local/dlstage/%j"
+[datasets.sparse]
+source = ")" + sparse + R"("
+tiers = ["shm", "ssd"]
+)");
+    BOOST_TEST(site.submit("sparse") == 0);  // no --mem: not known here
+    site.api.client_options["mem"] = "4G";
+    BOOST_TEST(site.submit("sparse") == 0);
+    site.api.client_options["mem"] = "1024";
+    BOOST_TEST(site.submit("sparse") == -1);
+    BOOST_REQUIRE(site.api.errors.size() == 1u);
+    BOOST_TEST(site.api.errors[0] ==
+               "sparse (2.0 GiB) does not fit in the job's memory on tier 'shm' (--mem=1G per node; /dev/shm pages "
+               "count against it): ask for --mem=3G or stage to 'ssd'");
+    BOOST_TEST(site.submit("sparse:ssd") == 0);
 }
 
 BOOST_AUTO_TEST_CASE(unknown_dataset_is_refused_with_one_line)
