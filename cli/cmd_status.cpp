@@ -37,7 +37,7 @@ namespace dlstage::cli {
 
 namespace {
 // squeue gets this long to answer; then the states it would decide are "unknown".
-constexpr double kSqueueSeconds = 10;
+constexpr int kSqueueSeconds = 10;
 
 void print_help()
 {

@@ -36,6 +36,7 @@ void print_help()
                  "  stage [SPEC...]        stage datasets to every node of the current job\n"
                  "  status [JOBID...]      show staging as squeue shows jobs (--node, --dataset)\n"
                  "  pack DIR OUT           pack a directory into a squashfs image or tar shards\n"
+                 "  gc [--dry-run]         remove what ended jobs left on this node (root)\n"
                  "\n"
                  "Options:\n"
                  "  -c, --config=FILE      configuration file (default: $DLSTAGE_CONFIG, else\n"
@@ -65,6 +66,7 @@ const std::vector<CommandRow>& commands()
         {"stage", cmd_stage},
         {"status", cmd_status},
         {"pack", cmd_pack},
+        {"gc", cmd_gc},
         {kHoldMountsCommand, cmd_hold_mounts, true},  // started by stage
     };
     return table;

@@ -284,10 +284,26 @@ private:
         return fallback;
     }
 
+    // site.KEY, a whole number from low to high, into `into` when given.
+    void whole_number_at(const toml::table& table, const char* key, int low, int high, const char* unit, int& into)
+    {
+        const std::string where = std::string("site.") + key;
+        const toml::node* node = node_at(table, key, where, false);
+        if (!node)
+            return;
+        const auto value = node->value<std::int64_t>();
+        if (!node->is_integer() || !value || *value < low || *value > high)
+            problem(node->source(), where,
+                    "must be a whole number from " + std::to_string(low) + " to " + std::to_string(high) + " " + unit);
+        else
+            into = static_cast<int>(*value);
+    }
+
     void load_site(const toml::table& table, SiteSettings& site)
     {
         check_keys(table, "site",
-                   {"state_dir", "manifest_dir", "launcher", "default_tier", "allow_paths", "prolog_epilog_timeout"});
+                   {"state_dir", "manifest_dir", "launcher", "default_tier", "allow_paths", "prolog_epilog_timeout",
+                    "gc_grace", "gc_records_days"});
         for (const auto& [key, into] : {std::pair{"state_dir", &site.state_dir}, {"manifest_dir", &site.manifest_dir}}) {
             const std::string where = std::string("site.") + key;
             if (auto dir = string_at(table, key, where, false)) {
@@ -316,6 +332,9 @@ private:
             else
                 site.prolog_epilog_timeout = static_cast<int>(*seconds);
         }
+        whole_number_at(table, "gc_grace", 0, 7 * 86400, "seconds, e.g. 300", site.gc_grace);
+        whole_number_at(table, "gc_records_days", 0, 36500, "days, e.g. 30 (0: records are kept)",
+                        site.gc_records_days);
         if (const auto allow = bool_at(table, "allow_paths", "site.allow_paths"))
             site.allow_paths = *allow;
     }

@@ -111,6 +111,12 @@ struct SiteSettings {
     // not done by then (a hung mount) is logged and left, so the node is not
     // drained by Slurm's PrologEpilogTimeout.  Keep it well below that.
     int prolog_epilog_timeout = 60;
+    // `dlstage gc`: seconds a directory of an ended job must have been left
+    // unchanged before it goes (a prolog may be making one for a job too new
+    // for Slurm's answer; clocks of a shared tier's server may differ), and
+    // days a job's records are kept after its end (0: for ever).
+    int gc_grace = 300;
+    int gc_records_days = 30;
 
     // Where `dlstage catalog scan` writes dataset manifests (NAME.manifest).
     std::string manifests() const;

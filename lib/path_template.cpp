@@ -1,6 +1,7 @@
 #include "lib/path_template.hpp"
 
 #include "lib/error.hpp"
+#include "lib/job_records.hpp"
 #include "lib/strings.hpp"
 
 namespace dlstage {
@@ -124,6 +125,53 @@ std::string PathTemplate::expand(const TemplateValues& values) const
     if (out != root_ && !starts_with(out, root_ + "/"))
         throw Error("path " + quoted(out) + " would leave the tier root " + root_);
     return out;
+}
+
+std::vector<std::string> PathTemplate::levels() const
+{
+    std::vector<std::string> out;
+    const std::vector<std::string> root_parts = split(std::string_view(root_).substr(1), '/');
+    const std::vector<std::string> parts = split(std::string_view(text_).substr(1), '/');
+    for (std::size_t i = root_parts.size(); i < parts.size(); ++i)
+        if (!parts[i].empty())  // a trailing '/'
+            out.push_back(parts[i]);
+    return out;
+}
+
+namespace {
+// Backtracking over the escapes: %j and %u may take any length.
+bool match_from(std::string_view pattern, std::string_view name, std::string_view node, std::string* job_id)
+{
+    if (pattern.empty())
+        return name.empty();
+    if (pattern[0] != '%' || pattern.size() < 2)
+        return !name.empty() && name[0] == pattern[0] && match_from(pattern.substr(1), name.substr(1), node, job_id);
+    const char escape = pattern[1];
+    const std::string_view rest = pattern.substr(2);
+    if (escape == '%')
+        return !name.empty() && name[0] == '%' && match_from(rest, name.substr(1), node, job_id);
+    if (escape == 'n')
+        return !node.empty() && name.substr(0, node.size()) == node &&
+               match_from(rest, name.substr(node.size()), node, job_id);
+    for (std::size_t len = name.size(); len >= 1; --len) {
+        const std::string_view value = name.substr(0, len);
+        if (escape == 'j' && !is_job_id(value))
+            continue;
+        if (value == "." || value == "..")
+            continue;
+        if (match_from(rest, name.substr(len), node, job_id)) {
+            if (escape == 'j' && job_id)
+                *job_id = std::string(value);
+            return true;
+        }
+    }
+    return false;
+}
+}  // namespace
+
+bool match_level(std::string_view pattern, std::string_view name, std::string_view node, std::string* job_id)
+{
+    return match_from(pattern, name, node, job_id);
 }
 
 }  // namespace dlstage

@@ -8,6 +8,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace dlstage {
 
@@ -38,9 +39,20 @@ public:
     // would leave the root.  Only the escapes used must be non-empty.
     std::string expand(const TemplateValues& values) const;
 
+    // The components below root(), each the pattern of one directory level
+    // ({"%j"} for "/dev/shm/dlstage/%j"): how `dlstage gc` finds the
+    // directories a template made without knowing the values.
+    std::vector<std::string> levels() const;
+
 private:
     std::string text_;
     std::string root_;
 };
+
+// Whether `name`, one directory entry, is what `pattern` (one of levels())
+// expands to for some values: %j a job id as Slurm writes it, %u any
+// name, %n exactly `node`, %% a '%', anything else itself.  The job id
+// it holds goes to *job_id when the pattern has %j (and job_id is given).
+bool match_level(std::string_view pattern, std::string_view name, std::string_view node, std::string* job_id);
 
 }  // namespace dlstage

@@ -1,12 +1,19 @@
 #include "lib/slurm_jobs.hpp"
 
-#include <cstdio>
+#include <ctime>
+#include <sys/wait.h>
 
 #include "lib/error.hpp"
+#include "lib/job_records.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/process.hpp"
 
 namespace dlstage {
+
+namespace {
+// What timeout(1) exits with when the time ran out.
+constexpr int kTimedOut = 124;
+}  // namespace
 
 const SlurmJob* SlurmJobs::find(const std::string& job_id) const
 {
@@ -14,58 +21,127 @@ const SlurmJob* SlurmJobs::find(const std::string& job_id) const
     return found == jobs.end() ? nullptr : &found->second;
 }
 
-SlurmJobs parse_squeue(std::string_view text)
+std::vector<std::string> squeue_command(int timeout_seconds)
 {
-    SlurmJobs result;
-    result.asked = true;
+    return {"timeout", "--kill-after=5", std::to_string(timeout_seconds), "squeue", "--noheader", "--all",
+            "--states=all", std::string("--format=") + kSqueueFormat};
+}
+
+std::optional<std::map<std::string, SlurmJob>> parse_squeue(std::string_view text)
+{
+    std::map<std::string, SlurmJob> jobs;
     for (const std::string& line : split(text, '\n')) {
-        const std::vector<std::string> f = split(trim(line), '|');
-        if (f.size() != 5 || f[0].empty())
+        const std::string row = trim(line);
+        if (row.empty())
             continue;
+        const std::vector<std::string> f = split(row, '|');
+        if (f.size() != 5 || !is_job_id(f[0]) || f[3].empty())
+            return std::nullopt;
         const auto array_part = [](const std::string& v) { return v == "N/A" ? std::string() : v; };
         SlurmJob job{f[0], array_part(f[1]), array_part(f[2]), f[3], f[4]};
         // squeue shows an array job's own id as its first task's array id:
         // only a task id makes it an array task.
         if (job.array_task_id.empty())
             job.array_job_id.clear();
-        result.jobs[job.job_id] = std::move(job);
+        jobs[job.job_id] = std::move(job);
     }
-    return result;
+    return jobs;
 }
 
-SlurmJobs ask_slurm(double seconds)
+std::vector<std::string> listpids_command(int timeout_seconds)
 {
-    SlurmJobs none;
-    const std::string squeue = find_on_path("squeue");
-    const std::string timeout = find_on_path("timeout");
-    if (squeue.empty() || timeout.empty()) {
-        none.problem = squeue.empty() ? "squeue is not on PATH" : "timeout (coreutils) is not on PATH";
-        return none;
-    }
-    char limit[32];
-    std::snprintf(limit, sizeof limit, "%.1f", seconds);
-    try {
-        std::string listing;  // all of it: run.output keeps only the tail of stderr
-        const CapturedRun run =
-            run_capturing({timeout, "-k", "1", limit, squeue, "-h", "-a", "-t", "all", "-o", kSqueueFormat},
-                          [&](std::string_view more) { listing += more; });
-        if (!exited_ok(run.status)) {
-            none.problem = shell_exit_code(run.status) == 124 ? "squeue did not answer within " + std::string(limit) + " s"
-                                                              : describe_failure("squeue", run.status, run.output);
-            return none;
+    return {"timeout", "--kill-after=5", std::to_string(timeout_seconds), "scontrol", "listpids"};
+}
+
+std::optional<std::set<std::string>> parse_listpids(std::string_view text)
+{
+    std::set<std::string> jobs;
+    bool header = true;
+    for (const std::string& line : split(text, '\n')) {
+        std::vector<std::string> fields;
+        for (const std::string& field : split(trim(line), ' '))
+            if (!field.empty())
+                fields.push_back(field);
+        if (fields.empty())
+            continue;
+        if (header) {
+            if (fields.size() < 2 || fields[1] != "JOBID")
+                return std::nullopt;
+            header = false;
+            continue;
         }
-        return parse_squeue(listing);
-    } catch (const Error& e) {
-        none.problem = e.what();
-        return none;
+        if (fields.size() < 2 || !is_job_id(fields[1]))
+            return std::nullopt;
+        jobs.insert(fields[1]);
     }
+    return jobs;
 }
 
-bool slurm_state_is_live(std::string_view state)
+namespace {
+// Runs a bounded command: its stdout, or a problem.
+std::optional<std::string> answer_of(const std::vector<std::string>& argv, const std::string& name, int timeout_seconds,
+                                     std::string& problem, const char* quiet_failure = nullptr)
 {
-    for (const char* live : {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "STAGE_OUT", "RESIZING",
-                             "SIGNALING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD", "STOPPED"})
-        if (state == live)
+    std::string answer;  // all of it: run.output keeps only the tail of stderr
+    CapturedRun run;
+    try {
+        run = run_capturing(argv, [&](std::string_view more) { answer += more; });
+    } catch (const Error& e) {
+        problem = e.what();
+        return std::nullopt;
+    }
+    if (WIFEXITED(run.status) && WEXITSTATUS(run.status) == kTimedOut) {
+        problem = name + " did not answer within " + std::to_string(timeout_seconds) + " s (slurmctld or slurmd down?)";
+        return std::nullopt;
+    }
+    // scontrol listpids exits 1 when this node runs no job step.
+    if (quiet_failure && WIFEXITED(run.status) && WEXITSTATUS(run.status) == 1 &&
+        (answer + run.output).find(quiet_failure) != std::string::npos)
+        return std::string();
+    if (!exited_ok(run.status)) {
+        problem = describe_failure(name, run.status, run.output);
+        return std::nullopt;
+    }
+    return answer;
+}
+}  // namespace
+
+SlurmJobs ask_slurm(int timeout_seconds, bool with_local_pids)
+{
+    SlurmJobs slurm;
+    slurm.asked_at = static_cast<std::int64_t>(std::time(nullptr));
+    const auto listed = answer_of(squeue_command(timeout_seconds), "squeue", timeout_seconds, slurm.problem);
+    if (!listed)
+        return slurm;
+    auto jobs = parse_squeue(*listed);
+    if (!jobs) {
+        slurm.problem = "squeue's answer is not lines of '" + std::string(kSqueueFormat) + "' (it begins: " +
+                        first_line(*listed) + ")";
+        return slurm;
+    }
+    slurm.jobs = std::move(*jobs);
+    if (with_local_pids) {
+        const auto local = answer_of(listpids_command(timeout_seconds), "scontrol listpids", timeout_seconds,
+                                     slurm.problem, "No job steps exist on this node");
+        if (!local)
+            return slurm;
+        const auto here = parse_listpids(*local);
+        if (!here) {
+            slurm.problem =
+                "scontrol listpids' answer is not its table of PID JOBID ... (it begins: " + first_line(*local) + ")";
+            return slurm;
+        }
+        slurm.here = *here;
+    }
+    slurm.asked = true;
+    return slurm;
+}
+
+bool slurm_state_has_ended(std::string_view state)
+{
+    for (const std::string_view ended : {"BOOT_FAIL", "CANCELLED", "COMPLETED", "DEADLINE", "FAILED", "NODE_FAIL",
+                                         "OUT_OF_MEMORY", "PREEMPTED", "TIMEOUT"})
+        if (state == ended)
             return true;
     return false;
 }

@@ -1,12 +1,20 @@
-// What Slurm says of jobs now, for `dlstage status`: whether a job whose
-// records we read still exists, its state, its array ids and its nodes.
-// One squeue call for all jobs, bounded in time; when Slurm cannot be
-// asked the answer says so (never a guess).
+// What Slurm says of jobs now, asked once: one squeue of every job in every
+// state (its state, array ids and nodes), and for `dlstage gc` one
+// `scontrol listpids` for the jobs with processes on this node (their
+// slurmstepd still here: a job slurmctld is done with may not be done on
+// this node), each bounded in time.  Nobody decides from a partial
+// answer: a command that fails, hangs or prints a line that cannot be read
+// leaves asked = false with the problem, and callers then say "unknown"
+// (status) or remove nothing (gc).
 #pragma once
 
+#include <cstdint>
 #include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace dlstage {
 
@@ -19,28 +27,45 @@ struct SlurmJob {
 };
 
 struct SlurmJobs {
-    bool asked = false;                   // squeue answered
-    std::string problem;                  // why not, when !asked
+    bool asked = false;                    // squeue (and listpids, if asked for) answered
+    std::string problem;                   // one line: why not, when !asked
     std::map<std::string, SlurmJob> jobs;  // by job_id
+    std::set<std::string> here;            // jobs with processes on this node (with_local_pids)
+    std::int64_t asked_at = 0;             // when the question was sent (epoch seconds)
 
     const SlurmJob* find(const std::string& job_id) const;
 };
 
-// squeue's fields, as slurm_jobs asks for them: "%A|%F|%K|%T|%N".
+// squeue's fields, as ask_slurm asks for them.
 inline constexpr const char* kSqueueFormat = "%A|%F|%K|%T|%N";
 
-// Parses squeue -h -o kSqueueFormat output; lines that do not have five
-// fields are skipped.  An array task's %F/%K of "N/A" become "".
-SlurmJobs parse_squeue(std::string_view text);
+// The argv of the question: squeue, every job of every partition (-a:
+// hidden ones too) and state (-t all: pending, completing, and ended jobs
+// Slurm still remembers), kSqueueFormat per line, under coreutils' timeout.
+std::vector<std::string> squeue_command(int timeout_seconds);
 
-// Runs `squeue -h -a -t all -o kSqueueFormat` (every job Slurm still
-// knows, any state, any partition; a user sees what Slurm lets them) under
-// `timeout`, at most `seconds`.  asked = false with the reason if squeue is
-// missing, fails or times out.
-SlurmJobs ask_slurm(double seconds);
+// squeue's answer parsed; nothing if a line is not five fields with a job
+// id as Slurm writes it.  An array task's %F/%K of "N/A" become "".
+std::optional<std::map<std::string, SlurmJob>> parse_squeue(std::string_view text);
 
-// The job still exists and can hold data on its nodes: pending, running,
-// completing, suspended... (not COMPLETED, FAILED, CANCELLED, TIMEOUT, ...).
-bool slurm_state_is_live(std::string_view state);
+// The argv of the local question: this node's job steps and their pids.
+std::vector<std::string> listpids_command(int timeout_seconds);
+
+// scontrol listpids' answer (a header, then "PID JOBID STEPID ..." rows):
+// the job ids; nothing if a row has no job id where it should.
+std::optional<std::set<std::string>> parse_listpids(std::string_view text);
+
+// Asks squeue (and, with_local_pids, scontrol listpids on this node).
+SlurmJobs ask_slurm(int timeout_seconds, bool with_local_pids = false);
+
+// The state word says the job has ended (COMPLETED, FAILED, CANCELLED,
+// TIMEOUT, ...: squeue -t all lists them for MinJobAge after their end).
+// Any other word, one this version does not know included, is a job that
+// still exists and can hold data on its nodes.
+bool slurm_state_has_ended(std::string_view state);
+inline bool slurm_state_is_live(std::string_view state)
+{
+    return !slurm_state_has_ended(state);
+}
 
 }  // namespace dlstage

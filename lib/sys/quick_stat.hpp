@@ -2,6 +2,7 @@
 // asked in a way no file system server can block.
 #pragma once
 
+#include <cstdint>
 #include <fcntl.h>
 #include <sys/types.h>
 
@@ -12,6 +13,9 @@ struct QuickStat {
     uid_t uid = 0;
     dev_t dev = 0;
     ino_t ino = 0;
+    gid_t gid = 0;
+    std::int64_t mtime = 0;  // seconds; as the kernel has them cached
+    std::int64_t ctime = 0;
 };
 
 // statx with AT_STATX_DONT_SYNC: a FUSE file system answers it from the

@@ -367,6 +367,22 @@ allow_paths = "yes"
     BOOST_TEST(has_problem(problems, 5, "site.allow_paths", "true or false"), dump(problems));
 }
 
+BOOST_AUTO_TEST_CASE(gc_keys_default_and_are_checked)
+{
+    const Config defaults = parse_config(kTiers, "t.toml");
+    BOOST_TEST(defaults.site.gc_grace == 300);
+    BOOST_TEST(defaults.site.gc_records_days == 30);
+    const Config set = parse_config("[site]\ngc_grace = 0\ngc_records_days = 0\n" + kTiers, "t.toml");
+    BOOST_TEST(set.site.gc_grace == 0);
+    BOOST_TEST(set.site.gc_records_days == 0);
+    const auto problems = problems_of(R"([site]
+gc_grace = -1
+gc_records_days = "30"
+)" + kTiers);
+    BOOST_TEST(has_problem(problems, 2, "site.gc_grace", "whole number from 0 to 604800 seconds"), dump(problems));
+    BOOST_TEST(has_problem(problems, 3, "site.gc_records_days", "whole number from 0 to 36500 days"), dump(problems));
+}
+
 BOOST_AUTO_TEST_CASE(problems_are_sorted_by_line_and_summarised)
 {
     try {

@@ -43,8 +43,9 @@ BOOST_AUTO_TEST_CASE(sizes_as_slurm_prints_memory)
 
 BOOST_AUTO_TEST_CASE(squeue_output_parsed)
 {
-    const SlurmJobs jobs = parse_squeue("124|123|4|RUNNING|n[1-3]\n125|N/A|N/A|PENDING|\nnonsense\n126|126|N/A|COMPLETED|n1\n");
-    BOOST_TEST(jobs.asked);
+    BOOST_TEST(!parse_squeue("124|123|4|RUNNING|n1\nnonsense\n"));  // a partial answer is none
+    SlurmJobs jobs;
+    jobs.jobs = parse_squeue("124|123|4|RUNNING|n[1-3]\n125|N/A|N/A|PENDING|\n126|126|N/A|COMPLETED|n1\n").value();
     BOOST_TEST(jobs.jobs.size() == 3u);
     BOOST_REQUIRE(jobs.find("124"));
     BOOST_TEST(jobs.find("124")->array_job_id == "123");
@@ -62,7 +63,10 @@ BOOST_AUTO_TEST_CASE(squeue_output_parsed)
 namespace {
 SlurmJobs slurm_says(const std::string& text)
 {
-    return parse_squeue(text);
+    SlurmJobs slurm;
+    slurm.jobs = parse_squeue(text).value();
+    slurm.asked = true;
+    return slurm;
 }
 
 SlurmJobs slurm_silent()

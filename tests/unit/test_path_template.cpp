@@ -1,5 +1,8 @@
 #include <boost/test/unit_test.hpp>
 
+#include <string>
+#include <vector>
+
 #include "lib/error.hpp"
 #include "lib/path_template.hpp"
 #include "tests/unit/error_of.hpp"
@@ -55,6 +58,30 @@ BOOST_AUTO_TEST_CASE(values_that_would_escape_the_root_are_refused)
     BOOST_TEST(message_of(t, {"1", std::string("a\0b", 3), "n"}).find("NUL") != std::string::npos);
     // Escapes the template does not use need no value.
     BOOST_TEST(PathTemplate::parse("/x/%j").expand({"5", "", ""}) == "/x/5");
+}
+
+BOOST_AUTO_TEST_CASE(levels_below_the_root_are_the_patterns_gc_matches)
+{
+    BOOST_TEST(PathTemplate::parse("/dev/shm/dlstage/%j").levels() == std::vector<std::string>{"%j"});
+    BOOST_TEST((PathTemplate::parse("/local/dl/%u/job-%j/").levels() == std::vector<std::string>{"%u", "job-%j"}));
+}
+
+BOOST_AUTO_TEST_CASE(a_level_matches_what_it_expands_to_and_nothing_else)
+{
+    std::string job;
+    BOOST_TEST(match_level("%j", "123", "n1", &job));
+    BOOST_TEST(job == "123");
+    for (const char* not_a_job : {"0123", "12a", "", "123.removing-n1", ".partial-x", "123 "})
+        BOOST_TEST(!match_level("%j", not_a_job, "n1", nullptr), not_a_job);
+    BOOST_TEST(match_level("job-%j-%n", "job-77-n2", "n2", &job));
+    BOOST_TEST(job == "77");
+    BOOST_TEST(!match_level("job-%j-%n", "job-77-n3", "n2", nullptr));  // another node's
+    BOOST_TEST(match_level("%u", "alice", "n1", nullptr));
+    BOOST_TEST(!match_level("%u", "..", "n1", nullptr));
+    BOOST_TEST(match_level("%%%j", "%9", "n1", &job));
+    BOOST_TEST(job == "9");
+    BOOST_TEST(match_level("%u-%j", "a-b-12", "n1", &job));  // backtracks over the user's '-'
+    BOOST_TEST(job == "12");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
