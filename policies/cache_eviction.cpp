@@ -113,16 +113,4 @@ EvictionPlan plan_eviction(const std::vector<CacheEntryFacts>& entries, const Ca
     return plan;
 }
 
-std::vector<std::size_t> idle_entries(const std::vector<CacheEntryFacts>& entries, std::int64_t now,
-                                      std::int64_t max_idle_days)
-{
-    std::vector<std::size_t> idle;
-    if (max_idle_days <= 0)
-        return idle;
-    for (std::size_t i = 0; i < entries.size(); ++i)
-        if (!entries[i].in_use && now - entries[i].last_use > max_idle_days * 86400)
-            idle.push_back(i);
-    return idle;
-}
-
 }  // namespace dlstage::policy

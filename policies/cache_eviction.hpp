@@ -4,8 +4,9 @@
 // are below the low one.  A job about to stage counts what it brings, so
 // staging never fails for want of space that evicting unused entries would
 // give.  Facts in, plan out: the caller (root: the prolog before staging,
-// `dlstage gc` from a timer) measures the entries and the tier itself and
-// removes what the plan names.
+// `dlstage gc` from a timer, whose policies/gc rule also removes entries
+// idle too long) measures the entries and the tier itself and removes what
+// the plan names.
 #pragma once
 
 #include <cstdint>
@@ -61,10 +62,5 @@ struct EvictionPlan {
 
 EvictionPlan plan_eviction(const std::vector<CacheEntryFacts>& entries, const CacheTierFacts& tier,
                            const Watermarks& marks, const Incoming& incoming = {});
-
-// Entries unused for longer than max_idle_days (0: never by age), never one
-// in use: `dlstage gc` removes them whatever the watermarks say.
-std::vector<std::size_t> idle_entries(const std::vector<CacheEntryFacts>& entries, std::int64_t now,
-                                      std::int64_t max_idle_days);
 
 }  // namespace dlstage::policy

@@ -105,15 +105,6 @@ BOOST_AUTO_TEST_CASE(equal_last_use_decided_by_name_the_same_everywhere)
     BOOST_TEST(plan.evict == (std::vector<std::size_t>{1}), boost::test_tools::per_element());
 }
 
-BOOST_AUTO_TEST_CASE(idle_entries_by_age_never_in_use)
-{
-    const std::int64_t day = 86400, now = 100 * day;
-    const std::vector<CacheEntryFacts> entries{entry("a/old", 1, now - 31 * day), entry("b/new", 1, now - day),
-                                               entry("c/old-busy", 1, now - 40 * day, true)};
-    BOOST_TEST(idle_entries(entries, now, 30) == (std::vector<std::size_t>{0}), boost::test_tools::per_element());
-    BOOST_TEST(idle_entries(entries, now, 0).empty());
-}
-
 BOOST_AUTO_TEST_CASE(watermarks_are_percentages)
 {
     BOOST_TEST(parse_watermark("90%") == 0.9);
