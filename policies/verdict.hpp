@@ -6,9 +6,9 @@
 // (plain structs of numbers and names, gathered by the caller: no file
 // system, no Slurm) to a Verdict, unit-tested with plain numbers:
 // tier_choice, staging_mode, admission, cleanup, node_faults (a Blame
-// instead of a yes or no), unsquashfs, launch_retry.  Rules still to come
-// (which cache entry to evict, when a shared copy is purged, overrides)
-// belong beside them in the same shape.
+// instead of a yes or no), unsquashfs, launch_retry, purge, shared_copy,
+// cache_eviction (a plan: which node cache entries go).  Rules still to
+// come (overrides) belong beside them in the same shape.
 #pragma once
 
 #include <string>

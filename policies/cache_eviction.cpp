@@ -1,0 +1,116 @@
+#include "policies/cache_eviction.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "lib/error.hpp"
+#include "lib/size.hpp"
+#include "lib/strings.hpp"
+
+namespace dlstage::policy {
+
+double parse_watermark(const std::string& text)
+{
+    // A percentage as max_bytes takes one ("90%", "87.5 %"): one parser.
+    ByteLimit share;
+    try {
+        share = ByteLimit::parse(text);
+    } catch (const Error&) {
+        share = {};
+    }
+    if (share.kind != ByteLimit::Kind::Percent)
+        throw Error("watermark " + quoted(text) +
+                    " is not a share of the tier: write a percentage greater than 0% and at most 100%, such as \"90%\"");
+    return share.percent / 100.0;
+}
+
+namespace {
+// Usage as the tier would stand with what comes in, less what is evicted.
+struct Usage {
+    std::uint64_t bytes = 0;
+    std::uint64_t inodes = 0;
+};
+
+bool above(std::uint64_t used, const std::optional<std::uint64_t>& max, double share)
+{
+    return max && static_cast<double>(used) > share * static_cast<double>(*max);
+}
+
+bool above(const Usage& usage, const CacheTierFacts& tier, double share)
+{
+    return above(usage.bytes, tier.max_bytes, share) || above(usage.inodes, tier.max_inodes, share);
+}
+
+std::string percent_of(std::uint64_t used, std::uint64_t max)
+{
+    return std::to_string(static_cast<long long>(
+               std::llround(100.0 * static_cast<double>(used) / static_cast<double>(std::max<std::uint64_t>(max, 1))))) +
+           "%";
+}
+
+// "93% of max_bytes (9.3 GiB of 10.0 GiB)", for the kind that is over.
+std::string pressure(const Usage& usage, const CacheTierFacts& tier, double share)
+{
+    if (above(usage.bytes, tier.max_bytes, share))
+        return percent_of(usage.bytes, *tier.max_bytes) + " of max_bytes (" + format_size(usage.bytes) + " of " +
+               format_size(*tier.max_bytes) + ")";
+    return percent_of(usage.inodes, *tier.max_inodes) + " of max_inodes (" + std::to_string(usage.inodes) + " of " +
+           std::to_string(*tier.max_inodes) + ")";
+}
+
+std::string share_text(double share)
+{
+    return std::to_string(static_cast<long long>(std::llround(share * 100))) + "%";
+}
+}  // namespace
+
+EvictionPlan plan_eviction(const std::vector<CacheEntryFacts>& entries, const CacheTierFacts& tier,
+                           const Watermarks& marks, const Incoming& incoming)
+{
+    EvictionPlan plan;
+    Usage usage{tier.used_bytes + incoming.bytes, tier.used_inodes + incoming.inodes};
+    if (!above(usage, tier, marks.high)) {
+        plan.fits = Verdict::allow("below the high watermark (" + share_text(marks.high) + ")");
+        return plan;
+    }
+    const std::string before = pressure(usage, tier, marks.high);
+    std::vector<std::size_t> order(entries.size());
+    std::iota(order.begin(), order.end(), 0);
+    // Least recently used first; equal times by name, so that every node
+    // and every run decides alike.
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+        if (entries[a].last_use != entries[b].last_use)
+            return entries[a].last_use < entries[b].last_use;
+        return entries[a].name < entries[b].name;
+    });
+    for (const std::size_t i : order) {
+        if (!above(usage, tier, marks.low))
+            break;
+        const CacheEntryFacts& entry = entries[i];
+        if (entry.in_use)
+            continue;
+        usage.bytes -= std::min(usage.bytes, entry.bytes);
+        usage.inodes -= std::min(usage.inodes, entry.inodes);
+        plan.evict.push_back(i);
+        plan.why.push_back("evict " + entry.name + " (" + format_size(entry.bytes) + ", " +
+                           std::to_string(entry.inodes) + " inodes, last used " + day_text(entry.last_use) +
+                           "): the tier was at " + before + ", above the high watermark " + share_text(marks.high));
+    }
+    if (!above(usage, tier, 1.0)) {
+        plan.fits = Verdict::allow(plan.evict.empty() ? "above the high watermark, but every entry is in use"
+                                                      : "evicting " + std::to_string(plan.evict.size()) +
+                                                            " unused entries, least recently used first");
+        return plan;
+    }
+    std::vector<std::string> busy;
+    for (const CacheEntryFacts& entry : entries)
+        if (entry.in_use)
+            busy.push_back(entry.name);
+    plan.fits = Verdict::refuse("the tier would be at " + pressure(usage, tier, 1.0) +
+                                " even with every unused cache entry evicted" +
+                                (busy.empty() ? std::string() : "; in use by running jobs: " + join(busy, ", ")));
+    return plan;
+}
+
+}  // namespace dlstage::policy

@@ -1,0 +1,66 @@
+// Which entries of a node cache (`cleanup = "cache"`) to evict: least
+// recently used first, never one a running job on the node uses, once the
+// tier's usage of bytes or of inodes passed its high watermark, until both
+// are below the low one.  A job about to stage counts what it brings, so
+// staging never fails for want of space that evicting unused entries would
+// give.  Facts in, plan out: the caller (root: the prolog before staging,
+// `dlstage gc` from a timer, whose policies/gc rule also removes entries
+// idle too long) measures the entries and the tier itself and removes what
+// the plan names.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "policies/verdict.hpp"
+
+namespace dlstage::policy {
+
+struct CacheEntryFacts {
+    std::string name;            // for messages: "alice/imagenet"
+    std::uint64_t bytes = 0;     // what removing it gives back
+    std::uint64_t inodes = 0;
+    std::int64_t last_use = 0;   // seconds; from a record root keeps, never the user's own
+    bool in_use = false;         // a job running on this node uses it
+};
+
+// A tier on one node: what is used, and the limits (max_bytes and
+// max_inodes resolved on the node; nothing: no limit of that kind).
+struct CacheTierFacts {
+    std::uint64_t used_bytes = 0;
+    std::uint64_t used_inodes = 0;
+    std::optional<std::uint64_t> max_bytes;
+    std::optional<std::uint64_t> max_inodes;
+};
+
+// Shares of max_bytes and max_inodes, 0 < low <= high <= 1.
+struct Watermarks {
+    double high = 0.90;
+    double low = 0.75;
+};
+
+// Parses "90%" (a share greater than 0 and at most 100); throws Error
+// naming what is accepted.
+double parse_watermark(const std::string& text);
+
+// What a job about to stage brings to the tier (0, 0 for gc).
+struct Incoming {
+    std::uint64_t bytes = 0;
+    std::uint64_t inodes = 0;
+};
+
+struct EvictionPlan {
+    std::vector<std::size_t> evict;   // indexes into the entries, in eviction order
+    std::vector<std::string> why;     // one line per evicted entry
+    // Refused when even evicting every unused entry leaves too little room
+    // for what comes in (the job's request cannot be met here now); its
+    // reason names the entries in use.  Allowed otherwise, with a summary.
+    Verdict fits;
+};
+
+EvictionPlan plan_eviction(const std::vector<CacheEntryFacts>& entries, const CacheTierFacts& tier,
+                           const Watermarks& marks, const Incoming& incoming = {});
+
+}  // namespace dlstage::policy

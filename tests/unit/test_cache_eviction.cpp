@@ -1,0 +1,116 @@
+#include <boost/test/unit_test.hpp>
+
+#include "lib/error.hpp"
+#include "policies/cache_eviction.hpp"
+
+using namespace dlstage;
+using namespace dlstage::policy;
+
+namespace {
+constexpr std::uint64_t kGiB = 1ull << 30;
+
+CacheEntryFacts entry(const std::string& name, std::uint64_t gib, std::int64_t last_use, bool in_use = false)
+{
+    return {name, gib * kGiB, gib * 1000, last_use, in_use};
+}
+
+CacheTierFacts tier_of(std::uint64_t used_gib, std::uint64_t max_gib)
+{
+    CacheTierFacts t;
+    t.used_bytes = used_gib * kGiB;
+    t.used_inodes = used_gib * 1000;
+    t.max_bytes = max_gib * kGiB;
+    return t;
+}
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(cache_eviction)
+
+BOOST_AUTO_TEST_CASE(below_the_high_watermark_nothing_goes)
+{
+    const auto plan = plan_eviction({entry("a/x", 40, 1), entry("b/y", 40, 2)}, tier_of(80, 100), {});
+    BOOST_TEST(plan.evict.empty());
+    BOOST_TEST(plan.fits.allowed);
+}
+
+BOOST_AUTO_TEST_CASE(least_recently_used_first_until_below_the_low_watermark)
+{
+    // 95 of 100 GiB: above 90%; evict until at most 75 GiB.
+    const std::vector<CacheEntryFacts> entries{entry("a/new", 30, 300), entry("b/old", 10, 100),
+                                               entry("c/mid", 15, 200), entry("d/oldest", 5, 50)};
+    const auto plan = plan_eviction(entries, tier_of(95, 100), {});
+    // oldest (5) -> 90, old (10) -> 80, mid (15) -> 65: below 75, new stays.
+    BOOST_TEST(plan.evict == (std::vector<std::size_t>{3, 1, 2}), boost::test_tools::per_element());
+    BOOST_TEST(plan.fits.allowed);
+    BOOST_TEST(plan.why.at(0).find("d/oldest") != std::string::npos);
+    BOOST_TEST(plan.why.at(0).find("95% of max_bytes") != std::string::npos, plan.why.at(0));
+}
+
+BOOST_AUTO_TEST_CASE(an_entry_in_use_is_never_evicted)
+{
+    const std::vector<CacheEntryFacts> entries{entry("a/busy-oldest", 50, 1, true), entry("b/idle", 20, 5)};
+    const auto plan = plan_eviction(entries, tier_of(95, 100), {});
+    BOOST_TEST(plan.evict == (std::vector<std::size_t>{1}), boost::test_tools::per_element());
+    // 75 GiB left: at the low watermark, allowed.
+    BOOST_TEST(plan.fits.allowed);
+}
+
+BOOST_AUTO_TEST_CASE(what_comes_in_counts_so_staging_finds_room)
+{
+    // 60 GiB used, a job brings 35: 95 > 90, evict down to 75 with the 35 in.
+    const std::vector<CacheEntryFacts> entries{entry("a/x", 10, 1), entry("b/y", 20, 2), entry("c/z", 30, 3)};
+    const auto plan = plan_eviction(entries, tier_of(60, 100), {}, {35 * kGiB, 0});
+    BOOST_TEST(plan.evict == (std::vector<std::size_t>{0, 1}), boost::test_tools::per_element());
+    BOOST_TEST(plan.fits.allowed);
+}
+
+BOOST_AUTO_TEST_CASE(refused_when_entries_in_use_leave_no_room)
+{
+    const std::vector<CacheEntryFacts> entries{entry("alice/imagenet", 70, 1, true), entry("bob/coco", 10, 2)};
+    const auto plan = plan_eviction(entries, tier_of(80, 100), {}, {40 * kGiB, 0});
+    BOOST_TEST(plan.evict == (std::vector<std::size_t>{1}), boost::test_tools::per_element());
+    BOOST_TEST(!plan.fits.allowed);
+    BOOST_TEST(plan.fits.reason.find("alice/imagenet") != std::string::npos, plan.fits.reason);
+    BOOST_TEST(plan.fits.reason.find("110% of max_bytes") != std::string::npos, plan.fits.reason);
+}
+
+BOOST_AUTO_TEST_CASE(inodes_count_like_bytes)
+{
+    CacheTierFacts t;
+    t.used_bytes = 1;
+    t.used_inodes = 950;
+    t.max_inodes = 1000;
+    const std::vector<CacheEntryFacts> entries{{"a/small-files", 1, 300, 10, false}, {"b/more", 1, 100, 10, false}};
+    const auto plan = plan_eviction(entries, t, {0.9, 0.5});
+    // 950 -> 640 after both: still above 500, but nothing else to evict;
+    // 640 fits under the limit itself.
+    BOOST_TEST(plan.evict.size() == 2u);
+    BOOST_TEST(plan.fits.allowed);
+    BOOST_TEST(plan.why.at(0).find("max_inodes") != std::string::npos, plan.why.at(0));
+}
+
+BOOST_AUTO_TEST_CASE(no_limits_no_eviction)
+{
+    CacheTierFacts t;
+    t.used_bytes = 1ull << 50;
+    const auto plan = plan_eviction({entry("a/x", 1, 1)}, t, {});
+    BOOST_TEST(plan.evict.empty());
+    BOOST_TEST(plan.fits.allowed);
+}
+
+BOOST_AUTO_TEST_CASE(equal_last_use_decided_by_name_the_same_everywhere)
+{
+    const std::vector<CacheEntryFacts> entries{entry("b/y", 10, 7), entry("a/x", 10, 7)};
+    const auto plan = plan_eviction(entries, tier_of(95, 100), {0.9, 0.85});
+    BOOST_TEST(plan.evict == (std::vector<std::size_t>{1}), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(watermarks_are_percentages)
+{
+    BOOST_TEST(parse_watermark("90%") == 0.9);
+    BOOST_TEST(parse_watermark(" 87.5 % ") == 0.875);
+    for (const char* bad : {"90", "0%", "101%", "-5%", "ninety", "10G"})
+        BOOST_CHECK_THROW(parse_watermark(bad), Error);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
