@@ -237,7 +237,7 @@ int cmd_gc(const GlobalOptions& global, const std::vector<std::string>& args)
         say("gc: cannot tell which jobs still run: " + jobs.problem + "; nothing removed");
         return kExitNoSlurm;
     }
-    const policy::GcSettings settings{config.site.gc_grace, config.site.gc_records_days, 0};
+    const policy::GcSettings settings{config.site.gc_grace, config.site.gc_records_days, config.site.cache_idle_days};
     Outcome total;
     for (const auto& [part, find] : parts_of(config, options)) {
         const Outcome outcome = run_part(part, find, jobs, settings, options);

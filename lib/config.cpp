@@ -303,7 +303,7 @@ private:
     {
         check_keys(table, "site",
                    {"state_dir", "manifest_dir", "launcher", "default_tier", "allow_paths", "prolog_epilog_timeout",
-                    "gc_grace", "gc_records_days"});
+                    "gc_grace", "gc_records_days", "cache_idle_days"});
         for (const auto& [key, into] : {std::pair{"state_dir", &site.state_dir}, {"manifest_dir", &site.manifest_dir}}) {
             const std::string where = std::string("site.") + key;
             if (auto dir = string_at(table, key, where, false)) {
@@ -335,6 +335,8 @@ private:
         whole_number_at(table, "gc_grace", 0, 7 * 86400, "seconds, e.g. 300", site.gc_grace);
         whole_number_at(table, "gc_records_days", 0, 36500, "days, e.g. 30 (0: records are kept)",
                         site.gc_records_days);
+        whole_number_at(table, "cache_idle_days", 0, 36500, "days, e.g. 30 (0: only the watermarks evict)",
+                        site.cache_idle_days);
         if (const auto allow = bool_at(table, "allow_paths", "site.allow_paths"))
             site.allow_paths = *allow;
     }
@@ -389,7 +391,7 @@ private:
     {
         check_keys(table, prefix,
                    {"path", "scope", "cleanup", "max_bytes", "max_inodes", "charge_memory", "purge_days", "purge_by",
-                    "warn_days", "refresh_on_use"});
+                    "warn_days", "refresh_on_use", "high_watermark", "low_watermark"});
         Tier tier;
         tier.name = name;
         for (auto&& [key, value] : table) {
@@ -406,6 +408,7 @@ private:
         load_max_bytes(table, prefix, tier);
         load_max_inodes(table, prefix, tier);
         load_purge(table, prefix, tier);
+        load_watermarks(table, prefix, tier);
 
         const auto path = string_at(table, "path", prefix + ".path", true);
         if (!path)
@@ -445,6 +448,33 @@ private:
                     "a kept shared copy is per user: put %u in the path (e.g. \"/p/scratch/dlstage/%u\")");
         if (tier.cleanup == Cleanup::Keep && tier.path.uses('j'))
             problem(where, key, "a kept shared copy is found again by the user's later jobs: drop %j");
+    }
+
+    // Only a node cache evicts: elsewhere the keys would promise what
+    // nothing does.
+    void load_watermarks(const toml::table& table, const std::string& prefix, Tier& tier)
+    {
+        bool any = false;
+        for (const auto& [key, into] : {std::pair{"high_watermark", &tier.watermarks.high},
+                                        std::pair{"low_watermark", &tier.watermarks.low}}) {
+            const auto text = string_at(table, key, prefix + "." + key, false);
+            if (!text)
+                continue;
+            any = true;
+            try {
+                *into = parse_share(*text);
+            } catch (const Error& e) {
+                problem(table.get(key)->source(), prefix + "." + key, e.what());
+            }
+        }
+        if (!any)
+            return;
+        if (tier.cleanup != Cleanup::Cache)
+            problem(table.source(), prefix,
+                    "high_watermark and low_watermark are for cleanup = \"cache\" tiers (what evicts entries)");
+        else if (tier.watermarks.low > tier.watermarks.high)
+            problem(table.get("low_watermark") ? table.get("low_watermark")->source() : table.source(),
+                    prefix + ".low_watermark", "must not be above high_watermark");
     }
 
     void load_purge(const toml::table& table, const std::string& prefix, Tier& tier)

@@ -39,6 +39,13 @@ struct PurgeRule {
     bool refresh_on_use = false;
 };
 
+// A node cache's eviction thresholds (cleanup = "cache"): shares of
+// max_bytes and max_inodes, 0 < low <= high <= 1 (policies/cache_eviction).
+struct Watermarks {
+    double high = 0.90;
+    double low = 0.75;
+};
+
 struct Tier {
     std::string name;
     PathTemplate path;
@@ -47,6 +54,7 @@ struct Tier {
     ByteLimit max_bytes;
     std::optional<std::uint64_t> max_inodes;
     PurgeRule purge;  // scope = "shared" only
+    Watermarks watermarks;  // cleanup = "cache" only
     // Do staged bytes count against the job's memory?  tmpfs pages are
     // charged to the memory cgroup of the process that writes them, and the
     // stager runs in the job's step.  Unset: the default, charged_by_default().
@@ -117,6 +125,9 @@ struct SiteSettings {
     // days a job's records are kept after its end (0: for ever).
     int gc_grace = 300;
     int gc_records_days = 30;
+    // Days a node cache entry may go unused before `dlstage gc` removes it
+    // whatever the watermarks say (0: only the watermarks evict).
+    int cache_idle_days = 0;
 
     // Where `dlstage catalog scan` writes dataset manifests (NAME.manifest).
     std::string manifests() const;

@@ -184,4 +184,18 @@ std::string ByteLimit::str() const
     return "none";
 }
 
+double parse_share(std::string_view text)
+{
+    ByteLimit share;
+    try {
+        share = ByteLimit::parse(text);
+    } catch (const Error&) {
+        share = {};
+    }
+    if (share.kind != ByteLimit::Kind::Percent)
+        throw Error("invalid value " + quoted(text) +
+                    ": expected a percentage greater than 0% and at most 100%, such as \"90%\"");
+    return share.percent / 100.0;
+}
+
 }  // namespace dlstage

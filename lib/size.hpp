@@ -22,6 +22,11 @@ std::uint64_t parse_size(std::string_view text);
 // The same, and from min to max bytes ("expected a size from 4.0 KiB to ...").
 std::uint64_t parse_size(std::string_view text, std::uint64_t min, std::uint64_t max);
 
+// A share written as a percentage, "90%" or "87.5 %" (more than 0% and at
+// most 100%), as a fraction (0.9); throws Error naming what is accepted.
+// The same percentages max_bytes takes.
+double parse_share(std::string_view text);
+
 // "1.5 GiB", "512 B": for messages and listings.
 std::string format_size(std::uint64_t bytes);
 

@@ -10,21 +10,6 @@
 
 namespace dlstage::policy {
 
-double parse_watermark(const std::string& text)
-{
-    // A percentage as max_bytes takes one ("90%", "87.5 %"): one parser.
-    ByteLimit share;
-    try {
-        share = ByteLimit::parse(text);
-    } catch (const Error&) {
-        share = {};
-    }
-    if (share.kind != ByteLimit::Kind::Percent)
-        throw Error("watermark " + quoted(text) +
-                    " is not a share of the tier: write a percentage greater than 0% and at most 100%, such as \"90%\"");
-    return share.percent / 100.0;
-}
-
 namespace {
 // Usage as the tier would stand with what comes in, less what is evicted.
 struct Usage {

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/config.hpp"
 #include "policies/verdict.hpp"
 
 namespace dlstage::policy {
@@ -35,15 +36,8 @@ struct CacheTierFacts {
     std::optional<std::uint64_t> max_inodes;
 };
 
-// Shares of max_bytes and max_inodes, 0 < low <= high <= 1.
-struct Watermarks {
-    double high = 0.90;
-    double low = 0.75;
-};
-
-// Parses "90%" (a share greater than 0 and at most 100); throws Error
-// naming what is accepted.
-double parse_watermark(const std::string& text);
+// The tier's high_watermark and low_watermark (lib/config).
+using dlstage::Watermarks;
 
 // What a job about to stage brings to the tier (0, 0 for gc).
 struct Incoming {

@@ -105,12 +105,4 @@ BOOST_AUTO_TEST_CASE(equal_last_use_decided_by_name_the_same_everywhere)
     BOOST_TEST(plan.evict == (std::vector<std::size_t>{1}), boost::test_tools::per_element());
 }
 
-BOOST_AUTO_TEST_CASE(watermarks_are_percentages)
-{
-    BOOST_TEST(parse_watermark("90%") == 0.9);
-    BOOST_TEST(parse_watermark(" 87.5 % ") == 0.875);
-    for (const char* bad : {"90", "0%", "101%", "-5%", "ninety", "10G"})
-        BOOST_CHECK_THROW(parse_watermark(bad), Error);
-}
-
 BOOST_AUTO_TEST_SUITE_END()

@@ -196,6 +196,47 @@ refresh_on_use = true
     BOOST_TEST(s.purge.refresh_on_use);
 }
 
+BOOST_AUTO_TEST_CASE(watermarks_are_for_node_caches)
+{
+    const Config config = parse_config(R"([site]
+cache_idle_days = 30
+[tiers.shm]
+path = "/dev/shm/dlstage/cache/%u"
+cleanup = "cache"
+max_bytes = "50%"
+high_watermark = "85%"
+low_watermark = "60%"
+[tiers.ssd]
+path = "/local/dlstage/cache/%u"
+cleanup = "cache"
+)", "t.toml");
+    BOOST_TEST(config.tiers.at("shm").watermarks.high == 0.85);
+    BOOST_TEST(config.tiers.at("shm").watermarks.low == 0.60);
+    BOOST_TEST(config.tiers.at("ssd").watermarks.high == 0.90);  // the defaults
+    BOOST_TEST(config.tiers.at("ssd").watermarks.low == 0.75);
+    BOOST_TEST(config.site.cache_idle_days == 30);
+    const auto problems = problems_of(R"([tiers.a]
+path = "/local/a/%j"
+high_watermark = "90%"
+[tiers.b]
+path = "/local/b/%u"
+cleanup = "cache"
+high_watermark = "70%"
+low_watermark = "80%"
+[tiers.c]
+path = "/local/c/%u"
+cleanup = "cache"
+high_watermark = "90"
+[site]
+cache_idle_days = -1
+)");
+    BOOST_TEST(has_problem(problems, 1, "tiers.a", "for cleanup = \"cache\" tiers"), dump(problems));
+    BOOST_TEST(has_problem(problems, 8, "tiers.b.low_watermark", "not be above high_watermark"), dump(problems));
+    BOOST_TEST(has_problem(problems, 12, "tiers.c.high_watermark", "a percentage"), dump(problems));
+    BOOST_TEST(has_problem(problems, 14, "site.cache_idle_days", ""), dump(problems));
+    BOOST_TEST(problems.size() == 4u, dump(problems));
+}
+
 BOOST_AUTO_TEST_CASE(tiers_under_one_root_name_their_directories_the_same_way)
 {
     const auto problems = problems_of(R"([tiers.a]

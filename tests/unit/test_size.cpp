@@ -121,4 +121,13 @@ BOOST_AUTO_TEST_CASE(limits_absolute_and_percent)
     }
 }
 
+BOOST_AUTO_TEST_CASE(shares_are_percentages)
+{
+    BOOST_TEST(parse_share("90%") == 0.9);
+    BOOST_TEST(parse_share(" 87.5 % ") == 0.875);
+    BOOST_TEST(parse_share("100%") == 1.0);
+    for (const char* bad : {"90", "0%", "101%", "-5%", "ninety", "10G", ""})
+        BOOST_CHECK_THROW(parse_share(bad), Error);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
