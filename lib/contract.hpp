@@ -87,8 +87,14 @@ inline constexpr const char* kFailedState = "failed";
 inline constexpr const char* kReusedState = "reused";
 // The epilog's outcome when every job directory of the node is gone.
 inline constexpr const char* kCleanedState = "cleaned";
-// Reserved for the node caches (issue 12): a job that found its dataset
-// in a node's cache.  `dlstage status` shows it when a record says so.
+// A job that found its dataset in the node cache of every node it ran on.
 inline constexpr const char* kCacheHitState = "cache-hit";
+
+// A node cache (a node tier with cleanup = "cache") keeps its entries
+// below the tier root, one directory per user (see lib/job_layout.hpp):
+//   <tier root>/.cache/            root's, 0755 (the prolog)
+//   <tier root>/.cache/<user>/     the user's, 0700 (the prolog)
+// No job id, user name or node name begins with a dot.
+inline constexpr const char* kCacheDirName = ".cache";
 
 }  // namespace dlstage

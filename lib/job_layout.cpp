@@ -41,6 +41,16 @@ DatasetLayout dataset_layout_within(const StageItem& item)
     return layout_in(item.tier.path.root(), ".", item.dataset.name);
 }
 
+std::string cache_parent_of(const Tier& tier)
+{
+    return tier.path.root() + "/" + kCacheDirName;
+}
+
+std::string cache_dir_of(const Tier& tier, const std::string& user)
+{
+    return cache_parent_of(tier) + "/" + user;
+}
+
 namespace {
 std::uint64_t count_field(const toml::table& record, const char* key, const std::string& marker_path)
 {

@@ -21,6 +21,17 @@
 //   /p/scratch/dlstage/alice/.ready-imagenet.toml  its record (lib/copy_record.hpp)
 //   /p/scratch/dlstage/alice/.contents-imagenet    what the copy must hold
 //   /p/scratch/dlstage/alice/.lock-imagenet        held while a job stages it
+//
+// A node cache (scope = "node", cleanup = "cache") keeps one entry per user
+// and dataset on each node, laid out as a shared tier's copies are, in the
+// user's cache directory below the tier root; the job directory (%j) holds
+// only the job's ready marker, whose path points into the cache:
+//   /dev/shm/dlstage/.cache/alice/                      cache_dir (prolog, 0700, alice's)
+//   /dev/shm/dlstage/.cache/alice/imagenet/             the entry, reused by later jobs
+//   /dev/shm/dlstage/.cache/alice/.ready-imagenet.toml  its record (lib/copy_record.hpp)
+//   /dev/shm/dlstage/.cache/alice/.contents-imagenet    what the entry must hold
+//   /dev/shm/dlstage/.cache/alice/.lock-imagenet        held while a job stages it
+//   /dev/shm/dlstage/123/.ready-imagenet.toml           the job's marker: path = the entry
 #pragma once
 
 #include <cstdint>
@@ -53,6 +64,12 @@ DatasetLayout dataset_layout(const StageItem& item, const TemplateValues& values
 // stager addresses them once the job directory it opened and checked is its
 // working directory, so that no path to it is looked up again.
 DatasetLayout dataset_layout_within(const StageItem& item);
+
+// A node cache tier's directory for `user`'s entries:
+// <tier root>/.cache/<user>.
+std::string cache_dir_of(const Tier& tier, const std::string& user);
+// Its parent, <tier root>/.cache, root's.
+std::string cache_parent_of(const Tier& tier);
 
 // What the stager records once a dataset is complete and verified on a node.
 struct ReadyMarker {
