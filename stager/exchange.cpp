@@ -126,11 +126,13 @@ private:
 
 class Ring {
 public:
-    Ring(const Plan& plan, const std::vector<Chunk>& chunks, TreeWriter& writer, const ExchangeOptions& options)
-        : plan_(plan), chunks_(chunks), writer_(writer), options_(options), throttle_(static_cast<double>(options.read_rate_limit))
+    Ring(const Plan& plan, const std::vector<Chunk>& chunks, TreeWriter& writer, const ExchangeOptions& options,
+         MPI_Comm comm)
+        : plan_(plan), chunks_(chunks), writer_(writer), options_(options), comm_(comm),
+          throttle_(static_cast<double>(options.read_rate_limit))
     {
-        MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-        MPI_Comm_size(MPI_COMM_WORLD, &size_);
+        MPI_Comm_rank(comm_, &rank_);
+        MPI_Comm_size(comm_, &size_);
         left_ = (rank_ + size_ - 1) % size_;
         right_ = (rank_ + 1) % size_;
         slots_.resize(std::max(2u, options.window));
@@ -243,7 +245,7 @@ private:
                 to_read_.push(slot);
             else
                 MPI_Irecv(slot->data.data(), static_cast<int>(bytes(next_post_) + kHashBytes), MPI_BYTE, left_,
-                          tag(next_post_), MPI_COMM_WORLD, &slot->recv);
+                          tag(next_post_), comm_, &slot->recv);
             in_flight_.push_back(slot);
             ++next_post_;
             posted = true;
@@ -272,7 +274,7 @@ private:
                 break;
             if (owner(slot->chunk) != right_)
                 MPI_Isend(slot->data.data(), static_cast<int>(bytes(slot->chunk) + kHashBytes), MPI_BYTE, right_,
-                          tag(slot->chunk), MPI_COMM_WORLD, &slot->send);
+                          tag(slot->chunk), comm_, &slot->send);
             slot->handled = true;
             to_write_.push(slot);
             ++next_handle_;
@@ -334,6 +336,7 @@ private:
     const std::vector<Chunk>& chunks_;
     TreeWriter& writer_;
     const ExchangeOptions& options_;
+    MPI_Comm comm_;
     Throttle throttle_;
     int rank_ = 0, size_ = 1, left_ = 0, right_ = 0;
 
@@ -351,11 +354,11 @@ private:
     std::atomic<std::uint64_t> bytes_written_{0};
 };
 ExchangeResult broadcast_one_at_a_time(const Plan& plan, const std::vector<Chunk>& chunks, TreeWriter& writer,
-                                       const ExchangeOptions& options, const ProgressFn& progress)
+                                       const ExchangeOptions& options, const ProgressFn& progress, MPI_Comm comm)
 {
     int rank = 0, size = 1;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
     SourceReader reader(plan, options.opens);  // the one reader
     Throttle throttle(static_cast<double>(options.read_rate_limit));
     std::vector<char> buffer(options.chunk_size + kHashBytes);
@@ -369,7 +372,7 @@ ExchangeResult broadcast_one_at_a_time(const Plan& plan, const std::vector<Chunk
             std::memcpy(buffer.data() + n, &hash, kHashBytes);
             throttle.account(n);
         }
-        MPI_Bcast(buffer.data(), static_cast<int>(n + kHashBytes), MPI_BYTE, owner, MPI_COMM_WORLD);
+        MPI_Bcast(buffer.data(), static_cast<int>(n + kHashBytes), MPI_BYTE, owner, comm);
         XXH64_hash_t sent = 0;
         std::memcpy(&sent, buffer.data() + n, kHashBytes);
         if (rank != owner && XXH3_64bits(buffer.data(), n) != sent)
@@ -383,11 +386,11 @@ ExchangeResult broadcast_one_at_a_time(const Plan& plan, const std::vector<Chunk
 }  // namespace
 
 ExchangeResult exchange_chunks(const Plan& plan, const std::vector<Chunk>& chunks, TreeWriter& writer,
-                               const ExchangeOptions& options, const ProgressFn& progress)
+                               const ExchangeOptions& options, const ProgressFn& progress, MPI_Comm comm)
 {
     if (options.scheme == ExchangeScheme::Bcast)
-        return broadcast_one_at_a_time(plan, chunks, writer, options, progress);
-    Ring ring(plan, chunks, writer, options);
+        return broadcast_one_at_a_time(plan, chunks, writer, options, progress, comm);
+    Ring ring(plan, chunks, writer, options, comm);
     return ring.run(progress);
 }
 

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <mpi.h>
 #include <vector>
 
 #include "lib/stager_tuning.hpp"
@@ -34,9 +35,10 @@ struct ExchangeResult {
     std::uint64_t bytes_read = 0;  // from the source, by this rank
 };
 
-// Collective over MPI_COMM_WORLD; throws Error on a read, write, checksum
-// or communication failure on this rank.
+// Collective over comm (the job's ranks, or those of the nodes a node
+// cache missed on); throws Error on a read, write, checksum or
+// communication failure on this rank.
 ExchangeResult exchange_chunks(const Plan& plan, const std::vector<Chunk>& chunks, TreeWriter& writer,
-                               const ExchangeOptions& options, const ProgressFn& progress);
+                               const ExchangeOptions& options, const ProgressFn& progress, MPI_Comm comm);
 
 }  // namespace dlstage::stager

@@ -35,18 +35,18 @@ std::int64_t now_s()
     return static_cast<std::int64_t>(std::time(nullptr));
 }
 
-int broadcast_int(int value)
+int broadcast_int(MPI_Comm comm, int value)
 {
     MPI_Request request = MPI_REQUEST_NULL;
-    MPI_Ibcast(&value, 1, MPI_INT, 0, MPI_COMM_WORLD, &request);
+    MPI_Ibcast(&value, 1, MPI_INT, 0, comm, &request);
     quiet_wait(request);
     return value;
 }
 
-std::int64_t reduce_min(std::int64_t mine)
+std::int64_t reduce_min(MPI_Comm comm, std::int64_t mine)
 {
     long long in = mine, out = 0;
-    MPI_Allreduce(&in, &out, 1, MPI_LONG_LONG, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&in, &out, 1, MPI_LONG_LONG, MPI_MIN, comm);
     return out;
 }
 
@@ -79,7 +79,7 @@ std::optional<Plan> read_contents_once(const std::string& path, const NodeContex
         }
     }
     MPI_Request request = MPI_REQUEST_NULL;
-    MPI_Ibcast(&size, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD, &request);
+    MPI_Ibcast(&size, 1, MPI_UNSIGNED_LONG_LONG, 0, ctx.comm, &request);
     quiet_wait(request);
     if (size == 0)
         return std::nullopt;
@@ -87,7 +87,7 @@ std::optional<Plan> read_contents_once(const std::string& path, const NodeContex
     constexpr std::size_t kStep = 1u << 30;  // one MPI message holds at most INT_MAX bytes
     for (std::size_t off = 0; off < bytes.size(); off += kStep) {
         MPI_Ibcast(bytes.data() + off, static_cast<int>(std::min<std::size_t>(kStep, bytes.size() - off)), MPI_BYTE,
-                   0, MPI_COMM_WORLD, &request);
+                   0, ctx.comm, &request);
         quiet_wait(request);
     }
     int parsed = 1;
@@ -97,7 +97,7 @@ std::optional<Plan> read_contents_once(const std::string& path, const NodeContex
     } catch (const Error&) {
         parsed = 0;
     }
-    return all_ranks(parsed != 0) ? std::move(contents) : std::nullopt;
+    return all_ranks(ctx.comm, parsed != 0) ? std::move(contents) : std::nullopt;
 }
 
 Found look_for_copy(const StageItem& item, const DatasetLayout& here, const Plan& plan, const NodeContext& ctx)
@@ -128,7 +128,7 @@ Found look_for_copy(const StageItem& item, const DatasetLayout& here, const Plan
                 seen = 3;
         }
     }
-    seen = broadcast_int(seen);
+    seen = broadcast_int(ctx.comm, seen);
     found.has_record = seen >= 1;
     found.same_source = seen >= 2;
     if (!found.same_source)
@@ -172,16 +172,16 @@ Checked check_share(const StageItem& item, const DatasetLayout& here, const Foun
         checked.mine.missing = (found.contents->entries.size() + static_cast<std::size_t>(ctx.size - 1 - ctx.rank)) /
                                static_cast<std::size_t>(ctx.size);
     checked.facts.entries = found.contents->entries.size();
-    checked.facts.missing = reduce_over_ranks(checked.mine.missing, MPI_SUM);
-    checked.facts.wrong_size = reduce_over_ranks(checked.mine.wrong_size, MPI_SUM);
+    checked.facts.missing = reduce_over_ranks(ctx.comm, checked.mine.missing, MPI_SUM);
+    checked.facts.wrong_size = reduce_over_ranks(ctx.comm, checked.mine.wrong_size, MPI_SUM);
     // The copy's directory counts too: someone else's holds what they like.
     struct stat top {};
     const bool foreign_top = copy.valid() && ctx.rank == 0 && ::fstat(copy.get(), &top) == 0 && top.st_uid != ::geteuid();
-    checked.facts.foreign = reduce_over_ranks(checked.mine.foreign + (foreign_top ? 1 : 0), MPI_SUM);
+    checked.facts.foreign = reduce_over_ranks(ctx.comm, checked.mine.foreign + (foreign_top ? 1 : 0), MPI_SUM);
     if (!copy.valid())
         checked.facts.repairable = false;
-    checked.facts.repairable = all_ranks(checked.facts.repairable);
-    checked.oldest = reduce_min(checked.mine.oldest);
+    checked.facts.repairable = all_ranks(ctx.comm, checked.facts.repairable);
+    checked.oldest = reduce_min(ctx.comm, checked.mine.oldest);
     return checked;
 }
 
@@ -204,7 +204,7 @@ void repair(const StageItem& item, const DatasetLayout& layout, const DatasetLay
             if (::mkdirat(copy.get(), contents.entries[i].path.c_str(), 0700 | (contents.entries[i].mode & 0777)) != 0 &&
                 errno != EEXIST)
                 throw_cannot("create", layout.dataset_dir + "/" + contents.entries[i].path, errno);
-    quiet_barrier();
+    quiet_barrier(ctx.comm);
     const bool keep_times = !(item.tier.purge.days > 0 && item.tier.purge.by == PurgeBy::Mtime);
     for (const std::size_t i : checked.mine.bad) {
         const Entry& e = contents.entries[i];
@@ -216,7 +216,7 @@ void repair(const StageItem& item, const DatasetLayout& layout, const DatasetLay
                 throw_cannot("create symlink", layout.dataset_dir + "/" + e.path, errno);
         }
     }
-    quiet_barrier();
+    quiet_barrier(ctx.comm);
 }
 
 // Rank 0: the new copy into place, the old one aside and away.
@@ -322,7 +322,7 @@ void stage_copy(const StageItem& item, const NodeContext& ctx, const ExchangeOpt
         say(item.dataset.name + ": " + why);
         clear_partial(layout, here, job_dir);
     }
-    quiet_barrier();
+    quiet_barrier(ctx.comm);
     const policy::ExtractionBudget budget = check_space(item, job_dir, layout.tier_dir, plan);
     if (ctx.rank == 0)
         say_staging(item, ctx, plan);
@@ -330,7 +330,7 @@ void stage_copy(const StageItem& item, const NodeContext& ctx, const ExchangeOpt
     // Every rank's share is written, and rank 0 unpacked the archives: the
     // others wait without spinning (at N = 4 on 2 cores, three ranks spinning
     // in MPI_Barrier made rank 0's extraction of the shards 3x slower).
-    quiet_barrier();
+    quiet_barrier(ctx.comm);
     if (ctx.rank == 0) {
         publish_copy(item, layout, here, job_dir, ctx);
         std::optional<Plan> unpacked;
@@ -342,7 +342,7 @@ void stage_copy(const StageItem& item, const NodeContext& ctx, const ExchangeOpt
         record_use(record, here, ctx, record.made);
         moved.done();
     }
-    quiet_barrier();  // while rank 0 publishes and lists the copy
+    quiet_barrier(ctx.comm);  // while rank 0 publishes and lists the copy
     say_transferred(item, ctx, plan, moved.bytes_read, start, cpu_start);
 }
 void use_or_stage(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options,
@@ -403,7 +403,7 @@ void stage_shared(const StageItem& item, const NodeContext& ctx, const ExchangeO
                                           LockHolder{ctx.values.job_id, ctx.node, static_cast<long>(::getpid()), 0},
                                           lock_options);
     }
-    quiet_barrier();  // the others wait for the lock without spinning
+    quiet_barrier(ctx.comm);  // the others wait for the lock without spinning
     try {
         use_or_stage(item, ctx, options, layout, here, job_dir);
     } catch (...) {

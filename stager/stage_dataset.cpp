@@ -39,17 +39,17 @@ namespace dlstage::stager {
 
 using Clock = std::chrono::steady_clock;
 
-bool all_ranks(bool mine)
+bool all_ranks(MPI_Comm comm, bool mine)
 {
     int in = mine ? 1 : 0, out = 0;
-    MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_MIN, comm);
     return out == 1;
 }
 
-std::uint64_t reduce_over_ranks(std::uint64_t mine, MPI_Op op)
+std::uint64_t reduce_over_ranks(MPI_Comm comm, std::uint64_t mine, MPI_Op op)
 {
     unsigned long long in = mine, out = 0;
-    MPI_Allreduce(&in, &out, 1, MPI_UNSIGNED_LONG_LONG, op, MPI_COMM_WORLD);
+    MPI_Allreduce(&in, &out, 1, MPI_UNSIGNED_LONG_LONG, op, comm);
     return out;
 }
 
@@ -62,10 +62,10 @@ void quiet_wait(MPI_Request& request)
         usleep(2000);
 }
 
-void quiet_barrier()
+void quiet_barrier(MPI_Comm comm)
 {
     MPI_Request request = MPI_REQUEST_NULL;
-    MPI_Ibarrier(MPI_COMM_WORLD, &request);
+    MPI_Ibarrier(comm, &request);
     quiet_wait(request);
 }
 
@@ -158,12 +158,12 @@ Plan broadcast_plan(const StageItem& item, const NodeContext& ctx)
 {
     // One MPI message holds at most INT_MAX bytes: big blocks go in steps.
     // The other ranks wait through rank 0's whole walk here: quietly.
-    const auto bcast = [](void* data, std::size_t size) {
+    const auto bcast = [&ctx](void* data, std::size_t size) {
         constexpr std::size_t kStep = 1u << 30;
         for (std::size_t off = 0; off < size; off += kStep) {
             MPI_Request request = MPI_REQUEST_NULL;
             MPI_Ibcast(static_cast<char*>(data) + off, static_cast<int>(std::min(kStep, size - off)), MPI_BYTE, 0,
-                       MPI_COMM_WORLD, &request);
+                       ctx.comm, &request);
             quiet_wait(request);
         }
     };
@@ -477,7 +477,7 @@ TransferResult transfer(const StageItem& item, const NodeContext& ctx, const Exc
     if (!shared || ctx.rank == 0)
         writer.create_skeleton();
     if (shared)
-        quiet_barrier();
+        quiet_barrier(ctx.comm);
     const auto chunks = layout_chunks(plan, options.chunk_size);
     const auto progress = std::make_shared<Progress>(item, plan, chunks.size(), ctx);
     ExchangeResult exchanged;
@@ -488,13 +488,13 @@ TransferResult transfer(const StageItem& item, const NodeContext& ctx, const Exc
                                         (*progress)(std::min(chunks.size() - 1, done * static_cast<std::size_t>(ctx.size)),
                                                  std::min(plan.total_bytes(), bytes * static_cast<std::uint64_t>(ctx.size)));
                                     });
-        quiet_barrier();
+        quiet_barrier(ctx.comm);
         writer.finish_split_files();
-        quiet_barrier();
+        quiet_barrier(ctx.comm);
         if (ctx.rank == 0)
             writer.finish();
     } else {
-        exchanged = exchange_chunks(plan, chunks, writer, options, std::ref(*progress));
+        exchanged = exchange_chunks(plan, chunks, writer, options, std::ref(*progress), ctx.comm);
         writer.finish();
     }
     if (extract && (!shared || ctx.rank == 0)) {
@@ -519,9 +519,9 @@ TransferResult transfer(const StageItem& item, const NodeContext& ctx, const Exc
 void say_transferred(const StageItem& item, const NodeContext& ctx, const Plan& plan, std::uint64_t bytes_read,
                      Clock::time_point start, std::uint64_t cpu_start)
 {
-    const std::uint64_t read = reduce_over_ranks(bytes_read, MPI_SUM);
-    const std::uint64_t peak_rss = reduce_over_ranks(peak_rss_bytes(), MPI_MAX);
-    const double cpu_seconds = static_cast<double>(reduce_over_ranks(cpu_microseconds() - cpu_start, MPI_SUM)) / 1e6;
+    const std::uint64_t read = reduce_over_ranks(ctx.comm, bytes_read, MPI_SUM);
+    const std::uint64_t peak_rss = reduce_over_ranks(ctx.comm, peak_rss_bytes(), MPI_MAX);
+    const double cpu_seconds = static_cast<double>(reduce_over_ranks(ctx.comm, cpu_microseconds() - cpu_start, MPI_SUM)) / 1e6;
     if (ctx.rank != 0)
         return;
     const bool shared = item.tier.scope == Scope::Shared;
@@ -546,7 +546,7 @@ void stage_here(const StageItem& item, const NodeContext& ctx, const ExchangeOpt
                 const DatasetLayout& layout, const Fd& job_dir)
 {
     const DatasetLayout here = dataset_layout_within(item);
-    if (all_ranks(staged_here(item, here))) {
+    if (all_ranks(ctx.comm, staged_here(item, here))) {
         if (ctx.rank == 0)
             sayf("%s is already staged to %s on %d nodes", item.dataset.name.c_str(),
                  item.tier.name.c_str(), ctx.size);
@@ -566,7 +566,7 @@ void stage_here(const StageItem& item, const NodeContext& ctx, const ExchangeOpt
     // Publish only once every node holds a complete, verified copy: a rank
     // that failed has exited by now, and the launcher stops the others
     // (srun --kill-on-bad-exit), so no rank gets past this barrier.
-    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Barrier(ctx.comm);
     publish(item, layout, here, plan);
     moved.done();
     say_transferred(item, ctx, plan, moved.bytes_read, start, cpu_start);

@@ -3,6 +3,7 @@
 // marker written last.
 #pragma once
 
+#include <mpi.h>
 #include <string>
 
 #include "lib/stage_spec.hpp"
@@ -11,6 +12,9 @@
 namespace dlstage::stager {
 
 struct NodeContext {
+    // The ranks that take part: every node of the job, or (node caches)
+    // those that missed; rank and size are within comm.
+    MPI_Comm comm = MPI_COMM_WORLD;
     int rank = 0;
     int size = 1;
     std::string node;

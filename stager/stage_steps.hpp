@@ -1,6 +1,7 @@
 // The steps of staging one dataset that node tiers (stager/stage_dataset)
 // and shared tiers (stager/shared_copy) have in common.  All are collective
-// over MPI_COMM_WORLD unless said otherwise; the working directory is the
+// over ctx.comm (every rank of the job, or of the nodes that take part)
+// unless said otherwise; the working directory is the
 // tier directory the stager entered and checked.
 #pragma once
 
@@ -19,12 +20,12 @@
 
 namespace dlstage::stager {
 
-bool all_ranks(bool mine);
-std::uint64_t reduce_over_ranks(std::uint64_t mine, MPI_Op op);
+bool all_ranks(MPI_Comm comm, bool mine);
+std::uint64_t reduce_over_ranks(MPI_Comm comm, std::uint64_t mine, MPI_Op op);
 // Waits for a nonblocking collective, or a barrier, sleeping instead of
 // spinning a core.
 void quiet_wait(MPI_Request& request);
-void quiet_barrier();
+void quiet_barrier(MPI_Comm comm);
 
 // Rank 0 plans (walk or manifest) and every rank gets the plan.
 Plan broadcast_plan(const StageItem& item, const NodeContext& ctx);
