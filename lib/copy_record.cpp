@@ -55,6 +55,7 @@ toml::table copy_record_table(const CopyRecord& r)
         {"last_job", r.last_job},
         {"oldest", r.oldest},
         {"repaired", signed_of(r.repaired)},
+        {"sealed_ns", r.sealed_ns},
     };
 }
 
@@ -74,6 +75,7 @@ CopyRecord copy_record_of(const toml::table& table, const std::string& name)
     r.last_job = table["last_job"].value_or(std::string());
     r.oldest = number_field(table, "oldest", name);
     r.repaired = static_cast<std::uint64_t>(integer_field(table, "repaired").value_or(0));
+    r.sealed_ns = integer_field(table, "sealed_ns").value_or(0);
     return r;
 }
 

@@ -33,6 +33,11 @@ struct CopyRecord {
     std::string last_job;
     std::int64_t oldest = 0;        // the oldest file's purge clock at the last check (0: unknown)
     std::uint64_t repaired = 0;     // files fetched again after a purge, over its life
+    // Node caches: the copy's directory's ctime (ns since the epoch) once
+    // it was complete and in place.  No entry of an untouched copy has a
+    // later ctime, and no user can set a ctime back: one that is later was
+    // written, chmod'ed, or had entries added or removed since.  0: none.
+    std::int64_t sealed_ns = 0;
 };
 
 toml::table copy_record_table(const CopyRecord& record);

@@ -51,6 +51,11 @@ std::string cache_dir_of(const Tier& tier, const std::string& user)
     return cache_parent_of(tier) + "/" + user;
 }
 
+DatasetLayout cache_layout(const StageItem& item, const std::string& user)
+{
+    return layout_in(item.tier.path.root(), cache_dir_of(item.tier, user), item.dataset.name);
+}
+
 namespace {
 std::uint64_t count_field(const toml::table& record, const char* key, const std::string& marker_path)
 {

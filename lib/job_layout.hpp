@@ -70,6 +70,8 @@ DatasetLayout dataset_layout_within(const StageItem& item);
 std::string cache_dir_of(const Tier& tier, const std::string& user);
 // Its parent, <tier root>/.cache, root's.
 std::string cache_parent_of(const Tier& tier);
+// Where `user`'s entry of item's dataset lives: tier_dir is cache_dir_of.
+DatasetLayout cache_layout(const StageItem& item, const std::string& user);
 
 // What the stager records once a dataset is complete and verified on a node.
 struct ReadyMarker {

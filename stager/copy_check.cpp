@@ -62,6 +62,11 @@ bool same_type(EntryType type, mode_t mode)
 }
 }  // namespace
 
+std::int64_t ctime_ns(const struct stat& st)
+{
+    return static_cast<std::int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec;
+}
+
 CopyCheck check_copy(int copy_fd, const Plan& contents, const CheckShare& share)
 {
     // This share: entries i with i % ranks == rank, in blocks of kBlock of
@@ -83,7 +88,7 @@ CopyCheck check_copy(int copy_fd, const Plan& contents, const CheckShare& share)
             const std::size_t i = first + k * ranks;
             const Entry& e = contents.entries[i];
             struct stat st {};
-            bool missing = false, wrong = false, foreign = false;
+            bool missing = false, wrong = false, foreign = false, changed = false;
             if (::fstatat(copy_fd, e.path.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
                 if (errno != ENOENT && errno != ENOTDIR)
                     throw_cannot("check", e.path, errno);
@@ -94,6 +99,8 @@ CopyCheck check_copy(int copy_fd, const Plan& contents, const CheckShare& share)
                 foreign = missing = true;  // someone else's: not what the job staged
             } else if (e.type == EntryType::File && static_cast<std::uint64_t>(st.st_size) != e.size) {
                 wrong = true;
+            } else if (share.sealed_ns > 0 && ctime_ns(st) > share.sealed_ns) {
+                wrong = changed = true;
             }
             if (!missing && !wrong && e.type == EntryType::File && share.refresh_atime)
                 ::utimensat(copy_fd, e.path.c_str(), refresh, AT_SYMLINK_NOFOLLOW);
@@ -102,6 +109,7 @@ CopyCheck check_copy(int copy_fd, const Plan& contents, const CheckShare& share)
                 part.bad.push_back(i);
                 ++(missing ? part.missing : part.wrong_size);
                 part.foreign += foreign ? 1 : 0;
+                part.changed += changed ? 1 : 0;
             } else if (e.type == EntryType::File) {
                 const policy::FileTimes times{st.st_atim.tv_sec, st.st_mtim.tv_sec, st.st_ctim.tv_sec};
                 part.oldest = std::min(part.oldest, policy::purge_clock(share.purge_by, times));
@@ -112,6 +120,7 @@ CopyCheck check_copy(int copy_fd, const Plan& contents, const CheckShare& share)
         result.missing += part.missing;
         result.wrong_size += part.wrong_size;
         result.foreign += part.foreign;
+        result.changed += part.changed;
         result.bad.insert(result.bad.end(), part.bad.begin(), part.bad.end());
         result.oldest = std::min(result.oldest, part.oldest);
     });

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <sys/stat.h>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -37,6 +38,7 @@ struct CopyCheck {
     std::uint64_t missing = 0;     // absent, or of another type
     std::uint64_t wrong_size = 0;  // files only
     std::uint64_t foreign = 0;     // not owned by CheckShare::owner (also in bad)
+    std::uint64_t changed = 0;     // changed after CheckShare::sealed_ns (also in bad)
     std::vector<std::size_t> bad;  // indexes into contents.entries, sorted
     std::int64_t oldest = std::numeric_limits<std::int64_t>::max();  // min purge clock of the files seen
 };
@@ -47,7 +49,13 @@ struct CheckShare {
     PurgeBy purge_by = PurgeBy::Atime;
     bool refresh_atime = false;  // a site's refresh_on_use
     uid_t owner = ::geteuid();   // whose every entry must be
+    // Node caches: > 0, an entry whose ctime is later (ns since the epoch)
+    // was changed after the copy was sealed (lib/copy_record.hpp).
+    std::int64_t sealed_ns = 0;
 };
+
+// st's ctime in ns since the epoch.
+std::int64_t ctime_ns(const struct stat& st);
 
 // Checks this share of contents' entries below the directory open as
 // copy_fd (lstat: a symlink is checked as a symlink).

@@ -101,6 +101,26 @@ CopyLock::CopyLock(int dir_fd, std::string name, std::string shown, LockHolder m
     heart_ = std::thread([this] { beat(); });
 }
 
+CopyLock::CopyLock(OneAttempt, int dir_fd, std::string name, std::string shown, LockHolder me, LockOptions options)
+    : dir_fd_(dir_fd), name_(std::move(name)), shown_(std::move(shown)), me_(std::move(me)),
+      options_(std::move(options))
+{
+}
+
+std::unique_ptr<CopyLock> CopyLock::try_take(int dir_fd, std::string name, std::string shown, LockHolder me,
+                                             LockOptions options)
+{
+    std::unique_ptr<CopyLock> lock(new CopyLock(OneAttempt{}, dir_fd, std::move(name), std::move(shown),
+                                                std::move(me), std::move(options)));
+    if (!lock->try_create()) {
+        lock->wait_or_break();
+        if (!lock->try_create())
+            return nullptr;
+    }
+    lock->heart_ = std::thread([raw = lock.get()] { raw->beat(); });
+    return lock;
+}
+
 CopyLock::~CopyLock()
 {
     release();

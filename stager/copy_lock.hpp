@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -59,7 +60,17 @@ public:
     // Removes the lock if it is still this holder's.  Idempotent.
     void release();
 
+    // One attempt, for a job that needs a lock on each of its nodes at once
+    // (a node cache: stager/node_cache) and must hold all or none, lest two
+    // jobs on the same nodes each hold one and wait for the other: the
+    // lock, or nothing when a live holder has it (after waiting poll_s
+    // once) or a stale one was only just broken.
+    static std::unique_ptr<CopyLock> try_take(int dir_fd, std::string name, std::string shown, LockHolder me,
+                                              LockOptions options);
+
 private:
+    struct OneAttempt {};
+    CopyLock(OneAttempt, int dir_fd, std::string name, std::string shown, LockHolder me, LockOptions options);
     bool try_create();
     void wait_or_break();
     void beat();

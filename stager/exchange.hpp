@@ -12,28 +12,12 @@
 // Every chunk carries an xxh3 checksum that every receiver verifies.
 #pragma once
 
-#include <cstdint>
-#include <functional>
 #include <mpi.h>
 #include <vector>
 
-#include "lib/stager_tuning.hpp"
-#include "stager/chunks.hpp"
-#include "stager/tree_writer.hpp"
+#include "stager/transfer_types.hpp"
 
 namespace dlstage::stager {
-
-// The window, threads, chunk size, rate limit and scheme (ring or bcast,
-// the non-pipelined baseline: one MPI_Bcast per chunk from the rank that
-// read it, the scheme of mpiFileUtils' dbcast) a job chose.
-using ExchangeOptions = StagerTuning;
-
-// Called on the calling thread, now and then: (chunks written, bytes written).
-using ProgressFn = std::function<void(std::size_t, std::uint64_t)>;
-
-struct ExchangeResult {
-    std::uint64_t bytes_read = 0;  // from the source, by this rank
-};
 
 // Collective over comm (the job's ranks, or those of the nodes a node
 // cache missed on); throws Error on a read, write, checksum or

@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "stager/exchange.hpp"
+#include "stager/transfer_types.hpp"
 
 namespace dlstage::stager {
 

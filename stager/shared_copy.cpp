@@ -23,17 +23,13 @@
 #include "policies/shared_copy.hpp"
 #include "stager/copy_check.hpp"
 #include "stager/copy_lock.hpp"
+#include "stager/kept_copy.hpp"
 #include "stager/stage_steps.hpp"
 
 namespace dlstage::stager {
 
 namespace {
 using Clock = std::chrono::steady_clock;
-
-std::int64_t now_s()
-{
-    return static_cast<std::int64_t>(std::time(nullptr));
-}
 
 int broadcast_int(MPI_Comm comm, int value)
 {
@@ -219,97 +215,10 @@ void repair(const StageItem& item, const DatasetLayout& layout, const DatasetLay
     quiet_barrier(ctx.comm);
 }
 
-// Rank 0: the new copy into place, the old one aside and away.
-void publish_copy(const StageItem& item, const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir,
-                  const NodeContext& ctx)
-{
-    struct stat st {};
-    std::string retired;
-    if (::lstat(here.dataset_dir.c_str(), &st) == 0) {
-        retired = here.retired_dir + "-" + ctx.values.job_id;
-        const RemoveResult cleared = remove_tree_at(job_dir.get(), retired, layout.tier_dir);
-        if (!cleared.ok())
-            throw Error("cannot clear " + layout.tier_dir + "/" + retired + ": " + cleared.problems.front());
-        // Jobs still reading the old copy keep the files they have open.
-        if (::rename(here.dataset_dir.c_str(), retired.c_str()) != 0)
-            throw_cannot("move the old copy aside", layout.dataset_dir, errno);
-    }
-    if (::rename(here.partial_dir.c_str(), here.dataset_dir.c_str()) != 0)
-        throw_cannot("rename", layout.partial_dir + " to " + layout.dataset_dir, errno);
-    if (!retired.empty()) {
-        const RemoveResult removed = remove_tree_at(job_dir.get(), retired, layout.tier_dir);
-        if (!removed.ok())
-            say(item.dataset.name + ": the replaced copy stays in " + layout.tier_dir + "/" + retired + ": " +
-                removed.problems.front());
-    }
-}
-
-// What an unpacked copy holds: what extraction wrote.  Any other copy
-// holds the plan itself (not copied: at 1.28 M entries a plan is some
-// 200 MB of rank 0's memory).
-Plan unpacked_contents(const StageItem& item, const DatasetLayout& layout)
-{
-    Dataset unpacked;
-    unpacked.name = item.dataset.name;
-    unpacked.source = layout.dataset_dir;
-    unpacked.format = Format::Dir;
-    return build_plan(unpacked);
-}
-
-CopyRecord new_record(const StageItem& item, const DatasetLayout& layout, const Plan& plan, const Plan& contents,
-                      const std::string& identity, const NodeContext& ctx)
-{
-    CopyRecord r;
-    r.ready.dataset = item.dataset.name;
-    r.ready.tier = item.tier.name;
-    r.ready.source = item.dataset.source;
-    const bool one_file = plan.single_file && item.dataset.mode != Mode::Extract;
-    r.ready.path = one_file ? layout.dataset_dir + "/" + plan.entries.front().path : layout.dataset_dir;
-    r.ready.bytes = contents.total_bytes();
-    r.ready.files = contents.file_count();
-    r.identity = identity;
-    r.mode = to_string(item.dataset.mode);
-    r.entries = contents.entries.size();
-    r.made = now_s();
-    r.made_by = ctx.values.job_id;
-    r.oldest = r.made;
-    return r;
-}
-
-void record_use(CopyRecord& record, const DatasetLayout& here, const NodeContext& ctx, std::int64_t oldest)
-{
-    record.uses += 1;
-    record.last_use = now_s();
-    record.last_job = ctx.values.job_id;
-    if (oldest != std::numeric_limits<std::int64_t>::max())
-        record.oldest = oldest;
-    write_record(here.ready_marker, copy_record_table(record));
-}
-
-// The job's own record of what happened, for `dlstage status`.
-void record_job_state(const StageItem& item, const CopyRecord& record, const NodeContext& ctx, const char* state)
-{
-    const std::uint64_t bytes = record.ready.bytes;
-    std::string problem;
-    if (!write_progress(item, ctx, {state, bytes, bytes, record.ready.files, 0, 0, record.ready.path}, problem))
-        sayf("%s: no progress record: %s", item.dataset.name.c_str(), problem.c_str());
-}
-
 std::string purge_note(const Tier& tier, std::int64_t oldest)
 {
     const auto date = policy::purge_date(tier.purge, oldest);
     return date ? "; purged from " + day_text(*date) + " unless used" : "";
-}
-
-// What a failed or interrupted staging left; the copy itself stays until
-// the new one replaces it.
-void clear_partial(const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir)
-{
-    for (const std::string* name : {&here.partial_dir, &here.incoming_dir}) {
-        const RemoveResult removed = remove_tree_at(job_dir.get(), *name, layout.tier_dir);
-        if (!removed.ok())
-            throw Error("cannot clear " + layout.tier_dir + "/" + *name + ": " + removed.problems.front());
-    }
 }
 
 void stage_copy(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options,
@@ -373,8 +282,8 @@ void use_or_stage(const StageItem& item, const NodeContext& ctx, const ExchangeO
             record.repaired += fixed;
             // Files fetched again, or every file when the site refreshes
             // access times on use, count from now.
-            const std::int64_t oldest = item.tier.purge.refresh_on_use ? now_s()
-                                        : fixed > 0 ? std::min(checked.oldest, now_s())
+            const std::int64_t oldest = item.tier.purge.refresh_on_use ? seconds_now()
+                                        : fixed > 0 ? std::min(checked.oldest, seconds_now())
                                                     : checked.oldest;
             record_use(record, here, ctx, oldest);
             record_job_state(item, record, ctx, kReusedState);

@@ -32,6 +32,7 @@
 #include "stager/parallel_extract.hpp"
 #include "stager/own_chunks.hpp"
 #include "stager/plan.hpp"
+#include "stager/node_cache.hpp"
 #include "stager/shared_copy.hpp"
 #include "stager/stage_steps.hpp"
 
@@ -473,6 +474,8 @@ TransferResult transfer(const StageItem& item, const NodeContext& ctx, const Exc
     WriterOptions writer_options;
     writer_options.shared = shared;
     writer_options.keep_times = !(shared && item.tier.purge.days > 0 && item.tier.purge.by == PurgeBy::Mtime);
+    if (item.tier.scope == Scope::Node && item.tier.cleanup == Cleanup::Cache)
+        writer_options.file_mode_mask = 0555;
     TreeWriter writer(plan, extract ? here.incoming_dir : here.partial_dir, writer_options);
     if (!shared || ctx.rank == 0)
         writer.create_skeleton();
@@ -590,6 +593,8 @@ void stage_dataset(const StageItem& item, const NodeContext& ctx, const Exchange
     try {
         if (item.tier.scope == Scope::Shared)
             stage_shared(item, ctx, options, layout, job_dir);
+        else if (item.tier.cleanup == Cleanup::Cache)
+            stage_cached(item, ctx, options, layout, job_dir);
         else
             stage_here(item, ctx, options, layout, job_dir);
     } catch (const Error& e) {

@@ -80,7 +80,7 @@ void TreeWriter::finish_file(std::size_t entry, Fd fd)
     const struct timespec times[2] = {{e.mtime_sec, static_cast<long>(e.mtime_nsec)},
                                       {e.mtime_sec, static_cast<long>(e.mtime_nsec)}};
     // Permission bits only: nothing staged carries setuid/setgid/sticky.
-    if (fchmod(fd.get(), e.mode & 0777) != 0 || (options_.keep_times && futimens(fd.get(), times) != 0))
+    if (fchmod(fd.get(), e.mode & 0777 & options_.file_mode_mask) != 0 || (options_.keep_times && futimens(fd.get(), times) != 0))
         throw_cannot("set mode and time of", path, errno);
     if (const int err = fd.close())
         throw_cannot("close", path, err);

@@ -31,6 +31,11 @@ struct WriterOptions {
     // whose purge counts mtime: a copy with its source's old mtimes would
     // be purged at once.
     bool keep_times = true;
+    // Permission bits files may keep.  A node cache's entry is 0555: a
+    // job that writes into its cached files by mistake gets EACCES instead
+    // of changing them for the user's next job (a chmod back is seen by the
+    // next job's check: it changes the ctime).
+    unsigned file_mode_mask = 0777;
 };
 
 class TreeWriter {

@@ -1,0 +1,43 @@
+// What a kept copy (a shared tier's, stager/shared_copy; a node cache's
+// entry, stager/node_cache) goes through once it is staged: put in place
+// (the old one aside and away), listed, recorded, and each use counted.
+// Names relative to the directory the copy lives in (here), paths for
+// messages (layout).
+#pragma once
+
+#include <cstdint>
+
+#include "lib/copy_record.hpp"
+#include "lib/job_layout.hpp"
+#include "lib/stage_spec.hpp"
+#include "lib/sys/fd.hpp"
+#include "stager/plan.hpp"
+#include "stager/stage_dataset.hpp"
+
+namespace dlstage::stager {
+
+// Seconds since the epoch, as records keep times.
+std::int64_t seconds_now();
+
+// The new copy (here.partial_dir) into place, the old one aside and away.
+void publish_copy(const StageItem& item, const DatasetLayout& layout, const DatasetLayout& here, const Fd& dir,
+                  const NodeContext& ctx);
+
+// What an unpacked copy holds: what extraction wrote.
+Plan unpacked_contents(const StageItem& item, const DatasetLayout& layout);
+
+// The record of a copy just made from plan, holding contents.
+CopyRecord new_record(const StageItem& item, const DatasetLayout& layout, const Plan& plan, const Plan& contents,
+                      const std::string& identity, const NodeContext& ctx);
+
+// One more use of the copy, written to its record (here.ready_marker).
+void record_use(CopyRecord& record, const DatasetLayout& here, const NodeContext& ctx, std::int64_t oldest);
+
+// The job's own record of what happened, for `dlstage status`.
+void record_job_state(const StageItem& item, const CopyRecord& record, const NodeContext& ctx, const char* state);
+
+// What a failed or interrupted staging left; the copy itself stays until
+// the new one replaces it.
+void clear_partial(const DatasetLayout& layout, const DatasetLayout& here, const Fd& dir);
+
+}  // namespace dlstage::stager

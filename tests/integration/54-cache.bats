@@ -1,0 +1,234 @@
+#!/usr/bin/env bats
+# Node caches (cleanup = "cache" on a node tier): a later job of the user on
+# the same node uses the dataset with no transfer after a check; only the
+# nodes that miss take part in a transfer, and they read the source once;
+# a changed source is staged again; what a job does to its copy never
+# reaches the next job, nor another user's; two jobs at once share one
+# transfer.  The sources are served by pfssim on every node (and on the
+# host, where sbatch looks at them), so reads from the "PFS" are counted.
+
+load helpers
+
+PFS="$DLSTAGE_TEST_DIR/pfs-cache"
+SRC="$DLSTAGE_TEST_DIR/data/cache-src"
+PFSSIM="$DLSTAGE_TEST_DIR/bin/pfssim"
+
+# pfssim NODE ...: its stats file (one instance per node, "host" on the host).
+stats_of() { echo "$DLSTAGE_TEST_DIR/pfs-stats-$1"; }
+
+mount_pfs() {
+    local where=$1
+    local run=()
+    [ "$where" = host ] || run=("$VCLUSTER" exec "$where")
+    "${run[@]}" "$PFSSIM" "$SRC" "$PFS" --bandwidth 0 --stream-bandwidth 0 --meta-latency-ms 0 \
+        --stats "$(stats_of "$where")" -o allow_other 2>/dev/null
+    for _ in $(seq 50); do "${run[@]}" mountpoint -q "$PFS" && return 0; sleep 0.1; done
+    echo "pfssim did not mount on $where" >&2
+    return 1
+}
+
+unmount_pfs() {
+    local where=$1
+    local run=()
+    [ "$where" = host ] || run=("$VCLUSTER" exec "$where")
+    "${run[@]}" fusermount3 -u "$PFS" 2>/dev/null || "${run[@]}" umount -l "$PFS" 2>/dev/null || true
+}
+
+setup_file() {
+    for where in host n1 n2 n3; do mount_pfs "$where"; done
+}
+
+teardown_file() {
+    for where in host n1 n2 n3; do unmount_pfs "$where"; done
+}
+
+teardown() {
+    scancel -u "$VCLUSTER_USER" 2>/dev/null || true
+    scancel -u "$OTHER_USER" 2>/dev/null || true
+}
+
+# Bytes the nodes' pfssim instances have served so far (SIGUSR1 dumps).
+pfs_bytes_read() {
+    local total=0 node pid n
+    for node in n1 n2 n3; do
+        pid=$(pgrep -f -- "--stats $(stats_of "$node")" | head -n1)
+        [ -n "$pid" ] || { echo "no pfssim for $node" >&2; return 1; }
+        kill -USR1 "$pid"
+    done
+    sleep 0.3
+    for node in n1 n2 n3; do
+        n=$(sed -n 's/^bytes_read=//p' "$(stats_of "$node")")
+        total=$((total + ${n:-0}))
+    done
+    echo "$total"
+}
+
+cache_of() { echo "/local/dlcache/.cache/$1"; }
+
+# forget_on NODE USER NAME: the user's entry of NAME on NODE goes.
+forget_on() {
+    local d
+    d=$(cache_of "$2")
+    on_node "$1" rm -rf "$d/$3" "$d/.ready-$3.toml" "$d/.contents-$3" "$d/.lock-$3" "$d/.partial-$3"
+}
+
+forget_everywhere() {
+    local node
+    for node in n1 n2 n3; do forget_on "$node" "$1" "$2"; done
+}
+
+# on_nodes NODES NAME SPEC [as_user|as_other]: an srun on NODES (n1,n2)
+# staging SPEC; each node prints "NODE PATH DIGEST" of $DLSTAGE_<NAME>.
+on_nodes() {
+    local who=${4:-as_user}
+    run "$who" srun -w "$1" -N "$(tr , '\n' <<<"$1" | wc -l)" --stage-data="$3" bash -c "p=DLSTAGE_$2; echo \"\$(hostname) \${!p} \$('$DIGEST' \"\${!p}\")\""
+    echo "$output"
+}
+
+# The digest a cached copy of PATH must have: the source's bytes, names and
+# modes, with the write bits of files taken away (cached files are read-only).
+cached_digest() {
+    local tmp
+    tmp=$(mktemp -d)
+    cp -a "$1" "$tmp/x"
+    find "$tmp/x" -type f -exec chmod a-w {} +
+    "$DIGEST" "$tmp/x"
+    rm -rf "$tmp"
+}
+
+tree_size() { find "$SRC/tree" -type f -printf '%s\n' | awk '{ n += $1 } END { print n }'; }
+
+@test "a first job stages into every node's cache; the next one hits and reads nothing from the source" {
+    forget_everywhere "$VCLUSTER_USER" cached
+    want=$(cached_digest "$SRC/tree")
+    on_nodes n1,n2,n3 CACHED cached
+    [ "$status" -eq 0 ]
+    each_node_says "$output" "$(cache_of "$VCLUSTER_USER")/cached $want"
+    grep -q "staged cached to cache on 3 nodes" <<<"$output"
+    grep -Eq "source bytes read [^ ]+ [^ ]+ \(1\.00x\)" <<<"$output"
+    on_node n1 stat -c '%U %a' "$(cache_of "$VCLUSTER_USER")" | grep -qx "$VCLUSTER_USER 700"
+    # Cached files are read-only: a job cannot change them by mistake.
+    [ -z "$(on_node n2 find "$(cache_of "$VCLUSTER_USER")/cached" -type f -perm /222)" ]
+
+    before=$(pfs_bytes_read)
+    on_nodes n1,n2,n3 CACHED cached
+    [ "$status" -eq 0 ]
+    each_node_says "$output" "$(cache_of "$VCLUSTER_USER")/cached $want"
+    grep -q "cached: cache hit on 3 of 3 nodes" <<<"$output"
+    ! grep -q "staging cached" <<<"$output" || false
+    after=$(pfs_bytes_read)
+    [ "$after" -eq "$before" ] || { echo "read $((after - before)) bytes on a cache hit"; false; }
+    # status shows the hit while the job runs.
+    run as_user sbatch --parsable -w n1 -o /dev/null --stage-data=cached --wrap 'sleep 60'
+    [ "$status" -eq 0 ]
+    job=$output
+    for _ in $(seq 150); do
+        run as_user "$DLSTAGE_BIN" --config "$DLSTAGE_TEST_DIR/dlstage.toml" status -h -o '%i %d %T' "$job"
+        [[ "$output" == "$job cached cache-hit"* ]] && break
+        sleep 0.2
+    done
+    [[ "$output" == "$job cached cache-hit"* ]] || { echo "status: $output"; false; }
+    scancel "$job"
+    assert_healthy
+}
+
+@test "only the nodes that miss take part, and they read the source once" {
+    on_nodes n1,n2,n3 CACHED cached
+    [ "$status" -eq 0 ]
+    forget_on n2 "$VCLUSTER_USER" cached
+    forget_on n3 "$VCLUSTER_USER" cached
+    before=$(pfs_bytes_read)
+    on_nodes n1,n2,n3 CACHED cached
+    [ "$status" -eq 0 ]
+    each_node_says "$output" "$(cache_of "$VCLUSTER_USER")/cached $(cached_digest "$SRC/tree")"
+    grep -q "cached: cache hit on 1 of 3 nodes" <<<"$output"
+    grep -q "staged cached to cache on 2 nodes" <<<"$output"
+    after=$(pfs_bytes_read)
+    [ "$((after - before))" -eq "$(tree_size)" ] || { echo "read $((after - before)) of $(tree_size)"; false; }
+}
+
+@test "a changed source is staged again" {
+    on_nodes n1,n2 CACHED cached
+    [ "$status" -eq 0 ]
+    f=$(find "$SRC/tree" -type f | head -n1)
+    keep=$(mktemp)
+    cp -p "$f" "$keep"
+    head -c 5000 /dev/urandom >"$f"
+    on_nodes n1,n2 CACHED cached
+    status_changed=$status
+    out=$output
+    cp -p "$keep" "$f"
+    rm -f "$keep"
+    [ "$status_changed" -eq 0 ]
+    grep -q "the source changed since it was cached" <<<"$out"
+    grep -q "staged cached to cache on 2 nodes" <<<"$out"
+    # The new copy holds the changed file: restaging again now gives the original back.
+    on_nodes n1,n2 CACHED cached
+    [ "$status" -eq 0 ]
+    grep -q "the source changed since it was cached" <<<"$output"
+    for n in n1 n2; do grep -Eqx "$n .* $(cached_digest "$SRC/tree")" <<<"$output"; done
+}
+
+@test "a job that alters its copy does not change what the next job sees, nor another user's" {
+    want=$(cached_digest "$SRC/tree")
+    on_nodes n1 CACHED cached
+    [ "$status" -eq 0 ]
+    # The job changes its copy: a file rewritten (after a chmod back), one added, one removed.
+    run as_user srun -N1 -w n1 --stage-data=cached bash -c '
+        d=$DLSTAGE_CACHED; f=$(find "$d" -type f | sort | head -n1)
+        ! echo x >>"$f" 2>/dev/null || { echo "a cached file was writable"; exit 1; }
+        chmod u+w "$f" && head -c $(stat -c %s "$f") /dev/zero >"$f" && chmod a-w "$f"
+        echo planted >"$d/planted.txt"
+        rm -f "$(find "$d" -type f | sort | tail -n1)"'
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+    on_nodes n1 CACHED cached
+    [ "$status" -eq 0 ]
+    grep -q "cached: staging it on n1:" <<<"$output"
+    grep -Eqx "n1 .* $want" <<<"$output"
+    # Another user gets the source's exact bytes, in an entry of their own.
+    forget_everywhere "$OTHER_USER" cached
+    on_nodes n1 CACHED cached as_other
+    [ "$status" -eq 0 ]
+    grep -Eqx "n1 $(cache_of "$OTHER_USER")/cached $want" <<<"$output"
+    on_node n1 stat -c '%U %a' "$(cache_of "$OTHER_USER")" | grep -qx "$OTHER_USER 700"
+}
+
+@test "a file dataset and unpacked shards are cached too" {
+    forget_everywhere "$VCLUSTER_USER" cached-file
+    forget_everywhere "$VCLUSTER_USER" cached-x
+    for pass in 1 2; do
+        on_nodes n1,n2 CACHED_FILE cached-file
+        [ "$status" -eq 0 ]
+        for n in n1 n2; do grep -Eqx "$n $(cache_of "$VCLUSTER_USER")/cached-file/one.bin .*" <<<"$output"; done
+        [ "$pass" = 1 ] || grep -q "cached-file: cache hit on 2 of 2 nodes" <<<"$output"
+        on_nodes n1,n2 CACHED_X cached-x
+        [ "$status" -eq 0 ]
+        [ "$pass" = 1 ] || grep -q "cached-x: cache hit on 2 of 2 nodes" <<<"$output"
+    done
+}
+
+@test "two jobs at once on the same nodes share one transfer" {
+    forget_everywhere "$VCLUSTER_USER" cached
+    before=$(pfs_bytes_read)
+    run as_user sbatch --parsable -N2 -w n1,n2 -o first.txt --export=ALL,DLSTAGE_RATE_LIMIT=1M \
+        --stage-data=cached --wrap 'echo "FIRST $("'"$DIGEST"'" "$DLSTAGE_CACHED")"'
+    [ "$status" -eq 0 ]
+    first=$output
+    for _ in $(seq 300); do on_node n1 test -e "$(cache_of "$VCLUSTER_USER")/.lock-cached" && break; sleep 0.1; done
+    run as_user sbatch --parsable -N2 -w n1,n2 -o second.txt --stage-data=cached \
+        --wrap 'echo "SECOND $("'"$DIGEST"'" "$DLSTAGE_CACHED")"'
+    [ "$status" -eq 0 ]
+    second=$output
+    wait_job_gone "$first" 120
+    wait_job_gone "$second" 120
+    d=$(user_workdir)
+    cat "$d/first.txt" "$d/second.txt"
+    want=$(cached_digest "$SRC/tree")
+    grep -q "FIRST $want" "$d/first.txt"
+    grep -q "SECOND $want" "$d/second.txt"
+    grep -q "staged cached to cache on 2 nodes" "$d/first.txt"
+    grep -q "cached: cache hit on 2 of 2 nodes" "$d/second.txt"
+    after=$(pfs_bytes_read)
+    [ "$((after - before))" -eq "$(tree_size)" ] || { echo "read $((after - before)) of $(tree_size)"; false; }
+    assert_healthy
+}
