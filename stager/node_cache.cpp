@@ -246,10 +246,11 @@ std::string hit_line(const StageItem& item, const Look& mine, int hits, int node
         return line;
     }
     const CopyRecord& record = *mine.record;
-    std::snprintf(line, sizeof line, "%s: cache hit on %d of %d nodes (%s in %llu files, cached by job %s on %s, "
+    std::snprintf(line, sizeof line, "%s: cache hit on %d of %d nodes (%s in %llu %s, cached by job %s on %s, "
                                      "used %llu times on this node); checked in %.2f s",
                   item.dataset.name.c_str(), hits, nodes, format_size(record.ready.bytes).c_str(),
-                  static_cast<unsigned long long>(record.ready.files), record.made_by.c_str(),
+                  static_cast<unsigned long long>(record.ready.files), record.ready.files == 1 ? "file" : "files",
+                  record.made_by.c_str(),
                   day_text(record.made).c_str(), static_cast<unsigned long long>(record.uses), seconds);
     return line;
 }
