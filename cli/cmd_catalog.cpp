@@ -9,6 +9,7 @@
 #include "cli/commands.hpp"
 #include "cli/table.hpp"
 #include "lib/config.hpp"
+#include "lib/catalog_listing.hpp"
 #include "lib/config_paths.hpp"
 #include "lib/error.hpp"
 #include "lib/size.hpp"
@@ -35,48 +36,20 @@ void print_help()
                  "  --json     print JSON instead of a table\n";
 }
 
-struct Row {
-    const Dataset* dataset;
-    SourceFacts facts;
-};
-
-std::string size_cell(const SourceFacts& facts)
-{
-    switch (facts.state) {
-    case SourceFacts::State::Missing: return "missing";
-    case SourceFacts::State::Unreadable: return "unreadable";
-    case SourceFacts::State::Unfit: return "unfit";
-    case SourceFacts::State::Present: break;
-    }
-    return facts.bytes ? format_size(*facts.bytes) : "-";
-}
-
-std::string files_cell(const SourceFacts& facts)
-{
-    return facts.files ? std::to_string(*facts.files) : "-";
-}
-
-std::string format_cell(const Row& row)
-{
-    const Format format = row.facts.state == SourceFacts::State::Present ? row.facts.format
-                                                                          : row.dataset->known_format();
-    return to_string(format);
-}
-
-void print_table(const std::vector<Row>& rows)
+void print_table(const std::vector<CatalogRow>& rows)
 {
     const std::vector<std::string> header = {"NAME", "SOURCE", "FORMAT", "MODE", "TIERS", "SIZE", "FILES"};
     std::vector<std::vector<std::string>> cells = {header};
-    for (const Row& row : rows)
+    for (const CatalogRow& row : rows)
         cells.push_back({row.dataset->name, row.dataset->source, format_cell(row), to_string(row.dataset->mode),
                          join(row.dataset->tiers, ","), size_cell(row.facts), files_cell(row.facts)});
     print_aligned(std::cout, cells);
 }
 
-void print_json(const std::vector<Row>& rows)
+void print_json(const std::vector<CatalogRow>& rows)
 {
     toml::array list;
-    for (const Row& row : rows) {
+    for (const CatalogRow& row : rows) {
         toml::array tiers;
         for (const auto& tier : row.dataset->tiers)
             tiers.push_back(tier);
@@ -121,9 +94,7 @@ int cmd_catalog(const GlobalOptions& options, const std::vector<std::string>& ar
     }
 
     const Config config = load_config_for_caller(choose_config_path(options.config_path, true));
-    std::vector<Row> rows;
-    for (const auto& entry : config.datasets)
-        rows.push_back({&entry.second, probe_source(entry.second)});
+    const std::vector<CatalogRow> rows = catalog_rows(config);
     if (json)
         print_json(rows);
     else

@@ -1,28 +1,8 @@
-// Plain-text tables for the commands' listings (catalog, status): columns
-// aligned, two spaces apart, the last one not padded.
+// The commands' tables are lib/text_table.hpp's (the plugin prints one too).
 #pragma once
 
-#include <algorithm>
-#include <ostream>
-#include <string>
-#include <vector>
+#include "lib/text_table.hpp"
 
 namespace dlstage::cli {
-
-inline void print_aligned(std::ostream& out, const std::vector<std::vector<std::string>>& rows)
-{
-    std::vector<std::size_t> width;
-    for (const auto& row : rows) {
-        width.resize(std::max(width.size(), row.size()), 0);
-        for (std::size_t c = 0; c < row.size(); ++c)
-            width[c] = std::max(width[c], row[c].size());
-    }
-    for (const auto& row : rows) {
-        std::string line;
-        for (std::size_t c = 0; c < row.size(); ++c)
-            line += c + 1 < row.size() ? row[c] + std::string(width[c] - row[c].size() + 2, ' ') : row[c];
-        out << line << "\n";
-    }
-}
-
+using dlstage::print_aligned;
 }  // namespace dlstage::cli

@@ -580,6 +580,11 @@ private:
                         "or digit");
                 continue;
             }
+            if (name == kStageDataHelp) {
+                problem(key.source(), prefix,
+                        "the name is reserved: --stage-data=help lists the catalog; choose another name");
+                continue;
+            }
             const std::string env = dataset_env_name(name);
             if (env == kDatasetsVar) {
                 problem(key.source(), prefix, std::string("the name is reserved: ") + kDatasetsVar +

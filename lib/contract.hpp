@@ -97,4 +97,8 @@ inline constexpr const char* kCacheHitState = "cache-hit";
 // No job id, user name or node name begins with a dot.
 inline constexpr const char* kCacheDirName = ".cache";
 
+// --stage-data=help: the catalog is listed and nothing is submitted (as
+// --gres=help), so no dataset may be named so.
+inline constexpr const char* kStageDataHelp = "help";
+
 }  // namespace dlstage

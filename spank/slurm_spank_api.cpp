@@ -1,5 +1,8 @@
 #include "spank/slurm_spank_api.hpp"
 
+#include <cstdio>
+#include <cstdlib>
+
 #include <cerrno>
 #include <cstdlib>
 #include <dlfcn.h>
@@ -192,6 +195,17 @@ void SlurmSpankApi::error(const std::string& message)
 void SlurmSpankApi::info(const std::string& message)
 {
     slurm_info("%s", message_line(message).c_str());
+}
+
+void SlurmSpankApi::print(const std::string& text)
+{
+    std::fputs(text.c_str(), stdout);
+}
+
+void SlurmSpankApi::end_client(int status)
+{
+    std::fflush(stdout);
+    std::exit(status);  // as sbatch ends itself after --gres=help
 }
 
 }  // namespace dlstage::spank

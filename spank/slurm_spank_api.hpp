@@ -41,6 +41,8 @@ public:
     int run(const std::vector<std::string>& argv, const std::vector<std::string>& env) override;
     void error(const std::string& message) override;
     void info(const std::string& message) override;
+    void print(const std::string& text) override;
+    void end_client(int status) override;
 
 private:
     spank_t handle_;

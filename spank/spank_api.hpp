@@ -62,6 +62,12 @@ public:
     // is what the user reads; in slurmd it goes to the slurmd log.
     virtual void error(const std::string& message) = 0;
     virtual void info(const std::string& message) = 0;
+
+    // The client only (sbatch, srun, salloc): text for the user's terminal
+    // as it is (no prefix), and the end of the command with nothing
+    // submitted, as --gres=help ends it.
+    virtual void print(const std::string& text) = 0;
+    virtual void end_client(int status) = 0;
 };
 
 }  // namespace dlstage::spank

@@ -1,5 +1,6 @@
 #include "spank/submit.hpp"
 
+#include "lib/catalog_listing.hpp"
 #include "lib/config.hpp"
 #include "lib/config_paths.hpp"
 #include "lib/contract.hpp"
@@ -42,6 +43,12 @@ int validate_submission(SpankApi& api, const PluginArgs& args)
     if (!value || in_stagers_own_step(api))
         return 0;
     try {
+        if (*value == kStageDataHelp) {
+            const Config config = load_trusted_config(choose_config_path(args.config_path, false));
+            api.print(stage_data_help(config, catalog_rows(config)));
+            api.end_client(0);
+            return 0;  // the seam's end_client may return (unit tests)
+        }
         // The tiers as this job gets them, as far as its options tell
         // (policies/overrides); the prolog decides again with what slurmd knows.
         const std::string user = this_user_name();

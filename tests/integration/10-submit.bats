@@ -69,3 +69,18 @@ load helpers
     run as_user salloc -N1 --stage-data=sample true
     [ "$status" -eq 0 ]
 }
+
+@test "--stage-data=help lists the catalog with sizes and tiers and submits nothing (sbatch, srun, salloc)" {
+    before=$(job_ids)
+    for cmd in "sbatch --stage-data=help --wrap true" "srun -N1 --stage-data=help true" "salloc -N1 --stage-data=help true"; do
+        # shellcheck disable=SC2086
+        run as_user $cmd
+        [ "$status" -eq 0 ] || { echo "$cmd: $output"; false; }
+        [[ "$output" == *"Datasets for --stage-data=NAME"* ]] || { echo "$cmd: $output"; false; }
+        grep -Eq '^big +shm,ssd,scratch +file +copy +64\.0 MiB +1$' <<<"$output" || { echo "$cmd: $output"; false; }
+        grep -Eq '^sample +shm,ssd +dir +copy +- +- +a small tree$' <<<"$output"
+        grep -Eq '^secret .* unreadable ' <<<"$output"
+        grep -q '^  shm: node, /dev/shm/dlstage/%j, cleanup job-end$' <<<"$output"
+    done
+    [ "$(job_ids)" = "$before" ] || { echo "jobs before: $before, after: $(job_ids)"; false; }
+}

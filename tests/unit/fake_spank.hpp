@@ -77,6 +77,10 @@ public:
     }
     void error(const std::string& message) override { errors.push_back(message); }
     void info(const std::string& message) override { infos.push_back(message); }
+    std::string printed;
+    std::optional<int> ended;  // end_client's status
+    void print(const std::string& text) override { printed += text; }
+    void end_client(int status) override { ended = status; }
 };
 
 }  // namespace dlstage::test

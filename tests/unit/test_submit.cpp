@@ -65,6 +65,45 @@ BOOST_AUTO_TEST_CASE(no_option_means_no_work_even_with_a_broken_config)
     BOOST_TEST(site.api.errors.empty());
 }
 
+// --stage-data=help lists the catalog and ends the client with 0: nothing
+// is submitted, and nothing is set for a job.
+BOOST_AUTO_TEST_CASE(help_lists_the_catalog_and_submits_nothing)
+{
+    Site site;
+    BOOST_TEST(site.submit("help") == 0);
+    BOOST_TEST(site.api.errors.empty());
+    BOOST_REQUIRE(site.api.ended.has_value());
+    BOOST_TEST(*site.api.ended == 0);
+    BOOST_TEST(site.api.control_env.empty());
+    const std::string& text = site.api.printed;
+    BOOST_TEST(text.find("NAME") != std::string::npos);
+    BOOST_TEST(text.find("small  shm      file    copy  2.0 KiB  1") != std::string::npos, text);
+    BOOST_TEST(text.find("big    shm,ssd") != std::string::npos, text);
+    BOOST_TEST(text.find("gone   shm      ") != std::string::npos, text);
+    BOOST_TEST(text.find("missing") != std::string::npos, text);
+    BOOST_TEST(text.find("ssd: node, /local/dlstage/%j") != std::string::npos, text);
+}
+
+BOOST_AUTO_TEST_CASE(a_dataset_named_help_is_refused_by_the_config)
+{
+    test::TempDir dir;
+    const std::string path = dir.write("dlstage.toml", R"(
+[tiers.shm]
+path = "/dev/shm/dlstage/%j"
+[datasets.help]
+source = "/tmp"
+tiers = ["shm"]
+)");
+    spank::PluginArgs args;
+    args.config_path = path;
+    test::FakeSpank api;
+    api.stage_data = "help";
+    BOOST_TEST(spank::validate_submission(api, args) == -1);
+    BOOST_REQUIRE(api.errors.size() == 1u);
+    BOOST_TEST(api.errors.front().find("datasets.help") != std::string::npos, api.errors.front());
+    BOOST_TEST(api.errors.front().find("reserved") != std::string::npos, api.errors.front());
+}
+
 BOOST_AUTO_TEST_CASE(valid_request_is_accepted)
 {
     Site site;
