@@ -7,6 +7,7 @@
 #include <toml++/toml.h>
 
 #include "cli/commands.hpp"
+#include "cli/options.hpp"
 #include "cli/table.hpp"
 #include "lib/config.hpp"
 #include "lib/catalog_listing.hpp"
@@ -81,17 +82,18 @@ int cmd_catalog(const GlobalOptions& options, const std::vector<std::string>& ar
     if (args[0] == "scan" || args[0] == "show")
         return cmd_catalog_manifest(load_config_for_caller(choose_config_path(options.config_path, true)), args);
     if (args[0] != "list")
-        return usage_error("unknown catalog subcommand '" + args[0] + "' (known: list, scan, show)", "catalog");
-    bool json = false;
-    for (std::size_t i = 1; i < args.size(); ++i) {
-        if (args[i] == "--json")
-            json = true;
-        else if (args[i] == "-h" || args[i] == "--help") {
-            print_help();
-            return kExitOk;
-        } else
-            return usage_error("catalog list: unexpected argument '" + args[i] + "'", "catalog");
+        return usage_error("unknown catalog subcommand '" + args[0] + "'" +
+                               did_you_mean(args[0], {"list", "scan", "show"}) + " (known: list, scan, show)",
+                           "catalog");
+    ParsedArgs parsed;
+    try {
+        parsed = parse_args(std::vector<std::string>(args.begin() + 1, args.end()), {{"json", 0, false}});
+    } catch (const UsageError& e) {
+        return usage_error("catalog list: " + std::string(e.what()), "catalog");
     }
+    if (!parsed.operands.empty())
+        return usage_error("catalog list: unexpected argument '" + parsed.operands.front() + "'", "catalog");
+    const bool json = parsed.has("json");
 
     const Config config = load_config_for_caller(choose_config_path(options.config_path, true));
     const std::vector<CatalogRow> rows = catalog_rows(config);

@@ -8,6 +8,7 @@
 #include <toml++/toml.h>
 
 #include "cli/commands.hpp"
+#include "cli/options.hpp"
 #include "lib/config.hpp"
 #include "lib/config_paths.hpp"
 #include "lib/error.hpp"
@@ -79,54 +80,38 @@ void print_explanation_json(const Config& config, const policy::JobIdentity& job
               << "\n";
 }
 
-// The value after an option ("--partition gpu" or "--partition=gpu"), or a
-// usage problem.
-bool take_value(const std::vector<std::string>& args, std::size_t& i, const std::string& name,
-                std::optional<std::string>& into)
-{
-    const std::string& arg = args[i];
-    if (arg == name && i + 1 < args.size() && !args[i + 1].empty())
-        into = args[++i];
-    else if (starts_with(arg, name + "=") && arg.size() > name.size() + 1)
-        into = arg.substr(name.size() + 1);
-    else
-        return false;
-    return true;
-}
 }  // namespace
 
 int cmd_check_config(const GlobalOptions& options, const std::vector<std::string>& args)
 {
     std::string file;
     ExplainRequest request;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        const std::string& arg = args[i];
-        std::optional<std::string> group;
-        if (arg == "-h" || arg == "--help") {
-            print_help();
-            return kExitOk;
-        }
-        if (arg == "--explain")
-            request.explain = true;
-        else if (arg == "--json")
-            request.json = true;
-        else if (take_value(args, i, "--partition", request.job.partition) ||
-                 take_value(args, i, "--account", request.job.account) ||
-                 take_value(args, i, "--user", request.job.user))
-            continue;
-        else if (take_value(args, i, "--group", group))
-            request.groups.push_back(*group);
-        else if (starts_with(arg, "--partition") || starts_with(arg, "--account") || starts_with(arg, "--user") ||
-                 starts_with(arg, "--group"))
-            return usage_error("check-config: option " + arg.substr(0, arg.find('=')) + " needs a value",
-                               "check-config");
-        else if (!arg.empty() && arg[0] == '-')
-            return usage_error("check-config: unknown option '" + arg + "'", "check-config");
-        else if (!file.empty())
-            return usage_error("check-config takes at most one FILE", "check-config");
-        else
-            file = arg;
+    ParsedArgs parsed;
+    try {
+        parsed = parse_args(args, {{"help", 'h', false},
+                                   {"explain", 0, false},
+                                   {"json", 0, false},
+                                   {"partition", 0, true},
+                                   {"account", 0, true},
+                                   {"user", 0, true},
+                                   {"group", 0, true}});
+    } catch (const UsageError& e) {
+        return usage_error("check-config: " + std::string(e.what()), "check-config");
     }
+    if (parsed.has("help")) {
+        print_help();
+        return kExitOk;
+    }
+    request.explain = parsed.has("explain");
+    request.json = parsed.has("json");
+    request.job.partition = parsed.last("partition");
+    request.job.account = parsed.last("account");
+    request.job.user = parsed.last("user");
+    request.groups = parsed.all("group");
+    if (parsed.operands.size() > 1)
+        return usage_error("check-config takes at most one FILE", "check-config");
+    if (!parsed.operands.empty())
+        file = parsed.operands.front();
     const bool describes_job = request.job.partition || request.job.account || request.job.user ||
                                !request.groups.empty() || request.json;
     if (describes_job && !request.explain)

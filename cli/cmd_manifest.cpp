@@ -10,6 +10,7 @@
 #include <toml++/toml.h>
 
 #include "cli/commands.hpp"
+#include "cli/options.hpp"
 #include "lib/config.hpp"
 #include "lib/config_paths.hpp"
 #include "lib/error.hpp"
@@ -136,19 +137,24 @@ int show(const Config& config, const std::string& name, bool json)
 int cmd_catalog_manifest(const Config& config, const std::vector<std::string>& args)
 {
     const std::string& what = args.at(0);
-    std::string name;
-    bool json = false;
-    unsigned threads = 8;
-    for (std::size_t i = 1; i < args.size(); ++i) {
-        if (args[i] == "--json" && what == "show")
-            json = true;
-        else if (args[i] == "--threads" && what == "scan" && i + 1 < args.size())
-            threads = static_cast<unsigned>(naming("--threads", [&] { return parse_count(args[++i], 1, kMaxScanThreads); }));
-        else if (!args[i].empty() && args[i][0] != '-' && name.empty())
-            name = args[i];
-        else
-            return usage_error("catalog " + what + ": unexpected argument " + quoted(args[i]), "catalog");
+    std::vector<OptionSpec> specs;
+    if (what == "show")
+        specs.push_back({"json", 0, false});
+    else
+        specs.push_back({"threads", 0, true});
+    ParsedArgs parsed;
+    try {
+        parsed = parse_args(std::vector<std::string>(args.begin() + 1, args.end()), specs);
+    } catch (const UsageError& e) {
+        return usage_error("catalog " + what + ": " + e.what(), "catalog");
     }
+    if (parsed.operands.size() > 1)
+        return usage_error("catalog " + what + ": unexpected argument " + quoted(parsed.operands[1]), "catalog");
+    const std::string name = parsed.operands.empty() ? "" : parsed.operands.front();
+    const bool json = parsed.has("json");
+    unsigned threads = 8;
+    if (const auto value = parsed.last("threads"))
+        threads = static_cast<unsigned>(naming("--threads", [&] { return parse_count(*value, 1, kMaxScanThreads); }));
     if (name.empty())
         return usage_error("catalog " + what + " needs a dataset NAME", "catalog");
     return what == "scan" ? scan(config, name, threads) : show(config, name, json);

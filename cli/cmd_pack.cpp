@@ -12,6 +12,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/options.hpp"
 #include "lib/error.hpp"
 #include "lib/log.hpp"
 #include "lib/number.hpp"
@@ -64,61 +65,49 @@ struct PackOptions {
 // --- command line ------------------------------------------------------------
 
 // Fills options from args; returns a usage problem, or "".
-std::string parse_args(const std::vector<std::string>& args, PackOptions& options)
+std::string parse_pack_args(const std::vector<std::string>& args, PackOptions& options)
 {
-    std::vector<std::string> operands;
-    bool options_done = false;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        const std::string& arg = args[i];
-        if (options_done || arg.empty() || arg[0] != '-' || arg == "-") {
-            operands.push_back(arg);
-            continue;
-        }
-        if (arg == "--") {
-            options_done = true;
-            continue;
-        }
-        if (arg == "-h" || arg == "--help") {
-            options.help = true;
-            return "";
-        }
-        if (arg == "--force") {
-            options.force = true;
-            continue;
-        }
-        // Options with a value: "--name VALUE" or "--name=VALUE".
-        const std::size_t eq = arg.find('=');
-        const std::string name = arg.substr(0, eq);
-        if (name != "--format" && name != "--shards" && name != "--shard-size" && name != "--block-size")
-            return "pack: unknown option '" + arg + "'";
-        std::string value;
-        if (eq != std::string::npos)
-            value = arg.substr(eq + 1);
-        else if (i + 1 < args.size())
-            value = args[++i];
-        if (value.empty())
-            return "pack: option " + name + " needs a value";
+    ParsedArgs parsed;
+    try {
+        parsed = parse_args(args, {{"help", 'h', false},
+                                   {"force", 0, false},
+                                   {"format", 0, true},
+                                   {"shards", 0, true},
+                                   {"shard-size", 0, true},
+                                   {"block-size", 0, true}});
+    } catch (const UsageError& e) {
+        return "pack: " + std::string(e.what());
+    }
+    if (parsed.has("help")) {
+        options.help = true;
+        return "";
+    }
+    options.force = parsed.has("force");
+    for (const auto& [name, value] : parsed.given) {
+        if (value.empty() && name != "force")
+            return "pack: option --" + name + " needs a value";
         try {
-            if (name == "--format") {
+            if (name == "format") {
                 if (value != "squashfs" && value != "tar")
                     return "pack: --format is squashfs or tar, not " + quoted(value);
                 options.format = value;
-            } else if (name == "--shards") {
+            } else if (name == "shards") {
                 options.shards = parse_count(value, 1, kMaxShards);
-            } else if (name == "--shard-size") {
+            } else if (name == "shard-size") {
                 options.shard_size = parse_size(value);
                 if (options.shard_size == 0)
                     return "pack: --shard-size must be more than 0";
-            } else {
+            } else if (name == "block-size") {
                 options.block_size = parse_size(value);
                 const std::uint64_t b = options.block_size;
                 if (b < kMinBlockSize || b > kMaxBlockSize || (b & (b - 1)) != 0)
                     return "pack: --block-size must be a power of two from 4K to 1M, not " + quoted(value);
             }
         } catch (const Error& e) {
-            return "pack: " + name + ": " + e.what();
+            return "pack: --" + name + ": " + e.what();
         }
     }
+    const std::vector<std::string>& operands = parsed.operands;
     if (operands.size() != 2)
         return operands.size() < 2 ? "pack needs DIR and OUT" : "pack takes only DIR and OUT";
     options.dir = operands[0];
@@ -189,7 +178,7 @@ int pack_tar(const PackOptions& options, const PackTree& tree, const std::vector
 int cmd_pack(const GlobalOptions&, const std::vector<std::string>& args)
 {
     PackOptions options;
-    if (const std::string problem = parse_args(args, options); !problem.empty())
+    if (const std::string problem = parse_pack_args(args, options); !problem.empty())
         return usage_error(problem, "pack");
     if (options.help) {
         print_help();

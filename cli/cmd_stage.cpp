@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/options.hpp"
 #include "launch/stager_step.hpp"
 #include "lib/contract.hpp"
 #include "lib/config.hpp"
@@ -55,20 +56,18 @@ void print_paths(const std::vector<StageItem>& items, const std::string& job_id)
 
 int cmd_stage(const GlobalOptions& options, const std::vector<std::string>& args)
 {
-    std::vector<std::string> specs;
-    bool quiet = false;
-    for (const std::string& arg : args) {
-        if (arg == "-h" || arg == "--help") {
-            print_help();
-            return kExitOk;
-        }
-        if (arg == "-q" || arg == "--quiet")
-            quiet = true;
-        else if (!arg.empty() && arg[0] == '-')
-            return usage_error("stage: unknown option '" + arg + "'", "stage");
-        else
-            specs.push_back(arg);
+    ParsedArgs parsed;
+    try {
+        parsed = parse_args(args, {{"help", 'h', false}, {"quiet", 'q', false}});
+    } catch (const UsageError& e) {
+        return usage_error("stage: " + std::string(e.what()), "stage");
     }
+    if (parsed.has("help")) {
+        print_help();
+        return kExitOk;
+    }
+    const bool quiet = parsed.has("quiet");
+    const std::vector<std::string>& specs = parsed.operands;
     if (!launch::inside_job()) {
         say(std::string("stage runs inside a Slurm job (salloc, sbatch, srun): ") + kJobIdVar + " and " +
             kJobNodesVar + " are not set");

@@ -19,6 +19,7 @@
 
 #include "build-aux/config.h"
 #include "cli/commands.hpp"
+#include "cli/options.hpp"
 #include "cli/table.hpp"
 #include "lib/config.hpp"
 #include "lib/config_paths.hpp"
@@ -87,24 +88,6 @@ struct StatusOptions {
     std::optional<std::string> node;
 };
 
-// The value of an option given as "-o X", "-oX", "--format X" or "--format=X".
-std::optional<std::string> value_of(const std::vector<std::string>& args, std::size_t& i, const char* shortname,
-                                    const char* longname)
-{
-    const std::string& arg = args[i];
-    const std::string long_eq = std::string(longname) + "=";
-    if ((*shortname && arg == shortname) || arg == longname) {
-        if (i + 1 == args.size())
-            throw Error(arg + " needs a value");
-        return args[++i];
-    }
-    if (*shortname && starts_with(arg, shortname) && arg.size() > 2 && arg[1] != '-')
-        return arg.substr(2);
-    if (starts_with(arg, long_eq))
-        return arg.substr(long_eq.size());
-    return std::nullopt;
-}
-
 std::set<StagingState> parse_states(const std::string& list)
 {
     std::set<StagingState> states;
@@ -117,41 +100,44 @@ std::set<StagingState> parse_states(const std::string& list)
     return states;
 }
 
-// Throws Error with the message for a usage error.
+const std::vector<OptionSpec> kStatusOptions = {
+    {"help", 0, false},   {"json", 0, false},    {"noheader", 'h', false}, {"all", 'a', false},
+    {"format", 'o', true}, {"jobs", 'j', true},  {"user", 'u', true},      {"states", 't', true},
+    {"dataset", 0, true}, {"node", 0, true},
+};
+
+// Throws UsageError, or Error with the message for a usage error.
 StatusOptions parse_options(const std::vector<std::string>& args, bool& help)
 {
+    const ParsedArgs parsed = parse_args(args, kStatusOptions);
     StatusOptions o;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        const std::string& arg = args[i];
-        if (arg == "--help") {
+    for (const auto& [name, value] : parsed.given) {
+        if (name == "help")
             help = true;
-        } else if (arg == "--json") {
+        else if (name == "json")
             o.json = true;
-        } else if (arg == "-h" || arg == "--noheader") {
+        else if (name == "noheader")
             o.header = false;
-        } else if (arg == "--all" || arg == "-a") {
+        else if (name == "all")
             o.all = true;
-        } else if (auto format = value_of(args, i, "-o", "--format")) {
-            o.format = *format;
-        } else if (auto jobs = value_of(args, i, "-j", "--jobs")) {
-            for (JobSelector& s : parse_job_list(*jobs))
+        else if (name == "format")
+            o.format = value;
+        else if (name == "jobs")
+            for (JobSelector& s : parse_job_list(value))
                 o.jobs.push_back(std::move(s));
-        } else if (auto users = value_of(args, i, "-u", "--user")) {
-            for (const std::string& user : split(*users, ','))
+        else if (name == "user")
+            for (const std::string& user : split(value, ','))
                 o.users.insert(user);
-        } else if (auto states = value_of(args, i, "-t", "--states")) {
-            o.states = parse_states(*states);
-        } else if (auto dataset = value_of(args, i, "", "--dataset")) {
-            o.dataset = *dataset;
-        } else if (auto node = value_of(args, i, "", "--node")) {
-            o.node = *node;
-        } else if (arg.size() > 1 && arg[0] == '-' && !(arg[1] >= '0' && arg[1] <= '9')) {
-            throw Error("unknown option " + quoted(arg));
-        } else {
-            for (JobSelector& s : parse_job_list(arg))
-                o.jobs.push_back(std::move(s));
-        }
+        else if (name == "states")
+            o.states = parse_states(value);
+        else if (name == "dataset")
+            o.dataset = value;
+        else if (name == "node")
+            o.node = value;
     }
+    for (const std::string& operand : parsed.operands)
+        for (JobSelector& s : parse_job_list(operand))
+            o.jobs.push_back(std::move(s));
     return o;
 }
 
@@ -261,6 +247,8 @@ int cmd_status(const GlobalOptions& options, const std::vector<std::string>& arg
         o = parse_options(args, help);
         if (o.format)
             parse_status_format(*o.format);
+    } catch (const UsageError& e) {
+        return usage_error("status: " + std::string(e.what()), "status");
     } catch (const Error& e) {
         return usage_error("status: " + std::string(e.what()), "status");
     }

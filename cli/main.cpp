@@ -8,6 +8,7 @@
 
 #include "build-aux/config.h"
 #include "cli/commands.hpp"
+#include "cli/options.hpp"
 #include "lib/contract.hpp"
 #include "lib/config_paths.hpp"
 #include "lib/error.hpp"
@@ -16,10 +17,31 @@
 
 namespace dlstage::cli {
 
+namespace {
+// The one usage line a usage error ends with, as each --help begins.
+std::string synopsis(const std::string& command)
+{
+    static const std::vector<std::pair<std::string, std::string>> lines = {
+        {"", "dlstage [-c FILE] COMMAND [ARGS...]"},
+        {"check-config", "dlstage check-config [FILE] [--explain [--partition P] [--account A] [--user U] [--group G] [--json]]"},
+        {"catalog", "dlstage catalog list [--json] | scan NAME [--threads N] | show NAME [--json]"},
+        {"stage", "dlstage stage [--quiet] [SPEC[,SPEC...]]..."},
+        {"status", "dlstage status [-h] [-a] [-o FORMAT] [-j JOBS] [-u USERS] [-t STATES] [--json] [JOBID...] | --node NODE | --dataset NAME"},
+        {"pack", "dlstage pack [--format squashfs|tar] [--shards N | --shard-size SIZE] [--block-size SIZE] [--force] DIR OUT"},
+        {"gc", "dlstage gc [--dry-run] [--node NAME] [--tier NAME] [-v]"},
+    };
+    for (const auto& [name, line] : lines)
+        if (name == command)
+            return line;
+    return "dlstage " + command + " ...";
+}
+}  // namespace
+
 int usage_error(const std::string& message, const std::string& command)
 {
     say(message);
-    std::cerr << "Try 'dlstage " << (command.empty() ? "" : command + " ") << "--help' for more information.\n";
+    std::cerr << "Usage: " << synopsis(command) << "  (see 'dlstage " << (command.empty() ? "" : command + " ")
+              << "--help')\n";
     return kExitUsage;
 }
 
@@ -72,14 +94,20 @@ const std::vector<CommandRow>& commands()
     return table;
 }
 
-// "check-config, catalog, ...": the commands users may give, in the table's order.
-std::string command_list()
+// The commands users may give, in the table's order.
+std::vector<std::string> user_commands()
 {
     std::vector<std::string> names;
     for (const CommandRow& row : commands())
         if (!row.internal)
             names.push_back(row.name);
-    return join(names, ", ");
+    return names;
+}
+
+// "check-config, catalog, ...".
+std::string command_list()
+{
+    return join(user_commands(), ", ");
 }
 
 // Takes -c/--config out of args (it may stand before or after the command,
@@ -125,11 +153,14 @@ int run(int argc, char** argv)
         return kExitOk;
     }
     if (first[0] == '-')
-        return usage_error("unknown option '" + first + "'", "");
+        return usage_error("unknown option '" + first + "'" + did_you_mean(first, {"--config", "--help", "--version"}),
+                           "");
     const auto command =
         std::find_if(commands().begin(), commands().end(), [&](const CommandRow& row) { return row.name == first; });
     if (command == commands().end())
-        return usage_error("unknown command '" + first + "' (commands: " + command_list() + ")", "");
+        return usage_error("unknown command '" + first + "'" + did_you_mean(first, user_commands()) +
+                               " (commands: " + command_list() + ")",
+                           "");
     return command->run(options, std::vector<std::string>(args.begin() + 1, args.end()));
 }
 }  // namespace

@@ -21,7 +21,27 @@ load helpers
     run_dlstage
     expect_status 2
     expect_err "dlstage: no command given"
-    expect_err "Try 'dlstage --help'"
+    expect_err "Usage: dlstage [-c FILE] COMMAND [ARGS...]  (see 'dlstage --help')"
+}
+
+@test "a mistyped command or option gets a did-you-mean and one usage line" {
+    run_dlstage stauts
+    expect_status 2
+    expect_err "dlstage: unknown command 'stauts' (did you mean 'status'?) (commands: check-config, catalog, stage, status, pack, gc)"
+    [ "$(printf '%s\n' "$err" | wc -l)" -eq 2 ] || fail "not two lines: $err"
+    run_dlstage --verison
+    expect_status 2
+    expect_err "dlstage: unknown option '--verison' (did you mean '--version'?)"
+    run_dlstage catalog lst
+    expect_status 2
+    expect_err "dlstage: unknown catalog subcommand 'lst' (did you mean 'list'?)"
+    run_dlstage status --jobz 1
+    expect_status 2
+    expect_err "dlstage: status: unknown option '--jobz' (did you mean '--jobs'?)"
+    expect_err "Usage: dlstage status [-h] [-a]"
+    run_dlstage zzzzzzzz
+    expect_status 2
+    [[ "$err" != *"did you mean"* ]] || fail "a guess for a word nothing is close to: $err"
 }
 
 @test "an unknown command is a usage error" {

@@ -101,7 +101,7 @@ assert m["change_examples"] == ["sub dir/b.txt: modified"], m
     expect_err "dlstage: catalog scan needs a dataset NAME"
     show tree --threads 4
     expect_status 2
-    expect_err "dlstage: catalog show: unexpected argument '--threads'"
+    expect_err "dlstage: catalog show: unknown option '--threads'"
 }
 
 @test "a scan that refuses the source writes no manifest" {

@@ -175,7 +175,7 @@ needs_squashfs_tools() {
     run_dlstage pack --shards 0 "$src" "$work/o"
     expect_status 2
     expect_err "dlstage: pack: --shards: invalid value '0': expected a whole number from 1 to 1000000"
-    expect_err "Try 'dlstage pack --help'"
+    expect_err "Usage: dlstage pack [--format squashfs|tar]"
 }
 
 @test "malformed --shards are usage errors" {

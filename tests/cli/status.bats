@@ -193,11 +193,42 @@ TOML
 }
 
 @test "malformed job ids are usage errors" {
-    for bad in 12x -12 99999999999999999999 0; do
+    for bad in 12x 99999999999999999999 0; do
         show_status "$bad"
         expect_status 2
         expect_err "dlstage: status: '$bad' is not a job id"
     done
+    # As with any getopt command: a leading '-' is an option, unless after "--".
+    show_status -12
+    expect_status 2
+    expect_err "dlstage: status: unknown option '-1'"
+    show_status -- -12
+    expect_status 2
+    expect_err "dlstage: status: '-12' is not a job id"
+}
+
+@test "options the getopt way: --opt=value, --opt value, abbreviations, bundles, did-you-mean" {
+    show_status --format=%i -h
+    expect_status 0
+    show_status --form %i --nohead
+    expect_status 0
+    show_status -ha
+    expect_status 0
+    show_status --jsn
+    expect_status 2
+    expect_err "dlstage: status: unknown option '--jsn' (did you mean '--json'?)"
+    show_status --format
+    expect_status 2
+    expect_err "dlstage: status: option '--format' needs a value"
+    show_status --json=yes
+    expect_status 2
+    expect_err "dlstage: status: option '--json' takes no value"
+    show_status --no
+    expect_status 2
+    expect_err "dlstage: status: option '--no' is ambiguous (--noheader, --node)"
+    show_status -z
+    expect_status 2
+    expect_err "dlstage: status: unknown option '-z'"
 }
 
 @test "a job id with a leading zero" {
