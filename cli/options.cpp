@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <getopt.h>
 
+#include "lib/strings.hpp"
+
 namespace dlstage::cli {
 
 bool ParsedArgs::has(const std::string& long_name) const
@@ -29,25 +31,6 @@ std::vector<std::string> ParsedArgs::all(const std::string& long_name) const
 }
 
 namespace {
-// Optimal string alignment distance: edits, with a swap of two neighbours
-// counting as one.
-std::size_t distance(const std::string& a, const std::string& b)
-{
-    std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
-    for (std::size_t i = 0; i <= a.size(); ++i)
-        d[i][0] = i;
-    for (std::size_t j = 0; j <= b.size(); ++j)
-        d[0][j] = j;
-    for (std::size_t i = 1; i <= a.size(); ++i)
-        for (std::size_t j = 1; j <= b.size(); ++j) {
-            const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-            d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
-                d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-        }
-    return d[a.size()][b.size()];
-}
-
 std::string option_name(const OptionSpec& spec)
 {
     return std::string("--") + spec.long_name;
@@ -91,23 +74,6 @@ std::string problem_with(const std::string& arg, int unknown_short, const std::v
     return "unknown option '" + shown + "'";
 }
 }  // namespace
-
-std::string did_you_mean(const std::string& given, const std::vector<std::string>& known)
-{
-    std::string best;
-    std::size_t best_distance = std::string::npos;
-    for (const std::string& word : known) {
-        const std::size_t d = distance(given, word);
-        if (d < best_distance) {
-            best = word;
-            best_distance = d;
-        }
-    }
-    // Close: at most 2 edits, and fewer than a third of the word.
-    if (best.empty() || best_distance > 2 || best_distance * 3 > std::max<std::size_t>(best.size(), 3))
-        return "";
-    return " (did you mean '" + best + "'?)";
-}
 
 ParsedArgs parse_args(const std::vector<std::string>& args, const std::vector<OptionSpec>& specs)
 {

@@ -2,13 +2,16 @@
 // own commands parse theirs): getopt_long, so "-o X", "-oX", "--format X",
 // "--format=X", bundled flags ("-ha"), any unique abbreviation of a long
 // option ("--form"), options before or after operands, and "--" to end
-// them.  A mistake is one line, with a did-you-mean where one is close.
+// them.  A mistake is one line, with a did-you-mean where one is close
+// (lib/strings did_you_mean).
 #pragma once
 
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "lib/strings.hpp"
 
 namespace dlstage::cli {
 
@@ -35,9 +38,5 @@ struct UsageError : std::runtime_error {
 
 // Parses args (what follows the subcommand's name).  Throws UsageError.
 ParsedArgs parse_args(const std::vector<std::string>& args, const std::vector<OptionSpec>& specs);
-
-// " (did you mean 'x'?)" for the known word closest to `given` when it is
-// close (a typo, a swapped pair of letters, a missing or extra one), else "".
-std::string did_you_mean(const std::string& given, const std::vector<std::string>& known);
 
 }  // namespace dlstage::cli
