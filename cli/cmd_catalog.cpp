@@ -22,7 +22,7 @@ namespace dlstage::cli {
 namespace {
 void print_help()
 {
-    std::cout << "Usage: dlstage catalog list [--json]\n"
+    std::cout << "Usage: dlstage catalog list [--json | --names]\n"
                  "       dlstage catalog scan NAME [--threads N]\n"
                  "       dlstage catalog show NAME [--json]\n"
                  "list: the datasets of the catalog: name, source, format, mode, allowed tiers\n"
@@ -34,7 +34,9 @@ void print_help()
                  "show: the manifest's counts, bytes and age, and whether the source changed\n"
                  "since (a walk comparing each entry's type, size and mtime).\n"
                  "\n"
-                 "  --json     print JSON instead of a table\n";
+                 "  --json     print JSON instead of a table\n"
+                 "  --names    only each dataset's name and tiers, tab-separated, no source looked\n"
+                 "             at (for scripts and completion)\n";
 }
 
 void print_table(const std::vector<CatalogRow>& rows)
@@ -87,13 +89,21 @@ int cmd_catalog(const GlobalOptions& options, const std::vector<std::string>& ar
                            "catalog");
     ParsedArgs parsed;
     try {
-        parsed = parse_args(std::vector<std::string>(args.begin() + 1, args.end()), {{"json", 0, false}});
+        parsed = parse_args(std::vector<std::string>(args.begin() + 1, args.end()),
+                            {{"json", 0, false}, {"names", 0, false}});
     } catch (const UsageError& e) {
         return usage_error("catalog list: " + std::string(e.what()), "catalog");
     }
     if (!parsed.operands.empty())
         return usage_error("catalog list: unexpected argument '" + parsed.operands.front() + "'", "catalog");
     const bool json = parsed.has("json");
+    if (parsed.has("names")) {
+        // For scripts and completion: no source is looked at.
+        const Config config = load_config_for_caller(choose_config_path(options.config_path, true));
+        for (const auto& [name, dataset] : config.datasets)
+            std::cout << name << "\t" << join(dataset.tiers, ",") << "\n";
+        return kExitOk;
+    }
 
     const Config config = load_config_for_caller(choose_config_path(options.config_path, true));
     const std::vector<CatalogRow> rows = catalog_rows(config);

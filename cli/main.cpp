@@ -24,7 +24,7 @@ std::string synopsis(const std::string& command)
     static const std::vector<std::pair<std::string, std::string>> lines = {
         {"", "dlstage [-c FILE] COMMAND [ARGS...]"},
         {"check-config", "dlstage check-config [FILE] [--explain [--partition P] [--account A] [--user U] [--group G] [--json]]"},
-        {"catalog", "dlstage catalog list [--json] | scan NAME [--threads N] | show NAME [--json]"},
+        {"catalog", "dlstage catalog list [--json | --names] | scan NAME [--threads N] | show NAME [--json]"},
         {"stage", "dlstage stage [--quiet] [SPEC[,SPEC...]]..."},
         {"status", "dlstage status [-h] [-a] [-o FORMAT] [-j JOBS] [-u USERS] [-t STATES] [--json] [JOBID...] | --node NODE | --dataset NAME"},
         {"pack", "dlstage pack [--format squashfs|tar] [--shards N | --shard-size SIZE] [--block-size SIZE] [--force] DIR OUT"},
