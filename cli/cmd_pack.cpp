@@ -8,7 +8,9 @@
 // files that readers stream.
 //
 // Here: the command line and what pack says; the work is in pack/.
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include "cli/commands.hpp"
@@ -17,6 +19,7 @@
 #include "lib/log.hpp"
 #include "lib/number.hpp"
 #include "lib/size.hpp"
+#include "lib/stager_tuning.hpp"
 #include "lib/strings.hpp"
 #include "pack/output_files.hpp"
 #include "pack/pack_tree.hpp"
@@ -141,15 +144,88 @@ std::string percent_of(std::uint64_t part, std::uint64_t whole)
     return buf;
 }
 
+// Now and then a line while packing, and the time and rate at the end, as
+// the stager says how staging goes.  DLSTAGE_PROGRESS sets the interval
+// (seconds, as for the stager; 5 by default).
+class PackReport {
+public:
+    explicit PackReport(const PackTree& tree) : tree_(tree), start_(Clock::now()), last_(start_)
+    {
+        StagerTuning tuning;
+        if (const char* value = std::getenv("DLSTAGE_PROGRESS"); value && *value)
+            naming("DLSTAGE_PROGRESS", [&] {
+                find_tuning_knob("--progress")->set(value, tuning);
+                return 0;
+            });
+        interval_ = tuning.progress_interval;
+    }
+
+    void tar(std::uint64_t bytes, std::uint64_t files)
+    {
+        if (!due())
+            return;
+        const double elapsed = seconds();
+        std::string line = "pack: " + format_size(bytes) + " of " + format_size(tree_.file_bytes);
+        if (tree_.file_bytes)
+            line += " (" + percent_of(bytes, tree_.file_bytes) + ")";
+        line += ", " + std::to_string(files) + " of " + std::to_string(tree_.files) + " files, " +
+                format_rate(bytes, elapsed);
+        if (bytes > 0 && tree_.file_bytes > bytes) {
+            char eta[32];
+            std::snprintf(eta, sizeof eta, ", ETA %.0f s",
+                          static_cast<double>(tree_.file_bytes - bytes) / (static_cast<double>(bytes) / elapsed));
+            line += eta;
+        }
+        say(line);
+    }
+
+    void image(std::uint64_t image_bytes)
+    {
+        if (!due())
+            return;
+        char line[128];
+        std::snprintf(line, sizeof line, "pack: mksquashfs: image %s so far, %.0f s", format_size(image_bytes).c_str(),
+                      seconds());
+        say(line);
+    }
+
+    // " in 12.3 s (0.31 GB/s)": the input's bytes over the whole time.
+    std::string summary() const
+    {
+        char text[64];
+        std::snprintf(text, sizeof text, " in %.1f s (%s)", seconds(), format_rate(tree_.file_bytes, seconds()).c_str());
+        return text;
+    }
+
+private:
+    using Clock = std::chrono::steady_clock;
+    double seconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+    bool due()
+    {
+        const auto now = Clock::now();
+        if (std::chrono::duration<double>(now - last_).count() < interval_)
+            return false;
+        last_ = now;
+        return true;
+    }
+
+    const PackTree& tree_;
+    Clock::time_point start_, last_;
+    double interval_ = 5.0;
+};
+
 int pack_squashfs(const PackOptions& options, const PackTree& tree)
 {
-    const SquashfsImage image = make_squashfs_image(
-        options.dir, options.out, options.block_size ? options.block_size : kDefaultBlockSize, tree);
+    PackReport report(tree);
+    const SquashfsImage image =
+        make_squashfs_image(options.dir, options.out, options.block_size ? options.block_size : kDefaultBlockSize,
+                            tree, [&](std::uint64_t bytes) { report.image(bytes); });
     for (const std::string& line : image.messages)
         say("mksquashfs: " + line);
     say("packed " + std::to_string(tree.files) + " files (" + format_size(tree.file_bytes) + ") into " + options.out +
         " (" + format_size(image.bytes) +
-        (tree.file_bytes ? ", " + percent_of(image.bytes, tree.file_bytes) + " of the input" : "") + ")");
+        (tree.file_bytes ? ", " + percent_of(image.bytes, tree.file_bytes) + " of the input" : "") + ")" +
+        report.summary());
     return kExitOk;
 }
 
@@ -166,11 +242,13 @@ int pack_tar(const PackOptions& options, const PackTree& tree, const std::vector
     const ShardLayout layout =
         shard_layout_for(tree, options.shards, options.shard_size ? options.shard_size : kDefaultShardSize);
     say_fewer_shards(options, layout);
-    const TarShards shards = write_tar_shards(options.dir, options.out, tree, layout, old_shards);
+    PackReport report(tree);
+    const TarShards shards = write_tar_shards(options.dir, options.out, tree, layout, old_shards,
+                                              [&](std::uint64_t bytes, std::uint64_t files) { report.tar(bytes, files); });
     const std::size_t count = shards.paths.size();
     say("packed " + std::to_string(tree.files) + " files (" + format_size(tree.file_bytes) + ") into " +
         std::to_string(count) + (count == 1 ? " shard of " : " shards of ") + format_size(shards.smallest) +
-        (shards.smallest == shards.largest ? "" : ".." + format_size(shards.largest)));
+        (shards.smallest == shards.largest ? "" : ".." + format_size(shards.largest)) + report.summary());
     return kExitOk;
 }
 }  // namespace

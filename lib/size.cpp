@@ -94,6 +94,13 @@ std::uint64_t parse_size(std::string_view text, std::uint64_t min, std::uint64_t
     return bytes;
 }
 
+std::string format_rate(std::uint64_t bytes, double seconds)
+{
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2f GB/s", seconds > 0 ? static_cast<double>(bytes) / seconds / 1e9 : 0.0);
+    return buf;
+}
+
 std::string format_size(std::uint64_t bytes)
 {
     static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};

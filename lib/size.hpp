@@ -30,6 +30,9 @@ double parse_share(std::string_view text);
 // "1.5 GiB", "512 B": for messages and listings.
 std::string format_size(std::uint64_t bytes);
 
+// A transfer rate as the stager and pack print it: "0.49 GB/s" (10^9).
+std::string format_rate(std::uint64_t bytes, double seconds);
+
 // A size as Slurm prints memory (squeue, sinfo, sacct): powers of 1024 in
 // the largest unit that keeps the number at least 1, no space, whole
 // numbers bare and others with two decimals: "512", "4K", "150G", "1.50T".

@@ -159,12 +159,15 @@ void ShardWriter::copy_data(int fd, const std::string& path, std::uint64_t size,
 }
 
 void write_shard(const std::string& root, const PackTree& tree, const PackShard& shard, const std::string& path,
-                 std::vector<char>& buffer)
+                 std::vector<char>& buffer, const MemberWritten& written)
 {
     const Utf8Names utf8_names;
     ShardWriter writer(path);
-    for (std::size_t i : shard.members)
+    for (std::size_t i : shard.members) {
         writer.add(root, tree.entries[i], tree.metadata[i], buffer);
+        if (written)
+            written(tree.entries[i]);
+    }
     writer.finish();
 }
 

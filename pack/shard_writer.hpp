@@ -1,6 +1,8 @@
 // One tar shard of `dlstage pack`, written with libarchive.
 #pragma once
 
+#include <functional>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -34,8 +36,11 @@ private:
     Fd fd_;
 };
 
+// Called after each member is written.
+using MemberWritten = std::function<void(const PackEntry& member)>;
+
 // Writes the members of shard (indexes into tree) to path.
 void write_shard(const std::string& root, const PackTree& tree, const PackShard& shard, const std::string& path,
-                 std::vector<char>& buffer);
+                 std::vector<char>& buffer, const MemberWritten& written = {});
 
 }  // namespace dlstage::pack

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -24,7 +25,10 @@ struct SquashfsImage {
 
 // Writes the image of dir (read as tree) to out, under a temporary name
 // until it is complete.  Throws Error when mksquashfs fails or loses data.
+// image_progress, about every second while mksquashfs runs: the image's
+// bytes so far (mksquashfs's own progress bar is no line for a log).
 SquashfsImage make_squashfs_image(const std::string& dir, const std::string& out, std::uint64_t block_size,
-                                  const PackTree& tree);
+                                  const PackTree& tree,
+                                  const std::function<void(std::uint64_t image_bytes)>& image_progress = {});
 
 }  // namespace dlstage::pack

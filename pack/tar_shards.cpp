@@ -45,7 +45,8 @@ std::vector<std::string> existing_shards(const std::string& prefix)
 }
 
 TarShards write_tar_shards(const std::string& dir, const std::string& prefix, const PackTree& tree,
-                           const ShardLayout& layout, const std::vector<std::string>& old_shards)
+                           const ShardLayout& layout, const std::vector<std::string>& old_shards,
+                           const PackProgress& progress)
 {
     TarShards written;
     std::vector<std::string>& finals = written.paths;
@@ -56,8 +57,17 @@ TarShards write_tar_shards(const std::string& dir, const std::string& prefix, co
     }
     const Temporaries temporary(temporaries);
     std::vector<char> buffer(1 << 20);
+    std::uint64_t bytes_so_far = 0, files_so_far = 0;
+    const MemberWritten member_written = [&](const PackEntry& member) {
+        if (member.type == PackEntryType::Dir)
+            return;
+        files_so_far += 1;
+        bytes_so_far += member.type == PackEntryType::File ? member.size : 0;
+        if (progress)
+            progress(bytes_so_far, files_so_far);
+    };
     for (std::size_t s = 0; s < layout.shards.size(); ++s)
-        write_shard(dir, tree, layout.shards[s], temporary[s], buffer);
+        write_shard(dir, tree, layout.shards[s], temporary[s], buffer, member_written);
 
     // Only a complete set gets the final names: a pack that fails halfway
     // leaves no shards that look like a whole dataset.

@@ -2,6 +2,8 @@
 // (WebDataset style), laid out by shard_layout and written by ShardWriter.
 #pragma once
 
+#include <functional>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -30,7 +32,12 @@ struct TarShards {
 
 // Writes the shards of layout under temporary names, then gives a complete
 // set the final names and removes old_shards the new set does not replace.
+// progress, now and then: the file bytes and files (and symlinks) written
+// so far, as tree counts them.
+using PackProgress = std::function<void(std::uint64_t bytes, std::uint64_t files)>;
+
 TarShards write_tar_shards(const std::string& dir, const std::string& prefix, const PackTree& tree,
-                           const ShardLayout& layout, const std::vector<std::string>& old_shards);
+                           const ShardLayout& layout, const std::vector<std::string>& old_shards,
+                           const PackProgress& progress = {});
 
 }  // namespace dlstage::pack

@@ -323,13 +323,6 @@ std::uint64_t extract_into(const DatasetLayout& layout, const Fd& job_dir, const
     return stripped;
 }
 
-std::string rate(std::uint64_t bytes, double seconds)
-{
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.2f GB/s", seconds > 0 ? static_cast<double>(bytes) / seconds / 1e9 : 0.0);
-    return buf;
-}
-
 }  // namespace
 
 bool write_progress(const StageItem& item, const NodeContext& ctx, const ProgressFigures& figures,
@@ -397,7 +390,7 @@ public:
         const double eta = static_cast<double>(total_ - done_bytes) / per_s;
         sayf("%s: %s of %s (%.0f%%), %s, ETA %.0f s", item_.dataset.name.c_str(),
              format_size(done_bytes).c_str(), format_size(total_).c_str(),
-             100.0 * static_cast<double>(done_bytes) / static_cast<double>(total_), rate(done_bytes, elapsed).c_str(),
+             100.0 * static_cast<double>(done_bytes) / static_cast<double>(total_), format_rate(done_bytes, elapsed).c_str(),
              eta);
         record(kStagingState, done_bytes, elapsed, eta);
     }
@@ -533,7 +526,7 @@ void say_transferred(const StageItem& item, const NodeContext& ctx, const Plan& 
     sayf("staged %s to %s %s %d nodes in %.2f s (%s%s); source bytes read %s (%.2fx); "
          "peak memory per rank %s; cpu %.1f s over all nodes",
          item.dataset.name.c_str(), item.tier.name.c_str(), shared ? "(one shared copy) by" : "on", ctx.size, seconds,
-         rate(plan.total_bytes(), seconds).c_str(), shared ? "" : " per node", format_size(read).c_str(), ratio,
+         format_rate(plan.total_bytes(), seconds).c_str(), shared ? "" : " per node", format_size(read).c_str(), ratio,
          format_size(peak_rss).c_str(), cpu_seconds);
 }
 

@@ -43,6 +43,25 @@ pack_four() {
     expect_status 0
 }
 
+@test "progress lines while packing, and the time and rate at the end (tar and squashfs)" {
+    mkdir -p "$work/big/d" "$work/big-shards"
+    for i in $(seq 1 40); do head -c 8M /dev/zero >"$work/big/d/f$i.bin"; done
+    DLSTAGE_PROGRESS=0.1 run_dlstage pack --shards 2 "$work/big" "$work/big-shards/x"
+    expect_status 0
+    grep -Eq '^dlstage: pack: [0-9.]+ [KMG]iB of 320\.0 MiB \([0-9]+%\), [0-9]+ of 40 files, [0-9.]+ GB/s' <<<"$err" ||
+        fail "no progress line"
+    grep -Eq '^dlstage: packed 40 files \(320\.0 MiB\) into 2 shards of .* in [0-9.]+ s \([0-9.]+ GB/s\)$' <<<"$err" ||
+        fail "no summary with time and rate"
+    DLSTAGE_PROGRESS=0.1 run_dlstage pack "$work/big" "$work/big.sqfs"
+    expect_status 0
+    grep -Eq '^dlstage: packed 40 files \(320\.0 MiB\) into .*big\.sqfs \(.*\) in [0-9.]+ s \([0-9.]+ GB/s\)$' <<<"$err" ||
+        fail "no squashfs summary with time and rate"
+    DLSTAGE_PROGRESS=0 run_dlstage pack "$work/big" "$work/big2.sqfs"
+    expect_status 1
+    expect_err "dlstage: DLSTAGE_PROGRESS: invalid value '0': expected a number of seconds from 0.1 to 86400"
+    [ ! -e "$work/big2.sqfs" ] || fail "an image made despite the bad value"
+}
+
 @test "pack --help" {
     run_dlstage pack --help
     expect_status 0
