@@ -3,16 +3,14 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
-#include <condition_variable>
 #include <cstdlib>
 #include <functional>
-#include <mutex>
 #include <sched.h>
 #include <sys/stat.h>
-#include <thread>
 #include <unistd.h>
 
 #include "lib/error.hpp"
+#include "lib/sys/periodic.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/process.hpp"
 #include "pack/output_files.hpp"
@@ -108,51 +106,20 @@ std::vector<std::string> mksquashfs_command(const std::string& dir, const std::s
 
 }  // namespace
 
-namespace {
-// Calls report with the size of `path` about every second until stopped.
-class SizeWatcher {
-public:
-    SizeWatcher(std::string path, std::function<void(std::uint64_t)> report)
-    {
-        if (!report)
-            return;
-        thread_ = std::thread([this, path = std::move(path), report = std::move(report)] {
-            std::unique_lock<std::mutex> lock(mutex_);
-            while (!stop_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_; })) {
-                struct stat st {};
-                if (::stat(path.c_str(), &st) == 0)
-                    report(static_cast<std::uint64_t>(st.st_size));
-            }
-        });
-    }
-    ~SizeWatcher()
-    {
-        {
-            const std::lock_guard<std::mutex> lock(mutex_);
-            stopping_ = true;
-        }
-        stop_.notify_all();
-        if (thread_.joinable())
-            thread_.join();
-    }
-    SizeWatcher(const SizeWatcher&) = delete;
-    SizeWatcher& operator=(const SizeWatcher&) = delete;
-
-private:
-    std::mutex mutex_;
-    std::condition_variable stop_;
-    bool stopping_ = false;
-    std::thread thread_;
-};
-}  // namespace
-
 SquashfsImage make_squashfs_image(const std::string& dir, const std::string& out, std::uint64_t block_size,
                                   const PackTree& tree, const std::function<void(std::uint64_t)>& image_progress)
 {
     const Temporaries temporary({temporary_name(out)});
     ChildResult run;
     {
-        const SizeWatcher watcher(temporary[0], image_progress);
+        std::function<void()> report_size;
+        if (image_progress)
+            report_size = [&] {
+                struct stat st {};
+                if (::stat(temporary[0].c_str(), &st) == 0)
+                    image_progress(static_cast<std::uint64_t>(st.st_size));
+            };
+        const Periodic watcher(std::chrono::seconds(1), std::move(report_size));
         run = run_collecting_stderr(mksquashfs_command(dir, temporary[0], block_size, tree));
     }
     if (!run.failure.empty())

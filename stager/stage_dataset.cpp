@@ -25,6 +25,7 @@
 #include "lib/strings.hpp"
 #include "lib/tier_space.hpp"
 #include "lib/sys/dataset_walk.hpp"
+#include "lib/sys/periodic.hpp"
 #include "lib/sys/sys_error.hpp"
 #include "policies/admission.hpp"
 #include "policies/staging_mode.hpp"
@@ -205,44 +206,16 @@ Plan broadcast_plan(const StageItem& item, const NodeContext& ctx)
 // going on meanwhile.  Every progress interval, until planning is done,
 // rank 0 says how many entries the walk has found so far (counted by the
 // walk itself, further down: entries_walked()).
-class WalkProgress {
-public:
-    WalkProgress(const StageItem& item, const NodeContext& ctx)
-    {
-        if (ctx.rank != 0)
-            return;
-        const std::uint64_t before = entries_walked();
-        const auto interval = std::chrono::duration<double>(ctx.progress_interval);
-        thread_ = std::thread([this, &item, interval, before] {
-            std::unique_lock<std::mutex> lock(mutex_);
-            while (!stop_.wait_for(lock, interval, [this] { return done_; }))
-                sayf("%s: walking %s: %llu entries found so far", item.dataset.name.c_str(),
-                     item.dataset.source.c_str(), static_cast<unsigned long long>(entries_walked() - before));
-        });
-    }
-    ~WalkProgress()
-    {
-        {
-            const std::lock_guard<std::mutex> lock(mutex_);
-            done_ = true;
-        }
-        stop_.notify_all();
-        if (thread_.joinable())
-            thread_.join();
-    }
-    WalkProgress(const WalkProgress&) = delete;
-    WalkProgress& operator=(const WalkProgress&) = delete;
-
-private:
-    std::mutex mutex_;
-    std::condition_variable stop_;
-    bool done_ = false;
-    std::thread thread_;
-};
-
 Plan plan_saying_progress(const StageItem& item, const NodeContext& ctx)
 {
-    const WalkProgress progress(item, ctx);
+    const std::uint64_t before = entries_walked();
+    std::function<void()> say_count;
+    if (ctx.rank == 0)
+        say_count = [&item, before] {
+            sayf("%s: walking %s: %llu entries found so far", item.dataset.name.c_str(), item.dataset.source.c_str(),
+                 static_cast<unsigned long long>(entries_walked() - before));
+        };
+    const Periodic progress(std::chrono::duration<double>(ctx.progress_interval), std::move(say_count));
     return broadcast_plan(item, ctx);
 }
 
