@@ -118,9 +118,11 @@ print("\n".join(lines))
 # Figure: one panel per dataset, time against nodes.
 methods = [("dlstage", "dlstage"), ("dlstage-bcast", "bcast baseline (dbcast scheme)"),
            ("per-node-copy", "per-node copies"), ("sbcast", "sbcast"), ("limit", "limit")]
-plot = [f"set terminal pngcairo size {375 * len(datasets)},450 font ',10'", f"set output '{os.path.join(outdir, 'results.png')}'",
+plot = [f"set terminal pngcairo size {375 * len(datasets)},520 font ',10'", f"set output '{os.path.join(outdir, 'results.png')}'",
         "set multiplot layout 1,%d" % len(datasets), "set xlabel 'nodes'", "set ylabel 'seconds to ready on every node'",
-        "set logscale x 2", "set yrange [0:*]", "set key top left", "set grid"]
+        "set logscale x 2", "set yrange [0:*]", "set grid",
+        # Below the panels: inside, a key covers some curve of some panel.
+        "set key outside below horizontal"]
 for ds in datasets:
     data = os.path.join(outdir, f"plot-{ds}.dat")
     with open(data, "w") as f:
