@@ -41,17 +41,23 @@ namespace dlstage::stager {
 
 using Clock = std::chrono::steady_clock;
 
+// Both wait quietly: a rank may arrive long before the others (a node
+// cache's rank that took its lock while another waits 2 s for one).
 bool all_ranks(MPI_Comm comm, bool mine)
 {
     int in = mine ? 1 : 0, out = 0;
-    MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_MIN, comm);
+    MPI_Request request = MPI_REQUEST_NULL;
+    MPI_Iallreduce(&in, &out, 1, MPI_INT, MPI_MIN, comm, &request);
+    quiet_wait(request);
     return out == 1;
 }
 
 std::uint64_t reduce_over_ranks(MPI_Comm comm, std::uint64_t mine, MPI_Op op)
 {
     unsigned long long in = mine, out = 0;
-    MPI_Allreduce(&in, &out, 1, MPI_UNSIGNED_LONG_LONG, op, comm);
+    MPI_Request request = MPI_REQUEST_NULL;
+    MPI_Iallreduce(&in, &out, 1, MPI_UNSIGNED_LONG_LONG, op, comm, &request);
+    quiet_wait(request);
     return out;
 }
 

@@ -232,3 +232,33 @@ tree_size() { find "$SRC/tree" -type f -printf '%s\n' | awk '{ n += $1 } END { p
     [ "$((after - before))" -eq "$(tree_size)" ] || { echo "read $((after - before)) of $(tree_size)"; false; }
     assert_healthy
 }
+
+@test "a job waiting for one node's lock holds none of the others: a job on those goes through" {
+    forget_everywhere "$VCLUSTER_USER" cached
+    # Another job of the user "stages" cached on n2: its lock, alive (its job runs, its pid is there).
+    run as_user sbatch --parsable -w n2 -o /dev/null --wrap 'sleep 300'
+    [ "$status" -eq 0 ]
+    holder=$output
+    for _ in $(seq 100); do [ "$(job_state "$holder")" = RUNNING ] && break; sleep 0.1; done
+    on_node n2 runuser -u "$VCLUSTER_USER" -- bash -c \
+        "printf 'job $holder\nhost n2\npid 1\nsince %s\n' \$(date +%s) > '$(cache_of "$VCLUSTER_USER")/.lock-cached'"
+    run as_user sbatch --parsable -w n1,n2 -o waiter.txt --stage-data=cached \
+        --wrap 'echo "WAITER $("'"$DIGEST"'" "$DLSTAGE_CACHED")"'
+    [ "$status" -eq 0 ]
+    waiter=$output
+    d=$(user_workdir)
+    for _ in $(seq 300); do grep -q "waiting: job $holder" "$d/waiter.txt" 2>/dev/null && break; sleep 0.1; done
+    grep -q "cached: waiting: job $holder on n2" "$d/waiter.txt"
+    # n1 alone: not blocked by the waiter, which holds n1's lock only between its tries.
+    run as_user timeout 90 srun -w n1 -N1 --stage-data=cached bash -c 'echo "ALONE $('"$DIGEST"' "$DLSTAGE_CACHED")"'
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+    grep -q "staged cached to cache on 1 nodes" <<<"$output"
+    [ "$(job_state "$waiter")" = RUNNING ]  # still waiting for n2
+    scancel "$holder"
+    wait_job_gone "$waiter" 120
+    cat "$d/waiter.txt"
+    grep -q "WAITER $(cached_digest "$SRC/tree")" "$d/waiter.txt"
+    grep -q "cached: cache hit on 1 of 2 nodes" "$d/waiter.txt"
+    grep -q "staged cached to cache on 1 nodes" "$d/waiter.txt"
+    assert_healthy
+}
