@@ -420,6 +420,10 @@ private:
             problem(where, prefix + ".path", e.what());
             return std::nullopt;
         }
+        if (tier.scope == Scope::Node && tier.cleanup == Cleanup::Cache && !tier.path.uses('j'))
+            problem(where, prefix + ".path",
+                    "cleanup = \"cache\" needs %j in the path: the job's directory holds its markers, the cache "
+                    "keeps its entries in <tier root>/.cache");
         if (tier.cleanup == Cleanup::JobEnd && !tier.path.uses('j'))
             problem(where, prefix + ".path",
                     "cleanup = \"job-end\" needs %j in the path, or two jobs would share (and delete) "

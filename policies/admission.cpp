@@ -57,6 +57,12 @@ Verdict supported(const Dataset& dataset, const Tier& tier)
         return Verdict::refuse("dataset " + quoted(dataset.name) + " has mode = \"mount\", which a shared tier (" +
                                quoted(tier.name) + ") does not offer: stage it to a node tier, or use mode = "
                                "\"extract\" or \"copy\"");
+    // A cached image would stay mounted past its job, or be mounted by
+    // several jobs at once: the cache keeps copies and unpacked trees.
+    if (tier.scope == Scope::Node && tier.cleanup == Cleanup::Cache && dataset.mode == Mode::Mount)
+        return Verdict::refuse("dataset " + quoted(dataset.name) + " has mode = \"mount\", which a node cache (" +
+                               quoted(tier.name) + ", cleanup = \"cache\") does not offer: use mode = \"extract\" "
+                               "or \"copy\", or a tier without a cache");
     return Verdict::allow();
 }
 

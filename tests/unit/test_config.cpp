@@ -201,13 +201,13 @@ BOOST_AUTO_TEST_CASE(watermarks_are_for_node_caches)
     const Config config = parse_config(R"([site]
 cache_idle_days = 30
 [tiers.shm]
-path = "/dev/shm/dlstage/cache/%u"
+path = "/dev/shm/dlstage/cache/%j"
 cleanup = "cache"
 max_bytes = "50%"
 high_watermark = "85%"
 low_watermark = "60%"
 [tiers.ssd]
-path = "/local/dlstage/cache/%u"
+path = "/local/dlstage/cache/%j"
 cleanup = "cache"
 )", "t.toml");
     BOOST_TEST(config.tiers.at("shm").watermarks.high == 0.85);
@@ -219,12 +219,12 @@ cleanup = "cache"
 path = "/local/a/%j"
 high_watermark = "90%"
 [tiers.b]
-path = "/local/b/%u"
+path = "/local/b/%j"
 cleanup = "cache"
 high_watermark = "70%"
 low_watermark = "80%"
 [tiers.c]
-path = "/local/c/%u"
+path = "/local/c/%j"
 cleanup = "cache"
 high_watermark = "90"
 [site]
@@ -303,13 +303,17 @@ path = "/y/%j"
 [tiers.d]
 path = "/cache/%u"
 cleanup = "cache"
+[tiers.e]
+path = "/cache2/%j"
+cleanup = "cache"
 )");
     BOOST_TEST(has_problem(problems, 2, "tiers.a.path", "needs %j"), dump(problems));
     BOOST_TEST(has_problem(problems, 4, "tiers.b.path", "drop %n"), dump(problems));
     BOOST_TEST(has_problem(problems, 8, "tiers.c.max_bytes", "at most 100%"), dump(problems));
     BOOST_TEST(has_problem(problems, 9, "tiers.c.max_inodes", "positive integer"), dump(problems));
     BOOST_TEST(has_problem(problems, 10, "tiers.bad name", "a tier name must be"), dump(problems));
-    BOOST_TEST(problems.size() == 5u, dump(problems));  // tiers.d is fine: a cache needs no %j
+    BOOST_TEST(has_problem(problems, 13, "tiers.d.path", "cleanup = \"cache\" needs %j"), dump(problems));
+    BOOST_TEST(problems.size() == 6u, dump(problems));  // tiers.e is fine
 }
 
 BOOST_AUTO_TEST_CASE(max_bytes_as_a_bare_number_below_1_MiB_is_questioned)

@@ -1,0 +1,86 @@
+// A node cache's entries as root sees and manages them: the prolog (which
+// records the job's use and evicts before staging), `dlstage gc` and
+// `dlstage status --node`.  The entries themselves are the users' (made by
+// the stager as the user, lib/job_layout.hpp); root trusts nothing in them:
+// - which jobs use an entry and when it was last used are root's own
+//   records in state_dir/cache/<node>/ (jobs/<job>.toml written by the
+//   prolog, removed by the epilog; last-use/<tier>.<uid>.<dataset>, whose
+//   mtime the prolog sets);
+// - an entry's size is measured, and an entry removed, in a child process
+//   that has become the entry's owner and ends within a time limit: root
+//   never stats into what a user controls (a FUSE mount there cannot hang
+//   it), and never removes what the owner could not.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+#include "lib/config.hpp"
+
+namespace dlstage {
+
+// One use of an entry by a job: the entry is (tier, uid, dataset).
+struct CacheUse {
+    std::string tier;
+    std::string user;
+    uid_t uid = 0;
+    std::string dataset;
+};
+
+// The prolog: `job` uses these entries on `node` from now on, and their
+// last use is now.  Serialized with other prologs on the node (a lock in
+// state_dir/cache/<node>), as eviction is: take CacheLock around both.
+void record_cache_use(const std::string& state_dir, const std::string& node, const std::string& job,
+                      const std::vector<CacheUse>& uses);
+// The epilog (and gc, for a job that ended without one): `job` uses none.
+void forget_cache_use(const std::string& state_dir, const std::string& node, const std::string& job);
+// The jobs with use records on node.
+std::vector<std::string> cache_use_jobs(const std::string& state_dir, const std::string& node);
+
+// Held while a prolog records its use and evicts, so that no other prolog
+// on the node evicts an entry between another one's look and its record.
+class CacheLock {
+public:
+    CacheLock(const std::string& state_dir, const std::string& node);  // throws Error
+    ~CacheLock();
+    CacheLock(const CacheLock&) = delete;
+    CacheLock& operator=(const CacheLock&) = delete;
+
+private:
+    int fd_ = -1;
+};
+
+struct NodeCacheEntry {
+    std::string user;
+    uid_t uid = 0;
+    gid_t gid = 0;
+    std::string dataset;
+    std::uint64_t bytes = 0;    // allocated, of the copy and its files (record, list, partial data)
+    std::uint64_t inodes = 0;
+    std::uint64_t files = 0;    // files in the copy
+    std::int64_t last_use = 0;  // root's record; 0: none
+    std::vector<std::string> jobs;  // jobs on this node that use it, by root's records
+};
+
+struct FoundCacheEntries {
+    std::vector<NodeCacheEntry> entries;  // by user, then dataset
+    std::vector<std::string> problems;    // a user's directory that could not be measured, ...
+};
+
+// The entries of `tier` (a cache tier) on this node.  Every user's directory
+// below <tier root>/.cache is measured as that user (root only; another
+// caller measures only their own), each within `seconds`.
+FoundCacheEntries find_cache_entries(const Tier& tier, const std::string& state_dir, const std::string& node,
+                                     double seconds);
+
+// Removes the entry, as its owner, within `seconds`: the record first (a
+// job looking meanwhile sees no copy, never half of one), then the list of
+// contents and the copy.  Returns the problem, or "".
+std::string evict_cache_entry(const Tier& tier, const NodeCacheEntry& entry, double seconds);
+
+// "alice/imagenet": an entry in messages.
+std::string entry_name(const NodeCacheEntry& entry);
+
+}  // namespace dlstage
