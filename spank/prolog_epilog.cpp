@@ -1,8 +1,10 @@
 #include "spank/prolog_epilog.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -12,6 +14,7 @@
 #include "lib/error.hpp"
 #include "lib/job_identity.hpp"
 #include "lib/job_layout.hpp"
+#include "lib/node_cache.hpp"
 #include "lib/safe_fs.hpp"
 #include "lib/stage_spec.hpp"
 #include "lib/state_record.hpp"
@@ -19,6 +22,7 @@
 #include "lib/sys/bounded.hpp"
 #include "lib/tier_space.hpp"
 #include "policies/admission.hpp"
+#include "policies/cache_eviction.hpp"
 #include "policies/cleanup.hpp"
 #include "policies/node_faults.hpp"
 #include "policies/overrides.hpp"
@@ -201,6 +205,118 @@ void prepare_directories(const std::vector<StageItem>& items, const ScriptStart&
     }
 }
 
+// ---------------------------------------------------------------------------
+// node caches (cleanup = "cache"): the user's cache directory, root's record
+// of the job's use, and room for what the job brings (lib/node_cache.hpp)
+
+bool is_cache(const Tier& tier)
+{
+    return tier.scope == Scope::Node && tier.cleanup == Cleanup::Cache;
+}
+
+// Each measurement or removal in a user's directory gets this long: a
+// quarter of the prolog's own time, so that one user's hung mount costs
+// their jobs (their entries are left out), never the node.
+double cache_step_seconds(const ScriptStart& start)
+{
+    return std::max(1.0, start.config.site.prolog_epilog_timeout / 4.0);
+}
+
+// What the job brings to `tier`: the submit side's sizes, less what this
+// user's entries of those datasets already hold (a hit brings nothing).
+policy::Incoming incoming_to(const Tier& tier, const std::vector<StageItem>& items, const ScriptStart& start,
+                             const std::vector<NodeCacheEntry>& entries)
+{
+    const auto facts = decode_facts(start.facts);
+    policy::Incoming incoming;
+    for (const StageItem& item : items) {
+        const auto known = facts.find(item.dataset.name);
+        if (item.tier.name != tier.name || known == facts.end())
+            continue;
+        std::uint64_t bytes = known->second.bytes.value_or(0), inodes = known->second.files.value_or(0);
+        for (const NodeCacheEntry& entry : entries)
+            if (entry.uid == start.job.uid && entry.dataset == item.dataset.name) {
+                bytes = bytes > entry.bytes ? bytes - entry.bytes : 0;
+                inodes = inodes > entry.inodes ? inodes - entry.inodes : 0;
+            }
+        incoming.bytes += bytes;
+        incoming.inodes += inodes;
+    }
+    return incoming;
+}
+
+// Room in one cache tier for what the job brings: least recently used
+// entries no running job uses go (policies/cache_eviction).  The tier's
+// file system is looked at first; entries are measured only when it may
+// be over the high watermark.
+void make_room(const Tier& tier, const std::vector<StageItem>& items, const ScriptStart& start, const Fd& cache_dir,
+               Report& report)
+{
+    const TierSpace space = measure_tier_space(cache_dir.get(), tier.path.root());
+    const auto max_bytes = tier.max_bytes.resolve(space.total_bytes);
+    const auto max_inodes = tier.max_inodes;
+    const policy::Incoming guess = incoming_to(tier, items, start, {});
+    const auto used = [](const std::optional<std::uint64_t>& total, const std::optional<std::uint64_t>& free) {
+        return total && free && *total >= *free ? *total - *free : 0;
+    };
+    const auto below_mark = [&](std::uint64_t in_use, std::uint64_t limit) {
+        return static_cast<double>(in_use) <= tier.watermarks.high * static_cast<double>(limit);
+    };
+    const bool bytes_fine = !max_bytes || below_mark(used(space.total_bytes, space.free_bytes) + guess.bytes, *max_bytes);
+    const bool inodes_fine =
+        !max_inodes || below_mark(used(space.total_inodes, space.free_inodes) + guess.inodes, *max_inodes);
+    if (bytes_fine && inodes_fine)
+        return;  // the whole file system is below the mark: so is the cache
+    const FoundCacheEntries found =
+        find_cache_entries(tier, start.config.site.state_dir, start.job.node, cache_step_seconds(start));
+    for (const std::string& problem : found.problems)
+        report.notes.push_back("node cache " + quoted(tier.name) + ": " + problem);
+    std::vector<policy::CacheEntryFacts> facts;
+    policy::CacheTierFacts tier_facts;
+    tier_facts.max_bytes = max_bytes;
+    tier_facts.max_inodes = max_inodes;
+    for (const NodeCacheEntry& entry : found.entries) {
+        facts.push_back({entry_name(entry), entry.bytes, entry.inodes, entry.last_use, !entry.jobs.empty()});
+        tier_facts.used_bytes += entry.bytes;
+        tier_facts.used_inodes += entry.inodes;
+    }
+    const policy::EvictionPlan plan =
+        policy::plan_eviction(facts, tier_facts, tier.watermarks, incoming_to(tier, items, start, found.entries));
+    for (std::size_t i = 0; i < plan.evict.size(); ++i) {
+        const NodeCacheEntry& entry = found.entries[plan.evict[i]];
+        const std::string problem = evict_cache_entry(tier, entry, cache_step_seconds(start));
+        report.notes.push_back("node cache " + quoted(tier.name) + ": evicted " + entry_name(entry) + " (" +
+                               plan.why[i] + ")" + (problem.empty() ? "" : ": " + problem));
+    }
+    if (!plan.fits.allowed)
+        throw Error(plan.fits.reason + " on " + start.job.node);
+}
+
+// The user's cache directory in each cache tier the job uses, root's record
+// of the use, and room.
+void prepare_caches(const std::vector<StageItem>& items, const ScriptStart& start, Report& report)
+{
+    std::vector<CacheUse> uses;
+    std::map<std::string, const Tier*> tiers;
+    for (const StageItem& item : items)
+        if (is_cache(item.tier)) {
+            uses.push_back({item.tier.name, start.job.user, start.job.uid, item.dataset.name});
+            tiers[item.tier.name] = &item.tier;
+        }
+    if (uses.empty())
+        return;
+    std::map<std::string, Fd> cache_dirs;
+    for (const auto& [name, tier] : tiers) {
+        StageItem as_item;
+        as_item.tier = *tier;
+        cache_dirs[name] = prepare_tier_dir(as_item, cache_dir_of(*tier, start.job.user), start.job, report);
+    }
+    const CacheLock lock(start.config.site.state_dir, start.job.node);
+    record_cache_use(start.config.site.state_dir, start.job.node, start.job.job_id, uses);
+    for (const auto& [name, tier] : tiers)
+        make_room(*tier, items, start, cache_dirs.at(name), report);
+}
+
 // Runs in the bounded child: everything that touches the file systems.
 Report prolog_work(const ScriptStart& start)
 {
@@ -211,6 +327,7 @@ Report prolog_work(const ScriptStart& start)
     try {
         const auto items = resolve_stage_data(start.config, start.stage_data);
         record.insert("datasets", planned_datasets(items, job));
+        prepare_caches(items, start, report);
         prepare_directories(items, start, report);
         report.status = kReadyState;
     } catch (const NodeFault& e) {
@@ -285,6 +402,11 @@ Report epilog_work(const ScriptStart& start)
             for (const std::string& problem : result.problems)
                 problems.push_back(problem);
         }
+    } catch (const Error& e) {
+        problems.push_back(std::string(e.what()));
+    }
+    try {
+        forget_cache_use(start.config.site.state_dir, job.node, job.job_id);
     } catch (const Error& e) {
         problems.push_back(std::string(e.what()));
     }

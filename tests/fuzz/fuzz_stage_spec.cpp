@@ -26,7 +26,7 @@ max_bytes = "50%"
 path = "/local/dlstage/%u/%j-%n"
 max_bytes = "100G"
 [tiers.cache]
-path = "/cache/dlstage/%%%u"
+path = "/cache/dlstage/%%%u/%j"
 cleanup = "cache"
 [tiers.fixed]
 path = "/scratch/datasets"
