@@ -13,6 +13,11 @@
 #include <toml++/toml.h>
 
 #include "cli/commands.hpp"
+#include "policies/cache_eviction.hpp"
+#include "lib/tier_space.hpp"
+#include "lib/size.hpp"
+#include "lib/node_cache.hpp"
+#include "cli/options.hpp"
 #include "lib/config_paths.hpp"
 #include "lib/error.hpp"
 #include "lib/gc_leftovers.hpp"
@@ -60,21 +65,6 @@ struct Options {
     std::string node;
     std::string tier;
 };
-
-// The value of --NAME VALUE or --NAME=VALUE at args[i], or nothing.
-bool take_value(const std::vector<std::string>& args, std::size_t& i, const std::string& name, std::string& into)
-{
-    const std::string& arg = args[i];
-    if (arg == name && i + 1 < args.size()) {
-        into = args[++i];
-        return true;
-    }
-    if (starts_with(arg, name + "=")) {
-        into = arg.substr(name.size() + 1);
-        return true;
-    }
-    return false;
-}
 
 // What one part of gc (a tier, or the records) did, sent back from the
 // bounded child that did it: lines for stdout and for stderr, and counts.
@@ -173,10 +163,91 @@ Outcome run_part(const std::string& part, const std::function<Found()>& find, co
     return outcome;
 }
 
+// A node cache: first the use records of jobs that ended (a crashed
+// epilog's), then each entry, decided by policies/gc (idle too long, or
+// next in line while the tier is over its high watermark; never one a
+// running job uses).  Under the node's cache lock, as the prolog evicts.
+Outcome cache_part(const Tier& tier, const Config& config, const SlurmJobs& jobs, const policy::GcSettings& settings,
+                   const Options& options)
+{
+    Outcome outcome;
+    const std::string& state_dir = config.site.state_dir;
+    const CacheLock lock(state_dir, options.node);
+    for (const std::string& job : cache_use_jobs(state_dir, options.node)) {
+        const SlurmJob* known = jobs.find(job);
+        const bool ended = (!known || policy::job_state_from_slurm(known->state) == policy::JobState::Ended) &&
+                           !jobs.here.count(job);
+        if (!ended)
+            continue;
+        if (options.dry_run) {
+            outcome.out.push_back("would forget job " + job + "'s use of the node cache: the job ended");
+        } else {
+            forget_cache_use(state_dir, options.node, job);
+            outcome.out.push_back("forgot job " + job + "'s use of the node cache: the job ended");
+        }
+    }
+    const FoundCacheEntries found = find_cache_entries(tier, state_dir, options.node, kPartTimeout / 4);
+    for (const std::string& problem : found.problems) {
+        ++outcome.problems;
+        outcome.err.push_back("tier " + quoted(tier.name) + ": " + problem);
+    }
+    std::vector<policy::CacheEntryFacts> facts;
+    policy::CacheTierFacts tier_facts;
+    TierSpace space;
+    try {
+        space = measure_tier_space(tier.path.root());
+    } catch (const Error&) {
+    }
+    tier_facts.max_bytes = tier.max_bytes.resolve(space.total_bytes);
+    tier_facts.max_inodes = tier.max_inodes;
+    for (const NodeCacheEntry& e : found.entries) {
+        // In dry-run, the use records of ended jobs are still there.
+        const bool in_use = std::any_of(e.jobs.begin(), e.jobs.end(), [&](const std::string& job) {
+            const SlurmJob* known = jobs.find(job);
+            return (known && policy::job_state_from_slurm(known->state) != policy::JobState::Ended) ||
+                   jobs.here.count(job) > 0;
+        });
+        facts.push_back({entry_name(e), e.bytes, e.inodes, e.last_use, in_use});
+        tier_facts.used_bytes += e.bytes;
+        tier_facts.used_inodes += e.inodes;
+    }
+    const policy::EvictionPlan plan = policy::plan_eviction(facts, tier_facts, tier.watermarks);
+    for (std::size_t i = 0; i < found.entries.size(); ++i) {
+        const NodeCacheEntry& e = found.entries[i];
+        policy::GcFacts f;
+        f.kind = policy::GcKind::CacheEntry;
+        f.in_use = facts[i].in_use;
+        f.over_watermark = std::find(plan.evict.begin(), plan.evict.end(), i) != plan.evict.end();
+        f.idle = e.last_use ? jobs.asked_at - e.last_use : 0;
+        const policy::Verdict verdict = policy::gc_may_remove(f, settings);
+        const std::string what = "cache entry " + entry_name(e) + " (tier " + quoted(tier.name) + ", " +
+                                 format_size(e.bytes) + ")";
+        if (!verdict.allowed) {
+            ++outcome.kept;
+            if (options.verbose)
+                outcome.out.push_back("keep " + what + ": " + verdict.reason);
+            continue;
+        }
+        if (options.dry_run) {
+            ++outcome.removed;
+            outcome.out.push_back("would remove " + what + ": " + verdict.reason);
+            continue;
+        }
+        if (const std::string problem = evict_cache_entry(tier, e, kPartTimeout / 4); !problem.empty()) {
+            ++outcome.problems;
+            outcome.out.push_back("incomplete " + what + ": " + verdict.reason);
+            outcome.err.push_back(problem);
+            continue;
+        }
+        ++outcome.removed;
+        outcome.out.push_back("removed " + what + ": " + verdict.reason);
+    }
+    return outcome;
+}
+
 // The parts: each tier with cleanup = "job-end" (tiers sharing one path
-// template once) and, unless one tier was asked for, the records.
-// "keep" tiers hold users' data for later jobs; a "cache" tier's entries
-// are the cache's to list (policy::GcKind::CacheEntry), once there is one.
+// template once), each node cache and, unless one tier was asked for, the
+// records.  "keep" tiers hold users' data for later jobs.
 std::vector<std::pair<std::string, std::function<Found()>>> parts_of(const Config& config, const Options& options)
 {
     std::vector<std::pair<std::string, std::function<Found()>>> parts;
@@ -184,6 +255,14 @@ std::vector<std::pair<std::string, std::function<Found()>>> parts_of(const Confi
     for (const auto& [name, tier] : config.tiers) {
         if ((!options.tier.empty() && name != options.tier) || tier.cleanup != Cleanup::JobEnd ||
             !templates.insert(tier.path.text()).second)
+            continue;
+        const Tier* t = &tier;
+        parts.emplace_back("tier " + quoted(name), [t, &options] { return find_tier_leftovers(*t, options.node); });
+    }
+    // A node cache's job directories are the job's to remove, as job-end's.
+    for (const auto& [name, tier] : config.tiers) {
+        if ((!options.tier.empty() && name != options.tier) || tier.scope != Scope::Node ||
+            tier.cleanup != Cleanup::Cache || !templates.insert(tier.path.text()).second)
             continue;
         const Tier* t = &tier;
         parts.emplace_back("tier " + quoted(name), [t, &options] { return find_tier_leftovers(*t, options.node); });
@@ -197,25 +276,28 @@ std::vector<std::pair<std::string, std::function<Found()>>> parts_of(const Confi
 int cmd_gc(const GlobalOptions& global, const std::vector<std::string>& args)
 {
     Options options;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        const std::string& arg = args[i];
-        if (arg == "-h" || arg == "--help") {
-            print_help();
-            return kExitOk;
-        }
-        if (arg == "--dry-run")
-            options.dry_run = true;
-        else if (arg == "-v" || arg == "--verbose")
-            options.verbose = true;
-        else if (std::string value; take_value(args, i, "--node", value) || take_value(args, i, "--tier", value)) {
-            if (value.empty())
-                return usage_error("gc: " + arg + " needs a NAME", "gc");
-            (starts_with(arg, "--node") ? options.node : options.tier) = value;
-        } else if (arg == "--node" || arg == "--tier")
-            return usage_error("gc: " + arg + " needs a NAME", "gc");
-        else
-            return usage_error("gc: unknown argument " + quoted(arg), "gc");
+    ParsedArgs parsed;
+    try {
+        parsed = parse_args(args, {{"help", 'h', false},
+                                   {"dry-run", 0, false},
+                                   {"verbose", 'v', false},
+                                   {"node", 0, true},
+                                   {"tier", 0, true}});
+    } catch (const UsageError& e) {
+        return usage_error("gc: " + std::string(e.what()), "gc");
     }
+    if (parsed.has("help")) {
+        print_help();
+        return kExitOk;
+    }
+    if (!parsed.operands.empty())
+        return usage_error("gc: unexpected argument " + quoted(parsed.operands.front()), "gc");
+    options.dry_run = parsed.has("dry-run");
+    options.verbose = parsed.has("verbose");
+    options.node = parsed.last("node").value_or("");
+    options.tier = parsed.last("tier").value_or("");
+    if ((parsed.has("node") && options.node.empty()) || (parsed.has("tier") && options.tier.empty()))
+        return usage_error("gc: --node and --tier need a NAME", "gc");
     if (::geteuid() != 0) {
         say("gc: must run as root: it removes other users' job directories (run it from dlstage-gc.timer, "
             "cron or sudo)");
@@ -226,7 +308,7 @@ int cmd_gc(const GlobalOptions& global, const std::vector<std::string>& args)
         return usage_error("gc: no tier " + quoted(options.tier) + " in " + config.file + " (tiers: " +
                                join(config.tier_names(), ", ") + ")",
                            "gc");
-    if (const Tier* only = config.find_tier(options.tier); only && only->cleanup != Cleanup::JobEnd)
+    if (const Tier* only = config.find_tier(options.tier); only && only->cleanup == Cleanup::Keep)
         std::cout << "tier " << quoted(options.tier) << " has cleanup = \"" << to_string(only->cleanup)
                   << "\": its data outlives jobs, nothing there is gc's\n";
     if (options.node.empty())
@@ -241,6 +323,26 @@ int cmd_gc(const GlobalOptions& global, const std::vector<std::string>& args)
     Outcome total;
     for (const auto& [part, find] : parts_of(config, options)) {
         const Outcome outcome = run_part(part, find, jobs, settings, options);
+        for (const auto& line : outcome.out)
+            std::cout << printable(line.value_or(std::string())) << "\n";
+        std::cout.flush();
+        for (const auto& line : outcome.err)
+            say("gc: " + line.value_or(std::string()));
+        total.removed += outcome.removed;
+        total.kept += outcome.kept;
+        total.problems += outcome.problems;
+    }
+    for (const auto& [name, tier] : config.tiers) {
+        if ((!options.tier.empty() && name != options.tier) || tier.scope != Scope::Node ||
+            tier.cleanup != Cleanup::Cache)
+            continue;
+        Outcome outcome;
+        try {
+            outcome = cache_part(tier, config, jobs, settings, options);
+        } catch (const Error& e) {
+            outcome.err.push_back("tier " + quoted(name) + ": " + e.what());
+            ++outcome.problems;
+        }
         for (const auto& line : outcome.out)
             std::cout << printable(line.value_or(std::string())) << "\n";
         std::cout.flush();

@@ -32,7 +32,7 @@ struct TierView {
     std::string problem;  // the root could not be looked at
 };
 
-TierView look_at(const Tier& tier)
+TierView look_at(const Tier& tier, const std::string& state_dir, const std::string& node)
 {
     TierView view;
     view.tier = &tier;
@@ -44,7 +44,7 @@ TierView look_at(const Tier& tier)
         view.entries = std::move(contents.entries);
         view.space = contents.space;
         view.byte_limit = tier.max_bytes.is_set() ? tier.max_bytes.resolve(view.space.total_bytes) : std::nullopt;
-        view.cache = cache_entries(tier);
+        view.cache = cache_entries(tier, state_dir, node);
     } catch (const Error& e) {
         view.problem = e.what();
     }
@@ -95,9 +95,12 @@ toml::table view_json(const TierView& v)
         toml::array users;
         for (const std::string& u : c.users)
             users.push_back(u);
+        toml::array jobs;
+        for (const std::string& j : c.jobs)
+            jobs.push_back(std::stoll(j));
         cache.push_back(toml::table{{"dataset", c.dataset}, {"bytes", static_cast<std::int64_t>(c.bytes)},
                                     {"files", static_cast<std::int64_t>(c.files)}, {"last_use", c.last_use},
-                                    {"users", users}});
+                                    {"users", users}, {"jobs", jobs}});
     }
     t.insert("entries", entries);
     t.insert("cache_entries", cache);
@@ -123,6 +126,15 @@ void print_views(const std::vector<TierView>& views)
         std::cout << "\n";
         print_aligned(std::cout, entries);
     }
+    std::vector<std::vector<std::string>> cached = {{"TIER", "DATASET", "USER", "SIZE", "FILES", "LAST_USE", "JOBS"}};
+    for (const TierView& v : views)
+        for (const CacheEntry& c : v.cache)
+            cached.push_back({v.tier->name, c.dataset, join(c.users, ","), slurm_size(c.bytes), std::to_string(c.files),
+                              c.last_use ? moment_text(c.last_use) : "-", c.jobs.empty() ? "-" : join(c.jobs, ",")});
+    if (cached.size() > 1) {
+        std::cout << "\n";
+        print_aligned(std::cout, cached);
+    }
     for (const TierView& v : views)
         if (!v.problem.empty())
             std::cout << "tier " << v.tier->name << ": " << v.problem << "\n";
@@ -139,7 +151,7 @@ int print_node(const Config& config, const std::string& node, bool json)
     }
     std::vector<TierView> views;
     for (const auto& [name, tier] : config.tiers)
-        views.push_back(look_at(tier));
+        views.push_back(look_at(tier, config.site.state_dir, here));
     if (json) {
         toml::array tiers;
         for (const TierView& v : views)

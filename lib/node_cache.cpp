@@ -86,7 +86,8 @@ std::vector<std::string> cache_use_jobs(const std::string& state_dir, const std:
     OpenResult jobs = open_trusted_dir(state_dir, cache_state_dir(state_dir, node) + "/jobs", false);
     if (!jobs.dir.valid())
         return ids;
-    DirStream stream(jobs.dir.get());
+    const Fd reading = reopen_for_reading(jobs.dir);
+    DirStream stream(reading.get());
     while (const dirent* e = stream.valid() ? stream.next() : nullptr) {
         const std::string name = e->d_name;
         if (ends_with(name, kRecordSuffix))
@@ -162,7 +163,8 @@ std::string measure_user_dir(const std::string& root, const std::string& dir)
         std::uint64_t bytes = 0, inodes = 0, files = 0;
     };
     std::map<std::string, Sum> sums;
-    DirStream stream(opened.dir.get());
+    const Fd reading = reopen_for_reading(opened.dir);
+    DirStream stream(reading.get());
     while (const dirent* e = stream.valid() ? stream.next() : nullptr) {
         const std::string name = e->d_name;
         const std::string dataset = dataset_of(name);
@@ -210,7 +212,8 @@ std::vector<std::string> cache_users(const Tier& tier, std::vector<std::string>&
     }
     if (!opened.dir.valid())
         return users;
-    DirStream stream(opened.dir.get());
+    const Fd reading = reopen_for_reading(opened.dir);  // open_trusted_dir's is a passage (O_PATH)
+    DirStream stream(reading.get());
     while (const dirent* e = stream.valid() ? stream.next() : nullptr)
         users.push_back(e->d_name);
     std::sort(users.begin(), users.end());

@@ -1,5 +1,7 @@
 #include "lib/tier_contents.hpp"
 
+#include "lib/node_cache.hpp"
+
 #include <algorithm>
 #include <sys/stat.h>
 
@@ -12,6 +14,12 @@
 #include "lib/sys/quick_stat.hpp"
 
 namespace dlstage {
+
+namespace {
+// Each user's cache directory is measured within this (a hung mount in it
+// leaves that user's entries out).
+constexpr double kCacheLookSeconds = 10;
+}  // namespace
 
 namespace {
 std::string kind_of(mode_t mode)
@@ -59,9 +67,14 @@ TierContents tier_contents(const std::string& root)
     return contents;
 }
 
-std::vector<CacheEntry> cache_entries(const Tier&)
+std::vector<CacheEntry> cache_entries(const Tier& tier, const std::string& state_dir, const std::string& node)
 {
-    return {};
+    std::vector<CacheEntry> entries;
+    if (tier.scope != Scope::Node || tier.cleanup != Cleanup::Cache)
+        return entries;
+    for (const NodeCacheEntry& e : find_cache_entries(tier, state_dir, node, kCacheLookSeconds).entries)
+        entries.push_back({e.dataset, e.bytes, e.files, e.last_use, {e.user}, e.jobs});
+    return entries;
 }
 
 }  // namespace dlstage

@@ -38,12 +38,14 @@ struct CacheEntry {
     std::string dataset;
     std::uint64_t bytes = 0;
     std::uint64_t files = 0;
-    std::int64_t last_use = 0;
-    std::vector<std::string> users;
+    std::int64_t last_use = 0;       // root's record; 0: none
+    std::vector<std::string> users;  // whose entry it is (entries are per user)
+    std::vector<std::string> jobs;   // jobs on this node using it now
 };
 
-// The node cache's entries in this tier.  None yet: the caches of issue 12
-// are being built; this is where `dlstage status --node` will list them.
-std::vector<CacheEntry> cache_entries(const Tier& tier);
+// The node cache's entries in this tier (cleanup = "cache"; none for other
+// tiers), found and measured as lib/node_cache.hpp does: root sees every
+// user's, a user their own.
+std::vector<CacheEntry> cache_entries(const Tier& tier, const std::string& state_dir, const std::string& node);
 
 }  // namespace dlstage
