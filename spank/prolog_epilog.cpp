@@ -249,10 +249,9 @@ policy::Incoming incoming_to(const Tier& tier, const std::vector<StageItem>& ite
 // entries no running job uses go (policies/cache_eviction).  The tier's
 // file system is looked at first; entries are measured only when it may
 // be over the high watermark.
-void make_room(const Tier& tier, const std::vector<StageItem>& items, const ScriptStart& start, const Fd& cache_dir,
-               Report& report)
+void make_room(const Tier& tier, const std::vector<StageItem>& items, const ScriptStart& start, Report& report)
 {
-    const TierSpace space = measure_tier_space(cache_dir.get(), tier.path.root());
+    const TierSpace space = measure_tier_space(tier.path.root());
     const auto max_bytes = tier.max_bytes.resolve(space.total_bytes);
     const auto max_inodes = tier.max_inodes;
     const policy::Incoming guess = incoming_to(tier, items, start, {});
@@ -305,16 +304,28 @@ void prepare_caches(const std::vector<StageItem>& items, const ScriptStart& star
         }
     if (uses.empty())
         return;
-    std::map<std::string, Fd> cache_dirs;
     for (const auto& [name, tier] : tiers) {
         StageItem as_item;
         as_item.tier = *tier;
-        cache_dirs[name] = prepare_tier_dir(as_item, cache_dir_of(*tier, start.job.user), start.job, report);
+        prepare_tier_dir(as_item, cache_dir_of(*tier, start.job.user), start.job, report);
     }
     const CacheLock lock(start.config.site.state_dir, start.job.node);
     record_cache_use(start.config.site.state_dir, start.job.node, start.job.job_id, uses);
     for (const auto& [name, tier] : tiers)
-        make_room(*tier, items, start, cache_dirs.at(name), report);
+        make_room(*tier, items, start, report);
+}
+
+// The epilog: the job uses its cache entries no more, and a tier it filled
+// past its high watermark (a tree whose size the submit side could not
+// know) goes back under it.
+void release_caches(const ScriptStart& start, Report& report)
+{
+    const CacheLock lock(start.config.site.state_dir, start.job.node);
+    forget_cache_use(start.config.site.state_dir, start.job.node, start.job.job_id);
+    std::set<std::string> done;
+    for (const StageItem& item : resolve_stage_data(start.config, start.stage_data))
+        if (is_cache(item.tier) && done.insert(item.tier.name).second)
+            make_room(item.tier, {}, start, report);
 }
 
 // Runs in the bounded child: everything that touches the file systems.
@@ -406,7 +417,7 @@ Report epilog_work(const ScriptStart& start)
         problems.push_back(std::string(e.what()));
     }
     try {
-        forget_cache_use(start.config.site.state_dir, job.node, job.job_id);
+        release_caches(start, report);
     } catch (const Error& e) {
         problems.push_back(std::string(e.what()));
     }

@@ -262,3 +262,92 @@ tree_size() { find "$SRC/tree" -type f -printf '%s\n' | awk '{ n += $1 } END { p
     grep -q "staged cached to cache on 1 nodes" "$d/waiter.txt"
     assert_healthy
 }
+
+# ---- what root does: directories, eviction, status --node, gc ----------------
+
+entries_on() { on_node "$1" ls "$(cache_of "$VCLUSTER_USER")"; }
+
+@test "the prolog makes the cache directories, and replaces a symlink planted at .cache" {
+    on_node n3 rm -rf /local/dlcache/.cache
+    on_node n3 ln -s /tmp /local/dlcache/.cache
+    on_nodes n3 CACHED cached
+    [ "$status" -eq 0 ]
+    on_node n3 stat -c '%U %a %F' /local/dlcache/.cache | grep -qx "root 755 directory"
+    on_node n3 stat -c '%U %a' "$(cache_of "$VCLUSTER_USER")" | grep -qx "$VCLUSTER_USER 700"
+    on_node n3 bash -c 'ls -d /local/dlcache/.cache.untrusted-*' | grep -q untrusted
+    [ -z "$(on_node n3 bash -c 'ls /local/dlcache | grep -Ev "^(\.cache.*|[0-9]+)$"')" ]
+    # The job's directory went with the job; the entry stays.
+    [ -z "$(on_node n3 bash -c 'ls /local/dlcache | grep -E "^[0-9]+$"')" ]
+    on_node n3 test -d "$(cache_of "$VCLUSTER_USER")/cached"
+    assert_healthy
+}
+
+@test "LRU eviction keeps a small tier under its watermark: the least recently used unused entry goes" {
+    on_node n1 bash -c 'rm -rf /local/dlcache/.cache/*/* /local/dlcache/.cache/*/.[!.]*'
+    for ds in lru1 lru2 lru1 lru3; do
+        on_nodes n1 "$(tr a-z A-Z <<<"$ds")" "$ds"
+        [ "$status" -eq 0 ]
+        sleep 1.1  # last uses a second apart
+    done
+    grep -q "lru3: staging it on n1: not in the node cache" <<<"$output"
+    entries=$(entries_on n1)
+    echo "$entries"
+    grep -qx lru1 <<<"$entries"
+    grep -qx lru3 <<<"$entries"
+    ! grep -qx lru2 <<<"$entries" || false
+    [ -z "$(on_node n1 ls -a "$(cache_of "$VCLUSTER_USER")" | grep -- '-lru2')" ]  # its record went too
+    # Under the high watermark (90% of 48M = 43.2 MiB), as root measures it.
+    used=$(on_node n1 bash -c "du -s --block-size=1 /local/dlcache/.cache | cut -f1")
+    [ "$used" -le $((48 * 1048576 * 9 / 10)) ] || { echo "cache holds $used bytes"; false; }
+    assert_healthy
+}
+
+@test "status --node lists the node's cache entries with size, files, last use, user and jobs" {
+    on_nodes n1 LRU1 lru1
+    [ "$status" -eq 0 ]
+    run as_user srun -w n1 -N1 "$DLSTAGE_BIN" --config "$DLSTAGE_TEST_DIR/dlstage.toml" status --node n1
+    [ "$status" -eq 0 ]
+    echo "$output"
+    grep -Eq "^TIER +DATASET +USER +SIZE +FILES +LAST_USE +JOBS$" <<<"$output"
+    grep -Eq "^cache +lru1 +$VCLUSTER_USER +15\.0[0-9]*M +1 +20[0-9-]+T[0-9:]+ +-$" <<<"$output"
+    run as_user srun -w n1 -N1 "$DLSTAGE_BIN" --config "$DLSTAGE_TEST_DIR/dlstage.toml" status --node n1 --json
+    [ "$status" -eq 0 ]
+    python3 - "$output" "$VCLUSTER_USER" <<'PY'
+import json, sys
+doc = json.loads(sys.argv[1])
+cache = next(t for t in doc["tiers"] if t["tier"] == "cache")["cache_entries"]
+lru1 = next(e for e in cache if e["dataset"] == "lru1" and e["users"] == [sys.argv[2]])
+assert lru1["files"] == 1 and lru1["bytes"] >= 15 << 20 and lru1["last_use"] > 0 and lru1["jobs"] == [], lru1
+PY
+}
+
+@test "gc removes a cache entry unused too long and spares one a running job uses" {
+    on_nodes n1 LRU3 lru3
+    [ "$status" -eq 0 ]
+    on_nodes n1 LRU1 lru1
+    [ "$status" -eq 0 ]
+    run as_user sbatch --parsable -w n1 -o /dev/null --stage-data=lru1 --wrap 'sleep 120'
+    [ "$status" -eq 0 ]
+    job=$output
+    for _ in $(seq 150); do [ "$(job_state "$job")" = RUNNING ] && break; sleep 0.2; done
+    sleep 2  # its staging (a hit) is done
+    last="$DLSTAGE_TEST_DIR/state/cache/n1/last-use"
+    uid=$(id -u "$VCLUSTER_USER")
+    touch -d "3 days ago" "$last/cache.$uid.lru1" "$last/cache.$uid.lru3"
+    conf="$DLSTAGE_TEST_DIR/gc-cache.toml"
+    sed '/^\[site\]/a cache_idle_days = 1' "$DLSTAGE_TEST_DIR/dlstage.toml" > "$conf"
+    run on_node n1 "$DLSTAGE_BIN" -c "$conf" gc --tier cache --dry-run
+    echo "$output"
+    grep -q "would remove cache entry $VCLUSTER_USER/lru3 (tier 'cache', .*): unused for 3 d" <<<"$output"
+    on_node n1 test -d "$(cache_of "$VCLUSTER_USER")/lru3"
+    run on_node n1 "$DLSTAGE_BIN" -c "$conf" gc --tier cache -v
+    echo "$output"
+    [ "$status" -eq 0 ]
+    grep -q "removed cache entry $VCLUSTER_USER/lru3 (tier 'cache', .*): unused for 3 d" <<<"$output"
+    grep -q "keep cache entry $VCLUSTER_USER/lru1 (tier 'cache', .*): in use by a running job" <<<"$output"
+    ! on_node n1 test -e "$(cache_of "$VCLUSTER_USER")/lru3" || false
+    on_node n1 test -d "$(cache_of "$VCLUSTER_USER")/lru1"
+    scancel "$job"
+    wait_job_gone "$job" 60
+    assert_healthy
+}
