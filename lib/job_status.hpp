@@ -19,7 +19,7 @@ enum class StagingState {
     Staging,   // the stager is copying (percent, rate)
     Ready,     // staged on every node
     Reused,    // a shared tier's copy was reused (or repaired)
-    CacheHit,  // a node cache held it (issue 12's caches; records may say so later)
+    CacheHit,  // every node's cache held it: nothing was transferred
     Failed,    // with the reason: the prolog's or the stager's
     Cleaned,   // the epilog removed the job's data
     Stale,     // the records claim data, but Slurm no longer runs the job

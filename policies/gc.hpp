@@ -13,9 +13,9 @@
 // a grace period, so a directory the prolog of a job too new for Slurm's
 // answer is just making is never touched.
 //
-// Cache entries (tiers with cleanup = "cache") have their kind and rule
-// here already; the cache itself, which will gather their facts, is still
-// to come.
+// Cache entries (tiers with cleanup = "cache") have their own rule: their
+// facts (in use, idle, next in line over the watermark) come from
+// lib/node_cache and policies/cache_eviction.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +30,7 @@ enum class GcKind {
     JobDir,      // a tier's job directory (cleanup = "job-end")
     Claim,       // a shared tier's JOB.removing-NODE an epilog did not finish
     Records,     // state_dir/jobs/JOB
-    CacheEntry,  // a cached dataset in a cleanup = "cache" tier (no producer yet)
+    CacheEntry,  // a user's cached dataset in a cleanup = "cache" tier
 };
 
 // What Slurm said of the candidate's job.

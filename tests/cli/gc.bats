@@ -62,10 +62,16 @@ need_root() { [ "$(id -u)" -eq 0 ] || skip "gc needs root"; }
     expect_out "3 Slurm could not be asked (nothing removed)"
     run_dlstage gc --bogus
     expect_status 2
-    expect_err "dlstage: gc: unknown argument '--bogus'"
+    expect_err "dlstage: gc: unknown option '--bogus'"
+    run_dlstage gc --dryrun
+    expect_status 2
+    expect_err "dlstage: gc: unknown option '--dryrun' (did you mean '--dry-run'?)"
     run_dlstage gc --tier
     expect_status 2
-    expect_err "dlstage: gc: --tier needs a NAME"
+    expect_err "dlstage: gc: option '--tier' needs a value"
+    run_dlstage gc --tier=
+    expect_status 2
+    expect_err "dlstage: gc: --node and --tier need a NAME"
 }
 
 @test "gc: refused to anyone but root, touching nothing" {
