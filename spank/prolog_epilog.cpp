@@ -37,8 +37,10 @@ namespace {
 struct ScriptStart {
     std::string stage_data;
     JobFacts job;
-    Config config;
+    Config site;    // the site's configuration as the file says
+    Config config;  // the job's: site with its [[overrides]] applied (set in the child)
     std::string facts;  // what the submit side learnt of the sources (prolog)
+    std::map<std::string, std::string> slurm_env;  // what slurmd says of the job: partition, account, user
 };
 
 // Nothing when the job asked for no data, or when the configuration cannot
@@ -49,14 +51,12 @@ std::optional<ScriptStart> start_script(SpankApi& api, const PluginArgs& args)
     const auto stage_data = api.stage_data_option();
     if (!stage_data)
         return std::nullopt;
-    ScriptStart start{*stage_data, job_facts(api), {}, api.getenv(std::string(kPrologEnvPrefix) + kFactsVar)};
+    ScriptStart start{*stage_data, job_facts(api), {}, {}, api.getenv(std::string(kPrologEnvPrefix) + kFactsVar), {}};
     try {
-        // The tiers as this job gets them (policies/overrides), from what
-        // slurmd says of the job: partition and account from its credential.
-        const EnvLookup slurmd_env = [&](const std::string& name) { return api.getenv(name); };
-        const Config site = load_trusted_config(choose_config_path(args.config_path, false));
-        start.config = policy::config_for_job(site, identity_from_slurm(slurmd_env, start.job.user,
-                                                                        site.matches_groups()));
+        start.site = load_trusted_config(choose_config_path(args.config_path, false));
+        start.config = start.site;  // until the child knows the job's overrides
+        for (const char* name : {"SLURM_JOB_PARTITION", "SLURM_JOB_ACCOUNT", "SLURM_JOB_USER"})
+            start.slurm_env[name] = api.getenv(name);
     } catch (const Error& e) {
         api.error("job " + start.job.job_id + " on " + start.job.node + ": " + e.what());
         return std::nullopt;
@@ -460,13 +460,37 @@ void record_unfinished(SpankApi& api, const ScriptStart& start, const char* what
                   ": " + (written.output.empty() ? written.problem : written.output));
 }
 
+// The tiers as this job gets them (policies/overrides), from what slurmd
+// says of the job: partition and account from its credential, the groups
+// of its user from NSS.  In the bounded child: a hung LDAP or sssd must
+// end with the time limit, not drain the node.
+Config job_config(const ScriptStart& start)
+{
+    const EnvLookup slurmd_env = [&](const std::string& name) {
+        const auto it = start.slurm_env.find(name);
+        return it == start.slurm_env.end() ? std::string() : it->second;
+    };
+    return policy::config_for_job(start.site,
+                                  identity_from_slurm(slurmd_env, start.job.user, start.site.matches_groups()));
+}
+
 // Runs work in a child bounded by the site's time limit, logs what it
 // reports, and returns its status ("" if it did not finish).
 std::string run_work(SpankApi& api, const ScriptStart& start, const char* what, Report (*work)(const ScriptStart&))
 {
     const std::string who = "job " + start.job.job_id + " on " + start.job.node + ": ";
-    const BoundedOutcome outcome =
-        run_bounded(start.config.site.prolog_epilog_timeout, [&] { return work(start).text(); });
+    const BoundedOutcome outcome = run_bounded(start.site.site.prolog_epilog_timeout, [&] {
+        ScriptStart in_child = start;
+        try {
+            in_child.config = job_config(start);
+        } catch (const Error& e) {
+            Report report;
+            report.status = kFailedState;
+            report.message = std::string("the job's configuration: ") + e.what();
+            return report.text();
+        }
+        return work(in_child).text();
+    });
     if (outcome.status != BoundedOutcome::Status::Done) {
         api.error(who + "the " + what + " " + outcome.problem + " (a hung mount or file system?); what it left " +
                   "undone stays on the node for 'dlstage gc'; the node stays in service");
