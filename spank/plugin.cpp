@@ -13,6 +13,7 @@
 #include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "lib/log.hpp"
+#include "policies/slurm_version.hpp"
 #include "spank/prolog_epilog.hpp"
 #include "spank/plugin_args.hpp"
 #include "spank/slurm_spank_api.hpp"
@@ -66,6 +67,16 @@ int slurm_spank_init(spank_t sp, int ac, char** av)
 {
     return guarded("init", [&] {
         plugin_args(ac, av);  // refuse a bad plugstack.conf line at once, in every process
+        // Built for one Slurm release: in another one it refuses to load,
+        // with a line naming both (policies/slurm_version).
+        char* running = nullptr;
+        if (spank_get_item(sp, S_SLURM_VERSION, &running) == ESPANK_SUCCESS && running) {
+            const dlstage::policy::Verdict fits = dlstage::policy::plugin_fits_slurm(dlstage::policy::version_text(SLURM_VERSION_NUMBER), running);
+            if (!fits.allowed) {
+                slurm_error("%s", dlstage::message_line(fits.reason).c_str());
+                return -1;
+            }
+        }
         if (spank_context() == S_CTX_LOCAL)
             g_inside_allocation = std::getenv(dlstage::kJobIdVar) != nullptr;
         // Registered in every context: sbatch and salloc only learn of the

@@ -1,9 +1,7 @@
 #include "spank/slurm_spank_api.hpp"
 
-#include <cstdio>
-#include <cstdlib>
-
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <dlfcn.h>
 #include <unistd.h>
@@ -11,6 +9,7 @@
 #include "lib/error.hpp"
 #include "lib/log.hpp"
 #include "lib/sys/process.hpp"
+#include "policies/slurm_version.hpp"
 
 extern char** environ;
 
@@ -54,6 +53,9 @@ void remember_stage_data(const char* value)
 std::optional<std::string> SlurmSpankApi::client_option(const std::string& name)
 {
     if (spank_context() != S_CTX_ALLOCATOR && spank_context() != S_CTX_LOCAL)
+        return std::nullopt;
+    // Only in a Slurm release where these were read and tested.
+    if (!policy::client_options_checked(policy::release_of(policy::version_text(SLURM_VERSION_NUMBER))))
         return std::nullopt;
     using OptionGet = char* (*)(void*, const char*);
     using XFree = void (*)(void**);
