@@ -204,7 +204,10 @@ void CopyLock::wait_or_break()
     }
     const std::optional<Seen> taken = look_at(dir_fd_, aside, shown_);
     if (taken && taken->text != seen->text) {
-        ::linkat(dir_fd_, aside.c_str(), dir_fd_, name_.c_str(), 0);
+        // Best effort: if it fails, the other holder's heartbeat finds its
+        // lock gone and it stages as if it had been broken.
+        if (::linkat(dir_fd_, aside.c_str(), dir_fd_, name_.c_str(), 0) != 0) {
+        }
     } else if (options_.say) {
         options_.say("broke the lock " + shown_ + ": " + verdict.reason);
     }

@@ -49,7 +49,13 @@ public:
         if (::fchdir(into.get()) != 0)
             throw_cannot("enter", shown, errno);
     }
-    ~WorkIn() { (void)::fchdir(back_.get()); }
+    ~WorkIn()
+    {
+        if (::fchdir(back_.get()) != 0) {
+            // Nothing better to do in a destructor: the next name looked
+            // up relative to the working directory fails loudly.
+        }
+    }
     WorkIn(const WorkIn&) = delete;
     WorkIn& operator=(const WorkIn&) = delete;
 

@@ -18,3 +18,12 @@ setup() {
 @test "symbols slurmd resolves at load time stay undefined, not bundled" {
     nm -D --undefined-only "$so" | grep -q ' spank_option_register$' || fail "spank_option_register not imported"
 }
+
+@test "the plugin is hardened: full RELRO, immediate binding, stack protector, fortified calls" {
+    flags=$(sed -n 's/^HARDENING_LDFLAGS = //p' "$top_builddir/Makefile")
+    [ -n "$flags" ] || skip "configured without hardening (--disable-hardening or --enable-sanitizers)"
+    readelf -lW "$so" | grep -q GNU_RELRO || fail "no RELRO segment"
+    readelf -dW "$so" | grep -Eq 'BIND_NOW|FLAGS.*NOW' || fail "not bound now"
+    nm -D --undefined-only "$so" | grep -Eq ' __stack_chk_fail(@|$)' || fail "no stack protector"
+    nm -D --undefined-only "$so" | grep -Eq ' __[a-z]+_chk(@|$)' || fail "no fortified call (__*_chk)"
+}

@@ -314,7 +314,8 @@ entries_on() { on_node "$1" ls "$(cache_of "$VCLUSTER_USER")"; }
     [ "$status" -eq 0 ]
     python3 - "$output" "$VCLUSTER_USER" <<'PY'
 import json, sys
-doc = json.loads(sys.argv[1])
+text = sys.argv[1]
+doc = json.loads(text[text.index("{"):text.rindex("}") + 1])  # srun's own lines around it
 cache = next(t for t in doc["tiers"] if t["tier"] == "cache")["cache_entries"]
 lru1 = next(e for e in cache if e["dataset"] == "lru1" and e["users"] == [sys.argv[2]])
 assert lru1["files"] == 1 and lru1["bytes"] >= 15 << 20 and lru1["last_use"] > 0 and lru1["jobs"] == [], lru1

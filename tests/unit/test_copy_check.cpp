@@ -38,7 +38,7 @@ struct Trees {
             dir.write(std::string(root) + "/a.bin", "aaaa");
             dir.write(std::string(root) + "/d/b.bin", "bbbbbbbb");
             dir.write(std::string(root) + "/d/c.bin", "");
-            symlink("a.bin", (dir / root + "/l").c_str());
+            BOOST_REQUIRE(symlink("a.bin", (dir / root + "/l").c_str()) == 0);
         }
     }
     Plan plan() const { return build_plan(dataset_at(dir / "src")); }
@@ -93,7 +93,7 @@ BOOST_AUTO_TEST_CASE(missing_truncated_and_retyped_entries_are_found)
     Trees t;
     const Plan plan = t.plan();
     unlink((t.dir / "copy/d/c.bin").c_str());
-    truncate((t.dir / "copy/d/b.bin").c_str(), 2);
+    BOOST_REQUIRE(truncate((t.dir / "copy/d/b.bin").c_str(), 2) == 0);
     unlink((t.dir / "copy/l").c_str());
     mkdir((t.dir / "copy/l").c_str(), 0755);  // a directory where a symlink was
     const Fd copy = t.copy_fd();
@@ -128,7 +128,7 @@ BOOST_AUTO_TEST_CASE(a_file_is_fetched_again_whole_and_a_changed_source_is_refus
 {
     Trees t;
     const Plan plan = t.plan();
-    truncate((t.dir / "copy/d/b.bin").c_str(), 1);
+    BOOST_REQUIRE(truncate((t.dir / "copy/d/b.bin").c_str(), 1) == 0);
     const Fd copy = t.copy_fd();
     fetch_again(plan, index_of(plan, "d/b.bin"), copy.get(), t.dir / "copy", true);
     struct stat st {};

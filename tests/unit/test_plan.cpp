@@ -39,7 +39,7 @@ void make_tree(const test::TempDir& dir)
     dir.write("src/sub dir/naïve.txt", "hello");
     dir.write("src/zero", "");
     chmod((dir / "src/sub dir/naïve.txt").c_str(), 0604);
-    symlink("sub dir/naïve.txt", (dir / "src/link").c_str());
+    BOOST_REQUIRE(symlink("sub dir/naïve.txt", (dir / "src/link").c_str()) == 0);
     const struct timespec t[2] = {{1600000000, 0}, {1600000000, 0}};
     utimensat(AT_FDCWD, (dir / "src/big.bin").c_str(), t, 0);
 }
@@ -224,7 +224,7 @@ BOOST_AUTO_TEST_CASE(a_source_that_shrinks_is_an_error_and_incomplete_files_are_
     test::TempDir dir;
     make_tree(dir);
     const Plan plan = build_plan(dataset_at(dir / "src"));
-    truncate((dir / "src/big.bin").c_str(), 100);
+    BOOST_REQUIRE(truncate((dir / "src/big.bin").c_str(), 100) == 0);
     SourceReader reader(plan);
     std::vector<char> buffer(1 << 16);
     const auto chunks = layout_chunks(plan, 1 << 16);
