@@ -10,6 +10,13 @@
 #include "lib/strings.hpp"
 #include "lib/sys/sys_error.hpp"
 
+#ifndef DLSTAGE_BINDIR
+#define DLSTAGE_BINDIR ""
+#endif
+#ifndef DLSTAGE_PKGLIBEXECDIR
+#define DLSTAGE_PKGLIBEXECDIR ""
+#endif
+
 namespace dlstage::launch {
 
 std::vector<std::string> job_step_command(const Config& config, const std::string& job_id, const std::string& nodes,
@@ -35,14 +42,45 @@ void set_step_environment()
         setenv("OMPI_MCA_mpi_yield_when_idle", "1", 1);
 }
 
-std::string sibling_program(const std::string& name)
+namespace {
+
+std::string own_directory()
 {
     char self[4096] = {};
     const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     if (n <= 0)
         throw_cannot("find", "the dlstage executable", errno);
     const std::string exe(self, static_cast<std::size_t>(n));
-    return exe.substr(0, exe.rfind('/')) + "/" + name;
+    return exe.substr(0, exe.rfind('/'));
+}
+
+// dir is absolute, so a match of its last characters starts at a '/'.
+bool ends_with_directory(const std::string& path, const std::string& dir)
+{
+    return !dir.empty() && dir.front() == '/' && path.size() >= dir.size() &&
+           path.compare(path.size() - dir.size(), dir.size(), dir) == 0;
+}
+
+}  // namespace
+
+std::string sibling_program(const std::string& name)
+{
+    return own_directory() + "/" + name;
+}
+
+std::string helper_program_path(const std::string& exe_dir, const std::string& bindir,
+                                const std::string& pkglibexecdir, const std::string& name)
+{
+    if (!pkglibexecdir.empty() && ends_with_directory(exe_dir, bindir)) {
+        const std::string destdir = exe_dir.substr(0, exe_dir.size() - bindir.size());
+        return destdir + pkglibexecdir + "/" + name;
+    }
+    return exe_dir + "/" + name;
+}
+
+std::string helper_program(const std::string& name)
+{
+    return helper_program_path(own_directory(), DLSTAGE_BINDIR, DLSTAGE_PKGLIBEXECDIR, name);
 }
 
 }  // namespace dlstage::launch

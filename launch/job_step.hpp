@@ -33,8 +33,18 @@ std::vector<std::string> job_step_command(const Config& config, const std::strin
 // oversubscribed node a waiting rank yields its core).
 void set_step_environment();
 
-// The path of an installed program next to this executable (dlstage and
-// dlstage-stager are installed side by side).
+// The path of an installed program next to this executable (the mount
+// holder runs `dlstage` itself again).
 std::string sibling_program(const std::string& name);
+
+// Where a `dlstage` in exe_dir finds a helper program that is not for users'
+// PATH (dlstage-stager): in pkglibexecdir under the same prefix as bindir,
+// so that a DESTDIR or relocated install finds its own; beside it when
+// exe_dir is not an installed bindir (a build tree).
+std::string helper_program_path(const std::string& exe_dir, const std::string& bindir,
+                                const std::string& pkglibexecdir, const std::string& name);
+
+// helper_program_path for this executable and the configured directories.
+std::string helper_program(const std::string& name);
 
 }  // namespace dlstage::launch

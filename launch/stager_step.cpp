@@ -24,7 +24,7 @@ std::vector<std::string> launcher_command(const Config& config, const StagerStep
 {
     std::vector<std::string> argv =
         job_step_command(config, step.job_id, step.nodes, kStageStep, OnTaskFailure::StopStep, StepProgram::Mpi);
-    argv.insert(argv.end(), {sibling_program(kStagerProgram), "--config", step.config_path, "--job", step.job_id});
+    argv.insert(argv.end(), {helper_program(kStagerProgram), "--config", step.config_path, "--job", step.job_id});
     argv.insert(argv.end(), step.tuning.begin(), step.tuning.end());
     argv.push_back(step.spec);
     return argv;

@@ -42,7 +42,7 @@ inline constexpr const char* kJobEnvPrefix = "SLURM_SPANK_";
 inline constexpr const char* kStageDataOptionVar = "SPANK_OPTION_dlstage_stage_data";
 
 // --- programs, steps, lines --------------------------------------------------
-inline constexpr const char* kStagerProgram = "dlstage-stager";  // beside `dlstage`
+inline constexpr const char* kStagerProgram = "dlstage-stager";  // in $(pkglibexecdir)
 inline constexpr const char* kStageCommand = "stage";              // `dlstage stage`, run by the plugin too
 inline constexpr const char* kHoldMountsCommand = "hold-mounts";  // `dlstage hold-mounts`, internal
 // Job step names, as sacct shows them.

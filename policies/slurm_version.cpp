@@ -29,7 +29,7 @@ Verdict plugin_fits_slurm(const std::string& built, const std::string& running)
         return Verdict::allow("built for Slurm " + built + ", running in " + running);
     return Verdict::refuse("dlstage.so was built for Slurm " + built + " but is loaded into Slurm " + running +
                            ": rebuild and reinstall dlstage against Slurm " + running +
-                           " (spank-dlstage(8), UPGRADING)");
+                           " (see spank-dlstage(8), Slurm versions)");
 }
 
 bool client_options_checked(const SlurmRelease& built)

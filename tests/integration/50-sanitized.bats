@@ -31,7 +31,8 @@ no_sanitizer_report() {
 }
 
 @test "DLSTAGE_SAN_BIN holds a dlstage and a dlstage-stager built with ASan and UBSan" {
-    for program in dlstage dlstage-stager; do
+    # The stager as installed: PREFIX/libexec/dlstage beside PREFIX/bin.
+    for program in dlstage ../libexec/dlstage/dlstage-stager; do
         ldd "$DLSTAGE_SAN_BIN/$program" | grep -q 'libasan\.so'
         ldd "$DLSTAGE_SAN_BIN/$program" | grep -q 'libubsan\.so'
     done

@@ -139,4 +139,20 @@ BOOST_AUTO_TEST_CASE(the_step_comes_from_the_jobs_environment_checked)
     BOOST_TEST(test::error_of([] { stager_step_from_environment({}); }).rfind("SLURM_JOB_ID: ", 0) == 0u);
 }
 
+BOOST_AUTO_TEST_CASE(the_stager_is_found_under_the_prefix_dlstage_runs_from)
+{
+    const std::string bindir = "/usr/bin", libexec = "/usr/libexec/dlstage";
+    BOOST_TEST(helper_program_path("/usr/bin", bindir, libexec, "dlstage-stager") ==
+               "/usr/libexec/dlstage/dlstage-stager");
+    // A DESTDIR install (the test cluster's) finds its own stager, not the system's.
+    BOOST_TEST(helper_program_path("/tmp/c/inst/usr/bin", bindir, libexec, "dlstage-stager") ==
+               "/tmp/c/inst/usr/libexec/dlstage/dlstage-stager");
+    // A build tree: side by side.
+    BOOST_TEST(helper_program_path("/src/dlstage/_build", bindir, libexec, "dlstage-stager") ==
+               "/src/dlstage/_build/dlstage-stager");
+    BOOST_TEST(helper_program_path("/opt/usr/bin2", bindir, libexec, "x") == "/opt/usr/bin2/x");
+    BOOST_TEST(helper_program_path("/usr/bin", "", libexec, "x") == "/usr/bin/x");
+    BOOST_TEST(helper_program_path("/usr/bin", bindir, "", "x") == "/usr/bin/x");
+}
+
 BOOST_AUTO_TEST_SUITE_END()

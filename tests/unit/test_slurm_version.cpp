@@ -22,7 +22,7 @@ BOOST_AUTO_TEST_CASE(only_the_release_it_was_built_for_loads_it)
     BOOST_TEST(!other.allowed);
     BOOST_TEST(other.reason ==
                "dlstage.so was built for Slurm 22.05.8 but is loaded into Slurm 23.02.1: rebuild and reinstall "
-               "dlstage against Slurm 23.02.1 (spank-dlstage(8), UPGRADING)");
+               "dlstage against Slurm 23.02.1 (see spank-dlstage(8), Slurm versions)");
     BOOST_TEST(!plugin_fits_slurm("22.05.8", "21.08.8").allowed);
     BOOST_TEST(plugin_fits_slurm("22.05.8", "").allowed);  // nothing said: Slurm's own plugin_version check stands
 }
