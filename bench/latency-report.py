@@ -3,23 +3,14 @@
 
 usage: latency-report.py CSV OUT_MD SETUP_LINE
 """
-import csv
 import sys
-from collections import defaultdict
+
+from latency_csv import load_runs
 
 
 def main():
     path, out, setup = sys.argv[1], sys.argv[2], sys.argv[3]
-    runs = defaultdict(list)  # (nodes, latency, what) -> seconds
-    ops = {}
-    for row in csv.DictReader(open(path)):
-        try:
-            seconds = float(row["seconds"])
-        except ValueError:
-            continue
-        key = (int(row["nodes"]), float(row["latency_ms"]), row["what"])
-        runs[key].append(seconds)
-        ops[key] = row["meta_ops"]
+    runs, ops = load_runs(path)  # (nodes, latency, what) -> seconds
 
     def best(key):
         return min(runs[key]) if runs.get(key) else None

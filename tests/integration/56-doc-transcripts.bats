@@ -1,0 +1,139 @@
+#!/usr/bin/env bats
+# The README's and dlstage(1)'s transcripts that need Slurm, as written:
+# each is read from the doc (tests/cli/doc-transcript) and compared with
+# what the real sbatch or dlstage status prints on the test cluster.  The
+# submission examples run against the README's own little site: a copy of
+# the cluster's slurm.conf whose plugstack.conf loads the same plugin with
+# a configuration of two datasets, imagenet (a sparse 140 GiB file, so its
+# size is known at submission) and coco (ssd only), on the tiers shm, ssd and
+# scratch.
+
+load helpers
+
+TRANSCRIPT="$BATS_TEST_DIRNAME/../cli/doc-transcript"
+README="$BATS_TEST_DIRNAME/../../README.md"
+MAN1="$BATS_TEST_DIRNAME/../../man/dlstage.1"
+
+setup_file() {
+    local site="$DLSTAGE_TEST_DIR/readme-site"
+    rm -rf "$site"
+    mkdir -p "$site/data"
+    chmod 0755 "$site" "$site/data"
+    truncate -s 140G "$site/data/imagenet"
+    truncate -s 1M "$site/data/coco"
+    chmod 0644 "$site/data/imagenet" "$site/data/coco"
+    cat >"$site/dlstage.toml" <<TOML
+[site]
+state_dir    = "$DLSTAGE_TEST_DIR/state"
+default_tier = "shm"
+
+[tiers.shm]
+path = "/dev/shm/dlstage/%j"
+
+[tiers.ssd]
+path = "/local/dlstage/%j"
+
+[tiers.scratch]
+path    = "$DLSTAGE_TEST_DIR/scratch/readme/%u"
+scope   = "shared"
+cleanup = "keep"
+
+[datasets.imagenet]
+source      = "$site/data/imagenet"
+tiers       = ["shm", "ssd", "scratch"]
+description = "ILSVRC2012 train"
+
+[datasets.coco]
+source = "$site/data/coco"
+tiers  = ["ssd"]
+TOML
+    echo "required $DLSTAGE_PLUGIN config=$site/dlstage.toml" >"$site/plugstack.conf"
+    sed "s|^PlugStackConfig=.*|PlugStackConfig=$site/plugstack.conf|" "$SLURM_CONF" >"$site/slurm.conf"
+    chmod 0644 "$site/dlstage.toml" "$site/plugstack.conf" "$site/slurm.conf"
+}
+
+# as_readme_user CMD...: as_user, with the README's site.
+as_readme_user() {
+    (cd "$(user_workdir)" && printf '#!/bin/sh\ntrue\n' >job.sh && cp job.sh train.sh && chmod 0644 job.sh train.sh &&
+        runuser -u "$VCLUSTER_USER" -- env SLURM_CONF="$DLSTAGE_TEST_DIR/readme-site/slurm.conf" PATH="$PATH" "$@")
+}
+
+# same_transcript DOC COMMAND: COMMAND (as the doc writes it, run as the
+# test user against the README's site) prints what DOC shows, and submits
+# nothing.
+same_transcript() {
+    local expected before
+    expected=$("$TRANSCRIPT" "$1" "$2") || { echo "$expected"; return 1; }
+    before=$(job_ids)
+    # shellcheck disable=SC2086
+    run as_readme_user $2
+    [ "$status" -ne 0 ] || { echo "exit 0: $output"; return 1; }
+    [ "$output" = "$expected" ] || { printf 'prints:\n%s\ndoc shows:\n%s\n' "$output" "$expected"; return 1; }
+    [ "$(job_ids)" = "$before" ]
+}
+
+@test "README: an unknown dataset is refused at submission with the line shown" {
+    same_transcript "$README" 'sbatch --stage-data=imagnet job.sh'
+}
+
+@test "README: a tier the dataset does not allow is refused with the line shown" {
+    same_transcript "$README" 'sbatch --stage-data=coco:shm job.sh'
+}
+
+@test "README: a dataset larger than the job's memory on /dev/shm is refused with the line shown" {
+    same_transcript "$README" 'sbatch --mem=64G --stage-data=imagenet:shm train.sh'
+}
+
+@test "README: sbatch --stage-data=help job.sh prints the header, the imagenet row's columns and the shm tier shown" {
+    expected=$("$TRANSCRIPT" "$README" 'sbatch --stage-data=help job.sh')
+    run as_readme_user sbatch --stage-data=help job.sh
+    [ "$status" -eq 0 ]
+    [ "$(sed -n 1p <<<"$output")" = "$(sed -n 1p <<<"$expected")" ]
+    columns() { sed -E 's/ {2,}/|/g'; }
+    [ "$(sed -n 2p <<<"$output" | columns)" = "$(sed -n 2p <<<"$expected" | columns)" ]
+    # NAME, TIERS and DESCRIPTION of the row (FORMAT, SIZE and FILES are the
+    # README's tree, here a file).
+    doc_row=$(grep '^imagenet ' <<<"$expected" | columns)
+    row=$(grep '^imagenet ' <<<"$output" | columns)
+    [ "$(cut -d'|' -f1,2 <<<"$row")|$(awk -F'|' '{print $NF}' <<<"$row")" = \
+        "$(cut -d'|' -f1,2 <<<"$doc_row")|$(awk -F'|' '{print $NF}' <<<"$doc_row")" ] || { echo "$row / $doc_row"; false; }
+    grep -qxF 'Tiers:' <<<"$output"
+    grep -qxF "$(grep '^  shm: ' <<<"$expected")" <<<"$output"
+}
+
+@test "README and dlstage(1): dlstage status has the columns shown" {
+    run as_user sbatch --parsable -N1 --stage-data=sample --wrap true
+    [ "$status" -eq 0 ]
+    job=${output%%;*}
+    for _ in $(seq 60); do
+        run as_user "$DLSTAGE_BIN" --config "$DLSTAGE_TEST_DIR/dlstage.toml" status -j "$job"
+        [ "$status" -eq 0 ] && [ "$(wc -l <<<"$output")" -ge 2 ] && break
+        sleep 1
+    done
+    header=$(head -n1 <<<"$output" | tr -s ' ')
+    for doc in "$README" "$MAN1"; do
+        expected=$("$TRANSCRIPT" "$doc" 'dlstage status')
+        [ "$(head -n1 <<<"$expected" | tr -s ' ')" = "$header" ] || { echo "$doc: $expected / $header"; false; }
+    done
+}
+
+@test "examples/pytorch/train.sbatch as written: imagenet staged to every node, one sharded epoch per task" {
+    local dir out job
+    dir=$(user_workdir)
+    mkdir -p "$dir/examples/pytorch"
+    cp "$BATS_TEST_DIRNAME/../../examples/pytorch/epoch.py" "$BATS_TEST_DIRNAME/../../examples/pytorch/train.sbatch" \
+        "$dir/examples/pytorch/"
+    chmod -R a+rX "$dir/examples"
+    # The script's own request and options; only the resources are the test
+    # cluster's (its nodes have 2 CPUs and little memory), given on the
+    # command line, which takes precedence over #SBATCH lines.
+    run as_user sbatch --parsable --wait --cpus-per-task=1 --mem=0 --time=5 --output="$dir/train.out" \
+        examples/pytorch/train.sbatch
+    job=${output%%;*}
+    out=$(cat "$dir/train.out" 2>/dev/null)
+    [ "$status" -eq 0 ] || { echo "sbatch: $output"; echo "$out"; false; }
+    grep -q "^imagenet is at /dev/shm/dlstage/$job/imagenet on every node (staged: imagenet)$" <<<"$out" || { echo "$out"; false; }
+    # Two tasks, each its share of the 24 images, decoded.
+    [ "$(grep -cE '^epoch_s=[0-9.]+ images=12$' <<<"$out")" -eq 2 ] || { echo "$out"; false; }
+    assert_healthy
+}
