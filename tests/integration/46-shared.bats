@@ -101,6 +101,11 @@ copy_value() { record_value "$(mine)/.ready-$1.toml" "$2"; }
     echo "$output"
     [ "$status" -eq 0 ]
     grep -Eq "^mutable +scratch +$VCLUSTER_USER .* $date +$(mine)/mutable$" <<<"$output"
+    # The columns the README and dlstage(1) show.
+    for doc in README.md man/dlstage.1; do
+        shown=$("$BATS_TEST_DIRNAME/../cli/doc-transcript" "$BATS_TEST_DIRNAME/../../$doc" 'dlstage status --dataset imagenet')
+        [ "$(head -n1 <<<"$shown" | tr -s ' ')" = "$(head -n1 <<<"$output" | tr -s ' ')" ] || { echo "$doc shows: $shown"; false; }
+    done
     run as_user "$DLSTAGE_BIN" --config "$DLSTAGE_TEST_DIR/dlstage.toml" status --dataset mutable --json
     [ "$(python3 -c 'import json,sys; c=json.load(sys.stdin)["copies"][0]; print(c["path"], c["uses"] >= 2)' <<<"$output")" = \
         "$(mine)/mutable True" ]
