@@ -137,3 +137,59 @@ same_transcript() {
     [ "$(grep -cE '^epoch_s=[0-9.]+ images=12$' <<<"$out")" -eq 2 ] || { echo "$out"; false; }
     assert_healthy
 }
+
+# readme_block FIRST_LINE_REGEX: the README code block whose first line
+# matches, without its fences.
+readme_block() {
+    awk -v re="$1" '/^```/ { if (inside) { if (hit) exit; inside = 0; next } inside = 1; first = 1; next }
+        inside && first { first = 0; if ($0 ~ re) hit = 1 } inside && hit { print }' "$README"
+}
+
+@test "README: the quick start's commands, run line by line (3 nodes for 4, a test val.sqfs for the site's)" {
+    local dir block script job
+    dir=$(user_workdir)
+    block=$(readme_block '^dlstage catalog list')
+    [ "$(wc -l <<<"$block")" -eq 6 ] || { echo "the quick start is no longer 6 lines: $block"; false; }
+    # The test site: its 3 nodes, its squashfs image as the user's val.sqfs,
+    # `python` (Debian has python3) and a train.py that lists what it got.
+    mkdir -p "$dir/bin" "$dir/p/scratch/me"
+    cp "$DLSTAGE_TEST_DIR/data/m/tree.sqfs" "$dir/p/scratch/me/val.sqfs"
+    ln -sf /usr/bin/python3 "$dir/bin/python"
+    ln -sf "$DLSTAGE_BIN" "$dir/bin/dlstage"
+    readme_block '^#!/bin/bash' >"$dir/train.sh"
+    sed -n 2p "$dir/train.sh" | grep -qx '# train.sh'
+    grep -q 'python train.py --data "$DLSTAGE_IMAGENET"' "$dir/train.sh"
+    printf '%s\n' 'import os, sys' \
+        'data = sys.argv[sys.argv.index("--data") + 1] if "--data" in sys.argv else os.environ["DLSTAGE_IMAGENET"]' \
+        'n = sum(len(f) for _, _, f in os.walk(data))' \
+        'staged = os.environ["DLSTAGE_DATASETS"]' \
+        'print(f"train.py on {os.uname().nodename}: {data} holds {n} files; staged: {staged}")' \
+        >"$dir/train.py"
+    chown -R "$VCLUSTER_USER" "$dir"
+    script=$(sed -E -e 's/ +#.*$//' -e 's/-N4/-N3/g' -e "s|/p/scratch/me/val.sqfs|$dir/p/scratch/me/val.sqfs|g" <<<"$block")
+    # The lines in order; salloc gets the next line on its shell's input.
+    run as_user env PATH="$dir/bin:$PATH" DLSTAGE_CONFIG="$DLSTAGE_TEST_DIR/dlstage.toml" bash -c "
+        set -e
+        $(sed -n 1p <<<"$script") | grep -E '^imagenet +'
+        for line in '$(sed -n 2p <<<"$script")' '$(sed -n 3p <<<"$script")'; do
+            \$line | sed 's/^Submitted batch job /JOB /'
+        done
+        $(sed -n 4p <<<"$script")
+        echo '$(sed -n 6p <<<"$script")' | $(sed -n 5p <<<"$script")
+    "
+    echo "$output"
+    [ "$status" -eq 0 ]
+    grep -Eq '^imagenet +' <<<"$output"
+    # srun: on each of 3 nodes, before its task.
+    [ "$(grep -cE '^train.py on n[123]: /dev/shm/dlstage/[0-9]+/imagenet holds 24 files; staged: imagenet$' <<<"$output")" -eq 3 ]
+    # salloc's dlstage stage staged it.
+    grep -Eq 'dlstage: staged imagenet to shm on 3 nodes' <<<"$output"
+    # Both batch jobs ran train.sh with their data.
+    for job in $(sed -n 's/^JOB //p' <<<"$output"); do
+        for _ in $(seq 120); do squeue -h -j "$job" 2>/dev/null | grep -q . || break; sleep 1; done
+        out=$(cat "$dir/slurm-$job.out")
+        grep -Eq "^train.py on n[123]: /dev/shm/dlstage/$job/imagenet holds 24 files; staged: imagenet(,val)?$" <<<"$out" || { echo "$job: $out"; false; }
+    done
+    grep -q "staged: imagenet,val" "$dir"/slurm-*.out
+    assert_healthy
+}
