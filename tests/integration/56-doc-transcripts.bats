@@ -193,3 +193,20 @@ readme_block() {
     grep -q "staged: imagenet,val" "$dir"/slurm-*.out
     assert_healthy
 }
+
+@test "README: check-config --explain of the site example with its two overrides, for alice in group vision (dlstest here)" {
+    local config="$DLSTAGE_TEST_DIR/readme-site/explain.toml" expected
+    # The README's first TOML example (the site) and its third (the
+    # overrides), as one file: the line numbers the transcript names.
+    python3 - "$README" "$config" <<'PY'
+import re, sys
+blocks = re.findall(r"```toml\n(.*?)```", open(sys.argv[1]).read(), re.S)
+open(sys.argv[2], "w").write(blocks[0] + "\n" + blocks[2])
+PY
+    chmod 0644 "$config"
+    expected=$("$TRANSCRIPT" "$README" 'dlstage check-config --explain --partition gpu --user alice')
+    run as_user env DLSTAGE_CONFIG="$config" "$DLSTAGE_BIN" check-config --explain --partition gpu --user "$VCLUSTER_USER"
+    [ "$status" -eq 0 ]
+    output=$(sed -e "s|$config|/etc/dlstage/dlstage.toml|" -e "s/user=$VCLUSTER_USER, groups=$VCLUSTER_USER,/user=alice, groups=alice,/" <<<"$output")
+    [ "$output" = "$expected" ] || { printf 'prints:\n%s\ndoc shows:\n%s\n' "$output" "$expected"; false; }
+}
