@@ -47,3 +47,61 @@ columns() { sed -E 's/ {2,}/|/g'; }
     [ "$status" -eq 1 ]
     [[ "$output" == *"shows no transcript of 'dlstage frobnicate'"* ]]
 }
+
+# readme_lines FIRST_LINE_REGEX: the README code block whose first line
+# matches, its comments dropped and /p/data under $work: the lines to run.
+readme_lines() {
+    awk -v re="$1" '/^```/ { if (inside) { if (hit) exit; inside = 0; next } inside = 1; first = 1; next }
+        inside && first { first = 0; if ($0 ~ re) hit = 1 } inside && hit { print }' "$top_srcdir/README.md" |
+        sed -E -e 's/ +#.*$//' -e "s|/p/data/|$work/p/data/|g"
+}
+
+# A small ImageFolder-like tree at $work/p/data/imagenet: 300 files in 3
+# class directories.
+make_imagenet() {
+    local c i
+    for c in n01 n02 n03; do
+        mkdir -p "$work/p/data/imagenet/$c"
+        for i in $(seq 100); do printf '%s %s\n' "$c" "$i" >"$work/p/data/imagenet/$c/$i.jpg"; done
+    done
+}
+
+@test "README: the dlstage pack lines, run as written with /p/data under a test directory" {
+    make_imagenet
+    lines=$(readme_lines '^dlstage pack ')
+    [ "$(wc -l <<<"$lines")" -eq 2 ] || fail "the pack block: $lines"
+    while IFS= read -r line; do
+        # shellcheck disable=SC2086
+        "$DLSTAGE" ${line#dlstage } >"$work/out" 2>&1 || fail "$line: $(cat "$work/out")"
+    done <<<"$lines"
+    unsquashfs -l "$work/p/data/imagenet.sqfs" | grep -q 'n02/57.jpg' || fail "the image lacks a file"
+    # The second line's output is a prefix: /p/data/imagenet-000000.tar ...
+    [ "$(ls "$work/p/data"/imagenet-*.tar | wc -l)" -eq 256 ] || fail "not 256 shards"
+    [ -f "$work/p/data/imagenet-000000.tar" ] || fail "no imagenet-000000.tar"
+}
+
+@test "README: the catalog scan and show lines, run as written for an imagenet of the catalog" {
+    make_imagenet
+    cat >"$work/dlstage.toml" <<TOML
+[site]
+state_dir    = "$work/state"
+manifest_dir = "$work/manifests"
+[tiers.shm]
+path = "/dev/shm/dlstage/%j"
+[datasets.imagenet]
+source = "$work/p/data/imagenet"
+tiers  = ["shm"]
+TOML
+    mkdir -p "$work/manifests"
+    lines=$(readme_lines '^dlstage catalog scan ')
+    [ "$(wc -l <<<"$lines")" -eq 3 ] || fail "the catalog block: $lines"
+    while IFS= read -r line; do
+        # shellcheck disable=SC2086
+        DLSTAGE_CONFIG="$work/dlstage.toml" "$DLSTAGE" ${line#dlstage } >"$work/out" 2>&1 || fail "$line: $(cat "$work/out")"
+        echo "$line" >>"$work/all"
+        cat "$work/out" >>"$work/all"
+    done <<<"$lines"
+    [ -s "$work/manifests/imagenet.manifest" ] || fail "no manifest_dir/imagenet.manifest"
+    grep -Eq '^changed +no: ' "$work/all" || fail "show did not say 'changed  no': $(cat "$work/all")"
+    python3 -c 'import json, sys; assert json.load(sys.stdin)["changes"] == 0' <"$work/out" || fail "--json: $(cat "$work/out")"
+}
