@@ -51,9 +51,7 @@ columns() { sed -E 's/ {2,}/|/g'; }
 # readme_lines FIRST_LINE_REGEX: the README code block whose first line
 # matches, its comments dropped and /p/data under $work: the lines to run.
 readme_lines() {
-    awk -v re="$1" '/^```/ { if (inside) { if (hit) exit; inside = 0; next } inside = 1; first = 1; next }
-        inside && first { first = 0; if ($0 ~ re) hit = 1 } inside && hit { print }' "$top_srcdir/README.md" |
-        sed -E -e 's/ +#.*$//' -e "s|/p/data/|$work/p/data/|g"
+    transcript --block "$top_srcdir/README.md" "$1" | sed -E -e 's/ +#.*$//' -e "s|/p/data/|$work/p/data/|g"
 }
 
 # A small ImageFolder-like tree at $work/p/data/imagenet: 300 files in 3

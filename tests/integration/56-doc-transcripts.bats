@@ -141,8 +141,7 @@ same_transcript() {
 # readme_block FIRST_LINE_REGEX: the README code block whose first line
 # matches, without its fences.
 readme_block() {
-    awk -v re="$1" '/^```/ { if (inside) { if (hit) exit; inside = 0; next } inside = 1; first = 1; next }
-        inside && first { first = 0; if ($0 ~ re) hit = 1 } inside && hit { print }' "$README"
+    "$TRANSCRIPT" --block "$README" "$1"
 }
 
 @test "README: the quick start's commands, run line by line (3 nodes for 4, a test val.sqfs for the site's)" {
