@@ -14,6 +14,12 @@ TRANSCRIPT="$BATS_TEST_DIRNAME/../cli/doc-transcript"
 README="$BATS_TEST_DIRNAME/../../README.md"
 MAN1="$BATS_TEST_DIRNAME/../../man/dlstage.1"
 
+# readme_block FIRST_LINE_REGEX: the README code block whose first line
+# matches, without its fences.
+readme_block() {
+    "$TRANSCRIPT" --block "$README" "$1"
+}
+
 setup_file() {
     local site="$DLSTAGE_TEST_DIR/readme-site"
     rm -rf "$site"
@@ -138,12 +144,6 @@ same_transcript() {
     assert_healthy
 }
 
-# readme_block FIRST_LINE_REGEX: the README code block whose first line
-# matches, without its fences.
-readme_block() {
-    "$TRANSCRIPT" --block "$README" "$1"
-}
-
 @test "README: the quick start's commands, run line by line (3 nodes for 4, a test val.sqfs for the site's)" {
     local dir block script job
     dir=$(user_workdir)
@@ -197,11 +197,7 @@ readme_block() {
     local config="$DLSTAGE_TEST_DIR/readme-site/explain.toml" expected
     # The README's first TOML example (the site) and its third (the
     # overrides), as one file: the line numbers the transcript names.
-    python3 - "$README" "$config" <<'PY'
-import re, sys
-blocks = re.findall(r"```toml\n(.*?)```", open(sys.argv[1]).read(), re.S)
-open(sys.argv[2], "w").write(blocks[0] + "\n" + blocks[2])
-PY
+    { readme_block '^\[site\]$' && echo && readme_block '^\[\[overrides\]\]$'; } >"$config"
     chmod 0644 "$config"
     expected=$("$TRANSCRIPT" "$README" 'dlstage check-config --explain --partition gpu --user alice')
     run as_user env DLSTAGE_CONFIG="$config" "$DLSTAGE_BIN" check-config --explain --partition gpu --user "$VCLUSTER_USER"
