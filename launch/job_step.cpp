@@ -57,8 +57,7 @@ std::string own_directory()
 // dir is absolute, so a match of its last characters starts at a '/'.
 bool ends_with_directory(const std::string& path, const std::string& dir)
 {
-    return !dir.empty() && dir.front() == '/' && path.size() >= dir.size() &&
-           path.compare(path.size() - dir.size(), dir.size(), dir) == 0;
+    return starts_with(dir, "/") && ends_with(path, dir);
 }
 
 }  // namespace
