@@ -1,8 +1,8 @@
 # bench/pfs-cluster.bash — what bench/latency and bench/epoch share: pfssim
 # mounted at WORK/pfs over WORK/backing, the build installed for a vcluster,
-# jobs run inside one salloc as the test user.  Sourced; the caller sets
-# root, work, log, slots, vc, user, python and say(), and PFS_BW,
-# PFS_STREAM, PFS_CACHE_S.
+# jobs run inside one salloc as the test user, measurements recorded in one
+# CSV (read by latency_csv.py).  Sourced; the caller sets root, work, log,
+# csv, slots, vc, user, python and say(), and PFS_BW, PFS_STREAM, PFS_CACHE_S.
 
 cleanup() {
     "$root/tests/cluster/vcluster" down --dir "$vc" >/dev/null 2>&1 || true
@@ -85,4 +85,13 @@ cluster_up() {  # N LATENCY_MS PLUGIN DLSTAGE_BIN
     # shellcheck disable=SC1090
     eval "$("$root/tests/cluster/vcluster" up --nodes "$1" --dir "$vc" --shm-size 2g \
         --plugin "$3" --plugin-arg "dlstage=$4" --config "$work/dlstage.toml" 2>>"$log")"
+}
+
+new_csv() {
+    echo "nodes,latency_ms,what,seconds,meta_ops" >"$csv"
+}
+
+record() {  # N LATENCY WHAT SECONDS META_OPS
+    echo "$*" | tr ' ' ',' >>"$csv"
+    say "N=$1 ${2} ms $3: $4 s ($5 metadata ops)"
 }
