@@ -83,7 +83,9 @@ void mount_image(HeldMount& held, const std::string& program, const std::string&
     while (!mounted(layout)) {
         if (const auto status = try_wait(held.server)) {
             held.server = -1;
-            const std::string why = first_line(messages.text());
+            std::string why = first_line(messages.text());
+            if (!why.empty() && why.back() == '.')
+                why.pop_back();  // squashfuse ends its sentence; ours goes on with the advice
             throw Error(program + " cannot mount the image " + staged->source + ": " +
                         (why.empty() ? describe_exit(*status) : why) + " (rebuild it with 'dlstage pack')");
         }

@@ -50,8 +50,10 @@ refused() {
     [ ! -e "$launched" ] || fail "$1=$2: the launcher ran"
 }
 
-@test "DLSTAGE_WINDOW=4x is refused" {
+@test "DLSTAGE_WINDOW=4x is refused, with the README's line" {
     refused DLSTAGE_WINDOW 4x "invalid value '4x': expected a whole number from 1 to 256"
+    [ "$err" = "$("$top_srcdir/tests/cli/doc-transcript" --message "$top_srcdir/README.md" "^dlstage: DLSTAGE_WINDOW: invalid value '4x'")" ] ||
+        fail "the README shows another line"
 }
 @test "DLSTAGE_WINDOW=0 is refused" {
     refused DLSTAGE_WINDOW 0 "invalid value '0': expected a whole number from 1 to 256"

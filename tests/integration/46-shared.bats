@@ -37,6 +37,8 @@ copy_value() { record_value "$(mine)/.ready-$1.toml" "$2"; }
     [ "$status" -eq 0 ]
     each_node_says "$output" "$(mine)/tree $("$DIGEST" "$DATA/tree")"
     grep -q "staged tree to scratch (one shared copy) by 3 nodes" <<<"$output"
+    doc_says "$README" 'staged imagenet to scratch' imagenet=tree <<<"$output"
+    doc_says "$MAN1" 'staged imagenet to scratch' imagenet=tree <<<"$output"
     grep -Eq "source bytes read [^ ]+ [^ ]+ \(1\.00x\)" <<<"$output"
     [ "$(stat -c '%U %a' "$(mine)")" = "$VCLUSTER_USER 700" ]
     [ "$(stat -c '%U %a' "$SCRATCH")" = "root 755" ]
@@ -57,6 +59,8 @@ copy_value() { record_value "$(mine)/.ready-$1.toml" "$2"; }
     [ "$status" -eq 0 ]
     each_node_says "$output" "$(mine)/mutable $want"
     grep -q "mutable: reused the copy in $(mine)/mutable" <<<"$output"
+    doc_says "$README" 'imagenet: reused the copy' imagenet=mutable <<<"$output"
+    doc_says "$MAN1" 'imagenet: reused the copy' imagenet=mutable <<<"$output"
     ! grep -q "staging mutable" <<<"$output" || false
     diff <(echo "$before") <(find "$MUTABLE" -type f -printf "%A@ %p\n" | sort)
     [ "$(copy_value mutable 'r["uses"]')" = 2 ]
@@ -130,6 +134,7 @@ copy_value() { record_value "$(mine)/.ready-$1.toml" "$2"; }
     grep -q "SECOND $want" "$(user_workdir)/second.txt"
     grep -q "staged big to scratch" "$(user_workdir)/first.txt"
     grep -q "big: waiting: job $first on n[0-9] (pid [0-9]*) is staging it" "$(user_workdir)/second.txt"
+    doc_says "$MAN1" 'imagenet: waiting: job' imagenet=big <"$(user_workdir)/second.txt"
     grep -q "big: reused the copy" "$(user_workdir)/second.txt"
     ! grep -q "staged big" "$(user_workdir)/second.txt" || false
     [ "$(copy_value big 'r["uses"]')" = 2 ]

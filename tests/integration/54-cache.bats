@@ -115,6 +115,7 @@ tree_size() { find "$SRC/tree" -type f -printf '%s\n' | awk '{ n += $1 } END { p
     [ "$status" -eq 0 ]
     each_node_says "$output" "$(cache_of "$VCLUSTER_USER")/cached $want"
     grep -q "cached: cache hit on 3 of 3 nodes" <<<"$output"
+    doc_says "$README" 'imagenet: cache hit on 4 of 4' imagenet=cached <<<"$output"
     ! grep -q "staging cached" <<<"$output" || false
     after=$(pfs_bytes_read)
     [ "$after" -eq "$before" ] || { echo "read $((after - before)) bytes on a cache hit"; false; }

@@ -11,8 +11,6 @@
 load helpers
 
 TRANSCRIPT="$BATS_TEST_DIRNAME/../cli/doc-transcript"
-README="$BATS_TEST_DIRNAME/../../README.md"
-MAN1="$BATS_TEST_DIRNAME/../../man/dlstage.1"
 
 # readme_block FIRST_LINE_REGEX: the README code block whose first line
 # matches, without its fences.
@@ -78,8 +76,9 @@ same_transcript() {
     [ "$(job_ids)" = "$before" ]
 }
 
-@test "README: an unknown dataset is refused at submission with the line shown" {
+@test "README and spank-dlstage(8): an unknown dataset is refused at submission with the line shown" {
     same_transcript "$README" 'sbatch --stage-data=imagnet job.sh'
+    doc_says "$MAN8" "unknown dataset 'imagnet'" <<<"$output"
 }
 
 @test "README: a tier the dataset does not allow is refused with the line shown" {

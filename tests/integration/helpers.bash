@@ -15,6 +15,18 @@ user_workdir() {
     echo "$d"
 }
 
+# The docs whose examples the tests hold to what the programs print.
+README="$BATS_TEST_DIRNAME/../../README.md"
+MAN1="$BATS_TEST_DIRNAME/../../man/dlstage.1"
+MAN8="$BATS_TEST_DIRNAME/../../man/spank-dlstage.8"
+
+# doc_says DOC REGEX [DOC_WORD=TEST_WORD ...] <<<"$output": the output has a
+# line saying what DOC's example message matching REGEX says, numbers and
+# paths aside (tests/cli/doc-transcript --same-message).
+doc_says() {
+    "$BATS_TEST_DIRNAME/../cli/doc-transcript" --same-message "$@"
+}
+
 # The test cluster lives on loopback: keep MPI's TCP traffic there too.
 export OMPI_MCA_btl_tcp_if_include=lo
 
