@@ -71,6 +71,8 @@ running_job() {
     [[ $output == *"removed /dev/shm/dlstage/$ended (job $ended, tier 'shm'): its job ended"* ]]
     [[ $output == *"removed /local/dlstage/4000000 (job 4000000, tier 'ssd'): its job ended"* ]]
     [[ $output == *"gc on n1: removed 2, kept "*", 0 problems"* ]]
+    doc_says "$MAN1" '^removed /dev/shm/dlstage/' <<<"$output"
+    doc_says "$MAN1" '^gc on n12: removed' <<<"$output"
     ! on_node n1 test -e "/dev/shm/dlstage/$ended"
     ! on_node n1 test -e /local/dlstage/4000000
     # The running job's data, its records, and the job itself: untouched.
@@ -103,6 +105,7 @@ running_job() {
     gc_on n3
     [ "$status" -eq 0 ]
     [[ $output == *"removed $STATE/jobs/$ended (job $ended, records): its job ended; last written 31 d ago (more than 30 d)"* ]]
+    doc_says "$MAN1" '^removed .*, records\)' <<<"$output"
     [ ! -e "$STATE/jobs/$ended" ]
     [ -d "$STATE/jobs/$running/user" ]
 }
@@ -129,4 +132,44 @@ running_job() {
     [[ $output == *"dlstage: gc: cannot tell which jobs still run: squeue "*"; nothing removed"* ]]
     on_node n1 test -s "/dev/shm/dlstage/$ended/.partial-sample/a.txt"
     on_node n1 rm -rf "/dev/shm/dlstage/$ended"
+}
+
+@test "README: gc --dry-run -v says what the example shows, line by line" {
+    local jobs="$DLSTAGE_TEST_DIR/scratch/jobs" printed
+    running_job
+    ended_job
+    orphan n1 "/dev/shm/dlstage/$ended"
+    orphan n1 "$jobs/$ended.removing-n2"
+    touch -d '31 days ago' "$STATE/jobs/$ended"
+    sleep 1.1
+    gc_on n1 --dry-run -v
+    [ "$status" -eq 0 ]
+    printed=$output
+    doc_says "$README" '^keep /dev/shm/dlstage/' <<<"$printed"
+    doc_says "$README" '^would remove /dev/shm/dlstage/' <<<"$printed"
+    doc_says "$README" '^would remove .*\.removing-' <<<"$printed"
+    doc_says "$README" '^would remove .*, records\)' <<<"$printed"
+    doc_says "$README" '^gc on n12 \(dry run\)' <<<"$printed"
+    # and each line of the example is one of those
+    [ "$("$BATS_TEST_DIRNAME/../cli/doc-transcript" --block "$README" '^# dlstage gc --dry-run -v' | wc -l)" -eq 6 ]
+    gc_on n1
+    [ "$status" -eq 0 ]
+    ! on_node n1 test -e "/dev/shm/dlstage/$ended"
+}
+
+@test "README: the cron line, run as written (this install's dlstage and configuration)" {
+    local line command
+    line=$("$BATS_TEST_DIRNAME/../cli/doc-transcript" --block "$README" '^[0-9]+ \* \* \* \* +root ')
+    [ "$(wc -l <<<"$line")" -eq 1 ]
+    read -r minute hour day month weekday user command <<<"$line"
+    [ "$minute" -ge 0 ] && [ "$minute" -le 59 ]
+    [ "$hour $day $month $weekday $user" = "* * * * root" ]
+    [[ $command == "/usr/bin/dlstage gc >/dev/null" ]]   # where the packages install it (check-packages)
+    ended_job
+    orphan n1 "/dev/shm/dlstage/$ended"
+    sleep 1.1
+    run on_node n1 env DLSTAGE_CONFIG="$GC_CONFIG" sh -c "${command/\/usr\/bin\/dlstage/$DLSTAGE_BIN}"
+    [ "$status" -eq 0 ]
+    [ -z "$output" ]   # cron mails nothing when all went well
+    ! on_node n1 test -e "/dev/shm/dlstage/$ended"
 }

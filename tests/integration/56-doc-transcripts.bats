@@ -6,7 +6,9 @@
 # the cluster's slurm.conf whose plugstack.conf loads the same plugin with
 # a configuration of two datasets, imagenet (a sparse 140 GiB file, so its
 # size is known at submission) and coco (ssd only), on the tiers shm, ssd and
-# scratch.
+# scratch.  The examples that stage (the quick start, the shared tier, the
+# node cache, dlstage(1)'s sbatch line) run on the test cluster itself,
+# with its node count and tier names where the README's differ.
 
 load helpers
 
@@ -74,6 +76,47 @@ same_transcript() {
     [ "$status" -ne 0 ] || { echo "exit 0: $output"; return 1; }
     [ "$output" = "$expected" ] || { printf 'prints:\n%s\ndoc shows:\n%s\n' "$output" "$expected"; return 1; }
     [ "$(job_ids)" = "$before" ]
+}
+
+# readme_training_dir DIR: the README's train.sh, `python` (Debian has
+# python3), dlstage, and a train.py that says what it got, in DIR, the
+# test user's.
+readme_training_dir() {
+    local dir=$1
+    mkdir -p "$dir/bin"
+    ln -sf /usr/bin/python3 "$dir/bin/python"
+    ln -sf "$DLSTAGE_BIN" "$dir/bin/dlstage"
+    readme_block '^#!/bin/bash' >"$dir/train.sh"
+    sed -n 2p "$dir/train.sh" | grep -qx '# train.sh'
+    grep -q 'python train.py --data "$DLSTAGE_IMAGENET"' "$dir/train.sh"
+    printf '%s\n' 'import os, sys' \
+        'data = sys.argv[sys.argv.index("--data") + 1] if "--data" in sys.argv else os.environ["DLSTAGE_IMAGENET"]' \
+        'n = sum(len(f) for _, _, f in os.walk(data))' \
+        'staged = os.environ["DLSTAGE_DATASETS"]' \
+        'print(f"train.py on {os.uname().nodename}: {data} holds {n} files; staged: {staged}")' \
+        >"$dir/train.py"
+    chown -R "$VCLUSTER_USER" "$dir"
+}
+
+# two_jobs_as_written DIR BLOCK_REGEX SED: the README's block of two sbatch
+# lines (comments dropped, SED applied: this cluster's node count and
+# tier names), from DIR: the "first job", and once it has ended the
+# "later" one; sets first and second (job ids).
+two_jobs_as_written() {
+    local dir=$1 block line job
+    block=$(readme_block "$2")
+    [ "$(wc -l <<<"$block")" -eq 2 ] || { echo "no longer two lines: $block"; return 1; }
+    first= second=
+    while read -r line; do
+        line=$(sed -E -e 's/ +#.*$//' -e "$3" <<<"$line")
+        run as_user env PATH="$dir/bin:$PATH" bash -c "cd '$dir' && $line"
+        echo "$line: $output"
+        [ "$status" -eq 0 ] || return 1
+        job=${output##Submitted batch job }
+        wait_job_gone "$job" 120
+        if [ -z "$first" ]; then first=$job; else second=$job; fi
+    done <<<"$block"
+    cat "$dir/slurm-$first.out" "$dir/slurm-$second.out"
 }
 
 @test "README and spank-dlstage(8): an unknown dataset is refused at submission with the line shown" {
@@ -148,21 +191,10 @@ same_transcript() {
     dir=$(user_workdir)
     block=$(readme_block '^dlstage catalog list')
     [ "$(wc -l <<<"$block")" -eq 6 ] || { echo "the quick start is no longer 6 lines: $block"; false; }
-    # The test site: its 3 nodes, its squashfs image as the user's val.sqfs,
-    # `python` (Debian has python3) and a train.py that lists what it got.
-    mkdir -p "$dir/bin" "$dir/p/scratch/me"
+    # The test site: its 3 nodes, its squashfs image as the user's val.sqfs.
+    readme_training_dir "$dir"
+    mkdir -p "$dir/p/scratch/me"
     cp "$DLSTAGE_TEST_DIR/data/m/tree.sqfs" "$dir/p/scratch/me/val.sqfs"
-    ln -sf /usr/bin/python3 "$dir/bin/python"
-    ln -sf "$DLSTAGE_BIN" "$dir/bin/dlstage"
-    readme_block '^#!/bin/bash' >"$dir/train.sh"
-    sed -n 2p "$dir/train.sh" | grep -qx '# train.sh'
-    grep -q 'python train.py --data "$DLSTAGE_IMAGENET"' "$dir/train.sh"
-    printf '%s\n' 'import os, sys' \
-        'data = sys.argv[sys.argv.index("--data") + 1] if "--data" in sys.argv else os.environ["DLSTAGE_IMAGENET"]' \
-        'n = sum(len(f) for _, _, f in os.walk(data))' \
-        'staged = os.environ["DLSTAGE_DATASETS"]' \
-        'print(f"train.py on {os.uname().nodename}: {data} holds {n} files; staged: {staged}")' \
-        >"$dir/train.py"
     chown -R "$VCLUSTER_USER" "$dir"
     script=$(sed -E -e 's/ +#.*$//' -e 's/-N4/-N3/g' -e "s|/p/scratch/me/val.sqfs|$dir/p/scratch/me/val.sqfs|g" <<<"$block")
     # The lines in order; salloc gets the next line on its shell's input.
@@ -203,4 +235,85 @@ same_transcript() {
     [ "$status" -eq 0 ]
     output=$(sed -e "s|$config|/etc/dlstage/dlstage.toml|" -e "s/user=$VCLUSTER_USER, groups=$VCLUSTER_USER,/user=alice, groups=alice,/" <<<"$output")
     [ "$output" = "$expected" ] || { printf 'prints:\n%s\ndoc shows:\n%s\n' "$output" "$expected"; false; }
+}
+
+@test "README: the shared-tier example (3 nodes for 8): the first job copies once, the next reuses the copy" {
+    local dir copy="$DLSTAGE_TEST_DIR/scratch/dlstage/$VCLUSTER_USER"
+    dir=$(user_workdir)
+    readme_training_dir "$dir"
+    rm -rf "$copy/imagenet" "$copy/.ready-imagenet.toml" "$copy/.contents-imagenet" "$copy/.lock-imagenet"
+    two_jobs_as_written "$dir" '^sbatch -N8 --stage-data=imagenet:scratch' 's/-N8/-N3/'
+    doc_says "$README" 'staged imagenet to scratch' <"$dir/slurm-$first.out"
+    doc_says "$README" 'imagenet: reused the copy' <"$dir/slurm-$second.out"
+    grep -q "^train.py on n[123]: $copy/imagenet holds 24 files; staged: imagenet$" "$dir/slurm-$second.out"
+    ! grep -q "staged imagenet" "$dir/slurm-$second.out" || false
+    assert_healthy
+}
+
+@test "README: the node-cache example (3 nodes for 4, its ssd is cache here): the second job hits on every node" {
+    local dir node entry=/local/dlcache/.cache/$VCLUSTER_USER
+    dir=$(user_workdir)
+    readme_training_dir "$dir"
+    forget_cached() {
+        for node in n1 n2 n3; do
+            on_node "$node" rm -rf "$entry/imagenet" "$entry/.ready-imagenet.toml" "$entry/.contents-imagenet" "$entry/.lock-imagenet"
+        done
+    }
+    forget_cached
+    two_jobs_as_written "$dir" '^sbatch -N4 --stage-data=imagenet:ssd' 's/-N4/-N3/; s/imagenet:ssd/imagenet:cache/'
+    grep -q "staged imagenet to cache on 3 nodes" "$dir/slurm-$first.out"
+    doc_says "$README" 'imagenet: cache hit on 4 of 4' <"$dir/slurm-$second.out"
+    grep -q "cache hit on 3 of 3 nodes" "$dir/slurm-$second.out"
+    grep -q "^train.py on n[123]: $entry/imagenet holds 24 files; staged: imagenet$" "$dir/slurm-$second.out"
+    forget_cached   # the cache as 54-cache left it
+    assert_healthy
+}
+
+@test "README: the test cluster by hand, line by line (in a directory of this test for /tmp/vc)" {
+    local block script dir="$DLSTAGE_TEST_DIR/by-hand" ctlds
+    rm -rf "$dir"
+    block=$(readme_block '^eval "\$\(tests/cluster/vcluster up ')
+    [ "$(wc -l <<<"$block")" -eq 4 ] || { echo "no longer 4 lines: $block"; false; }
+    grep -q '# n1 n2 n3$' <<<"$block"
+    script=$(sed -E -e 's/ +#.*$//' -e "s|/tmp/vc\\b|$dir|g" <<<"$block")
+    ctlds=$(pgrep -c -x slurmctld)
+    # From the source tree, whose _build the README's line names; the
+    # second cluster's own SLURM_CONF, not this one's.
+    run env -u SLURM_CONF -u VCLUSTER_DIR bash -ec "cd '$BATS_TEST_DIRNAME/../..' && $script"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(grep -xE 'n[123]' <<<"$output" | sort | tr '\n' ' ')" = "n1 n2 n3 " ]
+    grep -q "^vcluster: down: $dir$" <<<"$output"
+    for _ in $(seq 50); do [ "$(pgrep -c -x slurmctld)" -eq "$ctlds" ] && break; sleep 0.2; done
+    [ "$(pgrep -c -x slurmctld)" -eq "$ctlds" ] || { pgrep -a slurmctld; false; }
+    assert_healthy   # this cluster did not notice
+}
+
+@test "dlstage(1): its sbatch line as written: imagenet in /dev/shm on the 3 nodes before job.sh" {
+    local dir line job
+    dir=$(user_workdir)
+    printf '%s\n' '#!/bin/sh' 'srun -N3 sh -c '"'"'echo "$(hostname) $DLSTAGE_IMAGENET $(find "$DLSTAGE_IMAGENET" -type f | wc -l)"'"'" >"$dir/job.sh"
+    chown "$VCLUSTER_USER" "$dir/job.sh"
+    line=$("$TRANSCRIPT" --block "$MAN1" '^sbatch -N3 --stage-data=imagenet:shm job.sh$')
+    [ "$(wc -l <<<"$line")" -eq 1 ]
+    run as_user bash -c "cd '$dir' && $line"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    job=${output##Submitted batch job }
+    wait_job_gone "$job" 120
+    cat "$dir/slurm-$job.out"
+    [ "$(grep -cE "^n[123] /dev/shm/dlstage/$job/imagenet 24$" "$dir/slurm-$job.out")" -eq 3 ]
+    [ "$(job_state "$job")" = COMPLETED ]
+}
+
+@test "spank-dlstage(8): this cluster runs with its plugstack.conf line's form and its PrologFlags line" {
+    local line
+    line=$("$TRANSCRIPT" --block "$MAN8" '^required .*/dlstage.so config=')
+    [ "$(wc -l <<<"$line")" -eq 1 ]
+    # the man page's paths are a Debian site's; check-packages holds them to the package
+    read -r kind plugin config <<<"$line"
+    [ "$kind" = required ] && [[ $plugin == /*/dlstage.so ]] && [[ $config == config=/etc/dlstage/dlstage.toml ]]
+    grep -qE "^required $DLSTAGE_PLUGIN config=$DLSTAGE_TEST_DIR/dlstage.toml( |$)" "$VCLUSTER_DIR/plugstack.conf"
+    line=$("$TRANSCRIPT" --block "$MAN8" 'PrologFlags=')
+    grep -qxF "$(sed 's/^ *//' <<<"$line")" "$SLURM_CONF"
 }

@@ -1,0 +1,27 @@
+#!/usr/bin/env bats
+# Every example message of the README and the man pages is checked by a
+# test (tests/cli/doc-coverage): one a test holds to a run with doc_says or
+# doc-transcript --message, the output of a transcript a test runs, or the
+# version line the unit test finds.
+load helpers
+
+@test "every example message of the README and the man pages is checked by a test" {
+    "$top_srcdir/tests/cli/doc-coverage" "$top_srcdir" >"$work/out" 2>&1 && status=0 || status=$?
+    out=$(cat "$work/out")
+    expect_status 0
+}
+
+@test "an example message no test checks is named, and fails the check" {
+    mkdir -p "$work/src"
+    cp -r "$top_srcdir/README.md" "$top_srcdir/man" "$top_srcdir/tests" "$work/src/"
+    printf '\n```\ndlstage: a message the docs show and no test provokes\n```\n' >>"$work/src/README.md"
+    "$top_srcdir/tests/cli/doc-coverage" "$work/src" >"$work/out" 2>&1 && status=0 || status=$?
+    out=$(cat "$work/out")
+    expect_status 1
+    [ "$out" = "doc-coverage: no test checks this example: README.md: dlstage: a message the docs show and no test provokes" ] ||
+        fail "not named alone"
+    # and a doc_says whose regex matches it is a check
+    echo "doc_says \"\$README\" 'no test provokes'" >"$work/src/tests/cli/extra.bats"
+    "$top_srcdir/tests/cli/doc-coverage" "$work/src" >"$work/out" 2>&1 && status=0 || status=$?
+    expect_status 0
+}
