@@ -276,7 +276,8 @@ two_jobs_as_written() {
     [ "$(wc -l <<<"$block")" -eq 4 ] || { echo "no longer 4 lines: $block"; false; }
     grep -q '# n1 n2 n3$' <<<"$block"
     script=$(sed -E -e 's/ +#.*$//' -e "s|/tmp/vc\\b|$dir|g" <<<"$block")
-    ctlds=$(pgrep -c -x slurmctld)
+    live_slurmctlds() { ps -C slurmctld -o stat= | grep -vc '^Z'; }  # a zombie has stopped too
+    ctlds=$(live_slurmctlds)
     # From the source tree, whose _build the README's line names; the
     # second cluster's own SLURM_CONF, not this one's.
     run env -u SLURM_CONF -u VCLUSTER_DIR bash -ec "cd '$BATS_TEST_DIRNAME/../..' && $script"
@@ -284,8 +285,8 @@ two_jobs_as_written() {
     [ "$status" -eq 0 ]
     [ "$(grep -xE 'n[123]' <<<"$output" | sort | tr '\n' ' ')" = "n1 n2 n3 " ]
     grep -q "^vcluster: down: $dir$" <<<"$output"
-    for _ in $(seq 50); do [ "$(pgrep -c -x slurmctld)" -eq "$ctlds" ] && break; sleep 0.2; done
-    [ "$(pgrep -c -x slurmctld)" -eq "$ctlds" ] || { pgrep -a slurmctld; false; }
+    for _ in $(seq 50); do [ "$(live_slurmctlds)" -eq "$ctlds" ] && break; sleep 0.2; done
+    [ "$(live_slurmctlds)" -eq "$ctlds" ] || { pgrep -a slurmctld; false; }
     assert_healthy   # this cluster did not notice
 }
 
