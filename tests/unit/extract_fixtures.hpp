@@ -12,7 +12,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <fstream>
-#include <iterator>
 #include <string>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -20,6 +19,7 @@
 
 #include "stager/extract.hpp"
 #include "tests/unit/error_of.hpp"
+#include "tests/unit/files.hpp"
 #include "tests/unit/tmpdir.hpp"
 
 namespace dlstage::test {
@@ -124,12 +124,6 @@ inline void write_archive(const std::string& path, const std::vector<Entry>& ent
         add_entry(a, e);
     BOOST_REQUIRE(archive_write_close(a) == ARCHIVE_OK);
     archive_write_free(a);
-}
-
-inline std::string content_of(const std::string& path)
-{
-    std::ifstream in(path, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 inline bool exists(const std::string& path)

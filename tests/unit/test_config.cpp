@@ -8,6 +8,7 @@
 #include "lib/error.hpp"
 #include "tests/unit/config_problems.hpp"
 #include "tests/unit/error_of.hpp"
+#include "tests/unit/files.hpp"
 #include "tests/unit/tmpdir.hpp"
 
 using namespace dlstage;
@@ -49,8 +50,7 @@ BOOST_AUTO_TEST_SUITE(config)
 
 BOOST_AUTO_TEST_CASE(the_shipped_example_is_valid)
 {
-    const char* srcdir = std::getenv("top_srcdir");
-    const Config config = load_config(std::string(srcdir ? srcdir : ".") + "/etc/dlstage.toml");
+    const Config config = load_config(test::source_path("etc/dlstage.toml"));
     BOOST_TEST(config.tiers.size() == 3u);
     BOOST_TEST(config.find_tier("scratch")->purge.days == 90);
     BOOST_TEST(config.find_dataset("imagenet")->tiers.front() == "shm");

@@ -2,14 +2,13 @@
 
 #include <atomic>
 #include <fcntl.h>
-#include <fstream>
-#include <sstream>
 #include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
 
 #include "lib/sys/fd.hpp"
 #include "stager/copy_lock.hpp"
+#include "tests/unit/files.hpp"
 #include "tests/unit/tmpdir.hpp"
 
 using namespace dlstage;
@@ -17,13 +16,7 @@ using namespace dlstage::stager;
 using dlstage::test::TempDir;
 
 namespace {
-std::string slurp(const std::string& path)
-{
-    std::ifstream in(path);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
+using test::content_of;
 
 LockOptions quick(std::vector<std::string>* said, std::optional<bool> running)
 {
@@ -50,7 +43,7 @@ BOOST_AUTO_TEST_CASE(a_lock_names_its_holder_and_goes_on_release)
     std::vector<std::string> said;
     {
         CopyLock lock(fd.get(), ".lock-x", dir / ".lock-x", holder("7"), quick(&said, true));
-        const auto parsed = parse_lock(slurp(dir / ".lock-x"));
+        const auto parsed = parse_lock(content_of(dir / ".lock-x"));
         BOOST_REQUIRE(parsed.has_value());
         BOOST_TEST(parsed->job == "7");
         BOOST_TEST(parsed->host == "n1");
@@ -90,7 +83,7 @@ BOOST_AUTO_TEST_CASE(a_lock_of_an_ended_job_or_a_silent_holder_is_broken)
     std::vector<std::string> said;
     {
         CopyLock lock(fd.get(), ".lock-x", dir / ".lock-x", holder("8"), quick(&said, false));
-        BOOST_TEST(parse_lock(slurp(dir / ".lock-x"))->job == "8");
+        BOOST_TEST(parse_lock(content_of(dir / ".lock-x"))->job == "8");
     }
     BOOST_REQUIRE(!said.empty());
     BOOST_TEST(said.back().find("job 5 has ended") != std::string::npos, said.back());
@@ -120,7 +113,7 @@ BOOST_AUTO_TEST_CASE(a_lock_someone_else_owns_is_broken_at_once)
     std::vector<std::string> said;
     {
         CopyLock lock(fd.get(), ".lock-x", dir / ".lock-x", holder("8"), quick(&said, true));
-        BOOST_TEST(parse_lock(slurp(dir / ".lock-x"))->job == "8");
+        BOOST_TEST(parse_lock(content_of(dir / ".lock-x"))->job == "8");
     }
     BOOST_REQUIRE(!said.empty());
     BOOST_TEST(said.back().find("belongs to uid 12345") != std::string::npos, said.back());
@@ -142,7 +135,7 @@ BOOST_AUTO_TEST_CASE(a_fifo_a_symlink_or_a_directory_in_the_locks_place_is_moved
         std::vector<std::string> said;
         {
             CopyLock taken(fd.get(), ".lock-x", lock, holder("8"), quick(&said, true));
-            BOOST_TEST(parse_lock(slurp(lock))->job == "8");
+            BOOST_TEST(parse_lock(content_of(lock))->job == "8");
         }
         BOOST_REQUIRE(!said.empty());
         BOOST_TEST(said.back().find("is not a lock") != std::string::npos, said.back());
@@ -164,7 +157,7 @@ BOOST_AUTO_TEST_CASE(the_holder_beats_and_release_leaves_a_lock_that_is_no_longe
     BOOST_TEST(st.st_mtim.tv_sec > 1000);  // touched again by the heartbeat
     dir.write(".lock-x", "job 9\nhost n3\npid 1\nsince 1\n");  // another took it over
     lock.release();
-    BOOST_TEST(parse_lock(slurp(dir / ".lock-x"))->job == "9");
+    BOOST_TEST(parse_lock(content_of(dir / ".lock-x"))->job == "9");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

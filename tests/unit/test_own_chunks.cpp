@@ -3,8 +3,6 @@
 // ranks together make the whole copy.
 #include <boost/test/unit_test.hpp>
 
-#include <fstream>
-#include <sstream>
 #include <sys/stat.h>
 
 #include "stager/chunks.hpp"
@@ -12,6 +10,7 @@
 #include "stager/plan.hpp"
 #include "stager/tree_writer.hpp"
 #include "tests/unit/dataset_at.hpp"
+#include "tests/unit/files.hpp"
 #include "tests/unit/tmpdir.hpp"
 
 using namespace dlstage;
@@ -21,13 +20,7 @@ using test::dataset_at;
 BOOST_AUTO_TEST_SUITE(own_chunks)
 
 namespace {
-std::string content_of(const std::string& path)
-{
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
+using test::content_of;
 
 // Bytes that differ at every offset: a misplaced part shows.
 std::string pattern(std::size_t size, unsigned seed)

@@ -2,14 +2,13 @@
 
 #include <archive.h>
 #include <archive_entry.h>
-#include <fstream>
-#include <sstream>
 #include <sys/stat.h>
 
 #include "lib/error.hpp"
 #include "stager/parallel_extract.hpp"
 #include "tests/unit/bombs.hpp"
 #include "tests/unit/error_of.hpp"
+#include "tests/unit/files.hpp"
 #include "tests/unit/tmpdir.hpp"
 
 using namespace dlstage;
@@ -44,13 +43,7 @@ void write_tar(const std::string& path, const std::vector<Member>& members)
     archive_write_free(a);
 }
 
-std::string content_of(const std::string& path)
-{
-    std::ifstream in(path);
-    std::ostringstream out;
-    out << in.rdbuf();
-    return out.str();
-}
+using test::content_of;
 
 time_t mtime_of(const std::string& path)
 {

@@ -1,8 +1,6 @@
 #include <boost/test/unit_test.hpp>
 
 #include <fcntl.h>
-#include <fstream>
-#include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,21 +11,15 @@
 #include "stager/tree_writer.hpp"
 #include "tests/unit/error_of.hpp"
 #include "tests/unit/dataset_at.hpp"
+#include "tests/unit/files.hpp"
 #include "tests/unit/tmpdir.hpp"
 
 using namespace dlstage;
 using namespace dlstage::stager;
 
 namespace {
+using test::content_of;
 using test::dataset_at;
-
-std::string content_of(const std::string& path)
-{
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream out;
-    out << in.rdbuf();
-    return out.str();
-}
 
 // A small tree with every kind of entry the stager handles.
 void make_tree(const test::TempDir& dir)

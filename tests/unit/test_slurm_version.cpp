@@ -1,27 +1,13 @@
 #include <boost/test/unit_test.hpp>
 
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "policies/slurm_version.hpp"
+#include "tests/unit/files.hpp"
 
 using namespace dlstage::policy;
-
-namespace {
-
-// A file of the source tree (make check exports top_srcdir), whole.
-std::string source_file(const std::string& relative)
-{
-    const char* srcdir = std::getenv("top_srcdir");
-    std::ifstream in(std::string(srcdir ? srcdir : ".") + "/" + relative);
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
-
-}  // namespace
+using dlstage::test::content_of;
+using dlstage::test::source_path;
 
 BOOST_AUTO_TEST_SUITE(slurm_version)
 
@@ -43,8 +29,8 @@ BOOST_AUTO_TEST_CASE(only_the_release_it_was_built_for_loads_it)
                "dlstage.so was built for Slurm 22.05.8 but is loaded into Slurm 23.02.1: rebuild and reinstall "
                "dlstage against Slurm 23.02.1 (see spank-dlstage(8), Slurm versions)");
     // The docs show this very line (README: as sbatch prints it).
-    BOOST_TEST(source_file("README.md").find("\nsbatch: error: dlstage: " + other.reason + "\n") != std::string::npos);
-    BOOST_TEST(source_file("man/spank-dlstage.8").find("\ndlstage: " + other.reason + "\n") != std::string::npos);
+    BOOST_TEST(content_of(source_path("README.md")).find("\nsbatch: error: dlstage: " + other.reason + "\n") != std::string::npos);
+    BOOST_TEST(content_of(source_path("man/spank-dlstage.8")).find("\ndlstage: " + other.reason + "\n") != std::string::npos);
     BOOST_TEST(!plugin_fits_slurm("22.05.8", "21.08.8").allowed);
     BOOST_TEST(plugin_fits_slurm("22.05.8", "").allowed);  // nothing said: Slurm's own plugin_version check stands
 }
