@@ -6,14 +6,12 @@
 # tests/integration/56-doc-transcripts.bats.
 load helpers
 
-transcript() { "$top_srcdir/tests/cli/doc-transcript" "$@"; }
-
 # columns TEXT: each line's columns (separated by two spaces or more) joined
 # by '|', for tables whose widths follow their content.
 columns() { sed -E 's/ {2,}/|/g'; }
 
 @test "README: a mistyped command gets the did-you-mean line and the usage line" {
-    expected=$(transcript "$top_srcdir/README.md" 'dlstage stauts') || fail "$expected"
+    expected=$(doc_transcript "$top_srcdir/README.md" 'dlstage stauts') || fail "$expected"
     "$DLSTAGE" stauts >"$work/out" 2>&1 && status=0 || status=$?
     expect_status 2
     out=$(cat "$work/out")
@@ -21,7 +19,7 @@ columns() { sed -E 's/ {2,}/|/g'; }
 }
 
 @test "dlstage(1): check-config names a mistyped key of the example configuration, line and all" {
-    expected=$(transcript "$top_srcdir/man/dlstage.1" 'dlstage check-config /etc/dlstage/dlstage.toml') || fail "$expected"
+    expected=$(doc_transcript "$top_srcdir/man/dlstage.1" 'dlstage check-config /etc/dlstage/dlstage.toml') || fail "$expected"
     line=$(grep -oE 'toml:[0-9]+:' <<<"$expected" | head -n1 | tr -dc 0-9)
     # The example configuration with that line's max_bytes mistyped.
     sed -n "${line}p" "$top_srcdir/etc/dlstage.toml" | grep -q '^max_bytes ' || fail "line $line of etc/dlstage.toml is not a max_bytes line"
@@ -33,7 +31,7 @@ columns() { sed -E 's/ {2,}/|/g'; }
 }
 
 @test "dlstage(1): catalog list of the example configuration has the columns and rows shown" {
-    expected=$(transcript "$top_srcdir/man/dlstage.1" 'dlstage catalog list') || fail "$expected"
+    expected=$(doc_transcript "$top_srcdir/man/dlstage.1" 'dlstage catalog list') || fail "$expected"
     run_dlstage --config "$top_srcdir/etc/dlstage.toml" catalog list
     expect_status 0
     # Header and every column but SIZE and FILES (this machine has no datasets).
@@ -43,7 +41,7 @@ columns() { sed -E 's/ {2,}/|/g'; }
 }
 
 @test "doc-transcript fails on a transcript the docs do not show" {
-    run "$top_srcdir/tests/cli/doc-transcript" "$top_srcdir/README.md" 'dlstage frobnicate'
+    run doc_transcript "$top_srcdir/README.md" 'dlstage frobnicate'
     [ "$status" -eq 1 ]
     [[ "$output" == *"shows no transcript of 'dlstage frobnicate'"* ]]
 }
@@ -51,7 +49,7 @@ columns() { sed -E 's/ {2,}/|/g'; }
 # readme_lines FIRST_LINE_REGEX: the README code block whose first line
 # matches, its comments dropped and /p/data under $work: the lines to run.
 readme_lines() {
-    transcript --block "$top_srcdir/README.md" "$1" | sed -E -e 's/ +#.*$//' -e "s|/p/data/|$work/p/data/|g"
+    doc_transcript --commands "$top_srcdir/README.md" "$1" | sed -e "s|/p/data/|$work/p/data/|g"
 }
 
 # A small ImageFolder-like tree at $work/p/data/imagenet: 300 files in 3

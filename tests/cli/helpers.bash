@@ -6,13 +6,17 @@ top_builddir=$(cd "${top_builddir:-.}" && pwd)
 DLSTAGE="$top_builddir/dlstage"
 DATA="$top_srcdir/tests/cli/data"
 
+# doc_transcript ARGS...: tests/cli/doc-transcript, the reader of the docs'
+# examples (a transcript's output, a block, its commands, a message).
+doc_transcript() { "$top_srcdir/tests/cli/doc-transcript" "$@"; }
+
 # doc_says DOC REGEX [DOC_WORD=TEST_WORD ...] <<<"$err": a line says what
 # the example message of DOC (relative to the source tree) matching REGEX
 # says, numbers and paths aside (doc-transcript --same-message).
 doc_says() {
     local doc=$1
     shift
-    "$top_srcdir/tests/cli/doc-transcript" --same-message "$top_srcdir/$doc" "$@"
+    doc_transcript --same-message "$top_srcdir/$doc" "$@"
 }
 
 # A fresh directory per test under /tmp, as the configuration checks want:

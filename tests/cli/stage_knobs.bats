@@ -52,7 +52,7 @@ refused() {
 
 @test "DLSTAGE_WINDOW=4x is refused, with the README's line" {
     refused DLSTAGE_WINDOW 4x "invalid value '4x': expected a whole number from 1 to 256"
-    expected=$("$top_srcdir/tests/cli/doc-transcript" --message "$top_srcdir/README.md" '^dlstage: DLSTAGE_WINDOW: invalid value')
+    expected=$(doc_transcript --message "$top_srcdir/README.md" '^dlstage: DLSTAGE_WINDOW: invalid value')
     [ "$err" = "$expected" ] || fail "the README shows: $expected"
 }
 @test "DLSTAGE_WINDOW=0 is refused" {

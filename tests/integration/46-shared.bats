@@ -19,7 +19,7 @@ mine() { echo "$SCRATCH/$VCLUSTER_USER"; }
 
 # forget NAME: the test user's copy of NAME and its record go (as a fresh start).
 forget() {
-    rm -rf "$(mine)/$1" "$(mine)/.ready-$1.toml" "$(mine)/.contents-$1" "$(mine)/.lock-$1"
+    forget_kept_copy "$(mine)" "$1"
 }
 
 # on_all NAME SPEC: a 3-node srun staging SPEC; each node prints
@@ -106,8 +106,8 @@ copy_value() { record_value "$(mine)/.ready-$1.toml" "$2"; }
     [ "$status" -eq 0 ]
     grep -Eq "^mutable +scratch +$VCLUSTER_USER .* $date +$(mine)/mutable$" <<<"$output"
     # The columns the README and dlstage(1) show.
-    for doc in README.md man/dlstage.1; do
-        shown=$("$BATS_TEST_DIRNAME/../cli/doc-transcript" "$BATS_TEST_DIRNAME/../../$doc" 'dlstage status --dataset imagenet')
+    for doc in "$README" "$MAN1"; do
+        shown=$(doc_transcript "$doc" 'dlstage status --dataset imagenet')
         [ "$(head -n1 <<<"$shown" | tr -s ' ')" = "$(head -n1 <<<"$output" | tr -s ' ')" ] || { echo "$doc shows: $shown"; false; }
     done
     run as_user "$DLSTAGE_BIN" --config "$DLSTAGE_TEST_DIR/dlstage.toml" status --dataset mutable --json

@@ -151,7 +151,7 @@ running_job() {
     doc_says "$README" '^would remove .*, records\)' <<<"$printed"
     doc_says "$README" '^gc on n12 \(dry run\)' <<<"$printed"
     # and each line of the example is one of those
-    [ "$("$BATS_TEST_DIRNAME/../cli/doc-transcript" --block "$README" '^# dlstage gc --dry-run -v' | wc -l)" -eq 6 ]
+    [ "$(doc_transcript --block "$README" '^# dlstage gc --dry-run -v' | wc -l)" -eq 6 ]
     gc_on n1
     [ "$status" -eq 0 ]
     ! on_node n1 test -e "/dev/shm/dlstage/$ended"
@@ -159,7 +159,7 @@ running_job() {
 
 @test "README: the cron line, run as written (this install's dlstage and configuration)" {
     local line command
-    line=$("$BATS_TEST_DIRNAME/../cli/doc-transcript" --block "$README" '^[0-9]+ \* \* \* \* +root ')
+    line=$(doc_transcript --block "$README" '^[0-9]+ \* \* \* \* +root ')
     [ "$(wc -l <<<"$line")" -eq 1 ]
     read -r minute hour day month weekday user command <<<"$line"
     [ "$minute" -ge 0 ] && [ "$minute" -le 59 ]

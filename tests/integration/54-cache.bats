@@ -67,14 +67,11 @@ cache_of() { echo "/local/dlcache/.cache/$1"; }
 
 # forget_on NODE USER NAME: the user's entry of NAME on NODE goes.
 forget_on() {
-    local d
-    d=$(cache_of "$2")
-    on_node "$1" rm -rf "$d/$3" "$d/.ready-$3.toml" "$d/.contents-$3" "$d/.lock-$3" "$d/.partial-$3"
+    forget_kept_copy "$(cache_of "$2")" "$3" "$1"
 }
 
 forget_everywhere() {
-    local node
-    for node in n1 n2 n3; do forget_on "$node" "$1" "$2"; done
+    forget_kept_copy "$(cache_of "$1")" "$2" n1 n2 n3
 }
 
 # on_nodes NODES NAME SPEC [as_user|as_other]: an srun on NODES (n1,n2)

@@ -12,12 +12,10 @@
 
 load helpers
 
-TRANSCRIPT="$BATS_TEST_DIRNAME/../cli/doc-transcript"
-
 # readme_block FIRST_LINE_REGEX: the README code block whose first line
 # matches, without its fences.
 readme_block() {
-    "$TRANSCRIPT" --block "$README" "$1"
+    doc_transcript --block "$README" "$1"
 }
 
 setup_file() {
@@ -69,7 +67,7 @@ as_readme_user() {
 # nothing.
 same_transcript() {
     local expected before
-    expected=$("$TRANSCRIPT" "$1" "$2") || { echo "$expected"; return 1; }
+    expected=$(doc_transcript "$1" "$2") || { echo "$expected"; return 1; }
     before=$(job_ids)
     # shellcheck disable=SC2086
     run as_readme_user $2
@@ -104,11 +102,11 @@ readme_training_dir() {
 # "later" one; sets first and second (job ids).
 two_jobs_as_written() {
     local dir=$1 block line job
-    block=$(readme_block "$2")
+    block=$(doc_transcript --commands "$README" "$2")
     [ "$(wc -l <<<"$block")" -eq 2 ] || { echo "no longer two lines: $block"; return 1; }
     first= second=
     while read -r line; do
-        line=$(sed -E -e 's/ +#.*$//' -e "$3" <<<"$line")
+        line=$(sed -E "$3" <<<"$line")
         run as_user env PATH="$dir/bin:$PATH" bash -c "cd '$dir' && $line"
         echo "$line: $output"
         [ "$status" -eq 0 ] || return 1
@@ -133,7 +131,7 @@ two_jobs_as_written() {
 }
 
 @test "README: sbatch --stage-data=help job.sh prints the header, the imagenet row's columns and the shm tier shown" {
-    expected=$("$TRANSCRIPT" "$README" 'sbatch --stage-data=help job.sh')
+    expected=$(doc_transcript "$README" 'sbatch --stage-data=help job.sh')
     run as_readme_user sbatch --stage-data=help job.sh
     [ "$status" -eq 0 ]
     [ "$(sed -n 1p <<<"$output")" = "$(sed -n 1p <<<"$expected")" ]
@@ -160,7 +158,7 @@ two_jobs_as_written() {
     done
     header=$(head -n1 <<<"$output" | tr -s ' ')
     for doc in "$README" "$MAN1"; do
-        expected=$("$TRANSCRIPT" "$doc" 'dlstage status')
+        expected=$(doc_transcript "$doc" 'dlstage status')
         [ "$(head -n1 <<<"$expected" | tr -s ' ')" = "$header" ] || { echo "$doc: $expected / $header"; false; }
     done
 }
@@ -189,14 +187,14 @@ two_jobs_as_written() {
 @test "README: the quick start's commands, run line by line (3 nodes for 4, a test val.sqfs for the site's)" {
     local dir block script job
     dir=$(user_workdir)
-    block=$(readme_block '^dlstage catalog list')
+    block=$(doc_transcript --commands "$README" '^dlstage catalog list')
     [ "$(wc -l <<<"$block")" -eq 6 ] || { echo "the quick start is no longer 6 lines: $block"; false; }
     # The test site: its 3 nodes, its squashfs image as the user's val.sqfs.
     readme_training_dir "$dir"
     mkdir -p "$dir/p/scratch/me"
     cp "$DLSTAGE_TEST_DIR/data/m/tree.sqfs" "$dir/p/scratch/me/val.sqfs"
     chown -R "$VCLUSTER_USER" "$dir"
-    script=$(sed -E -e 's/ +#.*$//' -e 's/-N4/-N3/g' -e "s|/p/scratch/me/val.sqfs|$dir/p/scratch/me/val.sqfs|g" <<<"$block")
+    script=$(sed -E -e 's/-N4/-N3/g' -e "s|/p/scratch/me/val.sqfs|$dir/p/scratch/me/val.sqfs|g" <<<"$block")
     # The lines in order; salloc gets the next line on its shell's input.
     run as_user env PATH="$dir/bin:$PATH" DLSTAGE_CONFIG="$DLSTAGE_TEST_DIR/dlstage.toml" bash -c "
         set -e
@@ -216,7 +214,7 @@ two_jobs_as_written() {
     grep -Eq 'dlstage: staged imagenet to shm on 3 nodes' <<<"$output"
     # Both batch jobs ran train.sh with their data.
     for job in $(sed -n 's/^JOB //p' <<<"$output"); do
-        for _ in $(seq 120); do squeue -h -j "$job" 2>/dev/null | grep -q . || break; sleep 1; done
+        wait_job_gone "$job" 120
         out=$(cat "$dir/slurm-$job.out")
         grep -Eq "^train.py on n[123]: /dev/shm/dlstage/$job/imagenet holds 24 files; staged: imagenet(,val)?$" <<<"$out" || { echo "$job: $out"; false; }
     done
@@ -230,7 +228,7 @@ two_jobs_as_written() {
     # overrides), as one file: the line numbers the transcript names.
     { readme_block '^\[site\]$' && echo && readme_block '^\[\[overrides\]\]$'; } >"$config"
     chmod 0644 "$config"
-    expected=$("$TRANSCRIPT" "$README" 'dlstage check-config --explain --partition gpu --user alice')
+    expected=$(doc_transcript "$README" 'dlstage check-config --explain --partition gpu --user alice')
     run as_user env DLSTAGE_CONFIG="$config" "$DLSTAGE_BIN" check-config --explain --partition gpu --user "$VCLUSTER_USER"
     [ "$status" -eq 0 ]
     output=$(sed -e "s|$config|/etc/dlstage/dlstage.toml|" -e "s/user=$VCLUSTER_USER, groups=$VCLUSTER_USER,/user=alice, groups=alice,/" <<<"$output")
@@ -241,7 +239,7 @@ two_jobs_as_written() {
     local dir copy="$DLSTAGE_TEST_DIR/scratch/dlstage/$VCLUSTER_USER"
     dir=$(user_workdir)
     readme_training_dir "$dir"
-    rm -rf "$copy/imagenet" "$copy/.ready-imagenet.toml" "$copy/.contents-imagenet" "$copy/.lock-imagenet"
+    forget_kept_copy "$copy" imagenet
     two_jobs_as_written "$dir" '^sbatch -N8 --stage-data=imagenet:scratch' 's/-N8/-N3/'
     doc_says "$README" 'staged imagenet to scratch' <"$dir/slurm-$first.out"
     doc_says "$README" 'imagenet: reused the copy' <"$dir/slurm-$second.out"
@@ -251,31 +249,26 @@ two_jobs_as_written() {
 }
 
 @test "README: the node-cache example (3 nodes for 4, its ssd is cache here): the second job hits on every node" {
-    local dir node entry=/local/dlcache/.cache/$VCLUSTER_USER
+    local dir entry=/local/dlcache/.cache/$VCLUSTER_USER
     dir=$(user_workdir)
     readme_training_dir "$dir"
-    forget_cached() {
-        for node in n1 n2 n3; do
-            on_node "$node" rm -rf "$entry/imagenet" "$entry/.ready-imagenet.toml" "$entry/.contents-imagenet" "$entry/.lock-imagenet"
-        done
-    }
-    forget_cached
+    forget_kept_copy "$entry" imagenet n1 n2 n3
     two_jobs_as_written "$dir" '^sbatch -N4 --stage-data=imagenet:ssd' 's/-N4/-N3/; s/imagenet:ssd/imagenet:cache/'
     grep -q "staged imagenet to cache on 3 nodes" "$dir/slurm-$first.out"
     doc_says "$README" 'imagenet: cache hit on 4 of 4' <"$dir/slurm-$second.out"
     grep -q "cache hit on 3 of 3 nodes" "$dir/slurm-$second.out"
     grep -q "^train.py on n[123]: $entry/imagenet holds 24 files; staged: imagenet$" "$dir/slurm-$second.out"
-    forget_cached   # the cache as 54-cache left it
+    forget_kept_copy "$entry" imagenet n1 n2 n3   # the cache as 54-cache left it
     assert_healthy
 }
 
 @test "README: the test cluster by hand, line by line (in a directory of this test for /tmp/vc)" {
-    local block script dir="$DLSTAGE_TEST_DIR/by-hand" ctlds
+    local first='^eval "\$\(tests/cluster/vcluster up ' block script dir="$DLSTAGE_TEST_DIR/by-hand" ctlds
     rm -rf "$dir"
-    block=$(readme_block '^eval "\$\(tests/cluster/vcluster up ')
+    block=$(readme_block "$first")
     [ "$(wc -l <<<"$block")" -eq 4 ] || { echo "no longer 4 lines: $block"; false; }
-    grep -q '# n1 n2 n3$' <<<"$block"
-    script=$(sed -E -e 's/ +#.*$//' -e "s|/tmp/vc\\b|$dir|g" <<<"$block")
+    grep -q '# n1 n2 n3$' <<<"$block"   # what the test checks below
+    script=$(doc_transcript --commands "$README" "$first" | sed -E "s|/tmp/vc\\b|$dir|g")
     live_slurmctlds() { ps -C slurmctld -o stat= | grep -vc '^Z'; }  # a zombie has stopped too
     ctlds=$(live_slurmctlds)
     # From the source tree, whose _build the README's line names; the
@@ -295,7 +288,7 @@ two_jobs_as_written() {
     dir=$(user_workdir)
     printf '%s\n' '#!/bin/sh' 'srun -N3 sh -c '"'"'echo "$(hostname) $DLSTAGE_IMAGENET $(find "$DLSTAGE_IMAGENET" -type f | wc -l)"'"'" >"$dir/job.sh"
     chown "$VCLUSTER_USER" "$dir/job.sh"
-    line=$("$TRANSCRIPT" --block "$MAN1" '^sbatch -N3 --stage-data=imagenet:shm job.sh$')
+    line=$(doc_transcript --block "$MAN1" '^sbatch -N3 --stage-data=imagenet:shm job.sh$')
     [ "$(wc -l <<<"$line")" -eq 1 ]
     run as_user bash -c "cd '$dir' && $line"
     echo "$output"
@@ -309,12 +302,12 @@ two_jobs_as_written() {
 
 @test "spank-dlstage(8): this cluster runs with its plugstack.conf line's form and its PrologFlags line" {
     local line
-    line=$("$TRANSCRIPT" --block "$MAN8" '^required .*/dlstage.so config=')
+    line=$(doc_transcript --block "$MAN8" '^required .*/dlstage.so config=')
     [ "$(wc -l <<<"$line")" -eq 1 ]
     # the man page's paths are a Debian site's; check-packages holds them to the package
     read -r kind plugin config <<<"$line"
     [ "$kind" = required ] && [[ $plugin == /*/dlstage.so ]] && [[ $config == config=/etc/dlstage/dlstage.toml ]]
     grep -qE "^required $DLSTAGE_PLUGIN config=$DLSTAGE_TEST_DIR/dlstage.toml( |$)" "$VCLUSTER_DIR/plugstack.conf"
-    line=$("$TRANSCRIPT" --block "$MAN8" 'PrologFlags=')
+    line=$(doc_transcript --block "$MAN8" 'PrologFlags=')
     grep -qxF "$(sed 's/^ *//' <<<"$line")" "$SLURM_CONF"
 }

@@ -20,11 +20,18 @@ README="$BATS_TEST_DIRNAME/../../README.md"
 MAN1="$BATS_TEST_DIRNAME/../../man/dlstage.1"
 MAN8="$BATS_TEST_DIRNAME/../../man/spank-dlstage.8"
 
+# doc_transcript ARGS...: tests/cli/doc-transcript, which reads the docs'
+# examples: DOC COMMAND (a transcript's output), --block DOC REGEX,
+# --commands DOC REGEX (a block's lines without their comments).
+doc_transcript() {
+    "$BATS_TEST_DIRNAME/../cli/doc-transcript" "$@"
+}
+
 # doc_says DOC REGEX [DOC_WORD=TEST_WORD ...] <<<"$output": the output has a
 # line saying what DOC's example message matching REGEX says, numbers and
-# paths aside (tests/cli/doc-transcript --same-message).
+# paths aside (doc-transcript --same-message).
 doc_says() {
-    "$BATS_TEST_DIRNAME/../cli/doc-transcript" --same-message "$@"
+    doc_transcript --same-message "$@"
 }
 
 # The test cluster lives on loopback: keep MPI's TCP traffic there too.
@@ -125,6 +132,17 @@ each_node_says() {
 # on_node NODE CMD...: run CMD in a node's mount namespace (its /dev/shm, /local).
 on_node() {
     "$VCLUSTER" exec "$@"
+}
+
+# forget_kept_copy DIR NAME [NODE...]: the kept copy of NAME in DIR (a user's
+# directory of a shared tier, or of a node cache) goes with its record,
+# contents list, lock and unfinished transfer; on each NODE given, else here.
+forget_kept_copy() {
+    local dir=$1 name=$2 node
+    shift 2
+    local paths=("$dir/$name" "$dir/.ready-$name.toml" "$dir/.contents-$name" "$dir/.lock-$name" "$dir/.partial-$name")
+    [ "$#" -gt 0 ] || { rm -rf "${paths[@]}"; return; }
+    for node in "$@"; do on_node "$node" rm -rf "${paths[@]}"; done
 }
 
 # assert_no_leftovers: every node's tiers hold no job data.  The epilog runs
