@@ -1,8 +1,9 @@
 # bench/pfs-cluster.bash — what bench/latency and bench/epoch share: pfssim
 # mounted at WORK/pfs over WORK/backing, the build installed for a vcluster,
 # jobs run inside one salloc as the test user, measurements recorded in one
-# CSV (read by latency_csv.py).  Sourced; the caller sets root, work, log,
-# csv, slots, vc, user, python and say(), and PFS_BW, PFS_STREAM, PFS_CACHE_S.
+# CSV (read by latency_csv.py).  Sourced; the caller sets here, root, build,
+# work, log, csv, slots, vc, user, python and say(), and PFS_BW, PFS_STREAM,
+# PFS_CACHE_S.
 
 cleanup() {
     "$root/tests/cluster/vcluster" down --dir "$vc" >/dev/null 2>&1 || true
@@ -25,6 +26,34 @@ install_build() {  # BUILD_DIR DEST
     rm -rf "$2"
     make -C "$1" -s install DESTDIR="$2" >/dev/null
     chmod -R a+rX "$2"
+}
+
+# The build installed in WORK/inst for the vcluster, with pfssim and the
+# epoch script in WORK; sets plugin and dlstage_bin.  TARGETS: more of the
+# build's programs the caller installs itself.
+install_cluster_build() {  # [TARGETS...]
+    say "installing the build from $build, with pfssim"
+    make -C "$build" -s -j2 all tests/pfssim/pfssim "$@" >/dev/null
+    install_build "$build" "$work/inst"
+    plugin=$(find "$work/inst" -name dlstage.so)
+    dlstage_bin=$(find "$work/inst" -path '*/bin/dlstage')
+    install -m 0755 "$build/tests/pfssim/pfssim" "$work/pfssim"
+    install -m 0644 "$root/examples/pytorch/epoch.py" "$work/epoch.py"
+}
+
+# WORK/backing/DIR: JPEGs made by make-jpegs.py with ARGS, kept while the
+# arguments stay the same (generating thousands takes a while).
+make_jpegs() {  # DIR ARGS...
+    local backing="$work/backing" stamp="$*"
+    if [ "$(cat "$backing/.stamp" 2>/dev/null)" = "$stamp" ]; then
+        say "images present ($stamp)"
+        return
+    fi
+    say "generating JPEGs: $stamp"
+    rm -rf "$backing"
+    "$python" "$here/make-jpegs.py" "$backing/$1" "${@:2}"
+    chmod -R a+rX "$backing"
+    echo "$stamp" >"$backing/.stamp"
 }
 
 # --direct-io: every reader pays for every byte, as bench/run's pfs mount:
