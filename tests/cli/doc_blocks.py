@@ -1,9 +1,15 @@
 """The code blocks of dlstage's documentation, for the tests that check
-them (doc-toml-examples, doc-transcript): the README's fenced blocks and a
-man page's .nf/.fi blocks, the latter as plain text."""
+them (doc-toml-examples, doc-transcript, doc-coverage): the README's fenced
+blocks and a man page's .nf/.fi blocks, the latter as plain text; and the
+messages the prose quotes inline."""
 import re
 
 ROFF_ESCAPES = (("\\(dq", '"'), ("\\-", "-"), ("\\e", "\\"), ("\\&", ""), ("\\(aq", "'"))
+
+# What a quoted message looks like: "dlstage: ...", "sbatch: dlstage: ...",
+# "NAME: what happened ..." (at least three words after the name), or the
+# start of a staging summary ("staged NAME to TIER ...").
+QUOTED_MESSAGE = re.compile(r"^(sbatch: )?(dlstage: )?[\w-]+: \S+( \S+){2,}|^staged \S+ to ")
 
 
 def markdown_blocks(text):
@@ -11,16 +17,22 @@ def markdown_blocks(text):
     return re.findall(r"```(\w*)\n(.*?)```", text, re.S)
 
 
-def roff_plain(block):
-    """A .nf/.fi block as the reader sees it: requests dropped, escapes undone."""
-    text = "\n".join(l for l in block.splitlines() if not l.startswith("."))
+def roff_unescaped(text):
     for escape, plain in ROFF_ESCAPES:
         text = text.replace(escape, plain)
-    return text + "\n"
+    return text
+
+
+def roff_plain(block):
+    """A .nf/.fi block as the reader sees it: requests dropped, escapes undone."""
+    return roff_unescaped("\n".join(l for l in block.splitlines() if not l.startswith("."))) + "\n"
+
+
+MAN_BLOCK = re.compile(r"^\.nf\n(.*?)^\.fi", re.S | re.M)
 
 
 def man_blocks(text):
-    return [roff_plain(b) for b in re.findall(r"^\.nf\n(.*?)^\.fi", text, re.S | re.M)]
+    return [roff_plain(b) for b in MAN_BLOCK.findall(text)]
 
 
 def code_blocks(path):
@@ -29,3 +41,24 @@ def code_blocks(path):
     if path.endswith(".md"):
         return [body for _, body in markdown_blocks(text)]
     return man_blocks(text)
+
+
+def inline_quotes(path):
+    """What the prose of path quotes: the README's `code spans` outside its
+    fenced blocks (a span broken over lines joined with one space), a man
+    page's quoted macro arguments (.BR "dlstage: ..." ,) outside .nf/.fi."""
+    text = open(path, encoding="utf-8").read()
+    if path.endswith(".md"):
+        prose = re.sub(r"```.*?```", "", text, flags=re.S)
+        # A span opens with a run of backticks and closes with a run as long
+        # (`` `a quote` `` holds backticks).
+        spans = re.findall(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)", prose, re.S)
+        return [re.sub(r"\s*\n\s*", " ", body.strip()) for _, body in spans]
+    prose = MAN_BLOCK.sub("", text)
+    return [roff_unescaped(arg) for line in prose.splitlines() if line.startswith(".")
+            for arg in re.findall(r'"([^"]+)"', line)]
+
+
+def inline_messages(path):
+    """The messages the prose of path quotes, each once."""
+    return list(dict.fromkeys(q for q in inline_quotes(path) if QUOTED_MESSAGE.match(q)))

@@ -25,3 +25,15 @@ load helpers
     "$top_srcdir/tests/cli/doc-coverage" "$work/src" >"$work/out" 2>&1 && status=0 || status=$?
     expect_status 0
 }
+
+@test "a message the prose quotes (README \`...\`, a man page's .BR \"...\") no test checks is named too" {
+    mkdir -p "$work/src"
+    cp -r "$top_srcdir/README.md" "$top_srcdir/man" "$top_srcdir/tests" "$work/src/"
+    printf '\nThe job then says `imagenet: frobnicated 3 of\n4 nodes` and goes on.\n' >>"$work/src/README.md"
+    printf '.PP\nIt says\n.BR "dlstage: a quoted line nobody checks" .\n' >>"$work/src/man/dlstage.1"
+    "$top_srcdir/tests/cli/doc-coverage" "$work/src" >"$work/out" 2>&1 && status=0 || status=$?
+    out=$(cat "$work/out")
+    expect_status 1
+    [ "$out" = "doc-coverage: no test checks this example: README.md: imagenet: frobnicated 3 of 4 nodes
+doc-coverage: no test checks this example: man/dlstage.1: dlstage: a quoted line nobody checks" ] || fail "not both named"
+}

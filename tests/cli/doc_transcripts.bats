@@ -46,6 +46,33 @@ columns() { sed -E 's/ {2,}/|/g'; }
     [[ "$output" == *"shows no transcript of 'dlstage frobnicate'"* ]]
 }
 
+# A doc with a message in a code block and one quoted in the prose.
+same_message_doc() {
+    printf '%s\n' 'Text.' '```' 'dlstage: staged tree to shm on 3 nodes in 0.21 s' '```' \
+        'The second waits (`imagenet: waiting: job 815 on n12 (pid 4411)' 'is staging it`) and reuses it.' >"$work/doc.md"
+}
+
+@test "doc-transcript --same-message: a code block's line is the whole line, numbers and paths aside" {
+    same_message_doc
+    echo "dlstage: staged tree to shm on 2 nodes in 1.5 s" | doc_transcript --same-message "$work/doc.md" 'staged tree'
+    run doc_transcript --same-message "$work/doc.md" 'staged tree' <<<"dlstage: staged tree to shm on 2 nodes in 1.5 s (fast)"
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"doc:    dlstage: staged tree to shm on # nodes in # s"* ]]
+}
+
+@test "doc-transcript --same-message: a message the prose quotes is found inside a line, at word boundaries" {
+    same_message_doc
+    [ "$(doc_transcript --message "$work/doc.md" 'waiting: job')" = "imagenet: waiting: job 815 on n12 (pid 4411) is staging it" ]
+    doc_transcript --same-message "$work/doc.md" 'waiting: job' imagenet=big \
+        <<<"dlstage: big: waiting: job 7 on n1 (pid 42) is staging it"
+    run doc_transcript --same-message "$work/doc.md" 'waiting: job' imagenet=big \
+        <<<"dlstage: mybig: waiting: job 7 on n1 (pid 42) is staging it"
+    [ "$status" -eq 1 ]
+    run doc_transcript --same-message "$work/doc.md" 'waiting: job' imagenet=big \
+        <<<"dlstage: big: waiting: job 7 on n1 (pid 42) is copying it"
+    [ "$status" -eq 1 ]
+}
+
 # readme_lines FIRST_LINE_REGEX: the README code block whose first line
 # matches, its comments dropped and /p/data under $work: the lines to run.
 readme_lines() {

@@ -101,6 +101,8 @@ copy_value() { record_value "$(mine)/.ready-$1.toml" "$2"; }
     echo "$output"
     [ "$status" -eq 0 ]
     grep -q "dlstage: warning: the copy of 'mutable' in tier 'scratch' will be purged from $date" <<<"$output"
+    doc_says "$README" "warning: the copy of 'imagenet'" imagenet=mutable <<<"$output"
+    doc_says "$MAN5" "warning: the copy of 'imagenet'" imagenet=mutable <<<"$output"
     run as_user "$DLSTAGE_BIN" --config "$DLSTAGE_TEST_DIR/dlstage.toml" status --dataset mutable
     echo "$output"
     [ "$status" -eq 0 ]
@@ -135,6 +137,7 @@ copy_value() { record_value "$(mine)/.ready-$1.toml" "$2"; }
     grep -q "staged big to scratch" "$(user_workdir)/first.txt"
     grep -q "big: waiting: job $first on n[0-9] (pid [0-9]*) is staging it" "$(user_workdir)/second.txt"
     doc_says "$MAN1" 'imagenet: waiting: job' imagenet=big <"$(user_workdir)/second.txt"
+    doc_says "$README" 'imagenet: waiting: job' imagenet=big <"$(user_workdir)/second.txt"
     grep -q "big: reused the copy" "$(user_workdir)/second.txt"
     ! grep -q "staged big" "$(user_workdir)/second.txt" || false
     [ "$(copy_value big 'r["uses"]')" = 2 ]

@@ -55,6 +55,7 @@ teardown_file() {
     echo "$output"
     [ "$status" -eq 0 ]
     [[ "$output" == *"dlstage: mlocked: planned from its manifest (no walk of the source)"* ]]
+    doc_says "$README" 'planned from its manifest' tree=mlocked <<<"$output"
     [ "$(grep -c '^two$' <<<"$output")" -eq 2 ]
     assert_healthy
 }
@@ -98,5 +99,6 @@ teardown_file() {
     echo "$output"
     [ "$status" -eq 0 ]
     [[ "$output" == *"dlstage: not using the manifest of mhuge: manifest '$STATE/manifests/mhuge.manifest' is writable by group or others (mode 0666)"* ]]
+    doc_says "$README" 'not using the manifest of' imagenet=mhuge <<<"$output"
     scancel "${lines[-1]%%;*}" || true
 }

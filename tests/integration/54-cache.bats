@@ -16,11 +16,12 @@ PFSSIM="$DLSTAGE_TEST_DIR/bin/pfssim"
 # pfssim NODE ...: its stats file (one instance per node, "host" on the host).
 stats_of() { echo "$DLSTAGE_TEST_DIR/pfs-stats-$1"; }
 
+# mount_pfs WHERE [MS]: pfssim on WHERE, MS (0) per metadata operation.
 mount_pfs() {
-    local where=$1
+    local where=$1 latency=${2:-0}
     local run=()
     [ "$where" = host ] || run=("$VCLUSTER" exec "$where")
-    "${run[@]}" "$PFSSIM" "$SRC" "$PFS" --bandwidth 0 --stream-bandwidth 0 --meta-latency-ms 0 \
+    "${run[@]}" "$PFSSIM" "$SRC" "$PFS" --bandwidth 0 --stream-bandwidth 0 --meta-latency-ms "$latency" \
         --stats "$(stats_of "$where")" -o allow_other 2>/dev/null
     for _ in $(seq 50); do "${run[@]}" mountpoint -q "$PFS" && return 0; sleep 0.1; done
     echo "pfssim did not mount on $where" >&2
@@ -141,6 +142,8 @@ tree_size() { find "$SRC/tree" -type f -printf '%s\n' | awk '{ n += $1 } END { p
     each_node_says "$output" "$(cache_of "$VCLUSTER_USER")/cached $(cached_digest "$SRC/tree")"
     grep -q "cached: cache hit on 1 of 3 nodes" <<<"$output"
     grep -q "staged cached to cache on 2 nodes" <<<"$output"
+    doc_says "$README" 'imagenet: cache hit on 3 of 4' imagenet=cached <<<"$output"
+    doc_says "$README" '^staged imagenet to ssd' imagenet=cached ssd=cache <<<"$output"
     after=$(pfs_bytes_read)
     [ "$((after - before))" -eq "$(tree_size)" ] || { echo "read $((after - before)) of $(tree_size)"; false; }
 }
@@ -288,6 +291,7 @@ entries_on() { on_node "$1" ls "$(cache_of "$VCLUSTER_USER")"; }
         sleep 1.1  # last uses a second apart
     done
     grep -q "lru3: staging it on n1: not in the node cache" <<<"$output"
+    doc_says "$README" 'staging it on n7' imagenet=lru3 <<<"$output"
     entries=$(entries_on n1)
     echo "$entries"
     grep -qx lru1 <<<"$entries"
@@ -351,4 +355,16 @@ PY
     scancel "$job"
     wait_job_gone "$job" 60
     assert_healthy
+}
+
+@test "while rank 0 walks a slow source, the job output says how far the walk got" {
+    forget_everywhere "$VCLUSTER_USER" cached
+    # 20 ms per metadata operation: the walk of its 126 entries takes seconds.
+    for where in host n1 n2 n3; do unmount_pfs "$where"; mount_pfs "$where" 20; done
+    run as_user env DLSTAGE_PROGRESS=0.2 srun -N3 --stage-data=cached true
+    for where in host n1 n2 n3; do unmount_pfs "$where"; mount_pfs "$where"; done
+    echo "$output"
+    [ "$status" -eq 0 ]
+    grep -Eq "^dlstage: cached: walking $PFS/tree: [0-9]+ entries found so far$" <<<"$output"
+    doc_says "$README" 'walking .* entries found so far' imagenet=cached <<<"$output"
 }

@@ -18,6 +18,7 @@ user_workdir() {
 # The docs whose examples the tests hold to what the programs print.
 README="$BATS_TEST_DIRNAME/../../README.md"
 MAN1="$BATS_TEST_DIRNAME/../../man/dlstage.1"
+MAN5="$BATS_TEST_DIRNAME/../../man/dlstage.toml.5"
 MAN8="$BATS_TEST_DIRNAME/../../man/spank-dlstage.8"
 
 # doc_transcript ARGS...: tests/cli/doc-transcript, which reads the docs'
