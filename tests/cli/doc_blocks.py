@@ -3,13 +3,19 @@ them (doc-toml-examples, doc-transcript, doc-coverage): the README's fenced
 blocks and a man page's .nf/.fi blocks, the latter as plain text; and the
 messages the prose quotes inline."""
 import re
+import sys
 
 ROFF_ESCAPES = (("\\(dq", '"'), ("\\-", "-"), ("\\e", "\\"), ("\\&", ""), ("\\(aq", "'"))
 
 # What a quoted message looks like: "dlstage: ...", "sbatch: dlstage: ...",
-# "NAME: what happened ..." (at least three words after the name), or the
-# start of a staging summary ("staged NAME to TIER ...").
-QUOTED_MESSAGE = re.compile(r"^(sbatch: )?(dlstage: )?[\w-]+: \S+( \S+){2,}|^staged \S+ to ")
+# "NAME: what happened ..." (at least three words after the name), the start
+# of a staging summary ("staged NAME to TIER ..."), or the end of a line
+# ("... 2 entries changed since it was cached").
+QUOTED_MESSAGE = re.compile(r"^(sbatch: )?(dlstage: )?[\w-]+: \S+( \S+){2,}|^staged \S+ to |^\.\.\. \S+( \S+){2,}")
+# A README code span: a run of backticks, text within one paragraph, a run
+# as long (`` `a quote` `` holds backticks).
+CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)((?:(?!\n[ \t]*\n).)+?)(?<!`)\1(?!`)", re.S)
+ROFF_FONT = re.compile(r"\\f(\[[^]]*\]|\(..|.)")
 
 
 def markdown_blocks(text):
@@ -18,6 +24,7 @@ def markdown_blocks(text):
 
 
 def roff_unescaped(text):
+    text = ROFF_FONT.sub("", text)
     for escape, plain in ROFF_ESCAPES:
         text = text.replace(escape, plain)
     return text
@@ -46,16 +53,20 @@ def code_blocks(path):
 def inline_quotes(path):
     """What the prose of path quotes: the README's `code spans` outside its
     fenced blocks (a span broken over lines joined with one space), a man
-    page's quoted macro arguments (.BR "dlstage: ..." ,) outside .nf/.fi."""
+    page's quoted macro arguments (.B "dlstage: ...", .BR "..." ,) outside
+    .nf/.fi, font changes dropped.  A backtick left unpaired would pair
+    wrongly and hide what follows: it is an error."""
     text = open(path, encoding="utf-8").read()
     if path.endswith(".md"):
         prose = re.sub(r"```.*?```", "", text, flags=re.S)
-        # A span opens with a run of backticks and closes with a run as long
-        # (`` `a quote` `` holds backticks).
-        spans = re.findall(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)", prose, re.S)
-        return [re.sub(r"\s*\n\s*", " ", body.strip()) for _, body in spans]
+        left = CODE_SPAN.sub("", prose)
+        if "`" in left:
+            line = next(l for l in left.splitlines() if "`" in l)
+            sys.exit(f"doc_blocks: {path}: an unpaired backtick in the text: {line.strip()}")
+        return [re.sub(r"\s*\n\s*", " ", body.strip()) for _, body in CODE_SPAN.findall(prose)]
     prose = MAN_BLOCK.sub("", text)
-    return [roff_unescaped(arg) for line in prose.splitlines() if line.startswith(".")
+    return [roff_unescaped(arg) for line in prose.splitlines()
+            if line.startswith(".") and not line.startswith('.\\"')
             for arg in re.findall(r'"([^"]+)"', line)]
 
 

@@ -5,35 +5,51 @@
 # version line the unit test finds.
 load helpers
 
-@test "every example message of the README and the man pages is checked by a test" {
-    "$top_srcdir/tests/cli/doc-coverage" "$top_srcdir" >"$work/out" 2>&1 && status=0 || status=$?
+# coverage SRCDIR: run doc-coverage on SRCDIR; its output in $out, its exit in $status.
+coverage() {
+    "$top_srcdir/tests/cli/doc-coverage" "$1" >"$work/out" 2>&1 && status=0 || status=$?
     out=$(cat "$work/out")
+}
+
+# A copy of the docs and the tests in $work/src, for a test to add to.
+copy_sources() {
+    mkdir -p "$work/src"
+    cp -r "$top_srcdir/README.md" "$top_srcdir/man" "$top_srcdir/tests" "$work/src/"
+}
+
+@test "every example message of the README and the man pages is checked by a test" {
+    coverage "$top_srcdir"
     expect_status 0
 }
 
 @test "an example message no test checks is named, and fails the check" {
-    mkdir -p "$work/src"
-    cp -r "$top_srcdir/README.md" "$top_srcdir/man" "$top_srcdir/tests" "$work/src/"
+    copy_sources
     printf '\n```\ndlstage: a message the docs show and no test provokes\n```\n' >>"$work/src/README.md"
-    "$top_srcdir/tests/cli/doc-coverage" "$work/src" >"$work/out" 2>&1 && status=0 || status=$?
-    out=$(cat "$work/out")
+    coverage "$work/src"
     expect_status 1
     [ "$out" = "doc-coverage: no test checks this example: README.md: dlstage: a message the docs show and no test provokes" ] ||
         fail "not named alone"
     # and a doc_says whose regex matches it is a check
     echo "doc_says \"\$README\" 'no test provokes'" >"$work/src/tests/cli/extra.bats"
-    "$top_srcdir/tests/cli/doc-coverage" "$work/src" >"$work/out" 2>&1 && status=0 || status=$?
+    coverage "$work/src"
     expect_status 0
 }
 
 @test "a message the prose quotes (README \`...\`, a man page's .BR \"...\") no test checks is named too" {
-    mkdir -p "$work/src"
-    cp -r "$top_srcdir/README.md" "$top_srcdir/man" "$top_srcdir/tests" "$work/src/"
+    copy_sources
     printf '\nThe job then says `imagenet: frobnicated 3 of\n4 nodes` and goes on.\n' >>"$work/src/README.md"
     printf '.PP\nIt says\n.BR "dlstage: a quoted line nobody checks" .\n' >>"$work/src/man/dlstage.1"
-    "$top_srcdir/tests/cli/doc-coverage" "$work/src" >"$work/out" 2>&1 && status=0 || status=$?
-    out=$(cat "$work/out")
+    coverage "$work/src"
     expect_status 1
     [ "$out" = "doc-coverage: no test checks this example: README.md: imagenet: frobnicated 3 of 4 nodes
 doc-coverage: no test checks this example: man/dlstage.1: dlstage: a quoted line nobody checks" ] || fail "not both named"
+}
+
+@test "an unpaired backtick in the README's text fails the check, naming its line" {
+    copy_sources
+    printf '\nA stray ` here would pair with the next span.\n' >>"$work/src/README.md"
+    coverage "$work/src"
+    expect_status 1
+    [ "$out" = "doc_blocks: $work/src/README.md: an unpaired backtick in the text: A stray \` here would pair with the next span." ] ||
+        fail "not named"
 }

@@ -73,6 +73,23 @@ same_message_doc() {
     [ "$status" -eq 1 ]
 }
 
+@test "doc-transcript --same-message: a quote beginning with dlstage: is the start of the line; '... ' quotes a part" {
+    printf '%s\n' 'It says `dlstage: packed 3 files in 0.1 s` and' 'then `... 2 entries changed since it' \
+        'was cached`.' '```' 'dlstage: staged tree to shm' '```' 'Or `dlstage: staged tree to shm`.' >"$work/doc.md"
+    doc_transcript --same-message "$work/doc.md" 'packed' <<<"dlstage: packed 40 files in 2.5 s (0.1 GB/s)"
+    doc_transcript --same-message "$work/doc.md" 'packed' <<<"sbatch: dlstage: packed 40 files in 2.5 s"
+    run doc_transcript --same-message "$work/doc.md" 'packed' <<<"note: dlstage: packed 40 files in 2.5 s"
+    [ "$status" -eq 1 ]
+    doc_transcript --same-message "$work/doc.md" 'entries changed' \
+        <<<"dlstage: t: staging it on n1: 1 entries missing, 3 entries changed since it was cached"
+    run doc_transcript --same-message "$work/doc.md" 'entries changed' <<<"dlstage: t: 3 entries changed"
+    [ "$status" -eq 1 ]
+    # The same text in a block and quoted is one message, a whole line as the block shows it.
+    [ "$(doc_transcript --message "$work/doc.md" 'staged tree')" = "dlstage: staged tree to shm" ]
+    run doc_transcript --same-message "$work/doc.md" 'staged tree' <<<"dlstage: staged tree to shm on 3 nodes"
+    [ "$status" -eq 1 ]
+}
+
 # readme_lines FIRST_LINE_REGEX: the README code block whose first line
 # matches, its comments dropped and /p/data under $work: the lines to run.
 readme_lines() {

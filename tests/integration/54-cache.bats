@@ -162,6 +162,7 @@ tree_size() { find "$SRC/tree" -type f -printf '%s\n' | awk '{ n += $1 } END { p
     rm -f "$keep"
     [ "$status_changed" -eq 0 ]
     grep -q "the source changed since it was cached" <<<"$out"
+    doc_says "$README" '\.\.\. the source changed since' <<<"$out"
     grep -q "staged cached to cache on 2 nodes" <<<"$out"
     # The new copy holds the changed file: restaging again now gives the original back.
     on_nodes n1,n2 CACHED cached
@@ -185,6 +186,15 @@ tree_size() { find "$SRC/tree" -type f -printf '%s\n' | awk '{ n += $1 } END { p
     on_nodes n1 CACHED cached
     [ "$status" -eq 0 ]
     grep -q "cached: staging it on n1:" <<<"$output"
+    grep -Eqx "n1 .* $want" <<<"$output"
+    # A chmod alone (same names, same bytes) moves the file's ctime: staged again, saying so.
+    run as_user srun -N1 -w n1 --stage-data=cached bash -c \
+        'f=$(find "$DLSTAGE_CACHED" -type f | sort | head -n1); chmod u+w "$f" && chmod a-w "$f"'
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+    on_nodes n1 CACHED cached
+    [ "$status" -eq 0 ]
+    grep -q "cached: staging it on n1: 1 entries changed since it was cached" <<<"$output"
+    doc_says "$README" 'entries changed since it was cached' <<<"$output"
     grep -Eqx "n1 .* $want" <<<"$output"
     # Another user gets the source's exact bytes, in an entry of their own.
     forget_everywhere "$OTHER_USER" cached
