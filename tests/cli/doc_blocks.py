@@ -16,11 +16,22 @@ QUOTED_MESSAGE = re.compile(r"^(sbatch: )?(dlstage: )?[\w-]+: \S+( \S+){2,}|^sta
 # as long (`` `a quote` `` holds backticks).
 CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)((?:(?!\n[ \t]*\n).)+?)(?<!`)\1(?!`)", re.S)
 ROFF_FONT = re.compile(r"\\f(\[[^]]*\]|\(..|.)")
+FENCED_BLOCK = re.compile(r"```(\w*)\n(.*?)```", re.S)
 
 
 def markdown_blocks(text):
     """(language, body) of every fenced block."""
-    return re.findall(r"```(\w*)\n(.*?)```", text, re.S)
+    return FENCED_BLOCK.findall(text)
+
+
+def without_comment(line):
+    """A shell line without its trailing "# comment"."""
+    return re.sub(r"\s+#.*$", "", line)
+
+
+def command_of(line):
+    """The command of a transcript's "$ " line."""
+    return without_comment(line[2:]).strip()
 
 
 def roff_unescaped(text):
@@ -58,7 +69,7 @@ def inline_quotes(path):
     wrongly and hide what follows: it is an error."""
     text = open(path, encoding="utf-8").read()
     if path.endswith(".md"):
-        prose = re.sub(r"```.*?```", "", text, flags=re.S)
+        prose = FENCED_BLOCK.sub("", text)
         left = CODE_SPAN.sub("", prose)
         if "`" in left:
             line = next(l for l in left.splitlines() if "`" in l)
