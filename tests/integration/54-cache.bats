@@ -35,6 +35,12 @@ unmount_pfs() {
     "${run[@]}" fusermount3 -u "$PFS" 2>/dev/null || "${run[@]}" umount -l "$PFS" 2>/dev/null || true
 }
 
+# remount_pfs [MS]: pfssim again on the host and every node, MS (0) per metadata operation.
+remount_pfs() {
+    local where
+    for where in host n1 n2 n3; do unmount_pfs "$where"; mount_pfs "$where" "${1:-0}"; done
+}
+
 setup_file() {
     for where in host n1 n2 n3; do mount_pfs "$where"; done
 }
@@ -370,9 +376,9 @@ PY
 @test "while rank 0 walks a slow source, the job output says how far the walk got" {
     forget_everywhere "$VCLUSTER_USER" cached
     # 20 ms per metadata operation: the walk of its 126 entries takes seconds.
-    for where in host n1 n2 n3; do unmount_pfs "$where"; mount_pfs "$where" 20; done
+    remount_pfs 20
     run as_user env DLSTAGE_PROGRESS=0.2 srun -N3 --stage-data=cached true
-    for where in host n1 n2 n3; do unmount_pfs "$where"; mount_pfs "$where"; done
+    remount_pfs
     echo "$output"
     [ "$status" -eq 0 ]
     grep -Eq "^dlstage: cached: walking $PFS/tree: [0-9]+ entries found so far$" <<<"$output"
