@@ -32,6 +32,9 @@ inline constexpr const char* kJobNodesVar = "SLURM_JOB_NUM_NODES";
 // progress so that `dlstage status -j 123_4` finds it after Slurm forgot it.
 inline constexpr const char* kArrayJobIdVar = "SLURM_ARRAY_JOB_ID";
 inline constexpr const char* kArrayTaskIdVar = "SLURM_ARRAY_TASK_ID";
+// How often the job was requeued ("" before its first requeue): a run after
+// a requeue may find no job directory (lib/job_layout.hpp unprepared_dir).
+inline constexpr const char* kRestartCountVar = "SLURM_RESTART_COUNT";
 
 // How Slurm hands on what the plugin sets with spank_job_control_setenv:
 // to the prolog and epilog as SPANK_<VAR>, to the job as SLURM_SPANK_<VAR>.

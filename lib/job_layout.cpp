@@ -4,6 +4,7 @@
 
 #include "lib/contract.hpp"
 #include "lib/error.hpp"
+#include "lib/number.hpp"
 #include "lib/record_field.hpp"
 #include "lib/state_record.hpp"
 
@@ -100,6 +101,22 @@ ReadyMarker ready_marker_of(const toml::table& record, const std::string& marker
     if (marker.path.empty())
         throw Error("ready marker " + marker_path + " has no path");
     return marker;
+}
+
+std::string unprepared_dir(const std::string& what, const std::string& dir, const std::string& problem,
+                           const std::string& restarts, const std::string& check)
+{
+    std::uint64_t requeued = 0;
+    try {
+        requeued = restarts.empty() ? 0 : parse_count(restarts, 0, kMaxSlurmNumber);
+    } catch (const Error&) {
+        requeued = 0;  // not Slurm's count: say what a first run would
+    }
+    std::string message = what + " " + dir + " was not prepared by the prolog: " + problem;
+    if (requeued == 0)
+        return message + " (" + check + ")";
+    return message + " (this run follows a requeue: Slurm before 23.11 skips a requeued job's prolog on a node " +
+           "that handled a job credential in the 2 seconds before; requeue the job again)";
 }
 
 }  // namespace dlstage

@@ -73,6 +73,16 @@ std::string cache_parent_of(const Tier& tier);
 // Where `user`'s entry of item's dataset lives: tier_dir is cache_dir_of.
 DatasetLayout cache_layout(const StageItem& item, const std::string& user);
 
+// Why the stager finds no directory the prolog makes (`what`: "the job
+// directory"), with what to check.  `restarts` is the job's
+// SLURM_RESTART_COUNT: on a requeued job's later run the likely cause is
+// Slurm itself.  Before 23.11, slurmd purges a requeued job's old
+// credential state with a scan it skips when it scanned under 2 s ago, and
+// then takes the new run for one whose prolog already ran.  `check` is
+// what to look at otherwise.
+std::string unprepared_dir(const std::string& what, const std::string& dir, const std::string& problem,
+                           const std::string& restarts, const std::string& check);
+
 // What the stager records once a dataset is complete and verified on a node.
 struct ReadyMarker {
     std::string dataset;

@@ -15,6 +15,8 @@
 #include "lib/contract.hpp"
 #include "lib/copy_record.hpp"
 #include "lib/error.hpp"
+#include "lib/job_identity.hpp"
+#include "lib/job_layout.hpp"
 #include "lib/log.hpp"
 #include "lib/safe_fs.hpp"
 #include "lib/size.hpp"
@@ -36,8 +38,8 @@ Fd open_cache_dir(const DatasetLayout& entry)
 {
     OpenResult opened = open_job_dir(entry.tier_root, entry.tier_dir);
     if (!opened.problem.empty())
-        throw Error("the node cache directory " + entry.tier_dir + " was not prepared by the prolog: " +
-                    opened.problem + " (is the plugin loaded on this node?)");
+        throw Error(unprepared_dir("the node cache directory", entry.tier_dir, opened.problem,
+                                   process_env(kRestartCountVar), "is the plugin loaded on this node?"));
     return std::move(opened.dir);
 }
 

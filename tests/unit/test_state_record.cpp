@@ -206,3 +206,33 @@ BOOST_AUTO_TEST_CASE(a_mount_on_the_user_dir_is_never_entered)
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(unprepared_dirs)
+
+const std::string kMissing = "cannot open /dev/shm/dlstage/3: No such file or directory";
+
+BOOST_AUTO_TEST_CASE(a_first_run_is_told_what_to_check)
+{
+    for (const char* restarts : {"", "0", "x1"}) {
+        BOOST_TEST(unprepared_dir("the job directory", "/dev/shm/dlstage/3", kMissing, restarts,
+                                  "is PrologFlags=Alloc set and the plugin loaded?") ==
+                   "the job directory /dev/shm/dlstage/3 was not prepared by the prolog: " + kMissing +
+                       " (is PrologFlags=Alloc set and the plugin loaded?)");
+    }
+}
+
+BOOST_AUTO_TEST_CASE(a_run_after_a_requeue_is_told_slurms_part_and_what_to_do)
+{
+    for (const char* restarts : {"1", "12"}) {
+        const std::string message =
+            unprepared_dir("the node cache directory", "/dev/shm/dlstage/.cache/alice", kMissing, restarts,
+                           "is the plugin loaded on this node?");
+        BOOST_TEST(message.rfind("the node cache directory /dev/shm/dlstage/.cache/alice was not prepared by the "
+                                 "prolog: " + kMissing + " (this run follows a requeue: Slurm before 23.11 skips",
+                                 0) == 0);
+        BOOST_TEST(message.find("requeue the job again)") == message.size() - 22);
+        BOOST_TEST(message.find("plugin loaded") == std::string::npos);
+    }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
