@@ -1,6 +1,7 @@
 #include "lib/sys/bounded.hpp"
 
 #include <cerrno>
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstring>
@@ -20,9 +21,51 @@ namespace dlstage {
 namespace {
 using Clock = std::chrono::steady_clock;
 
+// Closes descriptors first..last (close_range, or one by one on a kernel
+// without it).
+void close_from_to(unsigned first, unsigned last)
+{
+    if (first > last)
+        return;
+    if (::close_range(first, last, 0) == 0)
+        return;
+    const long open_max = ::sysconf(_SC_OPEN_MAX);
+    const unsigned end = std::min<unsigned>(last, open_max > 0 ? static_cast<unsigned>(open_max) - 1 : 65535U);
+    for (unsigned fd = first; fd <= end; ++fd)
+        (void)::close(static_cast<int>(fd));
+}
+
+// The child keeps nothing of its parent's but its result pipe, which it
+// returns (moved above the standard descriptors if it was one of them): a
+// lock, a pipe or a directory the parent holds (a prolog's node cache lock,
+// an outer bounded child's result pipe) must not stay held by a child stuck
+// in the kernel where SIGKILL cannot end it (a FUSE request that is never
+// answered).  Standard input, output and error become /dev/null: the
+// parent's may be a pipe that its own caller reads until it closes.
+int keep_only(int result_pipe)
+{
+    if (result_pipe <= 2) {
+        const int moved = ::fcntl(result_pipe, F_DUPFD, 3);
+        if (moved < 0)
+            ::_exit(1);  // the parent sees no result: Failed
+        result_pipe = moved;
+    }
+    const int null = ::open("/dev/null", O_RDWR);
+    for (int std_fd = 0; std_fd <= 2; ++std_fd)
+        if (null >= 0)
+            (void)::dup2(null, std_fd);
+        else
+            (void)::close(std_fd);
+    const auto kept = static_cast<unsigned>(result_pipe);
+    close_from_to(3, kept - 1);
+    close_from_to(kept + 1, ~0U);
+    return result_pipe;
+}
+
 // Runs work and sends its message: 'R' and the result, or 'E' and the error.
 [[noreturn]] void run_child(int out, const std::function<std::string()>& work)
 {
+    out = keep_only(out);
     std::string message;
     int rc = 0;
     try {

@@ -7,6 +7,13 @@
 // that work runs in a child process with a time limit: on time out the
 // child is killed (FUSE waits end on SIGKILL) and the caller logs what was
 // left, instead of hanging.
+//
+// A child stuck in such a wait survives even SIGKILL until the server
+// answers, which a hostile user's server never does.  So the child keeps
+// no descriptor of its parent's but its result pipe (its standard ones
+// point at /dev/null): whatever lock or pipe the caller holds, a stuck
+// child holds none of it, and the caller's own callers are not kept
+// waiting for an end of file.
 #pragma once
 
 #include <functional>
@@ -26,7 +33,9 @@ struct BoundedOutcome {
 // child dying, is Failed with its reason.  The child never returns into the
 // caller's code: it leaves with _exit, so no destructors or atexit handlers
 // of the parent's objects run twice.  Logging must happen in the caller:
-// the child may have inherited a lock another thread held at fork.
+// the child may have inherited a lock another thread held at fork.  work()
+// must open what it uses itself: descriptors the caller opened are closed
+// in the child.
 BoundedOutcome run_bounded(double seconds, const std::function<std::string()>& work);
 
 }  // namespace dlstage

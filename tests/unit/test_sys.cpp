@@ -6,8 +6,10 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdexcept>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -101,6 +103,46 @@ BOOST_AUTO_TEST_CASE(work_that_blocks_is_stopped_at_the_limit)
     BOOST_TEST(outcome.problem == "did not finish within 1 s");
     BOOST_TEST(seconds >= 0.9);
     BOOST_TEST(seconds < 5.0);
+}
+
+// A child stuck where SIGKILL cannot reach it (a FUSE request its server
+// never answers) keeps whatever it holds: so it must hold nothing of its
+// parent's, neither a lock (the node cache's) nor a pipe (an outer bounded
+// child's result pipe, or slurmd's stdout).
+BOOST_AUTO_TEST_CASE(the_child_holds_no_descriptor_of_its_parents)
+{
+    test::TempDir dir;
+    const std::string locked = dir / "lock";
+    const Fd lock(::open(locked.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+    BOOST_REQUIRE(lock.valid());
+    BOOST_REQUIRE(::flock(lock.get(), LOCK_EX) == 0);
+    int pipe_fds[2];
+    BOOST_REQUIRE(::pipe(pipe_fds) == 0);  // without O_CLOEXEC, as a caller's may be
+    const Fd pipe_in(pipe_fds[0]), pipe_out(pipe_fds[1]);
+    const BoundedOutcome outcome = run_bounded(10, [] {
+        // Every descriptor open in the child and what it is, but the
+        // listing's own.
+        std::string open;
+        DIR* fds = ::opendir("/proc/self/fd");
+        while (const dirent* e = fds ? ::readdir(fds) : nullptr) {
+            if (e->d_name[0] == '.' || std::atoi(e->d_name) == ::dirfd(fds))
+                continue;
+            char target[256] = {};
+            const std::string link = std::string("/proc/self/fd/") + e->d_name;
+            if (::readlink(link.c_str(), target, sizeof target - 1) < 0)
+                continue;
+            open += std::string(e->d_name) + " " + (std::string(target).rfind("pipe:", 0) == 0 ? "pipe" : target) + "\n";
+        }
+        if (fds)
+            ::closedir(fds);
+        return open;
+    });
+    BOOST_TEST((outcome.status == BoundedOutcome::Status::Done));
+    // 0-2 on /dev/null, and one pipe: the result's.
+    BOOST_TEST(outcome.output.substr(0, 36) == "0 /dev/null\n1 /dev/null\n2 /dev/null\n");
+    BOOST_TEST(std::count(outcome.output.begin(), outcome.output.end(), '\n') == 4, outcome.output);
+    BOOST_TEST(outcome.output.find(" pipe\n") != std::string::npos, outcome.output);
+    BOOST_TEST(outcome.output.find(locked) == std::string::npos, outcome.output);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
