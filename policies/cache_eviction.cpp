@@ -88,6 +88,10 @@ EvictionPlan plan_eviction(const std::vector<CacheEntryFacts>& entries, const Ca
                                                             " unused entries, least recently used first");
         return plan;
     }
+    // The job cannot be staged here now: evicting would cost other users
+    // their entries and give this job nothing.
+    plan.evict.clear();
+    plan.why.clear();
     std::vector<std::string> busy;
     for (const CacheEntryFacts& entry : entries)
         if (entry.in_use)

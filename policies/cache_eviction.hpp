@@ -50,7 +50,9 @@ struct EvictionPlan {
     std::vector<std::string> why;     // one line per evicted entry
     // Refused when even evicting every unused entry leaves too little room
     // for what comes in (the job's request cannot be met here now); its
-    // reason names the entries in use.  Allowed otherwise, with a summary.
+    // reason names the entries in use, and `evict` is then empty: no
+    // entry is lost for a job that cannot run anyway.  Allowed otherwise,
+    // with a summary.
     Verdict fits;
 };
 
