@@ -5,6 +5,7 @@
 // processes on this node; without its answer nothing is removed.  What may
 // go is policies/gc's decision; finding and removing is lib/gc_leftovers'.
 #include <functional>
+#include <optional>
 #include <iostream>
 #include <set>
 #include <sstream>
@@ -128,23 +129,12 @@ void handle(const Leftover& l, const SlurmJobs& jobs, const policy::GcSettings& 
         outcome.err.push_back(problem);
 }
 
-// One part of the work: the leftovers `find` returns, each decided and
-// handled.  It runs in a child bounded in time, as the epilog's work does:
-// a tier whose file system hangs must not hold gc (or the next run).
-Outcome run_part(const std::string& part, const std::function<Found()>& find, const SlurmJobs& jobs,
-                 const policy::GcSettings& settings, const Options& options)
+// One part of gc, run in a child bounded in time, as the epilog's work is:
+// a tier whose file system hangs must not hold gc (or the next run), nor
+// may a lock the part takes outlive it.
+Outcome run_bounded_part(const std::string& part, const std::function<Outcome()>& work)
 {
-    const BoundedOutcome bounded = run_bounded(kPartTimeout, [&] {
-        Outcome outcome;
-        const Found found = find();
-        for (const std::string& line : found.skipped) {
-            ++outcome.problems;
-            outcome.err.push_back(line);
-        }
-        for (const Leftover& l : found.leftovers)
-            handle(l, jobs, settings, options, outcome);
-        return outcome.text();
-    });
+    const BoundedOutcome bounded = run_bounded(kPartTimeout, [&] { return work().text(); });
     Outcome outcome;
     try {
         if (bounded.status != BoundedOutcome::Status::Done)
@@ -163,16 +153,41 @@ Outcome run_part(const std::string& part, const std::function<Found()>& find, co
     return outcome;
 }
 
+// The leftovers `find` returns, each decided and handled.
+Outcome leftovers_part(const std::function<Found()>& find, const SlurmJobs& jobs, const policy::GcSettings& settings,
+                       const Options& options)
+{
+    Outcome outcome;
+    const Found found = find();
+    for (const std::string& line : found.skipped) {
+        ++outcome.problems;
+        outcome.err.push_back(line);
+    }
+    for (const Leftover& l : found.leftovers)
+        handle(l, jobs, settings, options, outcome);
+    return outcome;
+}
+
 // A node cache: first the use records of jobs that ended (a crashed
 // epilog's), then each entry, decided by policies/gc (idle too long, or
 // next in line while the tier is over its high watermark; never one a
-// running job uses).  Under the node's cache lock, as the prolog evicts.
+// running job uses).  Under the node's cache lock, as the prolog evicts;
+// a prolog or epilog holds it at most their own time limit, so gc waits
+// that long and then leaves the tier for its next run.
 Outcome cache_part(const Tier& tier, const Config& config, const SlurmJobs& jobs, const policy::GcSettings& settings,
                    const Options& options)
 {
     Outcome outcome;
     const std::string& state_dir = config.site.state_dir;
-    const CacheLock lock(state_dir, options.node);
+    std::optional<CacheLock> lock;
+    try {
+        lock.emplace(state_dir, options.node, config.site.prolog_epilog_timeout);
+    } catch (const Error& e) {
+        ++outcome.problems;
+        outcome.err.push_back("tier " + quoted(tier.name) + ": " + e.what() +
+                              "; the tier was skipped, run gc again later");
+        return outcome;
+    }
     for (const std::string& job : cache_use_jobs(state_dir, options.node)) {
         const SlurmJob* known = jobs.find(job);
         const bool ended = (!known || policy::job_state_from_slurm(known->state) == policy::JobState::Ended) &&
@@ -321,8 +336,7 @@ int cmd_gc(const GlobalOptions& global, const std::vector<std::string>& args)
     }
     const policy::GcSettings settings{config.site.gc_grace, config.site.gc_records_days, config.site.cache_idle_days};
     Outcome total;
-    for (const auto& [part, find] : parts_of(config, options)) {
-        const Outcome outcome = run_part(part, find, jobs, settings, options);
+    const auto report = [&total](const Outcome& outcome) {
         for (const auto& line : outcome.out)
             std::cout << printable(line.value_or(std::string())) << "\n";
         std::cout.flush();
@@ -331,26 +345,23 @@ int cmd_gc(const GlobalOptions& global, const std::vector<std::string>& args)
         total.removed += outcome.removed;
         total.kept += outcome.kept;
         total.problems += outcome.problems;
-    }
+    };
+    for (const auto& [part, find] : parts_of(config, options))
+        report(run_bounded_part(part, [&, find = find] { return leftovers_part(find, jobs, settings, options); }));
     for (const auto& [name, tier] : config.tiers) {
         if ((!options.tier.empty() && name != options.tier) || tier.scope != Scope::Node ||
             tier.cleanup != Cleanup::Cache)
             continue;
-        Outcome outcome;
-        try {
-            outcome = cache_part(tier, config, jobs, settings, options);
-        } catch (const Error& e) {
-            outcome.err.push_back("tier " + quoted(name) + ": " + e.what());
-            ++outcome.problems;
-        }
-        for (const auto& line : outcome.out)
-            std::cout << printable(line.value_or(std::string())) << "\n";
-        std::cout.flush();
-        for (const auto& line : outcome.err)
-            say("gc: " + line.value_or(std::string()));
-        total.removed += outcome.removed;
-        total.kept += outcome.kept;
-        total.problems += outcome.problems;
+        report(run_bounded_part("tier " + quoted(name), [&, t = &tier] {
+            try {
+                return cache_part(*t, config, jobs, settings, options);
+            } catch (const Error& e) {
+                Outcome outcome;
+                outcome.err.push_back("tier " + quoted(t->name) + ": " + e.what());
+                ++outcome.problems;
+                return outcome;
+            }
+        }));
     }
     std::cout << "gc on " << options.node << (options.dry_run ? " (dry run): would remove " : ": removed ")
               << total.removed << ", kept " << total.kept << ", " << total.problems

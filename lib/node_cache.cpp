@@ -2,14 +2,18 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
+#include <chrono>
 #include <fcntl.h>
 #include <grp.h>
 #include <map>
+#include <optional>
+#include <set>
 #include <mutex>
 #include <pwd.h>
-#include <sstream>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 
 #include "lib/contract.hpp"
@@ -17,11 +21,13 @@
 #include "lib/job_layout.hpp"
 #include "lib/record_field.hpp"
 #include "lib/safe_fs.hpp"
+#include "lib/source_facts.hpp"
 #include "lib/state_record.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/bounded.hpp"
 #include "lib/sys/dataset_walk.hpp"
 #include "lib/sys/dir_fd.hpp"
+#include "lib/sys/mount_table.hpp"
 #include "lib/sys/sys_error.hpp"
 #include "lib/sys/tree_remover.hpp"
 
@@ -97,17 +103,28 @@ std::vector<std::string> cache_use_jobs(const std::string& state_dir, const std:
     return ids;
 }
 
-CacheLock::CacheLock(const std::string& state_dir, const std::string& node)
+CacheLock::CacheLock(const std::string& state_dir, const std::string& node, double seconds)
 {
     const std::string base = cache_state_dir(state_dir, node);
     const Fd dir = open_state_subdir(state_dir, base, true);
     fd_ = ::openat(dir.get(), "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd_ < 0)
         throw_cannot("create", base + "/lock", errno);
-    if (::flock(fd_, LOCK_EX) != 0) {
+    // Polled rather than a blocking flock: the holder is root's own code,
+    // each part of it bounded, so a wait past `seconds` means something is
+    // wrong, and the caller must get on with what else it has to do.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
         const int err = errno;
-        ::close(fd_);
-        throw_cannot("lock", base + "/lock", err);
+        if ((err != EWOULDBLOCK && err != EINTR) || std::chrono::steady_clock::now() >= deadline) {
+            ::close(fd_);
+            if (err != EWOULDBLOCK && err != EINTR)
+                throw_cannot("lock", base + "/lock", err);
+            throw Error("the node cache lock " + base + "/lock is still held after " +
+                        std::to_string(static_cast<long long>(seconds)) +
+                        " s (a prolog, an epilog or another gc on this node)");
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
 }
 
@@ -119,16 +136,27 @@ CacheLock::~CacheLock()
 
 std::string entry_name(const NodeCacheEntry& entry)
 {
-    return entry.user + "/" + entry.dataset;
+    return printable(entry.user + "/" + entry.dataset);  // a name may hold a newline
 }
 
 namespace {
 // In a child about to act for `uid`: that user, for good (it exits after).
-void become(uid_t uid, gid_t gid)
+// With `user`, also their supplementary groups (reading a source that is
+// theirs through a group); without, none (their own cache directory).
+void become(uid_t uid, gid_t gid, const std::string& user = "")
 {
     if (::geteuid() == uid)
         return;
-    if (::setgroups(0, nullptr) != 0 || ::setresgid(gid, gid, gid) != 0 || ::setresuid(uid, uid, uid) != 0)
+    std::vector<gid_t> groups;
+    if (!user.empty()) {
+        int count = 64;
+        groups.resize(static_cast<std::size_t>(count));
+        while (::getgrouplist(user.c_str(), gid, groups.data(), &count) < 0)
+            groups.resize(static_cast<std::size_t>(count) + 64), count = static_cast<int>(groups.size());
+        groups.resize(static_cast<std::size_t>(count));
+    }
+    if (::setgroups(groups.size(), groups.data()) != 0 || ::setresgid(gid, gid, gid) != 0 ||
+        ::setresuid(uid, uid, uid) != 0)
         throw_cannot("become uid " + std::to_string(uid) + " for", "the node cache", errno);
 }
 
@@ -153,22 +181,71 @@ std::string dataset_of(const std::string& name)
     return "";
 }
 
-// In the child, as the user: "dataset bytes inodes files" lines.
-std::string measure_user_dir(const std::string& root, const std::string& dir)
+// The measuring child's answer: per dataset its name, bytes, inodes and
+// files, each field ended by a NUL.  Names are the user's (a directory
+// called "x 999999999999 1 1\nother" is allowed), and NUL is the one byte
+// no name can hold, so no name can forge a field or an entry.
+struct Sum {
+    std::uint64_t bytes = 0, inodes = 0, files = 0;
+};
+
+std::string encode_sums(const std::map<std::string, Sum>& sums)
+{
+    std::string out;
+    for (const auto& [dataset, sum] : sums)
+        for (const std::string& field :
+             {dataset, std::to_string(sum.bytes), std::to_string(sum.inodes), std::to_string(sum.files)})
+            out.append(field).push_back('\0');
+    return out;
+}
+
+bool parse_count(const std::string& text, std::uint64_t& value)
+{
+    const char* end = text.data() + text.size();
+    const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+    return !text.empty() && ec == std::errc() && ptr == end;
+}
+
+// Throws Error on anything but what encode_sums writes.
+std::vector<NodeCacheEntry> decode_sums(const std::string& text, const NodeCacheEntry& owner)
+{
+    std::vector<std::string> fields;
+    std::size_t at = 0;
+    while (at < text.size()) {
+        const std::size_t nul = text.find('\0', at);
+        if (nul == std::string::npos)
+            throw Error("the measurement ends in the middle of a field");
+        fields.push_back(text.substr(at, nul - at));
+        at = nul + 1;
+    }
+    if (fields.size() % 4 != 0)
+        throw Error("the measurement has " + std::to_string(fields.size()) + " fields, not a multiple of 4");
+    std::vector<NodeCacheEntry> entries;
+    for (std::size_t i = 0; i < fields.size(); i += 4) {
+        NodeCacheEntry entry = owner;
+        entry.dataset = fields[i];
+        if (entry.dataset.empty() || !parse_count(fields[i + 1], entry.bytes) ||
+            !parse_count(fields[i + 2], entry.inodes) || !parse_count(fields[i + 3], entry.files))
+            throw Error("the measurement has an unreadable entry");
+        entries.push_back(entry);
+    }
+    return entries;
+}
+
+// In the child, as the user: the sums of the entries of `dir`, leaving out
+// every name of a dataset in `skipped` (one of its names holds a mount).
+std::string measure_user_dir(const std::string& root, const std::string& dir, const std::set<std::string>& skipped)
 {
     OpenResult opened = open_job_dir(root, dir);
     if (!opened.problem.empty())
         throw Error(opened.problem);
-    struct Sum {
-        std::uint64_t bytes = 0, inodes = 0, files = 0;
-    };
     std::map<std::string, Sum> sums;
     const Fd reading = reopen_for_reading(opened.dir);
     DirStream stream(reading.get());
     while (const dirent* e = stream.valid() ? stream.next() : nullptr) {
         const std::string name = e->d_name;
         const std::string dataset = dataset_of(name);
-        if (dataset.empty())
+        if (dataset.empty() || skipped.count(dataset))
             continue;
         struct stat st {};
         if (::fstatat(opened.dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
@@ -191,17 +268,20 @@ std::string measure_user_dir(const std::string& root, const std::string& dir)
                 sum.files += 1;
         });
     }
-    std::ostringstream out;
-    for (const auto& [dataset, sum] : sums)
-        out << dataset << ' ' << sum.bytes << ' ' << sum.inodes << ' ' << sum.files << '\n';
-    return out.str();
+    return encode_sums(sums);
 }
 
 // The users with a directory below <root>/.cache: names only, read as
-// root from the root-owned level (nothing in a user's directory is looked at).
-std::vector<std::string> cache_users(const Tier& tier, std::vector<std::string>& problems)
+// root from the root-owned level (nothing in a user's directory is looked
+// at), and where the kernel has that level, to find mounts below it.
+struct CacheUsers {
+    std::vector<std::string> names;
+    std::string real_parent;
+};
+
+CacheUsers cache_users(const Tier& tier, std::vector<std::string>& problems)
 {
-    std::vector<std::string> users;
+    CacheUsers users;
     OpenResult parent = look_into_tier_root(tier.path.root());
     if (!parent.dir.valid())
         return users;  // no tier root yet
@@ -212,12 +292,57 @@ std::vector<std::string> cache_users(const Tier& tier, std::vector<std::string>&
     }
     if (!opened.dir.valid())
         return users;
+    users.real_parent = kernel_path(opened.dir.get());
+    if (users.real_parent.empty()) {
+        problems.push_back("cannot tell where " + cache_parent_of(tier) + " is (/proc not mounted?); nothing measured");
+        return users;
+    }
     const Fd reading = reopen_for_reading(opened.dir);  // open_trusted_dir's is a passage (O_PATH)
     DirStream stream(reading.get());
     while (const dirent* e = stream.valid() ? stream.next() : nullptr)
-        users.push_back(e->d_name);
-    std::sort(users.begin(), users.end());
+        users.names.push_back(e->d_name);
+    std::sort(users.names.begin(), users.names.end());
     return users;
+}
+
+// The mounts in one user's cache directory, as mountinfo lists them: the
+// directory itself may be one (`whole`), else the datasets whose names
+// hold one are left alone, neither measured nor evicted, each with a line
+// saying why.  Nothing here asks the file system.
+struct MountsInCache {
+    std::optional<std::string> whole;
+    std::map<std::string, std::string> datasets;  // the line saying why, by dataset
+
+    std::set<std::string> names() const
+    {
+        std::set<std::string> out;
+        for (const auto& [dataset, why] : datasets)
+            out.insert(dataset);
+        return out;
+    }
+};
+
+std::string not_entered(const std::string& shown, const MountEntry& mount)
+{
+    return shown_path(shown) + ": a mount (" + mount.fstype + ") at " + shown_path(mount.point) +
+           "; not entered: neither measured nor evicted";
+}
+
+MountsInCache mounts_in(const MountTable& mounts, const std::string& real_dir, const std::string& dir)
+{
+    MountsInCache found;
+    for (const std::string& point : mounts.points_within(real_dir)) {
+        const MountEntry mount = *mounts.at(point);
+        if (point == real_dir) {
+            found.whole = not_entered(dir, mount);
+            continue;
+        }
+        const std::string below = point.substr(real_dir.size() + 1);
+        const std::string name = below.substr(0, below.find('/'));
+        const std::string dataset = dataset_of(name).empty() ? name : dataset_of(name);
+        found.datasets.emplace(dataset, not_entered(dir + "/" + name, mount));
+    }
+    return found;
 }
 
 void add_root_records(std::vector<NodeCacheEntry>& entries, const Tier& tier, const std::string& state_dir,
@@ -260,32 +385,51 @@ FoundCacheEntries find_cache_entries(const Tier& tier, const std::string& state_
                                      double seconds)
 {
     FoundCacheEntries found;
-    for (const std::string& user : cache_users(tier, found.problems)) {
+    const CacheUsers users = cache_users(tier, found.problems);
+    if (users.names.empty())
+        return found;
+    MountTable mounts;
+    try {
+        mounts = MountTable::current();
+    } catch (const Error& e) {
+        found.problems.push_back(std::string(e.what()) + ": no entry measured (a mount in one could hang it)");
+        return found;
+    }
+    for (const std::string& user : users.names) {
         const struct passwd* pw = ::getpwnam(user.c_str());
         if (!pw) {
             found.problems.push_back(cache_dir_of(tier, user) + ": no such user");
             continue;
         }
-        const uid_t uid = pw->pw_uid;
-        const gid_t gid = pw->pw_gid;
-        if (::geteuid() != 0 && ::geteuid() != uid)
+        NodeCacheEntry owner;
+        owner.user = user;
+        owner.uid = pw->pw_uid;
+        owner.gid = pw->pw_gid;
+        if (::geteuid() != 0 && ::geteuid() != owner.uid)
             continue;  // another user's: theirs to see
         const std::string dir = cache_dir_of(tier, user);
+        const MountsInCache mounted = mounts_in(mounts, users.real_parent + "/" + user, dir);
+        if (mounted.whole) {
+            found.problems.push_back(*mounted.whole);
+            continue;
+        }
+        for (const auto& [dataset, why] : mounted.datasets)
+            found.problems.push_back(why);
+        const std::set<std::string> skipped = mounted.names();
         const BoundedOutcome outcome = run_bounded(seconds, [&] {
-            become(uid, gid);
-            return measure_user_dir(tier.path.root(), dir);
+            become(owner.uid, owner.gid);
+            return measure_user_dir(tier.path.root(), dir, skipped);
         });
         if (outcome.status != BoundedOutcome::Status::Done) {
             found.problems.push_back(dir + ": " + outcome.problem);
             continue;
         }
-        std::istringstream lines(outcome.output);
-        NodeCacheEntry entry;
-        entry.user = user;
-        entry.uid = uid;
-        entry.gid = gid;
-        while (lines >> entry.dataset >> entry.bytes >> entry.inodes >> entry.files)
-            found.entries.push_back(entry);
+        try {
+            for (NodeCacheEntry& entry : decode_sums(outcome.output, owner))
+                found.entries.push_back(std::move(entry));
+        } catch (const Error& e) {
+            found.problems.push_back(dir + ": " + e.what() + "; its entries are left out");
+        }
     }
     add_root_records(found.entries, tier, state_dir, node);
     return found;
@@ -294,6 +438,21 @@ FoundCacheEntries find_cache_entries(const Tier& tier, const std::string& state_
 std::string evict_cache_entry(const Tier& tier, const NodeCacheEntry& entry, double seconds)
 {
     const std::string dir = cache_dir_of(tier, entry.user);
+    // A mount made since the entry was measured: left alone as well.
+    std::vector<std::string> problems;
+    const CacheUsers users = cache_users(tier, problems);
+    if (users.real_parent.empty())
+        return problems.empty() ? dir + ": not found" : problems.front();
+    try {
+        const MountsInCache mounted =
+            mounts_in(MountTable::current(), users.real_parent + "/" + entry.user, dir);
+        if (mounted.whole)
+            return *mounted.whole;
+        if (const auto it = mounted.datasets.find(entry.dataset); it != mounted.datasets.end())
+            return it->second;
+    } catch (const Error& e) {
+        return std::string(e.what()) + ": not evicted (a mount in it could hang the removal)";
+    }
     const BoundedOutcome outcome = run_bounded(seconds, [&] {
         become(entry.uid, entry.gid);
         OpenResult opened = open_job_dir(tier.path.root(), dir);
@@ -314,6 +473,29 @@ std::string evict_cache_entry(const Tier& tier, const NodeCacheEntry& entry, dou
         return std::string();
     });
     return outcome.status == BoundedOutcome::Status::Done ? "" : outcome.problem;
+}
+
+ProbedSource probe_source_as(const Dataset& dataset, const std::string& manifest_dir, const std::string& user,
+                             uid_t uid, gid_t gid, double seconds)
+{
+    const BoundedOutcome outcome = run_bounded(seconds, [&] {
+        become(uid, gid, user);
+        const SourceFacts facts = probe_source(dataset, manifest_dir);
+        const auto number = [](const std::optional<std::uint64_t>& n) { return n ? std::to_string(*n) : "-"; };
+        return number(facts.bytes) + " " + number(facts.files);
+    });
+    ProbedSource probed;
+    if (outcome.status != BoundedOutcome::Status::Done) {
+        probed.problem = outcome.problem;
+        return probed;
+    }
+    const std::size_t space = outcome.output.find(' ');
+    std::uint64_t value = 0;
+    if (space != std::string::npos && parse_count(outcome.output.substr(0, space), value))
+        probed.bytes = value;
+    if (space != std::string::npos && parse_count(outcome.output.substr(space + 1), value))
+        probed.files = value;
+    return probed;
 }
 
 }  // namespace dlstage

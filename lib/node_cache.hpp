@@ -8,11 +8,18 @@
 //   mtime the prolog sets);
 // - an entry's size is measured, and an entry removed, in a child process
 //   that has become the entry's owner and ends within a time limit: root
-//   never stats into what a user controls (a FUSE mount there cannot hang
-//   it), and never removes what the owner could not.
+//   never stats into what a user controls, and never removes what the
+//   owner could not;
+// - nor does that child enter a mount in a user's cache directory: the
+//   mounts come from mountinfo first, and a dataset one of whose names
+//   holds a mount (a FUSE server that never answers would hold the child
+//   in the kernel past SIGKILL) is reported and left out, neither measured
+//   nor evicted.  A mount made after that look can still catch a child; it
+//   ends at its time limit holding nothing of root's (lib/sys/bounded.hpp).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <sys/types.h>
 #include <vector>
@@ -41,9 +48,12 @@ std::vector<std::string> cache_use_jobs(const std::string& state_dir, const std:
 
 // Held while a prolog records its use and evicts, so that no other prolog
 // on the node evicts an entry between another one's look and its record.
+// Waits at most `seconds` for another holder, then throws Error saying the
+// lock is still held (every holder is root's own bounded work: a longer
+// wait means something is wrong, and the caller has more to do).
 class CacheLock {
 public:
-    CacheLock(const std::string& state_dir, const std::string& node);  // throws Error
+    CacheLock(const std::string& state_dir, const std::string& node, double seconds);  // throws Error
     ~CacheLock();
     CacheLock(const CacheLock&) = delete;
     CacheLock& operator=(const CacheLock&) = delete;
@@ -79,6 +89,21 @@ FoundCacheEntries find_cache_entries(const Tier& tier, const std::string& state_
 // job looking meanwhile sees no copy, never half of one), then the list of
 // contents and the copy.  Returns the problem, or "".
 std::string evict_cache_entry(const Tier& tier, const NodeCacheEntry& entry, double seconds);
+
+// What a job's dataset brings to a cache, as root may believe it: the
+// source probed (lib/source_facts: a stat, a glob of shards or a trusted
+// manifest's header) by a child that became the job's user, with their
+// groups, within `seconds`; never the sizes the submitting user's own
+// process put in the job's environment, which would let anyone make root
+// evict other users' entries.  Unknown (a tree without a manifest, a probe
+// that failed: `problem`) stays unset.
+struct ProbedSource {
+    std::optional<std::uint64_t> bytes;
+    std::optional<std::uint64_t> files;
+    std::string problem;
+};
+ProbedSource probe_source_as(const Dataset& dataset, const std::string& manifest_dir, const std::string& user,
+                             uid_t uid, gid_t gid, double seconds);
 
 // "alice/imagenet": an entry in messages.
 std::string entry_name(const NodeCacheEntry& entry);

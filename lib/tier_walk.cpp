@@ -57,18 +57,6 @@ std::string split_tier_path(const std::string& root, const std::string& dir, Tie
     return "";
 }
 
-// The path the kernel gives an open directory (what mountinfo lists), or
-// "" if it cannot tell.
-std::string kernel_path(const Fd& fd)
-{
-    char buf[4096];
-    const std::string link = "/proc/self/fd/" + std::to_string(fd.get());
-    const ssize_t n = ::readlink(link.c_str(), buf, sizeof buf);
-    if (n <= 0 || static_cast<std::size_t>(n) >= sizeof buf)
-        return "";
-    return std::string(buf, static_cast<std::size_t>(n));
-}
-
 // Why an entry is not a level root code may build on, or "": it must be a
 // real directory owned by root or trusted_uid (the caller), and writable
 // by nobody else.
@@ -120,7 +108,7 @@ std::optional<Level> TierWalk::open_tier_parent(const TierPath& tp, bool missing
     if (!quick_stat(level.fd.get(), level.facts))
         fail_walk(cannot("stat", shown_path(tp.parent_path), errno), errno, true);
     level.shown = tp.parent_path;
-    level.real = kernel_path(level.fd);
+    level.real = kernel_path(level.fd.get());
     if (level.real.empty())
         fail_walk("cannot tell where " + shown_path(tp.parent_path) + " is (/proc not mounted?)", 0, true);
     return level;

@@ -222,16 +222,57 @@ double cache_step_seconds(const ScriptStart& start)
     return std::max(1.0, start.config.site.prolog_epilog_timeout / 4.0);
 }
 
-// What the job brings to `tier`: the submit side's sizes, less what this
-// user's entries of those datasets already hold (a hit brings nothing).
-policy::Incoming incoming_to(const Tier& tier, const std::vector<StageItem>& items, const ScriptStart& start,
-                             const std::vector<NodeCacheEntry>& entries)
+// The sizes of the job's datasets bound for `tier`, by dataset name.
+using SizesByDataset = std::map<std::string, SourceFacts>;
+
+// How long a prolog or epilog waits for another one's node cache lock:
+// half its own time, so that it can still say why it gave up.
+double cache_lock_seconds(const ScriptStart& start)
 {
-    const auto facts = decode_facts(start.facts);
+    return std::max(1.0, start.config.site.prolog_epilog_timeout / 2.0);
+}
+
+// What the submitting user's sbatch said of the sources (the job's
+// environment): theirs to forge, so it only decides whether the entries
+// are worth measuring at all (a lie costs that look, nothing else).
+SizesByDataset claimed_sizes(const ScriptStart& start)
+{
+    return decode_facts(start.facts);
+}
+
+// The sizes root believes before evicting anything: each source probed by
+// a child that became the job's user (lib/node_cache.hpp).  One that cannot
+// be sized counts as bringing nothing, with a note.
+SizesByDataset probed_sizes(const Tier& tier, const std::vector<StageItem>& items, const ScriptStart& start,
+                            Report& report)
+{
+    SizesByDataset sizes;
+    for (const StageItem& item : items) {
+        if (item.tier.name != tier.name || sizes.count(item.dataset.name))
+            continue;
+        const ProbedSource probed = probe_source_as(item.dataset, start.config.site.manifests(), start.job.user,
+                                                    start.job.uid, start.job.gid, cache_step_seconds(start));
+        if (!probed.problem.empty())
+            report.notes.push_back("node cache " + quoted(tier.name) + ": cannot size dataset " +
+                                   quoted(item.dataset.name) + " as " + start.job.user + " (" + probed.problem +
+                                   "); no room made for it");
+        SourceFacts facts;
+        facts.bytes = probed.bytes;
+        facts.files = probed.files;
+        sizes[item.dataset.name] = facts;
+    }
+    return sizes;
+}
+
+// What the job brings to `tier`: the sizes given, less what this user's
+// entries of those datasets already hold (a hit brings nothing).
+policy::Incoming incoming_to(const Tier& tier, const std::vector<StageItem>& items, const ScriptStart& start,
+                             const SizesByDataset& sizes, const std::vector<NodeCacheEntry>& entries)
+{
     policy::Incoming incoming;
     for (const StageItem& item : items) {
-        const auto known = facts.find(item.dataset.name);
-        if (item.tier.name != tier.name || known == facts.end())
+        const auto known = sizes.find(item.dataset.name);
+        if (item.tier.name != tier.name || known == sizes.end())
             continue;
         std::uint64_t bytes = known->second.bytes.value_or(0), inodes = known->second.files.value_or(0);
         for (const NodeCacheEntry& entry : entries)
@@ -248,13 +289,15 @@ policy::Incoming incoming_to(const Tier& tier, const std::vector<StageItem>& ite
 // Room in one cache tier for what the job brings: least recently used
 // entries no running job uses go (policies/cache_eviction).  The tier's
 // file system is looked at first; entries are measured only when it may
-// be over the high watermark.
+// be over the high watermark (judged with what the submitting user's
+// sbatch claimed); what is evicted is then judged with the sizes the
+// prolog probed itself.
 void make_room(const Tier& tier, const std::vector<StageItem>& items, const ScriptStart& start, Report& report)
 {
     const TierSpace space = measure_tier_space(tier.path.root());
     const auto max_bytes = tier.max_bytes.resolve(space.total_bytes);
     const auto max_inodes = tier.max_inodes;
-    const policy::Incoming guess = incoming_to(tier, items, start, {});
+    const policy::Incoming guess = incoming_to(tier, items, start, claimed_sizes(start), {});
     const auto used = [](const std::optional<std::uint64_t>& total, const std::optional<std::uint64_t>& free) {
         return total && free && *total >= *free ? *total - *free : 0;
     };
@@ -280,7 +323,8 @@ void make_room(const Tier& tier, const std::vector<StageItem>& items, const Scri
         tier_facts.used_inodes += entry.inodes;
     }
     const policy::EvictionPlan plan =
-        policy::plan_eviction(facts, tier_facts, tier.watermarks, incoming_to(tier, items, start, found.entries));
+        policy::plan_eviction(facts, tier_facts, tier.watermarks,
+                              incoming_to(tier, items, start, probed_sizes(tier, items, start, report), found.entries));
     for (std::size_t i = 0; i < plan.evict.size(); ++i) {
         const NodeCacheEntry& entry = found.entries[plan.evict[i]];
         const std::string problem = evict_cache_entry(tier, entry, cache_step_seconds(start));
@@ -309,7 +353,7 @@ void prepare_caches(const std::vector<StageItem>& items, const ScriptStart& star
         as_item.tier = *tier;
         prepare_tier_dir(as_item, cache_dir_of(*tier, start.job.user), start.job, report);
     }
-    const CacheLock lock(start.config.site.state_dir, start.job.node);
+    const CacheLock lock(start.config.site.state_dir, start.job.node, cache_lock_seconds(start));
     record_cache_use(start.config.site.state_dir, start.job.node, start.job.job_id, uses);
     for (const auto& [name, tier] : tiers)
         make_room(*tier, items, start, report);
@@ -320,7 +364,7 @@ void prepare_caches(const std::vector<StageItem>& items, const ScriptStart& star
 // know) goes back under it.
 void release_caches(const ScriptStart& start, Report& report)
 {
-    const CacheLock lock(start.config.site.state_dir, start.job.node);
+    const CacheLock lock(start.config.site.state_dir, start.job.node, cache_lock_seconds(start));
     forget_cache_use(start.config.site.state_dir, start.job.node, start.job.job_id);
     std::set<std::string> done;
     for (const StageItem& item : resolve_stage_data(start.config, start.stage_data))

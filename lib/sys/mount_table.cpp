@@ -74,6 +74,16 @@ std::vector<MountEntry> parse_mountinfo(std::string_view text)
     return entries;
 }
 
+std::string kernel_path(int fd)
+{
+    char buf[4096];
+    const std::string link = "/proc/self/fd/" + std::to_string(fd);
+    const ssize_t n = ::readlink(link.c_str(), buf, sizeof buf);
+    if (n <= 0 || static_cast<std::size_t>(n) >= sizeof buf)
+        return "";
+    return std::string(buf, static_cast<std::size_t>(n));
+}
+
 MountTable MountTable::current()
 {
     const Fd fd(::open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC));

@@ -30,6 +30,11 @@ struct MountEntry {
 // decoded, so a point compares with paths as they are.
 std::vector<MountEntry> parse_mountinfo(std::string_view text);
 
+// The path the kernel gives an open directory, as mountinfo names mount
+// points (the admin's symlinks above a tier resolved), or "" if it cannot
+// tell (no /proc).
+std::string kernel_path(int fd);
+
 class MountTable {
 public:
     MountTable() = default;

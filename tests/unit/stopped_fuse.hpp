@@ -24,8 +24,12 @@ namespace dlstage::test {
 
 class StoppedFuse {
 public:
-    // Serves a squashfs image of `content` (a directory) on `point`.
-    StoppedFuse(const std::string& content, const std::string& image, const std::string& point) : point_(point)
+    // Serves a squashfs image of `content` (a directory) on `point`; with
+    // `allow_other`, to every user (as a user's mount in their own directory
+    // is to themselves): without it FUSE refuses other users at once.
+    StoppedFuse(const std::string& content, const std::string& image, const std::string& point,
+                bool allow_other = false)
+        : point_(point)
     {
         if (std::system(("mksquashfs '" + content + "' '" + image + "' -quiet -no-progress -noappend >/dev/null 2>&1")
                             .c_str()) != 0) {
@@ -40,7 +44,11 @@ public:
             const int null = ::open("/dev/null", O_RDWR);
             ::dup2(null, 1);
             ::dup2(null, 2);
-            ::execlp("squashfuse", "squashfuse", "-f", image.c_str(), point.c_str(), static_cast<char*>(nullptr));
+            if (allow_other)
+                ::execlp("squashfuse", "squashfuse", "-f", "-o", "allow_other", image.c_str(), point.c_str(),
+                         static_cast<char*>(nullptr));
+            else
+                ::execlp("squashfuse", "squashfuse", "-f", image.c_str(), point.c_str(), static_cast<char*>(nullptr));
             ::_exit(127);
         }
         for (int i = 0; i < 500 && !MountTable::current().at(point).has_value(); ++i)
@@ -96,10 +104,10 @@ private:
 // Runs fn in a private mount namespace while a stopped server serves a
 // squashfs image of `content` on `point`; "skip: ..." if that cannot be had.
 inline std::string with_stopped_fuse(const std::string& content, const std::string& image, const std::string& point,
-                                     const std::function<std::string()>& fn)
+                                     const std::function<std::string()>& fn, bool allow_other = false)
 {
     return in_mount_namespace([&] {
-        StoppedFuse fuse(content, image, point);
+        StoppedFuse fuse(content, image, point, allow_other);
         return fuse.problem.empty() ? fn() : fuse.problem;
     });
 }
