@@ -58,6 +58,20 @@ as_other() {
         OMPI_MCA_btl_tcp_if_include=lo "$@")
 }
 
+# A third unprivileged user (tests/make-test-users): a second victim, whose
+# jobs must run whatever the other user does.
+THIRD_USER=dlstest3
+
+# as_third CMD...: as_user, for the third user, in a directory of theirs.
+as_third() {
+    local d
+    d="$(user_workdir)-third"
+    mkdir -p "$d"
+    chown "$THIRD_USER" "$d"
+    (cd "$d" && runuser -u "$THIRD_USER" -- env SLURM_CONF="$SLURM_CONF" PATH="$PATH" \
+        OMPI_MCA_btl_tcp_if_include=lo "$@")
+}
+
 # assert_healthy: no node drained or down (after a second for slurmctld to
 # hear of a failed prolog or epilog).
 assert_healthy() {

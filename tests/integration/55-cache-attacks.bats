@@ -1,0 +1,301 @@
+#!/usr/bin/env bats
+# A hostile user against root's node cache code (issue 27).  The other test
+# user (the attacker) controls what is in their own cache directory; root
+# measures and evicts every user's entries there, and takes the node's cache
+# lock to do it.  Each time: the two victims' (dlstest's and dlstest3's)
+# jobs run without waiting and keep their entries, gc ends, nothing holds
+# the lock afterwards, no node is drained.
+# - a FUSE mount in the attacker's cache directory whose server is stopped:
+#   root's measuring child once hung in it, holding the lock;
+# - the lock held by someone else: gc waits for it with a deadline;
+# - a forged size in the job's control environment (SPANK_DLSTAGE_FACTS,
+#   which the submitting user's own sbatch/srun sets): root evicted others'
+#   entries to make room for a claimed size;
+# - an entry name with spaces and a newline: it once forged the measuring
+#   child's line-based output.
+# The sources are behind pfssim on every node, as in 54-cache.bats.
+
+load helpers
+
+PFS="$DLSTAGE_TEST_DIR/pfs-cache"
+SRC="$DLSTAGE_TEST_DIR/data/cache-src"
+PFSSIM="$DLSTAGE_TEST_DIR/bin/pfssim"
+CONF="$DLSTAGE_TEST_DIR/dlstage.toml"
+LOG_N1="$VCLUSTER_DIR/log/slurmd-n1.log"
+LOCK_N1="$STATE/cache/n1/lock"
+
+# mount_pfs WHERE: pfssim on WHERE (a node, or "host" where sbatch looks).
+mount_pfs() {
+    local where=$1
+    local run=()
+    [ "$where" = host ] || run=("$VCLUSTER" exec "$where")
+    "${run[@]}" "$PFSSIM" "$SRC" "$PFS" --bandwidth 0 --stream-bandwidth 0 --meta-latency-ms 0 \
+        --stats "$DLSTAGE_TEST_DIR/pfs-stats-55-$where" -o allow_other 2>/dev/null
+    for _ in $(seq 50); do "${run[@]}" mountpoint -q "$PFS" && return 0; sleep 0.1; done
+    echo "pfssim did not mount on $where" >&2
+    return 1
+}
+
+unmount_pfs() {
+    local where=$1
+    local run=()
+    [ "$where" = host ] || run=("$VCLUSTER" exec "$where")
+    "${run[@]}" fusermount3 -u "$PFS" 2>/dev/null || "${run[@]}" umount -l "$PFS" 2>/dev/null || true
+}
+
+setup_file() {
+    for where in host n1 n2 n3; do mount_pfs "$where"; done
+}
+
+# n1's cache as the tests leave it goes: later files find room there.
+teardown_file() {
+    for where in host n1 n2 n3; do unmount_pfs "$where"; done
+    clear_cache
+}
+
+cache_of() { echo "/local/dlcache/.cache/$1"; }
+
+# The attacker's FUSE mount (test a).
+ATTACK_MNT=/local/dlcache/.cache/dlstest2/zz
+
+# Whatever a test failed in: the attacker's squashfuse goes (SIGKILL ends a
+# stopped process too, and aborts its FUSE connection, so that nothing
+# waiting in the mount stays stuck), then the mount (lazily: no stat of
+# it) and the attacker's cache directory; a lock holder of test b goes.
+teardown() {
+    scancel -u "$VCLUSTER_USER" 2>/dev/null || true
+    scancel -u "$OTHER_USER" 2>/dev/null || true
+    scancel -u "$THIRD_USER" 2>/dev/null || true
+    if [ -n "${holder:-}" ]; then
+        sleeper=$(pgrep -P "$holder" || true)
+        # shellcheck disable=SC2086  # none, or one pid
+        kill -KILL "$holder" $sleeper 2>/dev/null || true
+        wait "$holder" 2>/dev/null || true
+    fi
+    pkill -KILL -u "$OTHER_USER" -x squashfuse 2>/dev/null || true
+    for _ in $(seq 50); do pgrep -u "$OTHER_USER" -x squashfuse >/dev/null || break; sleep 0.1; done
+    if on_node n1 awk -v m="$ATTACK_MNT" '$5 == m { f = 1 } END { exit !f }' /proc/self/mountinfo; then
+        on_node n1 umount -l -c "$ATTACK_MNT" || true
+    fi
+    on_node n1 rm -rf "$(cache_of "$OTHER_USER")"
+}
+
+# clear_cache: n1's cache tier holds no one's entries.
+clear_cache() {
+    on_node n1 bash -c 'rm -rf /local/dlcache/.cache/*/* /local/dlcache/.cache/*/.[!.]*'
+}
+
+# stage_on_n1 WHO DATASET: a job of WHO (as_user, as_other, as_third) on n1
+# staging DATASET; prints its output, sets $output, $status and $job.
+stage_on_n1() {
+    run "$1" timeout 60 srun -w n1 -N1 --stage-data="$2" bash -c 'echo "JOB $SLURM_JOB_ID"'
+    echo "$output"
+    job=$(grep -oE '^JOB [0-9]+' <<<"$output" | cut -d' ' -f2 || true)
+}
+
+# gc_n1 CONF ARGS...: dlstage gc on n1, as root, its stderr in $GC_ERR.
+gc_n1() {
+    on_node n1 timeout 120 "$DLSTAGE_BIN" -c "$1" gc "${@:2}" 2>"$GC_ERR"
+}
+
+# now_ms: the time in milliseconds.
+now_ms() {
+    local t=${EPOCHREALTIME//[.,]/}
+    echo $((t / 1000))
+}
+
+# The line root reports for the attacker's mount, as measuring and evicting.
+not_entered() {
+    echo "$ATTACK_MNT: a mount (fuse.squashfuse) at $ATTACK_MNT; not entered: neither measured nor evicted"
+}
+
+@test "a user's hung FUSE mount in their cache directory: two other users' jobs on the node run without waiting, gc ends, nothing holds the lock" {
+    clear_cache
+    # The attacker's cache directory on n1, by a job of theirs.
+    stage_on_n1 as_other cached-file
+    [ "$status" -eq 0 ]
+    # A squashfuse in it (it daemonizes: it outlives the job), looked at, then stopped.
+    run as_other timeout 60 srun -w n1 -N1 bash -c '
+        mkdir "$0" && squashfuse -o allow_other "$1" "$0" && ls "$0" >/dev/null &&
+        pkill -STOP -u "$USER" -f "^squashfuse .* $0\$" && echo STOPPED' "$ATTACK_MNT" "$DATA/tree.sqfs"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    grep -qx STOPPED <<<"$output"
+    on_node n1 awk -v m="$ATTACK_MNT" '$5 == m && / - fuse\.squashfuse / { f = 1 } END { exit !f }' /proc/self/mountinfo
+    server=$(pgrep -u "$OTHER_USER" -x squashfuse)
+    [[ $(ps -o stat= -p "$server") == T* ]]
+
+    # Two other users' jobs on n1, one after the other: neither waits for
+    # the mount (the measuring step's bound is 15 s), both get their data.
+    t0=$SECONDS
+    stage_on_n1 as_user lru1
+    took=$((SECONDS - t0))
+    [ "$status" -eq 0 ]
+    [ "$took" -lt 12 ] || { echo "dlstest's job took $took s"; false; }
+    first=$job
+    t0=$SECONDS
+    stage_on_n1 as_third lru2
+    took=$((SECONDS - t0))
+    [ "$status" -eq 0 ]
+    [ "$took" -lt 12 ] || { echo "dlstest3's job took $took s"; false; }
+    second=$job
+    wait_job_gone "$first" 30
+    wait_job_gone "$second" 30
+    [ "$(job_state "$first")" = COMPLETED ]
+    [ "$(job_state "$second")" = COMPLETED ]
+    on_node n1 test -d "$(cache_of "$VCLUSTER_USER")/lru1"
+    on_node n1 test -d "$(cache_of "$THIRD_USER")/lru2"
+    # The prologs said why the attacker's entry was left out.
+    grep -F "job $first on n1: node cache 'cache': $(not_entered)" "$LOG_N1"
+    grep -F "job $second on n1: node cache 'cache': $(not_entered)" "$LOG_N1"
+
+    # gc ends, soon, saying so: a problem.
+    GC_ERR="$BATS_TEST_TMPDIR/gc.err"
+    t0=$SECONDS
+    run gc_n1 "$CONF" --tier cache
+    took=$((SECONDS - t0))
+    echo "$output"
+    cat "$GC_ERR"
+    [ "$status" -eq 1 ]
+    [ "$took" -lt 30 ] || { echo "gc took $took s"; false; }
+    grep -Fx "dlstage: gc: tier 'cache': $(not_entered)" "$GC_ERR"
+    # Nothing of root's waits in the mount holding the lock.
+    flock -n "$LOCK_N1" true
+    # The mount is still there, its server still stopped: nothing went in.
+    [[ $(ps -o stat= -p "$server") == T* ]]
+    assert_healthy
+}
+
+@test "gc waits for the node cache lock with a deadline" {
+    [ -e "$LOCK_N1" ] || { stage_on_n1 as_user cached-file; [ "$status" -eq 0 ]; }
+    # The same gc with the lock free: how long it takes on this cluster.
+    GC_ERR="$BATS_TEST_TMPDIR/gc-free.err"
+    t0=$(now_ms)
+    run gc_n1 "$CONF" --tier cache
+    base=$(($(now_ms) - t0))
+    echo "$output"
+    cat "$GC_ERR"
+    # Held by another root process (-o: flock alone holds it, not its sleep).
+    flock -o "$LOCK_N1" sleep 60 >/dev/null 2>&1 3>&- &
+    holder=$!
+    for _ in $(seq 50); do flock -n "$LOCK_N1" true || break; sleep 0.1; done
+    ! flock -n "$LOCK_N1" true || { echo "the lock is not held"; false; }
+    conf="$DLSTAGE_TEST_DIR/gc-lock-55.toml"
+    sed '/^\[site\]/a prolog_epilog_timeout = 5' "$CONF" >"$conf"
+    GC_ERR="$BATS_TEST_TMPDIR/gc.err"
+    t0=$(now_ms)
+    run gc_n1 "$conf" --tier cache
+    took=$(($(now_ms) - t0))
+    echo "$output"
+    cat "$GC_ERR"
+    [ "$status" -eq 1 ]
+    # It waited about 5 s for the lock, on top of what the same gc takes
+    # with the lock free (it asks Slurm first: scontrol listpids alone may
+    # take seconds on the test cluster).
+    waited=$((took - base))
+    echo "gc took $took ms, $base ms with the lock free: waited $waited ms"
+    [ "$waited" -ge 4000 ] && [ "$waited" -le 10000 ]
+    grep -Fx "dlstage: gc: tier 'cache': the node cache lock $LOCK_N1 is still held after 5 s (a prolog, an epilog or another gc on this node); the tier was skipped, run gc again later" "$GC_ERR"
+    kill -0 "$holder"  # it held the lock all along
+    sleeper=$(pgrep -P "$holder" || true)
+    # shellcheck disable=SC2086  # none, or one pid
+    kill -KILL "$holder" $sleeper 2>/dev/null || true
+    wait "$holder" 2>/dev/null || true
+    holder=""
+    flock -w 5 "$LOCK_N1" true
+    assert_healthy
+}
+
+@test "a forged claimed size makes root evict nothing of others" {
+    clear_cache
+    # dlstest's 30 MiB, under the tier's high watermark (90% of 48M).
+    for ds in lru1 lru2; do
+        stage_on_n1 as_user "$ds"
+        [ "$status" -eq 0 ]
+        sleep 1.1
+    done
+    # The attacker's sbatch claims 40 MB for a 3 MiB dataset: a shim between
+    # the plugin and Slurm rewrites what the plugin puts in the job's
+    # control environment.
+    shim="$DLSTAGE_TEST_DIR/bin/forge-facts-55.so"
+    cat >"$BATS_TEST_TMPDIR/forge.c" <<'C'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <string.h>
+int spank_job_control_setenv(void *sp, const char *var, const char *val, int overwrite)
+{
+    int (*real)(void *, const char *, const char *, int) =
+        (int (*)(void *, const char *, const char *, int))dlsym(RTLD_NEXT, "spank_job_control_setenv");
+    if (var && strcmp(var, "DLSTAGE_FACTS") == 0)
+        val = "cached-file=40000000/1";
+    return real ? real(sp, var, val, overwrite) : 1;
+}
+C
+    cc -shared -fPIC -o "$shim" "$BATS_TEST_TMPDIR/forge.c" -ldl
+    chmod 0755 "$shim"
+    # sbatch: a batch job's environment shows its control environment
+    # (SLURM_SPANK_*), an srun's tasks' does not.
+    run as_other env LD_PRELOAD="$shim" sbatch --parsable -w n1 -N1 -o forged.txt --stage-data=cached-file \
+        --wrap 'echo "FACTS $SLURM_SPANK_DLSTAGE_FACTS"'
+    echo "$output"
+    [ "$status" -eq 0 ]
+    job=${output%%;*}
+    wait_job_gone "$job" 60
+    out="$(user_workdir)-other/forged.txt"
+    cat "$out"
+    [ "$(job_state "$job")" = COMPLETED ]
+    # The forged value is what the prolog got: the same control environment.
+    grep -qx "FACTS cached-file=40000000/1" "$out"
+    entries=$(on_node n1 ls "$(cache_of "$VCLUSTER_USER")")
+    echo "$entries"
+    grep -qx lru1 <<<"$entries"
+    grep -qx lru2 <<<"$entries"
+    ! grep -E "job $job on n1: node cache 'cache': evicted $VCLUSTER_USER/" "$LOG_N1" || false
+    assert_healthy
+}
+
+@test "entry names that would forge the measurement are measured as they are" {
+    clear_cache
+    for ds in lru1 lru2; do
+        stage_on_n1 as_user "$ds"
+        [ "$status" -eq 0 ]
+        sleep 1.1
+    done
+    # The attacker's entry "x 999999999999 1 1<newline>lru9" (a line of the
+    # old measurement: 931 GiB) with a small file in it.
+    run as_other env NAME=$'x 999999999999 1 1\nlru9' timeout 60 srun -w n1 -N1 --stage-data=cached-file \
+        bash -c 'mkdir "$0/$NAME" && echo small >"$0/$NAME/f" && echo PLANTED' "$(cache_of "$OTHER_USER")"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    grep -qx PLANTED <<<"$output"
+    on_node n1 test -f "$(cache_of "$OTHER_USER")/x 999999999999 1 1"$'\n'"lru9/f"
+    # Root's view: no entry of 931 GiB, dlstest's entries as they are.
+    run on_node n1 "$DLSTAGE_BIN" -c "$CONF" status --node n1 --json
+    [ "$status" -eq 0 ]
+    python3 - "$output" "$VCLUSTER_USER" "$OTHER_USER" <<'PY'
+import json, sys
+text, victim, attacker = sys.argv[1:]
+doc = json.loads(text[text.index("{"):text.rindex("}") + 1])
+cache = next(t for t in doc["tiers"] if t["tier"] == "cache")["cache_entries"]
+for e in cache:
+    print(e["users"], repr(e["dataset"]), e["bytes"])
+    assert e["bytes"] < 1 << 30, e
+mine = {e["dataset"] for e in cache if e["users"] == [victim]}
+assert {"lru1", "lru2"} <= mine, mine
+# The attacker's entry is one entry, by its whole name, of its real size.
+theirs = {e["dataset"]: e["bytes"] for e in cache if e["users"] == [attacker]}
+assert "x" not in theirs and "lru9" not in theirs, theirs
+assert theirs.get("x 999999999999 1 1\nlru9", 1 << 20) < 1 << 20, theirs
+PY
+    # dlstest3's 15 MiB on top: real sizes need one entry to go (the least
+    # recently used: dlstest's lru1), no more.
+    stage_on_n1 as_third lru3
+    [ "$status" -eq 0 ]
+    wait_job_gone "$job" 30
+    entries=$(on_node n1 ls "$(cache_of "$VCLUSTER_USER")")
+    echo "$entries"
+    grep -qx lru2 <<<"$entries"
+    on_node n1 test -d "$(cache_of "$THIRD_USER")/lru3"
+    ! grep -E "job $job on n1: node cache 'cache': evicted $VCLUSTER_USER/lru2" "$LOG_N1" || false
+    assert_healthy
+}
