@@ -159,6 +159,7 @@ not_entered() {
     [ "$status" -eq 1 ]
     [ "$took" -lt 30 ] || { echo "gc took $took s"; false; }
     grep -Fx "dlstage: gc: tier 'cache': $(not_entered)" "$GC_ERR"
+    doc_says "$MAN1" 'not entered: neither measured nor evicted' mallory=dlstest2 ssd=cache <"$GC_ERR"
     # Nothing of root's waits in the mount holding the lock.
     flock -n "$LOCK_N1" true
     # The mount is still there, its server still stopped: nothing went in.
@@ -196,6 +197,7 @@ not_entered() {
     echo "gc took $took ms, $base ms with the lock free: waited $waited ms"
     [ "$waited" -ge 4000 ] && [ "$waited" -le 10000 ]
     grep -Fx "dlstage: gc: tier 'cache': the node cache lock $LOCK_N1 is still held after 5 s (a prolog, an epilog or another gc on this node); the tier was skipped, run gc again later" "$GC_ERR"
+    doc_says "$MAN1" 'the node cache lock .* is still held' ssd=cache <"$GC_ERR"
     kill -0 "$holder"  # it held the lock all along
     sleeper=$(pgrep -P "$holder" || true)
     # shellcheck disable=SC2086  # none, or one pid
