@@ -4,6 +4,7 @@
 // timer or cron.  Slurm is asked once which jobs exist and which have
 // processes on this node; without its answer nothing is removed.  What may
 // go is policies/gc's decision; finding and removing is lib/gc_leftovers'.
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <iostream>
@@ -168,40 +169,63 @@ Outcome leftovers_part(const std::function<Found()>& find, const SlurmJobs& jobs
     return outcome;
 }
 
-// A node cache: first the use records of jobs that ended (a crashed
-// epilog's), then each entry, decided by policies/gc (idle too long, or
-// next in line while the tier is over its high watermark; never one a
-// running job uses).  Under the node's cache lock, as the prolog evicts;
-// a prolog or epilog holds it at most their own time limit, so gc waits
-// that long and then leaves the tier for its next run.
+// Whether a job that used a cache entry still runs (or has processes here).
+bool still_running(const std::string& job, const SlurmJobs& jobs)
+{
+    const SlurmJob* known = jobs.find(job);
+    return (known && policy::job_state_from_slurm(known->state) != policy::JobState::Ended) || jobs.here.count(job) > 0;
+}
+
+// Takes the node's cache lock into `lock`, or says why not (a problem).
+bool take_cache_lock(std::optional<CacheLock>& lock, const Tier& tier, const Config& config, const Options& options,
+                     Outcome& outcome)
+{
+    try {
+        lock.emplace(config.site.state_dir, options.node, config.site.prolog_epilog_timeout);
+        return true;
+    } catch (const Error& e) {
+        ++outcome.problems;
+        outcome.err.push_back("tier " + quoted(tier.name) + ": " + e.what() +
+                              "; the tier was skipped, run gc again later");
+        return false;
+    }
+}
+
+// Forgets the use records of jobs that ended (a crashed epilog's).
+void forget_ended_uses(const Config& config, const SlurmJobs& jobs, const Options& options, Outcome& outcome)
+{
+    for (const std::string& job : cache_use_jobs(config.site.state_dir, options.node)) {
+        if (still_running(job, jobs))
+            continue;
+        if (options.dry_run) {
+            outcome.out.push_back("would forget job " + job + "'s use of the node cache: the job ended");
+        } else {
+            forget_cache_use(config.site.state_dir, options.node, job);
+            outcome.out.push_back("forgot job " + job + "'s use of the node cache: the job ended");
+        }
+    }
+}
+
+// A node cache: first the use records of jobs that ended, then each
+// entry, decided by policies/gc (idle too long, or next in line while the
+// tier is over its high watermark; never one a running job uses).  The
+// node's cache lock (which prologs take to record and evict) is held only
+// to forget and to evict, each time at most half of prolog_epilog_timeout:
+// measuring, the slow part, goes without it, and whether an entry is in
+// use is read again under the lock before it goes.
 Outcome cache_part(const Tier& tier, const Config& config, const SlurmJobs& jobs, const policy::GcSettings& settings,
                    const Options& options)
 {
     Outcome outcome;
     const std::string& state_dir = config.site.state_dir;
-    std::optional<CacheLock> lock;
-    try {
-        lock.emplace(state_dir, options.node, config.site.prolog_epilog_timeout);
-    } catch (const Error& e) {
-        ++outcome.problems;
-        outcome.err.push_back("tier " + quoted(tier.name) + ": " + e.what() +
-                              "; the tier was skipped, run gc again later");
-        return outcome;
+    const double step = std::max(1.0, config.site.prolog_epilog_timeout / 4.0);
+    {
+        std::optional<CacheLock> lock;
+        if (!take_cache_lock(lock, tier, config, options, outcome))
+            return outcome;
+        forget_ended_uses(config, jobs, options, outcome);
     }
-    for (const std::string& job : cache_use_jobs(state_dir, options.node)) {
-        const SlurmJob* known = jobs.find(job);
-        const bool ended = (!known || policy::job_state_from_slurm(known->state) == policy::JobState::Ended) &&
-                           !jobs.here.count(job);
-        if (!ended)
-            continue;
-        if (options.dry_run) {
-            outcome.out.push_back("would forget job " + job + "'s use of the node cache: the job ended");
-        } else {
-            forget_cache_use(state_dir, options.node, job);
-            outcome.out.push_back("forgot job " + job + "'s use of the node cache: the job ended");
-        }
-    }
-    const FoundCacheEntries found = find_cache_entries(tier, state_dir, options.node, kPartTimeout / 4);
+    FoundCacheEntries found = find_cache_entries(tier, state_dir, options.node, step);
     for (const std::string& problem : found.problems) {
         ++outcome.problems;
         outcome.err.push_back("tier " + quoted(tier.name) + ": " + problem);
@@ -217,21 +241,26 @@ Outcome cache_part(const Tier& tier, const Config& config, const SlurmJobs& jobs
     tier_facts.max_inodes = tier.max_inodes;
     for (const NodeCacheEntry& e : found.entries) {
         // In dry-run, the use records of ended jobs are still there.
-        const bool in_use = std::any_of(e.jobs.begin(), e.jobs.end(), [&](const std::string& job) {
-            const SlurmJob* known = jobs.find(job);
-            return (known && policy::job_state_from_slurm(known->state) != policy::JobState::Ended) ||
-                   jobs.here.count(job) > 0;
-        });
+        const bool in_use =
+            std::any_of(e.jobs.begin(), e.jobs.end(), [&](const std::string& job) { return still_running(job, jobs); });
         facts.push_back({entry_name(e), e.bytes, e.inodes, e.last_use, in_use});
         tier_facts.used_bytes += e.bytes;
         tier_facts.used_inodes += e.inodes;
     }
+    policy::cap_at_file_system_use(tier_facts, space);
     const policy::EvictionPlan plan = policy::plan_eviction(facts, tier_facts, tier.watermarks);
+    std::optional<CacheLock> lock;
+    if (!options.dry_run) {
+        if (!take_cache_lock(lock, tier, config, options, outcome))
+            return outcome;
+        refresh_cache_uses(found.entries, tier, state_dir, options.node);
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(2 * step);
     for (std::size_t i = 0; i < found.entries.size(); ++i) {
         const NodeCacheEntry& e = found.entries[i];
         policy::GcFacts f;
         f.kind = policy::GcKind::CacheEntry;
-        f.in_use = facts[i].in_use;
+        f.in_use = std::any_of(e.jobs.begin(), e.jobs.end(), [&](const std::string& job) { return still_running(job, jobs); });
         f.over_watermark = std::find(plan.evict.begin(), plan.evict.end(), i) != plan.evict.end();
         f.idle = e.last_use ? jobs.asked_at - e.last_use : 0;
         const policy::Verdict verdict = policy::gc_may_remove(f, settings);
@@ -248,7 +277,13 @@ Outcome cache_part(const Tier& tier, const Config& config, const SlurmJobs& jobs
             outcome.out.push_back("would remove " + what + ": " + verdict.reason);
             continue;
         }
-        if (const std::string problem = evict_cache_entry(tier, e, kPartTimeout / 4); !problem.empty()) {
+        const double left = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+        if (left < 1) {
+            ++outcome.kept;
+            outcome.out.push_back("keep " + what + ": gc's time under the node cache lock is up; the next run");
+            continue;
+        }
+        if (const std::string problem = evict_cache_entry(tier, e, std::min(step, left)); !problem.empty()) {
             ++outcome.problems;
             outcome.out.push_back("incomplete " + what + ": " + verdict.reason);
             outcome.err.push_back(problem);

@@ -140,10 +140,13 @@ std::string entry_name(const NodeCacheEntry& entry)
 }
 
 namespace {
-// In a child about to act for `uid`: that user, for good (it exits after).
-// With `user`, also their supplementary groups (reading a source that is
-// theirs through a group); without, none (their own cache directory).
-void become(uid_t uid, gid_t gid, const std::string& user = "")
+// In a child about to act for `uid`: that user's identity for the file
+// system (effective uid and gid; with `user`, also their supplementary
+// groups, to read a source that is theirs through a group).  The real and
+// saved uid stay root's: the user may not signal the child (a SIGSTOP
+// would hold it, and the lock its parent holds, to its time limit), and
+// FUSE refuses it a mount of theirs without allow_other at once.
+void act_as(uid_t uid, gid_t gid, const std::string& user = "")
 {
     if (::geteuid() == uid)
         return;
@@ -155,9 +158,10 @@ void become(uid_t uid, gid_t gid, const std::string& user = "")
             groups.resize(static_cast<std::size_t>(count) + 64), count = static_cast<int>(groups.size());
         groups.resize(static_cast<std::size_t>(count));
     }
-    if (::setgroups(groups.size(), groups.data()) != 0 || ::setresgid(gid, gid, gid) != 0 ||
-        ::setresuid(uid, uid, uid) != 0)
-        throw_cannot("become uid " + std::to_string(uid) + " for", "the node cache", errno);
+    const auto keep = static_cast<uid_t>(-1);
+    if (::setgroups(groups.size(), groups.data()) != 0 || ::setresgid(static_cast<gid_t>(-1), gid, static_cast<gid_t>(-1)) != 0 ||
+        ::setresuid(keep, uid, keep) != 0)
+        throw_cannot("act as uid " + std::to_string(uid) + " for", "the node cache", errno);
 }
 
 // The dataset an entry's name belongs to: "imagenet" for imagenet/,
@@ -166,7 +170,8 @@ std::string dataset_of(const std::string& name)
 {
     if (name.empty() || name[0] != '.')
         return name;
-    for (const char* prefix : {kReadyPrefix, kContentsPrefix, kPartialPrefix, kIncomingPrefix, kLockPrefix}) {
+    for (const char* prefix :
+         {kReadyPrefix, kContentsPrefix, kPartialPrefix, kIncomingPrefix, kLockPrefix, kImagePrefix, kStagedPrefix}) {
         if (starts_with(name, prefix)) {
             std::string rest = name.substr(std::string(prefix).size());
             if (prefix == std::string(kReadyPrefix) && ends_with(rest, kRecordSuffix))
@@ -176,9 +181,20 @@ std::string dataset_of(const std::string& name)
     }
     if (starts_with(name, kRetiredPrefix)) {  // .retired-NAME-JOB
         const std::string rest = name.substr(std::string(kRetiredPrefix).size());
-        return rest.substr(0, rest.rfind('-'));
+        if (rest.rfind('-') != std::string::npos && rest.rfind('-') > 0)
+            return rest.substr(0, rest.rfind('-'));
     }
-    return "";
+    // Anything else the user put there counts, and may go, as an entry of
+    // its own: nothing in a cache directory escapes the watermarks.
+    return name == "." || name == ".." ? "" : name;
+}
+
+// ".retired-NAME-JOB" for NAME: what a replaced copy of NAME left.
+bool is_retired_copy_of(const std::string& entry, const std::string& name)
+{
+    const std::string prefix = kRetiredPrefix + name + "-";
+    return starts_with(entry, prefix) && entry.size() > prefix.size() &&
+           entry.find_first_not_of("0123456789", prefix.size()) == std::string::npos;
 }
 
 // The measuring child's answer: per dataset its name, bytes, inodes and
@@ -240,6 +256,16 @@ std::string measure_user_dir(const std::string& root, const std::string& dir, co
     if (!opened.problem.empty())
         throw Error(opened.problem);
     std::map<std::string, Sum> sums;
+    // A file with several links is counted once, at its first name: a
+    // thousand links to one file are not a thousand files' worth of room.
+    std::set<std::pair<dev_t, ino_t>> linked;
+    const auto add = [&linked](Sum& sum, const struct stat& st) {
+        if (st.st_nlink > 1 && !S_ISDIR(st.st_mode) && !linked.insert({st.st_dev, st.st_ino}).second)
+            return false;
+        sum.bytes += static_cast<std::uint64_t>(st.st_blocks) * 512;
+        sum.inodes += 1;
+        return true;
+    };
     const Fd reading = reopen_for_reading(opened.dir);
     DirStream stream(reading.get());
     while (const dirent* e = stream.valid() ? stream.next() : nullptr) {
@@ -251,22 +277,23 @@ std::string measure_user_dir(const std::string& root, const std::string& dir, co
         if (::fstatat(opened.dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
             continue;
         Sum& sum = sums[dataset];
-        sum.bytes += static_cast<std::uint64_t>(st.st_blocks) * 512;
-        sum.inodes += 1;
-        if (!S_ISDIR(st.st_mode))
+        if (!add(sum, st) || !S_ISDIR(st.st_mode))
             continue;
         Fd sub(::openat(opened.dir.get(), name.c_str(), kDirFlags));
         if (!sub.valid())
             continue;
         std::mutex mutex;
         const bool copy = name == dataset;
-        walk_tree(sub.get(), dir + "/" + name, 4, [&](const FoundEntry& found) {
-            const std::lock_guard<std::mutex> lock(mutex);
-            sum.bytes += static_cast<std::uint64_t>(found.st.st_blocks) * 512;
-            sum.inodes += 1;
-            if (copy && S_ISREG(found.st.st_mode))
-                sum.files += 1;
-        });
+        try {
+            walk_tree(sub.get(), dir + "/" + name, 4, [&](const FoundEntry& found) {
+                const std::lock_guard<std::mutex> lock(mutex);
+                if (add(sum, found.st) && copy && S_ISREG(found.st.st_mode))
+                    sum.files += 1;
+            });
+        } catch (const Error&) {
+            // A part the owner cannot read (chmod 000): what was counted
+            // stays, so that hiding a part does not hide the entry.
+        }
     }
     return encode_sums(sums);
 }
@@ -324,7 +351,11 @@ struct MountsInCache {
 
 std::string not_entered(const std::string& shown, const MountEntry& mount)
 {
-    return shown_path(shown) + ": a mount (" + mount.fstype + ") at " + shown_path(mount.point) +
+    // A FUSE type holds the user's own subtype: quoted unless it is plain.
+    const bool plain = mount.fstype.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
+                       std::string::npos;
+    return shown_path(shown) + ": a mount (" + (plain ? mount.fstype : quoted(mount.fstype)) + ") at " +
+           shown_path(mount.point) +
            "; not entered: neither measured nor evicted";
 }
 
@@ -417,7 +448,7 @@ FoundCacheEntries find_cache_entries(const Tier& tier, const std::string& state_
             found.problems.push_back(why);
         const std::set<std::string> skipped = mounted.names();
         const BoundedOutcome outcome = run_bounded(seconds, [&] {
-            become(owner.uid, owner.gid);
+            act_as(owner.uid, owner.gid);
             return measure_user_dir(tier.path.root(), dir, skipped);
         });
         if (outcome.status != BoundedOutcome::Status::Done) {
@@ -454,7 +485,7 @@ std::string evict_cache_entry(const Tier& tier, const NodeCacheEntry& entry, dou
         return std::string(e.what()) + ": not evicted (a mount in it could hang the removal)";
     }
     const BoundedOutcome outcome = run_bounded(seconds, [&] {
-        become(entry.uid, entry.gid);
+        act_as(entry.uid, entry.gid);
         OpenResult opened = open_job_dir(tier.path.root(), dir);
         if (!opened.problem.empty())
             throw Error(opened.problem);
@@ -465,7 +496,17 @@ std::string evict_cache_entry(const Tier& tier, const NodeCacheEntry& entry, dou
         const std::string contents = kContentsPrefix + name;
         if (::unlinkat(opened.dir.get(), contents.c_str(), 0) != 0 && errno != ENOENT)
             throw_cannot("remove", dir + "/" + contents, errno);
-        for (const std::string& tree : {name, std::string(kPartialPrefix) + name, std::string(kIncomingPrefix) + name}) {
+        std::vector<std::string> trees{name,
+                                       std::string(kPartialPrefix) + name,
+                                       std::string(kIncomingPrefix) + name,
+                                       std::string(kImagePrefix) + name,
+                                       std::string(kStagedPrefix) + name};
+        const Fd reading = reopen_for_reading(opened.dir);
+        DirStream stream(reading.get());
+        while (const dirent* e = stream.valid() ? stream.next() : nullptr)
+            if (is_retired_copy_of(e->d_name, name))
+                trees.push_back(e->d_name);
+        for (const std::string& tree : trees) {
             const RemoveResult removed = remove_tree_at(opened.dir.get(), tree, dir);
             if (!removed.ok())
                 throw Error(removed.problems.front());
@@ -475,12 +516,24 @@ std::string evict_cache_entry(const Tier& tier, const NodeCacheEntry& entry, dou
     return outcome.status == BoundedOutcome::Status::Done ? "" : outcome.problem;
 }
 
+void refresh_cache_uses(std::vector<NodeCacheEntry>& entries, const Tier& tier, const std::string& state_dir,
+                        const std::string& node)
+{
+    for (NodeCacheEntry& entry : entries) {
+        entry.jobs.clear();
+        entry.last_use = 0;
+    }
+    add_root_records(entries, tier, state_dir, node);
+}
+
 ProbedSource probe_source_as(const Dataset& dataset, const std::string& manifest_dir, const std::string& user,
                              uid_t uid, gid_t gid, double seconds)
 {
     const BoundedOutcome outcome = run_bounded(seconds, [&] {
-        become(uid, gid, user);
+        act_as(uid, gid, user);
         const SourceFacts facts = probe_source(dataset, manifest_dir);
+        if (facts.state != SourceFacts::State::Present)
+            throw Error(facts.problem);
         const auto number = [](const std::optional<std::uint64_t>& n) { return n ? std::to_string(*n) : "-"; };
         return number(facts.bytes) + " " + number(facts.files);
     });

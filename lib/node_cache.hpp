@@ -7,9 +7,14 @@
 //   prolog, removed by the epilog; last-use/<tier>.<uid>.<dataset>, whose
 //   mtime the prolog sets);
 // - an entry's size is measured, and an entry removed, in a child process
-//   that has become the entry's owner and ends within a time limit: root
-//   never stats into what a user controls, and never removes what the
-//   owner could not;
+//   that acts as the entry's owner (their effective uid and gid; its real
+//   and saved uid stay root's, so the owner cannot stop it with a signal)
+//   and ends within a time limit: root never stats into what a user
+//   controls, and never removes what the owner could not;
+// - everything in a user's cache directory counts as some entry (a name
+//   no dataset has is an entry of its own), a file with several links
+//   once, and an entry's eviction removes every name of it (the copy, its
+//   partial, incoming, image and retired copies, its record and list);
 // - nor does that child enter a mount in a user's cache directory: the
 //   mounts come from mountinfo first, and a dataset one of whose names
 //   holds a mount (a FUSE server that never answers would hold the child
@@ -84,6 +89,12 @@ struct FoundCacheEntries {
 // caller measures only their own), each within `seconds`.
 FoundCacheEntries find_cache_entries(const Tier& tier, const std::string& state_dir, const std::string& node,
                                      double seconds);
+
+// Root's records of the entries (the jobs using them, their last use) read
+// again: after the entries were measured without the node's cache lock,
+// under the lock before evicting.
+void refresh_cache_uses(std::vector<NodeCacheEntry>& entries, const Tier& tier, const std::string& state_dir,
+                        const std::string& node);
 
 // Removes the entry, as its owner, within `seconds`: the record first (a
 // job looking meanwhile sees no copy, never half of one), then the list of

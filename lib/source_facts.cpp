@@ -5,6 +5,7 @@
 #include <cstring>
 #include <glob.h>
 #include <set>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -48,7 +49,7 @@ SourceFacts probe_shards(const std::string& pattern)
     std::uint64_t bytes = 0;
     for (const std::string& shard : found.paths) {
         struct stat st {};
-        if (stat(shard.c_str(), &st) != 0 || access(shard.c_str(), R_OK) != 0)
+        if (stat(shard.c_str(), &st) != 0 || faccessat(AT_FDCWD, shard.c_str(), R_OK, AT_EACCESS) != 0)
             return failure(errno, shard);
         bytes += static_cast<std::uint64_t>(st.st_size);
     }
@@ -120,9 +121,10 @@ SourceFacts probe_source(const Dataset& dataset, const std::string& manifest_dir
     struct stat st {};
     if (stat(dataset.source.c_str(), &st) != 0)
         return failure(errno, dataset.source);
-    // access() answers for the real uid: the user running the command, or
-    // the submitting user in sbatch.  Root code must not rely on it.
-    if (access(dataset.source.c_str(), S_ISDIR(st.st_mode) ? R_OK | X_OK : R_OK) != 0)
+    // For the effective ids: the user running the command, the submitting
+    // user in sbatch, or the job's user whose identity the prolog's probing
+    // child took while its real uid stays root's (lib/node_cache.hpp).
+    if (faccessat(AT_FDCWD, dataset.source.c_str(), S_ISDIR(st.st_mode) ? R_OK | X_OK : R_OK, AT_EACCESS) != 0)
         return failure(errno, dataset.source);
 
     if (const policy::Verdict fits = policy::source_fits_format({dataset.source, known, S_ISDIR(st.st_mode), 0});

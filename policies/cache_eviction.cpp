@@ -50,6 +50,17 @@ std::string share_text(double share)
 }
 }  // namespace
 
+void cap_at_file_system_use(CacheTierFacts& tier, const TierSpace& space)
+{
+    const auto cap = [](std::uint64_t& used, const std::optional<std::uint64_t>& total,
+                        const std::optional<std::uint64_t>& free) {
+        if (total && free && *total >= *free)
+            used = std::min(used, *total - *free);
+    };
+    cap(tier.used_bytes, space.total_bytes, space.free_bytes);
+    cap(tier.used_inodes, space.total_inodes, space.free_inodes);
+}
+
 EvictionPlan plan_eviction(const std::vector<CacheEntryFacts>& entries, const CacheTierFacts& tier,
                            const Watermarks& marks, const Incoming& incoming)
 {

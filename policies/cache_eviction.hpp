@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "lib/config.hpp"
+#include "lib/tier_space.hpp"
 #include "policies/verdict.hpp"
 
 namespace dlstage::policy {
@@ -55,6 +56,12 @@ struct EvictionPlan {
     // with a summary.
     Verdict fits;
 };
+
+// The entries' sizes are what root measured in users' directories; the
+// tier's file system (statvfs) has the last word: the entries cannot hold
+// more than it says is used (a measurement inflated, by hard links or
+// otherwise, must not make room at other users' cost).
+void cap_at_file_system_use(CacheTierFacts& tier, const TierSpace& space);
 
 EvictionPlan plan_eviction(const std::vector<CacheEntryFacts>& entries, const CacheTierFacts& tier,
                            const Watermarks& marks, const Incoming& incoming = {});

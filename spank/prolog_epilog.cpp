@@ -322,6 +322,7 @@ void make_room(const Tier& tier, const std::vector<StageItem>& items, const Scri
         tier_facts.used_bytes += entry.bytes;
         tier_facts.used_inodes += entry.inodes;
     }
+    policy::cap_at_file_system_use(tier_facts, space);
     const policy::EvictionPlan plan =
         policy::plan_eviction(facts, tier_facts, tier.watermarks,
                               incoming_to(tier, items, start, probed_sizes(tier, items, start, report), found.entries));

@@ -45,7 +45,7 @@ void close_from_to(unsigned first, unsigned last)
 int keep_only(int result_pipe)
 {
     if (result_pipe <= 2) {
-        const int moved = ::fcntl(result_pipe, F_DUPFD, 3);
+        const int moved = ::fcntl(result_pipe, F_DUPFD_CLOEXEC, 3);
         if (moved < 0)
             ::_exit(1);  // the parent sees no result: Failed
         result_pipe = moved;
@@ -144,12 +144,15 @@ BoundedOutcome run_bounded(double seconds, const std::function<std::string()>& w
         return outcome;
     }
     const auto ended = wait_within(pid, kReapGrace);
-    if (!text.empty() && text[0] == 'R') {
+    // A result counts only from a child that ended as run_child ends it: one
+    // killed while writing may have sent part of its answer.
+    const bool exited_cleanly = ended && WIFEXITED(*ended) && WEXITSTATUS(*ended) == 0;
+    if (!text.empty() && text[0] == 'R' && exited_cleanly) {
         outcome.output = text.substr(1);
         return outcome;
     }
     outcome.status = BoundedOutcome::Status::Failed;
-    if (!text.empty())
+    if (!text.empty() && text[0] == 'E')
         outcome.problem = text.substr(1);
     else
         outcome.problem = ended ? how_it_ended(*ended) : "ended without a result";

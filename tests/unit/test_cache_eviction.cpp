@@ -90,6 +90,21 @@ BOOST_AUTO_TEST_CASE(a_job_larger_than_the_tier_evicts_nothing)
     BOOST_TEST(fits.fits.allowed);
 }
 
+BOOST_AUTO_TEST_CASE(the_file_system_caps_what_the_entries_are_said_to_hold)
+{
+    CacheTierFacts t = tier_of(95, 100);  // measured: 95 GiB, over the mark
+    TierSpace space;
+    space.total_bytes = 500 * kGiB;
+    space.free_bytes = 440 * kGiB;  // the file system: 60 GiB used in all
+    cap_at_file_system_use(t, space);
+    BOOST_TEST(t.used_bytes == 60 * kGiB);
+    BOOST_TEST(plan_eviction({entry("a/x", 40, 1), entry("b/y", 55, 2)}, t, {}).evict.empty());
+    // Unknown space changes nothing.
+    CacheTierFacts unknown = tier_of(95, 100);
+    cap_at_file_system_use(unknown, TierSpace{});
+    BOOST_TEST(unknown.used_bytes == 95 * kGiB);
+}
+
 BOOST_AUTO_TEST_CASE(inodes_count_like_bytes)
 {
     CacheTierFacts t;

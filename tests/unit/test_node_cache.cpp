@@ -160,6 +160,52 @@ BOOST_AUTO_TEST_CASE(an_entry_name_cannot_forge_the_measurement)
     BOOST_TEST(test::exists(c.user_dir + "/lru1/f"));
 }
 
+// A thousand links to one file are one file's worth of room: counted more,
+// they would make root evict other users' entries for nothing.
+BOOST_AUTO_TEST_CASE(a_file_with_many_links_counts_once)
+{
+    if (!test::is_root())
+        return;
+    Cache c;
+    c.entry("x");
+    const std::string file = c.user_dir + "/x/big";
+    test::make_file(file, std::string(64 << 10, 'l'));
+    for (int i = 0; i < 100; ++i)
+        BOOST_REQUIRE(::link(file.c_str(), (c.user_dir + "/x/l" + std::to_string(i)).c_str()) == 0);
+    test::make_dir(c.user_dir + "/y");
+    BOOST_REQUIRE(::link(file.c_str(), (c.user_dir + "/y/l").c_str()) == 0);
+    const FoundCacheEntries found = find_cache_entries(c.tier, c.state, "n1", 10);
+    BOOST_REQUIRE(found.entries.size() == 2u);
+    BOOST_TEST(found.entries[0].bytes < (200u << 10));  // x: 5000 bytes and 64 KiB, once
+    BOOST_TEST(found.entries[0].inodes == 3u);          // x, f, big
+    BOOST_TEST(found.entries[1].inodes == 1u);          // y alone: its link was counted in x
+}
+
+// Nothing in a cache directory is out of the watermarks' reach: a name no
+// dataset has is an entry of its own, and evicting an entry takes every
+// name of it.
+BOOST_AUTO_TEST_CASE(every_name_counts_and_an_eviction_takes_all_of_an_entry)
+{
+    if (!test::is_root())
+        return;
+    Cache c;
+    c.entry("x");
+    c.entry(".stash");
+    c.entry(".retired-x-17");
+    c.entry(".retired-x-y-18");  // dataset x-y's, not x's
+    test::make_file(c.user_dir + "/.ready-x.toml");
+    c.give(c.user_dir + "/.ready-x.toml");
+    const FoundCacheEntries found = find_cache_entries(c.tier, c.state, "n1", 10);
+    BOOST_TEST(listing(found) == ".stash 1\nx 1\nx-y 0\n");
+    BOOST_TEST(evict_cache_entry(c.tier, c.owned("x"), 10) == "");
+    BOOST_TEST(!test::exists(c.user_dir + "/x"));
+    BOOST_TEST(!test::exists(c.user_dir + "/.retired-x-17"));
+    BOOST_TEST(!test::exists(c.user_dir + "/.ready-x.toml"));
+    BOOST_TEST(test::exists(c.user_dir + "/.retired-x-y-18"));
+    BOOST_TEST(evict_cache_entry(c.tier, c.owned(".stash"), 10) == "");
+    BOOST_TEST(!test::exists(c.user_dir + "/.stash"));
+}
+
 BOOST_AUTO_TEST_CASE(the_lock_is_waited_for_with_a_deadline)
 {
     if (!test::is_root())
