@@ -16,25 +16,6 @@ PFSSIM="$DLSTAGE_TEST_DIR/bin/pfssim"
 # pfssim NODE ...: its stats file (one instance per node, "host" on the host).
 stats_of() { echo "$DLSTAGE_TEST_DIR/pfs-stats-$1"; }
 
-# mount_pfs WHERE [MS]: pfssim on WHERE, MS (0) per metadata operation.
-mount_pfs() {
-    local where=$1 latency=${2:-0}
-    local run=()
-    [ "$where" = host ] || run=("$VCLUSTER" exec "$where")
-    "${run[@]}" "$PFSSIM" "$SRC" "$PFS" --bandwidth 0 --stream-bandwidth 0 --meta-latency-ms "$latency" \
-        --stats "$(stats_of "$where")" -o allow_other 2>/dev/null
-    for _ in $(seq 50); do "${run[@]}" mountpoint -q "$PFS" && return 0; sleep 0.1; done
-    echo "pfssim did not mount on $where" >&2
-    return 1
-}
-
-unmount_pfs() {
-    local where=$1
-    local run=()
-    [ "$where" = host ] || run=("$VCLUSTER" exec "$where")
-    "${run[@]}" fusermount3 -u "$PFS" 2>/dev/null || "${run[@]}" umount -l "$PFS" 2>/dev/null || true
-}
-
 # remount_pfs [MS]: pfssim again on the host and every node, MS (0) per metadata operation.
 remount_pfs() {
     local where

@@ -24,24 +24,8 @@ CONF="$DLSTAGE_TEST_DIR/dlstage.toml"
 LOG_N1="$VCLUSTER_DIR/log/slurmd-n1.log"
 LOCK_N1="$STATE/cache/n1/lock"
 
-# mount_pfs WHERE: pfssim on WHERE (a node, or "host" where sbatch looks).
-mount_pfs() {
-    local where=$1
-    local run=()
-    [ "$where" = host ] || run=("$VCLUSTER" exec "$where")
-    "${run[@]}" "$PFSSIM" "$SRC" "$PFS" --bandwidth 0 --stream-bandwidth 0 --meta-latency-ms 0 \
-        --stats "$DLSTAGE_TEST_DIR/pfs-stats-55-$where" -o allow_other 2>/dev/null
-    for _ in $(seq 50); do "${run[@]}" mountpoint -q "$PFS" && return 0; sleep 0.1; done
-    echo "pfssim did not mount on $where" >&2
-    return 1
-}
-
-unmount_pfs() {
-    local where=$1
-    local run=()
-    [ "$where" = host ] || run=("$VCLUSTER" exec "$where")
-    "${run[@]}" fusermount3 -u "$PFS" 2>/dev/null || "${run[@]}" umount -l "$PFS" 2>/dev/null || true
-}
+# pfssim's counts (helpers.bash mount_pfs), apart from 54-cache's.
+stats_of() { echo "$DLSTAGE_TEST_DIR/pfs-stats-55-$1"; }
 
 setup_file() {
     for where in host n1 n2 n3; do mount_pfs "$where"; done
@@ -208,14 +192,19 @@ not_entered() {
     assert_healthy
 }
 
-@test "a forged claimed size makes root evict nothing of others" {
+# victim_fills_n1: n1's cache emptied, then dlstest's lru1 and lru2 in it
+# (30 MiB, under the tier's high watermark: 90% of 48M), a second apart.
+victim_fills_n1() {
     clear_cache
-    # dlstest's 30 MiB, under the tier's high watermark (90% of 48M).
     for ds in lru1 lru2; do
         stage_on_n1 as_user "$ds"
         [ "$status" -eq 0 ]
         sleep 1.1
     done
+}
+
+@test "a forged claimed size makes root evict nothing of others" {
+    victim_fills_n1
     # The attacker's sbatch claims 40 MB for a 3 MiB dataset: a shim between
     # the plugin and Slurm rewrites what the plugin puts in the job's
     # control environment.
@@ -257,12 +246,7 @@ C
 }
 
 @test "entry names that would forge the measurement are measured as they are" {
-    clear_cache
-    for ds in lru1 lru2; do
-        stage_on_n1 as_user "$ds"
-        [ "$status" -eq 0 ]
-        sleep 1.1
-    done
+    victim_fills_n1
     # The attacker's entry "x 999999999999 1 1<newline>lru9" (a line of the
     # old measurement: 931 GiB) with a small file in it.
     run as_other env NAME=$'x 999999999999 1 1\nlru9' timeout 60 srun -w n1 -N1 --stage-data=cached-file \

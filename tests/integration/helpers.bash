@@ -48,28 +48,55 @@ as_user() {
 # the one who squats tier roots, fills tiers and plants files.
 OTHER_USER=dlstest2
 
-# as_other CMD...: as_user, for the other user, in a directory of theirs.
-as_other() {
-    local d
-    d="$(user_workdir)-other"
-    mkdir -p "$d"
-    chown "$OTHER_USER" "$d"
-    (cd "$d" && runuser -u "$OTHER_USER" -- env SLURM_CONF="$SLURM_CONF" PATH="$PATH" \
-        OMPI_MCA_btl_tcp_if_include=lo "$@")
-}
 
 # A third unprivileged user (tests/make-test-users): a second victim, whose
 # jobs must run whatever the other user does.
 THIRD_USER=dlstest3
 
+# as_other CMD...: as_user, for the other user, in a directory of theirs.
+as_other() {
+    as_someone "$OTHER_USER" other "$@"
+}
+
 # as_third CMD...: as_user, for the third user, in a directory of theirs.
 as_third() {
-    local d
-    d="$(user_workdir)-third"
+    as_someone "$THIRD_USER" third "$@"
+}
+
+# as_someone USER SUFFIX CMD...: as_user, for USER, in the test's work
+# directory with -SUFFIX, theirs.
+as_someone() {
+    local who=$1 d
+    d="$(user_workdir)-$2"
+    shift 2
     mkdir -p "$d"
-    chown "$THIRD_USER" "$d"
-    (cd "$d" && runuser -u "$THIRD_USER" -- env SLURM_CONF="$SLURM_CONF" PATH="$PATH" \
+    chown "$who" "$d"
+    (cd "$d" && runuser -u "$who" -- env SLURM_CONF="$SLURM_CONF" PATH="$PATH" \
         OMPI_MCA_btl_tcp_if_include=lo "$@")
+}
+
+# The node cache tests' "parallel file system": pfssim serving SRC at PFS
+# on the host (where sbatch looks) and every node, so that reads are
+# counted.  The file sets PFS, SRC and PFSSIM, and stats_of WHERE: where
+# that instance writes its counts.
+#
+# mount_pfs WHERE [MS]: pfssim on WHERE, MS (0) per metadata operation.
+mount_pfs() {
+    local where=$1 latency=${2:-0}
+    local run=()
+    [ "$where" = host ] || run=("$VCLUSTER" exec "$where")
+    "${run[@]}" "$PFSSIM" "$SRC" "$PFS" --bandwidth 0 --stream-bandwidth 0 --meta-latency-ms "$latency" \
+        --stats "$(stats_of "$where")" -o allow_other 2>/dev/null
+    for _ in $(seq 50); do "${run[@]}" mountpoint -q "$PFS" && return 0; sleep 0.1; done
+    echo "pfssim did not mount on $where" >&2
+    return 1
+}
+
+unmount_pfs() {
+    local where=$1
+    local run=()
+    [ "$where" = host ] || run=("$VCLUSTER" exec "$where")
+    "${run[@]}" fusermount3 -u "$PFS" 2>/dev/null || "${run[@]}" umount -l "$PFS" 2>/dev/null || true
 }
 
 # assert_healthy: no node drained or down (after a second for slurmctld to
