@@ -225,6 +225,7 @@ Outcome cache_part(const Tier& tier, const Config& config, const SlurmJobs& jobs
             return outcome;
         forget_ended_uses(config, jobs, options, outcome);
     }
+    const std::uint64_t generation = eviction_generation(state_dir, options.node);
     FoundCacheEntries found = find_cache_entries(tier, state_dir, options.node, step);
     for (const std::string& problem : found.problems) {
         ++outcome.problems;
@@ -255,6 +256,9 @@ Outcome cache_part(const Tier& tier, const Config& config, const SlurmJobs& jobs
             return outcome;
         refresh_cache_uses(found.entries, tier, state_dir, options.node);
     }
+    // A prolog evicted since gc measured: the sizes no longer hold, and the
+    // next run decides (a prolog makes room for its own job anyway).
+    const bool measured_stale = !options.dry_run && eviction_generation(state_dir, options.node) != generation;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(2 * step);
     for (std::size_t i = 0; i < found.entries.size(); ++i) {
         const NodeCacheEntry& e = found.entries[i];
@@ -277,6 +281,11 @@ Outcome cache_part(const Tier& tier, const Config& config, const SlurmJobs& jobs
             outcome.out.push_back("would remove " + what + ": " + verdict.reason);
             continue;
         }
+        if (measured_stale) {
+            ++outcome.kept;
+            outcome.out.push_back("keep " + what + ": another eviction on this node since gc measured; the next run");
+            continue;
+        }
         const double left = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
         if (left < 1) {
             ++outcome.kept;
@@ -289,6 +298,7 @@ Outcome cache_part(const Tier& tier, const Config& config, const SlurmJobs& jobs
             outcome.err.push_back(problem);
             continue;
         }
+        count_eviction(state_dir, options.node);
         ++outcome.removed;
         outcome.out.push_back("removed " + what + ": " + verdict.reason);
     }

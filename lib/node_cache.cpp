@@ -103,6 +103,26 @@ std::vector<std::string> cache_use_jobs(const std::string& state_dir, const std:
     return ids;
 }
 
+std::uint64_t eviction_generation(const std::string& state_dir, const std::string& node)
+{
+    OpenResult base = open_trusted_dir(state_dir, cache_state_dir(state_dir, node), false);
+    struct stat st {};
+    if (!base.dir.valid() || ::fstatat(base.dir.get(), "evictions", &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return 0;
+    return static_cast<std::uint64_t>(st.st_size);
+}
+
+void count_eviction(const std::string& state_dir, const std::string& node)
+{
+    const std::string base = cache_state_dir(state_dir, node);
+    const Fd dir = open_state_subdir(state_dir, base, true);
+    // One byte each: the size only grows, where an mtime could repeat
+    // within the clock's tick.
+    Fd marker(::openat(dir.get(), "evictions", O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644));
+    if (!marker.valid() || ::write(marker.get(), "e", 1) != 1)
+        throw_cannot("count an eviction in", base + "/evictions", errno);
+}
+
 CacheLock::CacheLock(const std::string& state_dir, const std::string& node, double seconds)
 {
     const std::string base = cache_state_dir(state_dir, node);

@@ -51,8 +51,9 @@ void forget_cache_use(const std::string& state_dir, const std::string& node, con
 // The jobs with use records on node.
 std::vector<std::string> cache_use_jobs(const std::string& state_dir, const std::string& node);
 
-// Held while a prolog records its use and evicts, so that no other prolog
-// on the node evicts an entry between another one's look and its record.
+// Held while a prolog records its use, and while a prolog, an epilog or
+// gc reads the uses and evicts, so that no entry a job has recorded its use
+// of is evicted.  Measuring goes without it (eviction_generation below).
 // Waits at most `seconds` for another holder, then throws Error saying the
 // lock is still held (every holder is root's own bounded work: a longer
 // wait means something is wrong, and the caller has more to do).
@@ -89,6 +90,15 @@ struct FoundCacheEntries {
 // caller measures only their own), each within `seconds`.
 FoundCacheEntries find_cache_entries(const Tier& tier, const std::string& state_dir, const std::string& node,
                                      double seconds);
+
+// Which evictions happened on the node: a number that grows with each
+// (root's state_dir/cache/<node>/evictions).  Entries are measured without
+// the node's cache lock; whoever then evicts compares the number taken
+// before measuring with the number under the lock: another's evictions
+// since mean the measurement no longer holds.
+std::uint64_t eviction_generation(const std::string& state_dir, const std::string& node);
+// After an eviction, under the lock.
+void count_eviction(const std::string& state_dir, const std::string& node);
 
 // Root's records of the entries (the jobs using them, their last use) read
 // again: after the entries were measured without the node's cache lock,

@@ -1,6 +1,7 @@
 #include "spank/prolog_epilog.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -291,7 +292,11 @@ policy::Incoming incoming_to(const Tier& tier, const std::vector<StageItem>& ite
 // file system is looked at first; entries are measured only when it may
 // be over the high watermark (judged with what the submitting user's
 // sbatch claimed); what is evicted is then judged with the sizes the
-// prolog probed itself.
+// prolog probed itself.  Measuring goes without the node's cache lock (a
+// user's directory can make it slow); under the lock the uses are read
+// again, and the entries measured again only if another prolog, epilog or
+// gc evicted meanwhile.  Evicting under the lock gets a quarter of the
+// prolog's time in all; what is left stays for the epilog or gc.
 void make_room(const Tier& tier, const std::vector<StageItem>& items, const ScriptStart& start, Report& report)
 {
     const TierSpace space = measure_tier_space(tier.path.root());
@@ -309,8 +314,16 @@ void make_room(const Tier& tier, const std::vector<StageItem>& items, const Scri
         !max_inodes || below_mark(used(space.total_inodes, space.free_inodes) + guess.inodes, *max_inodes);
     if (bytes_fine && inodes_fine)
         return;  // the whole file system is below the mark: so is the cache
-    const FoundCacheEntries found =
-        find_cache_entries(tier, start.config.site.state_dir, start.job.node, cache_step_seconds(start));
+    const std::string& state_dir = start.config.site.state_dir;
+    const std::string& node = start.job.node;
+    const std::uint64_t generation = eviction_generation(state_dir, node);
+    FoundCacheEntries found = find_cache_entries(tier, state_dir, node, cache_step_seconds(start));
+    const SizesByDataset sizes = probed_sizes(tier, items, start, report);
+    const CacheLock lock(state_dir, node, cache_lock_seconds(start));
+    if (eviction_generation(state_dir, node) != generation)
+        found = find_cache_entries(tier, state_dir, node, cache_step_seconds(start));
+    else
+        refresh_cache_uses(found.entries, tier, state_dir, node);
     for (const std::string& problem : found.problems)
         report.notes.push_back("node cache " + quoted(tier.name) + ": " + problem);
     std::vector<policy::CacheEntryFacts> facts;
@@ -323,17 +336,26 @@ void make_room(const Tier& tier, const std::vector<StageItem>& items, const Scri
         tier_facts.used_inodes += entry.inodes;
     }
     policy::cap_at_file_system_use(tier_facts, space);
-    const policy::EvictionPlan plan =
-        policy::plan_eviction(facts, tier_facts, tier.watermarks,
-                              incoming_to(tier, items, start, probed_sizes(tier, items, start, report), found.entries));
+    const policy::EvictionPlan plan = policy::plan_eviction(facts, tier_facts, tier.watermarks,
+                                                            incoming_to(tier, items, start, sizes, found.entries));
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(cache_step_seconds(start));
     for (std::size_t i = 0; i < plan.evict.size(); ++i) {
         const NodeCacheEntry& entry = found.entries[plan.evict[i]];
-        const std::string problem = evict_cache_entry(tier, entry, cache_step_seconds(start));
+        const double left = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+        if (left < 1) {
+            report.notes.push_back("node cache " + quoted(tier.name) + ": no time left to evict " +
+                                   std::to_string(plan.evict.size() - i) + " more entries; left for the epilog or gc");
+            break;
+        }
+        const std::string problem = evict_cache_entry(tier, entry, std::min(cache_step_seconds(start), left));
+        if (problem.empty())
+            count_eviction(state_dir, node);
         report.notes.push_back("node cache " + quoted(tier.name) + ": evicted " + entry_name(entry) + " (" +
                                plan.why[i] + ")" + (problem.empty() ? "" : ": " + problem));
     }
     if (!plan.fits.allowed)
-        throw Error(plan.fits.reason + " on " + start.job.node);
+        throw Error(plan.fits.reason + " on " + node);
 }
 
 // The user's cache directory in each cache tier the job uses, root's record
@@ -354,8 +376,10 @@ void prepare_caches(const std::vector<StageItem>& items, const ScriptStart& star
         as_item.tier = *tier;
         prepare_tier_dir(as_item, cache_dir_of(*tier, start.job.user), start.job, report);
     }
-    const CacheLock lock(start.config.site.state_dir, start.job.node, cache_lock_seconds(start));
-    record_cache_use(start.config.site.state_dir, start.job.node, start.job.job_id, uses);
+    {
+        const CacheLock lock(start.config.site.state_dir, start.job.node, cache_lock_seconds(start));
+        record_cache_use(start.config.site.state_dir, start.job.node, start.job.job_id, uses);
+    }
     for (const auto& [name, tier] : tiers)
         make_room(*tier, items, start, report);
 }
@@ -365,8 +389,10 @@ void prepare_caches(const std::vector<StageItem>& items, const ScriptStart& star
 // know) goes back under it.
 void release_caches(const ScriptStart& start, Report& report)
 {
-    const CacheLock lock(start.config.site.state_dir, start.job.node, cache_lock_seconds(start));
-    forget_cache_use(start.config.site.state_dir, start.job.node, start.job.job_id);
+    {
+        const CacheLock lock(start.config.site.state_dir, start.job.node, cache_lock_seconds(start));
+        forget_cache_use(start.config.site.state_dir, start.job.node, start.job.job_id);
+    }
     std::set<std::string> done;
     for (const StageItem& item : resolve_stage_data(start.config, start.stage_data))
         if (is_cache(item.tier) && done.insert(item.tier.name).second)

@@ -252,6 +252,23 @@ BOOST_AUTO_TEST_CASE(the_lock_is_waited_for_with_a_deadline)
     BOOST_TEST(test::error_of([&] { const CacheLock again(c.state, "n1", 1); }) == "");
 }
 
+// Measuring goes without the lock: whoever evicts compares this number,
+// taken before measuring, with the one under the lock.
+BOOST_AUTO_TEST_CASE(each_eviction_changes_the_generation)
+{
+    if (!test::is_root())
+        return;
+    Cache c;
+    const std::uint64_t before = eviction_generation(c.state, "n1");
+    BOOST_TEST(before == 0u);
+    count_eviction(c.state, "n1");
+    const std::uint64_t once = eviction_generation(c.state, "n1");
+    count_eviction(c.state, "n1");
+    BOOST_TEST(once != before);
+    BOOST_TEST(eviction_generation(c.state, "n1") != once);
+    BOOST_TEST(eviction_generation(c.state, "n2") == 0u);  // per node
+}
+
 // What a job brings is what the source is, as its user can see it.
 BOOST_AUTO_TEST_CASE(a_source_is_sized_as_the_jobs_user_sees_it)
 {
