@@ -176,6 +176,12 @@ bool still_running(const std::string& job, const SlurmJobs& jobs)
     return (known && policy::job_state_from_slurm(known->state) != policy::JobState::Ended) || jobs.here.count(job) > 0;
 }
 
+// Whether a running job uses the entry, by root's records as last read.
+bool in_use(const NodeCacheEntry& e, const SlurmJobs& jobs)
+{
+    return std::any_of(e.jobs.begin(), e.jobs.end(), [&](const std::string& job) { return still_running(job, jobs); });
+}
+
 // Takes the node's cache lock into `lock`, or says why not (a problem).
 bool take_cache_lock(std::optional<CacheLock>& lock, const Tier& tier, const Config& config, const Options& options,
                      Outcome& outcome)
@@ -242,9 +248,7 @@ Outcome cache_part(const Tier& tier, const Config& config, const SlurmJobs& jobs
     tier_facts.max_inodes = tier.max_inodes;
     for (const NodeCacheEntry& e : found.entries) {
         // In dry-run, the use records of ended jobs are still there.
-        const bool in_use =
-            std::any_of(e.jobs.begin(), e.jobs.end(), [&](const std::string& job) { return still_running(job, jobs); });
-        facts.push_back({entry_name(e), e.bytes, e.inodes, e.last_use, in_use});
+        facts.push_back({entry_name(e), e.bytes, e.inodes, e.last_use, in_use(e, jobs)});
         tier_facts.used_bytes += e.bytes;
         tier_facts.used_inodes += e.inodes;
     }
@@ -264,7 +268,7 @@ Outcome cache_part(const Tier& tier, const Config& config, const SlurmJobs& jobs
         const NodeCacheEntry& e = found.entries[i];
         policy::GcFacts f;
         f.kind = policy::GcKind::CacheEntry;
-        f.in_use = std::any_of(e.jobs.begin(), e.jobs.end(), [&](const std::string& job) { return still_running(job, jobs); });
+        f.in_use = in_use(e, jobs);  // the uses read again under the lock
         f.over_watermark = std::find(plan.evict.begin(), plan.evict.end(), i) != plan.evict.end();
         f.idle = e.last_use ? jobs.asked_at - e.last_use : 0;
         const policy::Verdict verdict = policy::gc_may_remove(f, settings);
