@@ -613,7 +613,7 @@ private:
     std::optional<Dataset> load_dataset(const std::string& name, const toml::table& table,
                                         const std::string& prefix, const Config& config)
     {
-        check_keys(table, prefix, {"source", "format", "mode", "tiers", "description"});
+        check_keys(table, prefix, {"source", "format", "mode", "tiers", "description", "immutable"});
         Dataset dataset;
         dataset.name = name;
         dataset.format = choice_at<Format>(table, "format", prefix + ".format",
@@ -627,6 +627,7 @@ private:
                                        {{"copy", Mode::Copy}, {"extract", Mode::Extract}, {"mount", Mode::Mount}},
                                        Mode::Copy);
         dataset.description = string_at(table, "description", prefix + ".description", false).value_or("");
+        dataset.immutable = bool_at(table, "immutable", prefix + ".immutable").value_or(false);
         load_dataset_tiers(table, prefix, config, dataset);
 
         const auto source = string_at(table, "source", prefix + ".source", true);

@@ -103,6 +103,10 @@ struct Dataset {
     std::vector<std::string> tiers;   // allowed tiers, in order of preference
     std::string description;
     bool from_catalog = true;         // false: an absolute path the user gave
+    // The site's promise that no file of the source is ever rewritten in
+    // place: a kept copy planned from a current manifest is then reused
+    // without a stat of every source file (stager/source_check).
+    bool immutable = false;
 
     // The format once "auto" is decided from the source name
     // (format_from_name): Auto when only a stat can tell.

@@ -15,15 +15,19 @@ CopyDecision decide_copy(const CopyFacts& facts)
                                        " entries of the copy belong to someone else (was the directory writable to "
                                        "others?): staging it again"};
     const std::uint64_t bad = facts.missing + facts.wrong_size;
-    if (bad == 0)
+    if (bad == 0 && facts.added == 0)
         return {CopyAction::Reuse, "the copy is complete and the source unchanged"};
-    const std::string count = std::to_string(facts.missing) + " missing and " + std::to_string(facts.wrong_size) +
-                              " truncated or changed of " + std::to_string(facts.entries) + " entries";
-    // A purge takes files one by one; in copy mode each comes back alone.
-    // An unpacked archive cannot say which archive held a file: all again.
+    const std::string count = std::to_string(facts.missing) + " missing, " + std::to_string(facts.wrong_size) +
+                              " truncated or changed and " + std::to_string(facts.added) + " added of " +
+                              std::to_string(facts.entries) + " entries";
+    // What a job added goes, in any mode.  A purge takes files one by one;
+    // in copy mode each comes back alone.  An unpacked archive cannot say
+    // which archive held a file: all again.
+    if (bad == 0)
+        return {CopyAction::Repair, count + ": removing what was added"};
     if (facts.repairable)
-        return {CopyAction::Repair, count + " (purged?): fetching them again"};
-    return {CopyAction::Stage, count + " (purged?) in an unpacked copy: staging it again"};
+        return {CopyAction::Repair, count + ": fetching them again"};
+    return {CopyAction::Stage, count + " in an unpacked copy: staging it again"};
 }
 
 Verdict lock_is_stale(const LockFacts& facts)

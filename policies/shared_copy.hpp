@@ -26,6 +26,9 @@ struct CopyFacts {
     // to others (chmod 0777, a group-writable tree); what they hold is not
     // what the source held, whatever their sizes say.
     std::uint64_t foreign = 0;
+    // Entries the copy holds that its list does not (a job wrote them):
+    // removed, in any mode, since nothing need be fetched.
+    std::uint64_t added = 0;
 };
 
 enum class CopyAction { Reuse, Repair, Stage };

@@ -3,8 +3,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <dirent.h>
 #include <fcntl.h>
 #include <mutex>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -67,25 +71,31 @@ std::int64_t ctime_ns(const struct stat& st)
     return static_cast<std::int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec;
 }
 
-CopyCheck check_copy(int copy_fd, const Plan& contents, const CheckShare& share)
+void for_share_in_blocks(std::size_t total, int rank, int ranks, unsigned threads,
+                         const std::function<void(std::size_t from, std::size_t to, std::size_t step)>& fn)
 {
-    // This share: entries i with i % ranks == rank, in blocks of kBlock of
-    // them; a thread takes the next block, checks it alone and adds what it
-    // found to the result once (one lock per block, not per entry: at
+    // Blocks of kBlock indexes: a thread takes the next block and adds what
+    // it found to the result once (one lock per block, not per entry: at
     // 1.28 M entries and 16 threads, a lock per stat was a queue).
     constexpr std::size_t kBlock = 512;
-    const std::size_t ranks = static_cast<std::size_t>(std::max(1, share.ranks));
-    const std::size_t first = static_cast<std::size_t>(std::max(0, share.rank));
-    const std::size_t total = contents.entries.size();
-    const std::size_t count = first < total ? (total - first + ranks - 1) / ranks : 0;
+    const std::size_t step = static_cast<std::size_t>(std::max(1, ranks));
+    const std::size_t first = static_cast<std::size_t>(std::max(0, rank));
+    const std::size_t count = first < total ? (total - first + step - 1) / step : 0;
+    for_each_index((count + kBlock - 1) / kBlock, std::max(1u, threads), [&](std::size_t block) {
+        const std::size_t end = std::min(count, (block + 1) * kBlock);
+        fn(first + block * kBlock * step, first + end * step, step);
+    });
+}
+
+CopyCheck check_copy(int copy_fd, const Plan& contents, const CheckShare& share)
+{
     CopyCheck result;
     std::mutex mutex;
     const struct timespec refresh[2] = {{0, UTIME_NOW}, {0, UTIME_OMIT}};
-    for_each_index((count + kBlock - 1) / kBlock, std::max(1u, share.threads), [&](std::size_t block) {
+    for_share_in_blocks(contents.entries.size(), share.rank, share.ranks, share.threads,
+                        [&](std::size_t from, std::size_t to, std::size_t step) {
         CopyCheck part;
-        const std::size_t end = std::min(count, (block + 1) * kBlock);
-        for (std::size_t k = block * kBlock; k < end; ++k) {
-            const std::size_t i = first + k * ranks;
+        for (std::size_t i = from; i < to; i += step) {
             const Entry& e = contents.entries[i];
             struct stat st {};
             bool missing = false, wrong = false, foreign = false, changed = false;
@@ -101,6 +111,8 @@ CopyCheck check_copy(int copy_fd, const Plan& contents, const CheckShare& share)
                 wrong = true;
             } else if (share.sealed_ns > 0 && ctime_ns(st) > share.sealed_ns) {
                 wrong = changed = true;
+            } else if (share.compare_mtime && e.type == EntryType::File && st.st_mtim.tv_sec != e.mtime_sec) {
+                wrong = changed = true;  // written to in place, whatever its size
             }
             if (!missing && !wrong && e.type == EntryType::File && share.refresh_atime)
                 ::utimensat(copy_fd, e.path.c_str(), refresh, AT_SYMLINK_NOFOLLOW);
@@ -123,9 +135,79 @@ CopyCheck check_copy(int copy_fd, const Plan& contents, const CheckShare& share)
         result.changed += part.changed;
         result.bad.insert(result.bad.end(), part.bad.begin(), part.bad.end());
         result.oldest = std::min(result.oldest, part.oldest);
-    });
+                        });
     std::sort(result.bad.begin(), result.bad.end());
     return result;
+}
+
+namespace {
+// The parent directory of a contents path ("" for the top one) and its name.
+std::pair<std::string_view, std::string_view> split_last(std::string_view path)
+{
+    const std::size_t slash = path.rfind('/');
+    if (slash == std::string_view::npos)
+        return {std::string_view(), path};
+    return {path.substr(0, slash), path.substr(slash + 1)};
+}
+
+// The names one directory of the copy holds that `known` (sorted) lacks.
+void unknown_names(int copy_fd, std::string_view dir, const std::vector<std::string_view>& known,
+                   std::vector<std::string>& out)
+{
+    const std::string path = dir.empty() ? std::string(".") : std::string(dir);
+    const int fd = ::openat(copy_fd, path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return;  // gone or not a directory: check_copy says so
+    DIR* stream = ::fdopendir(fd);
+    if (!stream) {
+        ::close(fd);
+        return;
+    }
+    while (const dirent* d = ::readdir(stream)) {
+        const std::string_view name(d->d_name);
+        if (name == "." || name == ".." || std::binary_search(known.begin(), known.end(), name))
+            continue;
+        out.push_back(dir.empty() ? std::string(name) : std::string(dir) + "/" + std::string(name));
+    }
+    ::closedir(stream);
+}
+}  // namespace
+
+std::vector<std::string> find_added(int copy_fd, const Plan& contents, int rank, int ranks, unsigned threads)
+{
+    // Directory k: 0 the top one, then contents' directories in order.
+    std::unordered_map<std::string_view, std::size_t> number{{std::string_view(), 0}};
+    std::vector<std::string_view> dirs{std::string_view()};
+    for (std::size_t i = 0; i < contents.entries.size(); ++i)
+        if (contents.entries.type(i) == EntryType::Dir) {
+            number.emplace(contents.entries.path(i), dirs.size());
+            dirs.push_back(contents.entries.path(i));
+        }
+    const std::size_t step = static_cast<std::size_t>(std::max(1, ranks));
+    const std::size_t mine = static_cast<std::size_t>(std::max(0, rank));
+    // What contents says each of this share's directories holds.
+    std::vector<std::vector<std::string_view>> known(dirs.size());
+    for (std::size_t i = 0; i < contents.entries.size(); ++i) {
+        const auto [parent, name] = split_last(contents.entries.path(i));
+        const auto at = number.find(parent);
+        if (at != number.end() && at->second % step == mine)
+            known[at->second].push_back(name);
+    }
+    std::vector<std::string> added;
+    std::mutex mutex;
+    for_each_index((dirs.size() + step - 1 - std::min(mine, dirs.size())) / step, std::max(1u, threads),
+                   [&](std::size_t k) {
+                       const std::size_t d = mine + k * step;
+                       if (d >= dirs.size())
+                           return;
+                       std::sort(known[d].begin(), known[d].end());
+                       std::vector<std::string> found;
+                       unknown_names(copy_fd, dirs[d], known[d], found);
+                       std::lock_guard<std::mutex> lock(mutex);
+                       added.insert(added.end(), found.begin(), found.end());
+                   });
+    std::sort(added.begin(), added.end());
+    return added;
 }
 
 void fetch_again(const Plan& plan, std::size_t entry, int copy_fd, const std::string& shown, bool keep_times)

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <sys/stat.h>
@@ -52,7 +53,17 @@ struct CheckShare {
     // Node caches: > 0, an entry whose ctime is later (ns since the epoch)
     // was changed after the copy was sealed (lib/copy_record.hpp).
     std::int64_t sealed_ns = 0;
+    // Shared copies that keep the source's mtimes: a file whose mtime is
+    // not its entry's (in seconds: some file systems keep no more) was
+    // written to in place.
+    bool compare_mtime = false;
 };
+
+// This share of [0, total): indexes i with i % ranks == rank, handed out in
+// blocks to `threads` threads; fn(from, to, step) once per block, for the
+// indexes from, from + step, ... below to.
+void for_share_in_blocks(std::size_t total, int rank, int ranks, unsigned threads,
+                         const std::function<void(std::size_t from, std::size_t to, std::size_t step)>& fn);
 
 // st's ctime in ns since the epoch.
 std::int64_t ctime_ns(const struct stat& st);
@@ -60,6 +71,13 @@ std::int64_t ctime_ns(const struct stat& st);
 // Checks this share of contents' entries below the directory open as
 // copy_fd (lstat: a symlink is checked as a symlink).
 CopyCheck check_copy(int copy_fd, const Plan& contents, const CheckShare& share);
+
+// What a job added to the copy: the names in this share of its directories
+// (the top one is number 0, then contents' directories in order; those
+// with number % ranks == rank) that contents does not list, as paths below
+// the copy, sorted.  A directory that is gone is skipped (check_copy
+// reports it); an added directory is one name, whatever it holds.
+std::vector<std::string> find_added(int copy_fd, const Plan& contents, int rank, int ranks, unsigned threads = 16);
 
 // Fetches entry `entry` (a file) of the plan from the source into the copy
 // again, under a temporary name renamed over what is there.  Throws Error

@@ -54,7 +54,9 @@ struct Found {
     bool same_source = false;          // every rank: ... of a copy of the source as it is now
     bool usable = false;               // every rank: ... and its contents file is whole
     std::optional<Plan> listed;        // the contents file as read (extract mode)
-    const Plan* contents = nullptr;    // every rank, when usable: what the copy holds
+
+    // Every rank, when usable: what the copy holds (copy mode: the plan).
+    const Plan& contents(const Plan& plan) const { return listed ? *listed : plan; }
 };
 
 // The contents file, read by rank 0 alone and broadcast: N ranks reading a
@@ -131,23 +133,30 @@ Found look_for_copy(const StageItem& item, const DatasetLayout& here, const Plan
         return found;
     if (copy_mode) {
         found.usable = seen == 3;
-        found.contents = &plan;
         return found;
     }
     found.listed = read_contents_once(here.contents_file, ctx);
     found.usable = found.listed.has_value();
-    if (found.usable)
-        found.contents = &*found.listed;
     return found;
 }
 
 struct Checked {
     policy::CopyFacts facts;
     CopyCheck mine;
+    std::vector<std::string> added;  // this rank's share: names no job of dlstage wrote
     std::int64_t oldest = 0;
 };
 
-Checked check_share(const StageItem& item, const DatasetLayout& here, const Found& found, const NodeContext& ctx)
+// Copies made with the source's mtimes (not those of a tier purged by mtime,
+// whose files count from when they were written), and unpacked copies,
+// listed as written: a file's mtime says whether it was written since.
+bool keeps_source_mtimes(const StageItem& item)
+{
+    return item.dataset.mode == Mode::Extract || !(item.tier.purge.days > 0 && item.tier.purge.by == PurgeBy::Mtime);
+}
+
+Checked check_share(const StageItem& item, const DatasetLayout& here, const Found& found, const Plan& plan,
+                    const NodeContext& ctx)
 {
     Checked checked;
     checked.facts.has_record = found.has_record;
@@ -162,14 +171,19 @@ Checked check_share(const StageItem& item, const DatasetLayout& here, const Foun
     share.ranks = ctx.size;
     share.purge_by = item.tier.purge.by;
     share.refresh_atime = item.tier.purge.refresh_on_use;
-    if (copy.valid())
-        checked.mine = check_copy(copy.get(), *found.contents, share);
-    else  // the whole copy is gone: every entry of this share is missing
-        checked.mine.missing = (found.contents->entries.size() + static_cast<std::size_t>(ctx.size - 1 - ctx.rank)) /
+    share.compare_mtime = keeps_source_mtimes(item);
+    const Plan& contents = found.contents(plan);
+    if (copy.valid()) {
+        checked.mine = check_copy(copy.get(), contents, share);
+        checked.added = find_added(copy.get(), contents, ctx.rank, ctx.size);
+    } else {  // the whole copy is gone: every entry of this share is missing
+        checked.mine.missing = (contents.entries.size() + static_cast<std::size_t>(ctx.size - 1 - ctx.rank)) /
                                static_cast<std::size_t>(ctx.size);
-    checked.facts.entries = found.contents->entries.size();
+    }
+    checked.facts.entries = contents.entries.size();
     checked.facts.missing = reduce_over_ranks(ctx.comm, checked.mine.missing, MPI_SUM);
     checked.facts.wrong_size = reduce_over_ranks(ctx.comm, checked.mine.wrong_size, MPI_SUM);
+    checked.facts.added = reduce_over_ranks(ctx.comm, checked.added.size(), MPI_SUM);
     // The copy's directory counts too: someone else's holds what they like.
     struct stat top {};
     const bool foreign_top = copy.valid() && ctx.rank == 0 && ::fstat(copy.get(), &top) == 0 && top.st_uid != ::geteuid();
@@ -181,13 +195,32 @@ Checked check_share(const StageItem& item, const DatasetLayout& here, const Foun
     return checked;
 }
 
-// Directories first, by rank 0 in plan order; then each rank its files.
+// Removes an entry of the copy (named relative to copy), whatever it holds.
+void remove_entry(int copy, const std::string& name, const std::string& shown)
+{
+    struct stat st {};
+    if (::fstatat(copy, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return;
+    if (!S_ISDIR(st.st_mode)) {
+        if (::unlinkat(copy, name.c_str(), 0) != 0 && errno != ENOENT)
+            throw_cannot("remove", shown + "/" + name, errno);
+        return;
+    }
+    const RemoveResult removed = remove_tree_at(copy, name, shown);
+    if (!removed.ok())
+        throw Error("cannot remove " + shown + "/" + name + ": " + removed.problems.front());
+}
+
+// What was added goes first, each rank its share; then the directories
+// that are missing, by rank 0 in plan order; then each rank its files.
 void repair(const StageItem& item, const DatasetLayout& layout, const DatasetLayout& here, const Plan& contents,
             const Checked& checked, const NodeContext& ctx)
 {
     Fd copy(::open(here.dataset_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!copy.valid())
         throw_cannot("open", layout.dataset_dir, errno);
+    for (const std::string& name : checked.added)
+        remove_entry(copy.get(), name, layout.dataset_dir);
     std::vector<std::size_t> dirs;
     for (std::size_t i = 0; i < contents.entries.size(); ++i)
         if (contents.entries[i].type == EntryType::Dir) {
@@ -204,6 +237,10 @@ void repair(const StageItem& item, const DatasetLayout& layout, const DatasetLay
     const bool keep_times = !(item.tier.purge.days > 0 && item.tier.purge.by == PurgeBy::Mtime);
     for (const std::size_t i : checked.mine.bad) {
         const Entry& e = contents.entries[i];
+        struct stat st {};
+        if (e.type != EntryType::Dir && ::fstatat(copy.get(), e.path.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            S_ISDIR(st.st_mode))
+            remove_entry(copy.get(), e.path, layout.dataset_dir);  // a directory where a file belongs
         if (e.type == EntryType::File) {
             fetch_again(contents, i, copy.get(), layout.dataset_dir, keep_times);
         } else if (e.type == EntryType::Symlink) {
@@ -213,6 +250,15 @@ void repair(const StageItem& item, const DatasetLayout& layout, const DatasetLay
         }
     }
     quiet_barrier(ctx.comm);
+}
+
+// What a repair found and did, for the reuse line.
+std::string repair_note(const policy::CopyFacts& facts)
+{
+    return "; found " + std::to_string(facts.missing) + " missing, " + std::to_string(facts.wrong_size) +
+           " changed and " + std::to_string(facts.added) + " added entries: " +
+           std::to_string(facts.missing + facts.wrong_size) + " fetched again, " + std::to_string(facts.added) +
+           " removed";
 }
 
 std::string purge_note(const Tier& tier, std::int64_t oldest)
@@ -259,14 +305,23 @@ void use_or_stage(const StageItem& item, const NodeContext& ctx, const ExchangeO
 {
     const auto start = Clock::now();
     const auto seconds_since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
-    const Plan plan = plan_saying_progress(item, ctx);
+    Plan plan = plan_saying_progress(item, ctx);
     check_mode_fits_plan(item, plan);
     const double plan_s = seconds_since(start);
     const auto look_start = Clock::now();
     Found found = look_for_copy(item, here, plan, ctx);
     const double look_s = seconds_since(look_start);
+    // The copy is of the source as planned; a plan from a manifest must
+    // still hold file by file before nothing of the source is read.
+    const auto source_start = Clock::now();
+    if (found.usable && !plan_still_holds(item, ctx, plan)) {
+        plan = plan_saying_progress(item, ctx, PlanFrom::Walk);
+        check_mode_fits_plan(item, plan);
+        found = look_for_copy(item, here, plan, ctx);
+    }
+    const double source_s = seconds_since(source_start);
     const auto stat_start = Clock::now();
-    const Checked checked = check_share(item, here, found, ctx);
+    const Checked checked = check_share(item, here, found, plan, ctx);
     const policy::CopyDecision decision = policy::decide_copy(checked.facts);
     const double stat_s = seconds_since(stat_start);
     const double check_s = seconds_since(start);
@@ -275,10 +330,11 @@ void use_or_stage(const StageItem& item, const NodeContext& ctx, const ExchangeO
         stage_copy(item, ctx, options, layout, here, job_dir, plan, found.identity, decision.reason);
     } else {
         if (decision.action == policy::CopyAction::Repair)
-            repair(item, layout, here, *found.contents, checked, ctx);
+            repair(item, layout, here, found.contents(plan), checked, ctx);
         if (ctx.rank == 0) {
             CopyRecord& record = *found.record;
             const std::uint64_t fixed = checked.facts.missing + checked.facts.wrong_size;
+            const std::uint64_t found_any = fixed + checked.facts.added;
             record.repaired += fixed;
             // Files fetched again, or every file when the site refreshes
             // access times on use, count from now.
@@ -288,12 +344,12 @@ void use_or_stage(const StageItem& item, const NodeContext& ctx, const ExchangeO
             record_use(record, here, ctx, oldest);
             record_job_state(item, record, ctx, kReusedState);
             sayf("%s: %s the copy in %s (%s in %llu files, made by job %s on %s, used %llu times); checked in "
-                 "%.2f s (plan %.2f s, record and contents %.2f s, stat %.2f s)%s%s",
-                 item.dataset.name.c_str(), fixed ? "repaired and reused" : "reused", layout.dataset_dir.c_str(),
+                 "%.2f s (plan %.2f s, record and contents %.2f s, source %.2f s, stat %.2f s)%s%s",
+                 item.dataset.name.c_str(), found_any ? "repaired and reused" : "reused", layout.dataset_dir.c_str(),
                  format_size(record.ready.bytes).c_str(), static_cast<unsigned long long>(record.ready.files),
                  record.made_by.c_str(), day_text(record.made).c_str(),
-                 static_cast<unsigned long long>(record.uses), check_s, plan_s, look_s, stat_s,
-                 fixed ? ("; fetched " + std::to_string(fixed) + " purged files again").c_str() : "",
+                 static_cast<unsigned long long>(record.uses), check_s, plan_s, look_s, source_s, stat_s,
+                 found_any ? repair_note(checked.facts).c_str() : "",
                  purge_note(item.tier, record.oldest).c_str());
         }
     }

@@ -32,15 +32,21 @@ std::string changed(const std::string& path, const std::string& how)
 }
 }  // namespace
 
-std::string changed_since_planned(const std::string& path, const Entry& entry, const struct stat& st)
+std::string how_changed(const Entry& entry, const struct stat& st)
 {
     const auto size = static_cast<std::uint64_t>(st.st_size);
     if (size != entry.size)
-        return changed(path, "size " + std::to_string(entry.size) + " -> " + std::to_string(size));
+        return "size " + std::to_string(entry.size) + " -> " + std::to_string(size);
     if (st.st_mtim.tv_sec != entry.mtime_sec || static_cast<std::uint32_t>(st.st_mtim.tv_nsec) != entry.mtime_nsec)
-        return changed(path, "mtime " + utc_time(entry.mtime_sec, entry.mtime_nsec) + " -> " +
-                                 utc_time(st.st_mtim.tv_sec, static_cast<std::uint32_t>(st.st_mtim.tv_nsec)));
+        return "mtime " + utc_time(entry.mtime_sec, entry.mtime_nsec) + " -> " +
+               utc_time(st.st_mtim.tv_sec, static_cast<std::uint32_t>(st.st_mtim.tv_nsec));
     return {};
+}
+
+std::string changed_since_planned(const std::string& path, const Entry& entry, const struct stat& st)
+{
+    const std::string how = how_changed(entry, st);
+    return how.empty() ? how : changed(path, how);
 }
 
 std::string SourceReader::path_of(std::size_t entry) const

@@ -18,6 +18,8 @@ namespace dlstage::stager {
 // or torn data.  "" when st matches entry, else the whole message:
 // "SOURCE/PATH changed since it was planned (size A -> B): run again".
 std::string changed_since_planned(const std::string& path, const Entry& entry, const struct stat& st);
+// The same rule, the difference alone: "size A -> B", "mtime T1 -> T2" or "".
+std::string how_changed(const Entry& entry, const struct stat& st);
 
 class SourceReader {
 public:

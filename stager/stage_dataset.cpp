@@ -36,6 +36,7 @@
 #include "stager/plan.hpp"
 #include "stager/node_cache.hpp"
 #include "stager/shared_copy.hpp"
+#include "stager/source_check.hpp"
 #include "stager/stage_steps.hpp"
 
 namespace dlstage::stager {
@@ -163,7 +164,7 @@ bool staged_here(const StageItem& item, const DatasetLayout& layout)
 
 }  // namespace
 
-Plan broadcast_plan(const StageItem& item, const NodeContext& ctx)
+Plan broadcast_plan(const StageItem& item, const NodeContext& ctx, PlanFrom from)
 {
     // One MPI message holds at most INT_MAX bytes: big blocks go in steps.
     // The other ranks wait through rank 0's whole walk here: quietly.
@@ -183,7 +184,7 @@ Plan broadcast_plan(const StageItem& item, const NodeContext& ctx)
     std::string header;
     if (ctx.rank == 0) {
         std::string note;
-        plan = plan_for(ctx.manifest_dir, item.dataset, note);
+        plan = from == PlanFrom::Walk ? build_plan(item.dataset) : plan_for(ctx.manifest_dir, item.dataset, note);
         if (!note.empty())
             say(note);
         else if (plan.from_manifest)
@@ -213,7 +214,7 @@ Plan broadcast_plan(const StageItem& item, const NodeContext& ctx)
 // going on meanwhile.  Every progress interval, until planning is done,
 // rank 0 says how many entries the walk has found so far (counted by the
 // walk itself, further down: entries_walked()).
-Plan plan_saying_progress(const StageItem& item, const NodeContext& ctx)
+Plan plan_saying_progress(const StageItem& item, const NodeContext& ctx, PlanFrom from)
 {
     const std::uint64_t before = entries_walked();
     std::function<void()> say_count;
@@ -223,7 +224,33 @@ Plan plan_saying_progress(const StageItem& item, const NodeContext& ctx)
                  static_cast<unsigned long long>(entries_walked() - before));
         };
     const Periodic progress(std::chrono::duration<double>(ctx.progress_interval), std::move(say_count));
-    return broadcast_plan(item, ctx);
+    return broadcast_plan(item, ctx, from);
+}
+
+bool plan_still_holds(const StageItem& item, const NodeContext& ctx, const Plan& plan)
+{
+    const bool from_manifest = reduce_over_ranks(ctx.comm, ctx.rank == 0 && plan.from_manifest ? 1 : 0, MPI_MAX) != 0;
+    if (!from_manifest || item.dataset.immutable)
+        return true;
+    const SourceDrift mine = check_source(plan, ctx.rank, ctx.size);
+    const std::uint64_t changed = reduce_over_ranks(ctx.comm, mine.changed, MPI_SUM);
+    if (changed == 0)
+        return true;
+    // The example rank 0 says: the lowest rank's that found one.
+    const auto first = static_cast<int>(
+        reduce_over_ranks(ctx.comm, mine.changed > 0 ? static_cast<std::uint64_t>(ctx.rank) : ~0ull, MPI_MIN));
+    char example[1024] = {};
+    if (ctx.rank == first)
+        std::snprintf(example, sizeof example, "%s", mine.example.c_str());
+    MPI_Request request = MPI_REQUEST_NULL;
+    MPI_Ibcast(example, sizeof example, MPI_CHAR, first, ctx.comm, &request);
+    quiet_wait(request);
+    if (ctx.rank == 0)
+        sayf("manifest of %s is older than its source (%llu files changed in place since the scan, e.g. %s): "
+             "planning from a walk; run 'dlstage catalog scan %s'",
+             item.dataset.name.c_str(), static_cast<unsigned long long>(changed), example,
+             item.dataset.name.c_str());
+    return false;
 }
 
 void check_mode_fits_plan(const StageItem& item, const Plan& plan)

@@ -27,10 +27,18 @@ std::uint64_t reduce_over_ranks(MPI_Comm comm, std::uint64_t mine, MPI_Op op);
 void quiet_wait(MPI_Request& request);
 void quiet_barrier(MPI_Comm comm);
 
-// Rank 0 plans (walk or manifest) and every rank gets the plan.
-Plan broadcast_plan(const StageItem& item, const NodeContext& ctx);
+// Rank 0 plans (from the dataset's manifest when it is current, else with
+// a walk; or with a walk whatever there is) and every rank gets the plan.
+enum class PlanFrom { ManifestOrWalk, Walk };
+Plan broadcast_plan(const StageItem& item, const NodeContext& ctx, PlanFrom from = PlanFrom::ManifestOrWalk);
 // The same, with rank 0 saying now and then how many entries its walk found.
-Plan plan_saying_progress(const StageItem& item, const NodeContext& ctx);
+Plan plan_saying_progress(const StageItem& item, const NodeContext& ctx, PlanFrom from = PlanFrom::ManifestOrWalk);
+// Before a kept copy is reused on the word of a plan from a manifest (a
+// reuse reads nothing of the source): true when every source file is still
+// as the plan says, or the site promised that the dataset's source is
+// never rewritten in place (immutable = true), or the plan came from a
+// walk; else rank 0 says what changed, and the caller plans with a walk.
+bool plan_still_holds(const StageItem& item, const NodeContext& ctx, const Plan& plan);
 void check_mode_fits_plan(const StageItem& item, const Plan& plan);
 // The tier's file system against what the plan brings (this rank's node).
 policy::ExtractionBudget check_space(const StageItem& item, const Fd& job_dir, const std::string& shown,

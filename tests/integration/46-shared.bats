@@ -74,7 +74,7 @@ copy_value() { record_value "$(mine)/.ready-$1.toml" "$2"; }
     on_all MUTABLE mutable:scratch
     [ "$status" -eq 0 ]
     grep -q "mutable: repaired and reused the copy" <<<"$output"
-    grep -q "fetched 4 purged files again" <<<"$output"
+    grep -q "found 3 missing, 1 changed and 0 added entries: 4 fetched again, 0 removed" <<<"$output"
     each_node_says "$output" "$(mine)/mutable $("$DIGEST" "$MUTABLE")"
 }
 

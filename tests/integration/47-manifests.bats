@@ -76,7 +76,7 @@ teardown_file() {
     echo "$output"
     [ "$status" -eq 0 ]
     [[ "$output" == *"dlstage: manifest of mstale is older than its source ($DATA/mstale/sub changed at "*"): planning from a walk; run 'dlstage catalog scan mstale'"* ]]
-    doc_says "$README" "manifest of imagenet is older" imagenet=mstale <<<"$output"
+    doc_says "$README" "manifest of imagenet is older than its source \\(/p" imagenet=mstale <<<"$output"
     [[ "$output" != *"planned from its manifest"* ]]
     [ "$(grep -c '^four$' <<<"$output")" -eq 2 ]
 }

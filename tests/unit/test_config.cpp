@@ -78,7 +78,27 @@ tiers = ["ssd"]
     const Dataset& cifar = *config.find_dataset("cifar");
     BOOST_TEST(to_string(cifar.mode) == "copy");
     BOOST_TEST(to_string(cifar.known_format()) == "squashfs");
+    BOOST_TEST(!cifar.immutable);  // only the site's explicit promise skips the source check
     BOOST_TEST(!config.find_dataset("nope"));
+}
+
+BOOST_AUTO_TEST_CASE(a_dataset_the_site_promises_immutable)
+{
+    const Config config = parse_config(kTiers + R"(
+[datasets.imagenet]
+source = "/data/imagenet"
+tiers = ["ssd"]
+immutable = true
+)",
+                                       "t.toml");
+    BOOST_TEST(config.find_dataset("imagenet")->immutable);
+    const auto problems = problems_of(kTiers + R"(
+[datasets.a]
+source = "/data/a"
+tiers = ["ssd"]
+immutable = "yes"
+)");
+    BOOST_TEST(has_problem(problems, 15, "datasets.a.immutable", "must be true or false, not a string"), dump(problems));
 }
 
 BOOST_AUTO_TEST_CASE(unknown_keys_are_errors_with_a_suggestion)

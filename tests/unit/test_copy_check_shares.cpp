@@ -4,7 +4,10 @@
 #include <boost/test/unit_test.hpp>
 
 #include <fcntl.h>
+#include <algorithm>
 #include <set>
+#include <string>
+#include <vector>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -111,6 +114,57 @@ BOOST_AUTO_TEST_CASE(more_ranks_than_entries_and_an_empty_plan)
     BOOST_TEST(check_copy(copy.get(), plan, share_of(7, 8, 16)).checked == 0u);
     BOOST_TEST(check_copy(copy.get(), plan, share_of(4, 8, 16)).checked == 1u);
     BOOST_TEST(check_copy(copy.get(), Plan{}, CheckShare{}).checked == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(what_a_job_added_is_found_once_over_the_shares_an_added_directory_as_one)
+{
+    test::TempDir dir;
+    const Plan plan = make_copy(dir, 300);
+    const auto added_over = [&](int ranks) {
+        const Fd copy = open_dir(dir.path());
+        std::vector<std::string> all;
+        for (int rank = 0; rank < ranks; ++rank) {
+            const std::vector<std::string> mine = find_added(copy.get(), plan, rank, ranks, 2);
+            BOOST_TEST(std::is_sorted(mine.begin(), mine.end()));
+            all.insert(all.end(), mine.begin(), mine.end());
+        }
+        std::sort(all.begin(), all.end());
+        return all;
+    };
+    BOOST_TEST(added_over(3).empty());
+    dir.write("d1/new.txt", "mine");
+    ::mkdir((dir / "d2/newdir").c_str(), 0755);
+    dir.write("d2/newdir/x", "x");
+    dir.write("top.bin", "");
+    ::unlink((dir / plan.entries[3 + 7].path).c_str());  // missing is check_copy's to say
+    for (const int ranks : {1, 2, 5})
+        BOOST_TEST((added_over(ranks) == std::vector<std::string>{"d1/new.txt", "d2/newdir", "top.bin"}));
+}
+
+BOOST_AUTO_TEST_CASE(a_file_written_in_place_is_changed_when_mtimes_are_compared)
+{
+    test::TempDir dir;
+    Plan plan;
+    plan.source_root = dir.path();
+    Entry e;
+    e.path = "f";
+    e.size = 4;
+    dir.write("f", "abcd");
+    struct stat st {};
+    BOOST_REQUIRE(::stat((dir / "f").c_str(), &st) == 0);
+    e.mtime_sec = st.st_mtim.tv_sec;
+    plan.entries.add(e);
+    const Fd copy = open_dir(dir.path());
+    CheckShare share;
+    share.compare_mtime = true;
+    BOOST_TEST(check_copy(copy.get(), plan, share).bad.empty());
+    const struct timespec later[2] = {{0, UTIME_OMIT}, {st.st_mtim.tv_sec + 100, 0}};
+    BOOST_REQUIRE(::utimensat(AT_FDCWD, (dir / "f").c_str(), later, 0) == 0);  // same size, written since
+    const CopyCheck c = check_copy(copy.get(), plan, share);
+    BOOST_TEST(c.changed == 1u);
+    BOOST_TEST(c.wrong_size == 1u);
+    share.compare_mtime = false;  // a tier purged by mtime: the copy's mtimes are its own
+    BOOST_TEST(check_copy(copy.get(), plan, share).bad.empty());
 }
 
 BOOST_AUTO_TEST_CASE(the_identity_of_the_serialized_plan_is_the_plans)

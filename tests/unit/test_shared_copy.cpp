@@ -43,11 +43,28 @@ BOOST_AUTO_TEST_CASE(purged_files_are_repaired_in_copy_mode_and_restaged_when_un
     f.wrong_size = 1;
     CopyDecision d = decide_copy(f);
     BOOST_TEST(static_cast<int>(d.action) == static_cast<int>(CopyAction::Repair));
-    BOOST_TEST(d.reason.find("3 missing and 1 truncated") != std::string::npos, d.reason);
+    BOOST_TEST(d.reason.find("3 missing, 1 truncated or changed and 0 added") != std::string::npos, d.reason);
     f.repairable = false;
     d = decide_copy(f);
     BOOST_TEST(static_cast<int>(d.action) == static_cast<int>(CopyAction::Stage));
     BOOST_TEST(d.reason.find("unpacked") != std::string::npos, d.reason);
+}
+
+BOOST_AUTO_TEST_CASE(what_a_job_added_is_removed_in_any_mode_and_counted_with_the_rest)
+{
+    CopyFacts f = complete();
+    f.added = 2;
+    CopyDecision d = decide_copy(f);
+    BOOST_TEST(static_cast<int>(d.action) == static_cast<int>(CopyAction::Repair));
+    BOOST_TEST(d.reason.find("0 missing, 0 truncated or changed and 2 added of 100 entries: removing") !=
+                   std::string::npos,
+               d.reason);
+    f.repairable = false;  // an unpacked copy: removing needs no source either
+    BOOST_TEST(static_cast<int>(decide_copy(f).action) == static_cast<int>(CopyAction::Repair));
+    f.wrong_size = 1;  // ... but a changed file of one is staged again
+    BOOST_TEST(static_cast<int>(decide_copy(f).action) == static_cast<int>(CopyAction::Stage));
+    f.repairable = true;
+    BOOST_TEST(static_cast<int>(decide_copy(f).action) == static_cast<int>(CopyAction::Repair));
 }
 
 BOOST_AUTO_TEST_CASE(entries_someone_else_owns_stage_the_copy_again_whatever_their_sizes)
