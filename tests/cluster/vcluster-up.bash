@@ -124,7 +124,13 @@ UnkillableStepTimeout=60
 InactiveLimit=0
 # Finished jobs stay visible to scontrol this long (there is no accounting).
 MinJobAge=300
-NodeName=n[1-$nn] NodeHostname=localhost NodeAddr=127.0.0.1 Port=$node_port-$((node_port + nn - 1)) CPUs=$cpus RealMemory=$mem
+# NodeHostname is each node's own hostname (what hostname -s says there), as
+# on a real cluster: Slurm's commands run on a node (scontrol listpids) find
+# which node they are on by it; with one NodeHostname for all they all guess
+# the first node.  NodeAddr is the same loopback address for every node.
+$(for ((i = 1; i <= nn; i++)); do
+    echo "NodeName=n$i NodeHostname=n$i NodeAddr=127.0.0.1 Port=$((node_port + i - 1)) CPUs=$cpus RealMemory=$mem"
+done)
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 # A second partition on the same nodes, for per-partition [[overrides]]
 # (48-overrides.bats). Hidden: a user's sinfo lists each node once (root's
@@ -154,6 +160,20 @@ start_slurmctld() {
     say "slurmctld pid $(<"$pidf")"
 }
 
+# The nodes' /etc/hosts: the host's, and every node name on loopback.  On a
+# real cluster every node resolves the node names; Slurm's commands resolve
+# their own node's hostname (slurm_conf_get_aliased_nodename), and an
+# unresolvable one costs 10 s of retries (get_addr_info) each time.
+write_hosts() {
+    local n
+    {
+        cat /etc/hosts
+        echo "# vcluster nodes"
+        for n in "${NODES[@]}"; do echo "127.0.0.1 $n"; done
+    } >"$DIR/hosts"
+    chmod 0644 "$DIR/hosts"
+}
+
 # Each node is a UTS + mount namespace held by a process of its own (the
 # holder, `sleep infinity`), so that slurmd can be restarted inside it while
 # the node's jobs, /dev/shm and mounts live on.  The holder's shell sets the
@@ -169,9 +189,10 @@ start_node_namespace() {
             mount -t tmpfs -o size="$3",mode=1777 tmpfs /dev/shm
             mount --bind "$4" /local
             if [ -n "$5" ]; then mount --bind "$5" /etc/fuse.conf; fi
+            mount --bind "$6" /etc/hosts
             echo $$ >"$1"
             exec sleep infinity' \
-        vc-holder "$pidf" "$n" "$size" "$DIR/nodes/$n/local" "$fuse_conf"
+        vc-holder "$pidf" "$n" "$size" "$DIR/nodes/$n/local" "$fuse_conf" "$DIR/hosts"
     wait_pidfile "$pidf" 10 || die "node $n: its namespace did not start"
     local i
     for ((i = 0; i < 100; i++)); do    # until the shell has become the holder
@@ -289,6 +310,7 @@ cmd_up() {
     write_slurm_conf "$base" $((base + 1))
     write_plugstack
     start_slurmctld
+    write_hosts
     [[ $ALLOW_OTHER == 1 ]] && printf '# vcluster --user-allow-other\nuser_allow_other\n' >"$DIR/fuse.conf"
     for n in "${NODES[@]}"; do
         size=${SMALL[$n]:-$SHM_SIZE}
