@@ -25,8 +25,8 @@ srun -N3 --ntasks-per-node=1 bash -c '
   echo "\$(hostname) MTIMES \$("$DIGEST" --mtimes "\$DLSTAGE_TREE") \$("$DIGEST" --mtimes "\$DLSTAGE_SHARDS_X")"'
 SCRIPT
     chmod a+rx "$script"
-    (cd "$work" && runuser -u "$VCLUSTER_USER" -- env SLURM_CONF="$SLURM_CONF" OMPI_MCA_btl_tcp_if_include=lo \
-        sbatch --parsable --wait -N3 -o out.txt --stage-data="$MATRIX" "$script") >"$work/job_id" 2>"$work/sbatch.err"
+    (cd "$work" && sbatch_wait runuser -u "$VCLUSTER_USER" -- env SLURM_CONF="$SLURM_CONF" OMPI_MCA_btl_tcp_if_include=lo \
+        sbatch --parsable -N3 -o out.txt --stage-data="$MATRIX" "$script") >"$work/job_id" 2>"$work/sbatch.err"
     echo $? >"$work/sbatch.rc"
 }
 
@@ -47,7 +47,7 @@ expect_on_all_nodes() {
     cat "$(matrix_file sbatch.err)" "$(matrix_file out.txt)"
     [ "$(cat "$(matrix_file sbatch.rc)")" -eq 0 ]
     job=$(matrix_job)
-    wait_job_gone "$job"  # sbatch --wait may return while the epilog still runs
+    wait_job_gone "$job"
     [ "$(job_state "$job")" = COMPLETED ]
 }
 
@@ -154,7 +154,7 @@ expect_on_all_nodes() {
 }
 
 @test "srun inside a staged job does not stage again" {
-    run as_user sbatch --wait -N2 -o out.txt --stage-data=tree:shm --wrap "srun -N2 true; srun -N2 true"
+    run sbatch_wait as_user sbatch --parsable -N2 -o out.txt --stage-data=tree:shm --wrap "srun -N2 true; srun -N2 true"
     [ "$status" -eq 0 ]
     out=$(cat "$(user_workdir)/out.txt")
     [ "$(grep -c '^dlstage: staging tree' <<<"$out")" -eq 1 ]

@@ -32,7 +32,7 @@ assert_cleaned() {
 sbatch_image_m() {
     cat >"$1/job.sh"
     chmod a+rx "$1/job.sh"
-    run as_user sbatch --parsable --wait -N3 -o out.txt --stage-data=image-m "$1/job.sh"
+    run sbatch_wait as_user sbatch --parsable -N3 -o out.txt --stage-data=image-m "$1/job.sh"
     echo "$output"
     cat "$1/out.txt"
     [ "$status" -eq 0 ]

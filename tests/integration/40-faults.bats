@@ -43,14 +43,14 @@ start_slow_staging() {
 }
 
 @test "failed staging in a batch job: the script never runs, the job fails with the reason" {
-    run as_user sbatch --parsable --wait -N3 -o out.txt --stage-data=hostile --wrap 'echo SCRIPT-RAN'
+    run sbatch_wait as_user sbatch --parsable -N3 -o out.txt --stage-data=hostile --wrap 'echo SCRIPT-RAN'
     [ "$status" -ne 0 ]
     job=${output%%;*}
     out=$(cat "$(user_workdir)/out.txt")
     echo "$out"
     ! grep -q SCRIPT-RAN <<<"$out" || false
     grep -q "dlstage: staging hostile to shm failed on n" <<<"$out"
-    wait_job_gone "$job"  # sbatch --wait may return while the epilog still runs
+    wait_job_gone "$job"
     [ "$(job_state "$job")" = FAILED ]
     assert_no_leftovers
     assert_healthy

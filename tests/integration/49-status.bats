@@ -61,7 +61,7 @@ assert j["user"] == sys.argv[3] and d["meta"]["slurm"]["asked"] is True, d
 }
 
 @test "a failed job: failed, with the reason, in the table, in -o %r and in JSON" {
-    run as_user sbatch --parsable --wait -N3 -o out.txt --stage-data=hostile --wrap 'echo SCRIPT-RAN'
+    run sbatch_wait as_user sbatch --parsable -N3 -o out.txt --stage-data=hostile --wrap 'echo SCRIPT-RAN'
     [ "$status" -ne 0 ]
     job=${output%%;*}
     wait_job_gone "$job"
@@ -101,7 +101,7 @@ assert j["state"] == "failed" and "unsafe entry" in j["reason"], j
 }
 
 @test "array tasks: shown as squeue shows them, selected by 123 and 123_4" {
-    run as_user sbatch --parsable --wait --array=1-2 -N1 -o /dev/null --stage-data=sample:shm --wrap true
+    run sbatch_wait as_user sbatch --parsable --array=1-2 -N1 -o /dev/null --stage-data=sample:shm --wrap true
     [ "$status" -eq 0 ]
     array=${output%%;*}
     status_as_user -h -o '%i %d' -j "$array"

@@ -173,7 +173,7 @@ two_jobs_as_written() {
     # The script's own request and options; only the resources are the test
     # cluster's (its nodes have 2 CPUs and little memory), given on the
     # command line, which takes precedence over #SBATCH lines.
-    run as_user sbatch --parsable --wait --cpus-per-task=1 --mem=0 --time=5 --output="$dir/train.out" \
+    run sbatch_wait as_user sbatch --parsable --cpus-per-task=1 --mem=0 --time=5 --output="$dir/train.out" \
         examples/pytorch/train.sbatch
     job=${output%%;*}
     out=$(cat "$dir/train.out" 2>/dev/null)

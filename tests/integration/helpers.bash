@@ -215,6 +215,34 @@ wait_job_gone() {
     return 1
 }
 
+# sbatch_wait CMD...: CMD (an `sbatch --parsable` command line, through
+# as_user or runuser) as if it had --wait: prints the job id, then returns
+# once every record of the job (each array task) has ended, with the highest
+# of their exit codes (1 for one a signal ended), as sbatch --wait does.  But
+# it looks every 0.2 s: sbatch --wait sleeps 2, 8, then 32 s between looks
+# (with MinJobAge=300), so a job of 11 s kept it 42 s.  It also waits for
+# the epilogs (COMPLETING), which sbatch --wait does not.
+sbatch_wait() {
+    local out rc=0 i states code
+    out=$("$@") || rc=$?
+    echo "$out"
+    [ "$rc" -eq 0 ] || return "$rc"
+    [[ $out =~ ^[0-9]+(;.*)?$ ]] || { echo "sbatch_wait: no job id from: $*" >&2; return 1; }
+    for ((i = 0; i < 3000; i++)); do
+        states=$(scontrol show job -o "${out%%;*}" 2>/dev/null) || states=""
+        if [ -n "$states" ] && ! grep -vqE ' JobState=(COMPLETED|CANCELLED|FAILED|TIMEOUT|NODE_FAIL|PREEMPTED|BOOT_FAIL|DEADLINE|OUT_OF_MEMORY) ' <<<"$states"; then
+            for code in $(grep -oE ' ExitCode=[0-9]+:[0-9]+' <<<"$states" | cut -d= -f2); do
+                [ "${code#*:}" -eq 0 ] || code=1:0
+                [ "${code%:*}" -le "$rc" ] || rc=${code%:*}
+            done
+            return "$rc"
+        fi
+        sleep 0.2
+    done
+    echo "sbatch_wait: job ${out%%;*} did not end in 600 s" >&2
+    return 1
+}
+
 # job_state JOBID: COMPLETED, FAILED, CANCELLED, ...
 job_state() {
     scontrol show job "$1" | grep -oE 'JobState=[A-Z_]+' | cut -d= -f2
