@@ -108,10 +108,14 @@ start_slow_staging() {
 
 @test "a stager rank killed with SIGKILL mid-transfer: the job fails naming the node, nothing hangs" {
     start_slow_staging n2
-    # The rank on n2: a dlstage-stager process whose environment says n2.
+    # The rank on n2: a dlstage-stager process whose environment says n2,
+    # this job and this cluster (another cluster on the machine may run the
+    # same test user's stagers).
     victim=""
     for pid in $(pgrep -u "$VCLUSTER_USER" -x dlstage-stager); do
-        if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx SLURMD_NODENAME=n2; then victim=$pid; fi
+        environ=$(tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null) || continue
+        if grep -qx SLURMD_NODENAME=n2 <<<"$environ" && grep -qxF "SLURM_JOB_ID=$job" <<<"$environ" &&
+            grep -qxF "SLURM_CONF=$SLURM_CONF" <<<"$environ"; then victim=$pid; fi
     done
     [ -n "$victim" ]
     kill -9 "$victim"
