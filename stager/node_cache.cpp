@@ -275,18 +275,10 @@ void stage_cached(const StageItem& item, const NodeContext& ctx, const ExchangeO
     MPI_Comm part = MPI_COMM_NULL;
     try {
         const WorkIn in_cache(cache_dir, job_dir, entry.tier_dir);
-        Plan plan = plan_saying_progress(item, ctx);
+        const Plan plan = usable_plan(item, ctx);
         check_mode_fits_plan(item, plan);
-        std::string identity = shared_identity(plan, ctx);
+        const std::string identity = shared_identity(plan, ctx);
         Look look = look_here(item, here, plan, identity);
-        // An entry is of the source as planned; a plan from a manifest must
-        // still hold file by file before a node uses its entry unread.
-        if (!all_ranks(ctx.comm, !look.hit) && !plan_still_holds(item, ctx, plan)) {
-            plan = plan_saying_progress(item, ctx, PlanFrom::Walk);
-            check_mode_fits_plan(item, plan);
-            identity = shared_identity(plan, ctx);
-            look = look_here(item, here, plan, identity);
-        }
         const double check_s = std::chrono::duration<double>(Clock::now() - start).count();
         const int hits = static_cast<int>(reduce_over_ranks(ctx.comm, look.hit ? 1 : 0, MPI_SUM));
         if (!look.hit)

@@ -305,21 +305,13 @@ void use_or_stage(const StageItem& item, const NodeContext& ctx, const ExchangeO
 {
     const auto start = Clock::now();
     const auto seconds_since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
-    Plan plan = plan_saying_progress(item, ctx);
+    double source_s = 0;
+    const Plan plan = usable_plan(item, ctx, &source_s);
     check_mode_fits_plan(item, plan);
-    const double plan_s = seconds_since(start);
+    const double plan_s = seconds_since(start) - source_s;
     const auto look_start = Clock::now();
     Found found = look_for_copy(item, here, plan, ctx);
     const double look_s = seconds_since(look_start);
-    // The copy is of the source as planned; a plan from a manifest must
-    // still hold file by file before nothing of the source is read.
-    const auto source_start = Clock::now();
-    if (found.usable && !plan_still_holds(item, ctx, plan)) {
-        plan = plan_saying_progress(item, ctx, PlanFrom::Walk);
-        check_mode_fits_plan(item, plan);
-        found = look_for_copy(item, here, plan, ctx);
-    }
-    const double source_s = seconds_since(source_start);
     const auto stat_start = Clock::now();
     const Checked checked = check_share(item, here, found, plan, ctx);
     const policy::CopyDecision decision = policy::decide_copy(checked.facts);

@@ -227,6 +227,16 @@ Plan plan_saying_progress(const StageItem& item, const NodeContext& ctx, PlanFro
     return broadcast_plan(item, ctx, from);
 }
 
+Plan usable_plan(const StageItem& item, const NodeContext& ctx, double* source_s)
+{
+    Plan plan = plan_saying_progress(item, ctx);
+    const auto start = Clock::now();
+    const bool holds = plan_still_holds(item, ctx, plan);
+    if (source_s)
+        *source_s = std::chrono::duration<double>(Clock::now() - start).count();
+    return holds ? plan : plan_saying_progress(item, ctx, PlanFrom::Walk);
+}
+
 bool plan_still_holds(const StageItem& item, const NodeContext& ctx, const Plan& plan)
 {
     const bool from_manifest = reduce_over_ranks(ctx.comm, ctx.rank == 0 && plan.from_manifest ? 1 : 0, MPI_MAX) != 0;
@@ -559,7 +569,7 @@ void stage_here(const StageItem& item, const NodeContext& ctx, const ExchangeOpt
 
     const auto start = Clock::now();
     const std::uint64_t cpu_start = cpu_microseconds();
-    const Plan plan = plan_saying_progress(item, ctx);
+    const Plan plan = usable_plan(item, ctx);
     check_mode_fits_plan(item, plan);
     const policy::ExtractionBudget budget = check_space(item, job_dir, layout.tier_dir, plan);
     if (ctx.rank == 0)

@@ -33,12 +33,17 @@ enum class PlanFrom { ManifestOrWalk, Walk };
 Plan broadcast_plan(const StageItem& item, const NodeContext& ctx, PlanFrom from = PlanFrom::ManifestOrWalk);
 // The same, with rank 0 saying now and then how many entries its walk found.
 Plan plan_saying_progress(const StageItem& item, const NodeContext& ctx, PlanFrom from = PlanFrom::ManifestOrWalk);
-// Before a kept copy is reused on the word of a plan from a manifest (a
-// reuse reads nothing of the source): true when every source file is still
-// as the plan says, or the site promised that the dataset's source is
-// never rewritten in place (immutable = true), or the plan came from a
-// walk; else rank 0 says what changed, and the caller plans with a walk.
+// A plan from a manifest is current as far as directories go: true when
+// every source file is still as the plan says too, or the site promised
+// that the dataset's source is never rewritten in place (immutable =
+// true), or the plan came from a walk; else rank 0 says what changed.
 bool plan_still_holds(const StageItem& item, const NodeContext& ctx, const Plan& plan);
+// The plan every way of staging uses: plan_saying_progress, and when that
+// plan came from a manifest that does not hold file by file, a walk's.  A
+// kept copy is reused unread on its word, and a stale manifest's plan
+// would fail the staging at the first file rewritten since the scan, job
+// after job.  source_s: the seconds plan_still_holds took.
+Plan usable_plan(const StageItem& item, const NodeContext& ctx, double* source_s = nullptr);
 void check_mode_fits_plan(const StageItem& item, const Plan& plan);
 // The tier's file system against what the plan brings (this rank's node).
 policy::ExtractionBudget check_space(const StageItem& item, const Fd& job_dir, const std::string& shown,

@@ -224,6 +224,7 @@ change_copy() {
     grep -q "dlstage: ns-added: repaired and reused the copy in $(mine)/ns-added " <<<"$output"
     grep -q "; found 0 missing, 20 changed and 2 added entries: 20 fetched again, 2 removed" <<<"$output"
     doc_says "$MAN1" 'repaired and reused the copy' imagenet=ns-added <<<"$output"
+    doc_says "$README" 'repaired and reused the copy' imagenet=ns-added <<<"$output"
     ! grep -q "staging ns-added\|staging it again" <<<"$output" || false
     each_node_says "$output" "$(mine)/ns-added $want 30"
     [ ! -e "$(mine)/ns-added/extra" ] && [ ! -e "$(mine)/ns-added/d2/planted.bin" ]
