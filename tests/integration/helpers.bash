@@ -99,10 +99,16 @@ unmount_pfs() {
     "${run[@]}" fusermount3 -u "$PFS" 2>/dev/null || "${run[@]}" umount -l "$PFS" 2>/dev/null || true
 }
 
-# assert_healthy: no node drained or down (after a second for slurmctld to
-# hear of a failed prolog or epilog).
+# assert_healthy: no node drained or down, once slurmctld has heard every
+# epilog's outcome: a job stays completing, and so do its nodes, until each
+# node's epilog has reported (a failed one drains its node).  Waits for
+# that up to 30 s, not a fixed second, then looks at the nodes.
 assert_healthy() {
-    sleep 1
+    local i
+    for ((i = 0; i < 150; i++)); do
+        [ -z "$(squeue -h -t completing -o %i)" ] && ! sinfo -h -o %T | grep -qi 'comp' && break
+        sleep 0.2
+    done
     ! sinfo -h -o %T | grep -Eiq 'drain|down' || { sinfo -N -o '%N %T %E'; return 1; }
 }
 
