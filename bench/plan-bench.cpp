@@ -25,7 +25,7 @@
 
 #include "lib/error.hpp"
 #include "stager/chunks.hpp"
-#include "stager/manifest.hpp"
+#include "stager/manifest_scan.hpp"
 #include "stager/plan.hpp"
 #include "stager/tree_writer.hpp"
 

@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "lib/stager_tuning.hpp"
+#include "config/stager_tuning.hpp"
 #include "lib/sys/parallel.hpp"
 #include "stager/chunks.hpp"
 #include "stager/plan.hpp"

@@ -9,12 +9,12 @@
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "cli/table.hpp"
-#include "lib/config.hpp"
-#include "lib/catalog_listing.hpp"
-#include "lib/config_paths.hpp"
+#include "config/config.hpp"
+#include "config/catalog_listing.hpp"
+#include "config/config_paths.hpp"
 #include "lib/error.hpp"
 #include "lib/size.hpp"
-#include "lib/source_facts.hpp"
+#include "dataset/source_facts.hpp"
 #include "lib/strings.hpp"
 
 namespace dlstage::cli {

@@ -9,10 +9,10 @@
 
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
-#include "lib/config.hpp"
-#include "lib/config_paths.hpp"
+#include "config/config.hpp"
+#include "config/config_paths.hpp"
 #include "lib/error.hpp"
-#include "lib/job_identity.hpp"
+#include "job/job_identity.hpp"
 #include "lib/log.hpp"
 #include "lib/strings.hpp"
 #include "policies/overrides.hpp"

@@ -3,7 +3,7 @@
 // shared tier's unfinished claims, old records), as root, from a systemd
 // timer or cron.  Slurm is asked once which jobs exist and which have
 // processes on this node; without its answer nothing is removed.  What may
-// go is policies/gc's decision; finding and removing is lib/gc_leftovers'.
+// go is policies/gc's decision; finding and removing is gc/gc_leftovers'.
 #include <chrono>
 #include <functional>
 #include <optional>
@@ -16,17 +16,17 @@
 
 #include "cli/commands.hpp"
 #include "policies/cache_eviction.hpp"
-#include "lib/tier_space.hpp"
+#include "tier/tier_space.hpp"
 #include "lib/size.hpp"
-#include "lib/node_cache.hpp"
+#include "tier/cache_entries.hpp"
 #include "cli/options.hpp"
-#include "lib/config_paths.hpp"
+#include "config/config_paths.hpp"
 #include "lib/error.hpp"
-#include "lib/gc_leftovers.hpp"
-#include "lib/identity.hpp"
+#include "gc/gc_leftovers.hpp"
+#include "job/identity.hpp"
 #include "lib/log.hpp"
-#include "lib/slurm_jobs.hpp"
-#include "lib/state_record.hpp"
+#include "status/slurm_jobs.hpp"
+#include "job/state_record.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/bounded.hpp"
 #include "policies/gc.hpp"

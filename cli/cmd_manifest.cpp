@@ -1,5 +1,5 @@
 // dlstage catalog scan NAME / catalog show NAME: a dataset's manifest
-// (stager/manifest.hpp), written once by an admin and read by checks that
+// (stager/manifest_scan.hpp), written once by an admin and read by checks that
 // must not walk the parallel file system.
 #include <cerrno>
 #include <chrono>
@@ -11,15 +11,15 @@
 
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
-#include "lib/config.hpp"
-#include "lib/config_paths.hpp"
+#include "config/config.hpp"
+#include "config/config_paths.hpp"
 #include "lib/error.hpp"
 #include "lib/log.hpp"
 #include "lib/number.hpp"
 #include "lib/size.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/sys_error.hpp"
-#include "stager/manifest.hpp"
+#include "stager/manifest_scan.hpp"
 
 namespace dlstage::cli {
 

@@ -19,7 +19,7 @@
 #include "lib/log.hpp"
 #include "lib/number.hpp"
 #include "lib/size.hpp"
-#include "lib/stager_tuning.hpp"
+#include "config/stager_tuning.hpp"
 #include "lib/strings.hpp"
 #include "pack/output_files.hpp"
 #include "pack/pack_tree.hpp"

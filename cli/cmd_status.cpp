@@ -1,8 +1,8 @@
 // dlstage status: staging as squeue shows jobs.  One row per (job,
 // dataset), its state derived from the job's records in state_dir/jobs/
-// (lib/job_status.hpp) and from what Slurm says of the job now (one squeue
-// call, lib/slurm_jobs.hpp); columns as squeue's -o picks them, times and
-// sizes as Slurm prints them (lib/status_format.hpp).  The records of a
+// (status/job_status.hpp) and from what Slurm says of the job now (one squeue
+// call, status/slurm_jobs.hpp); columns as squeue's -o picks them, times and
+// sizes as Slurm prints them (status/status_format.hpp).  The records of a
 // job are its user's (0700): users see their own jobs, root every user's.
 //
 // --dataset NAME: where it is kept (cli/status_copies.cpp) and staged;
@@ -21,17 +21,17 @@
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "cli/table.hpp"
-#include "lib/config.hpp"
-#include "lib/config_paths.hpp"
-#include "lib/contract.hpp"
+#include "config/config.hpp"
+#include "config/config_paths.hpp"
+#include "job/contract.hpp"
 #include "lib/error.hpp"
-#include "lib/job_records.hpp"
-#include "lib/job_status.hpp"
+#include "job/job_records.hpp"
+#include "status/job_status.hpp"
 #include "lib/log.hpp"
 #include "lib/number.hpp"
-#include "lib/slurm_jobs.hpp"
-#include "lib/state_record.hpp"
-#include "lib/status_format.hpp"
+#include "status/slurm_jobs.hpp"
+#include "job/state_record.hpp"
+#include "status/status_format.hpp"
 #include "lib/strings.hpp"
 
 namespace dlstage::cli {

@@ -7,7 +7,7 @@
 
 #include <toml++/toml.h>
 
-#include "lib/config.hpp"
+#include "config/config.hpp"
 
 namespace dlstage {
 struct Config;

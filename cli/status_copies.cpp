@@ -10,8 +10,8 @@
 
 #include "cli/commands.hpp"
 #include "cli/table.hpp"
-#include "lib/copy_record.hpp"
-#include "lib/identity.hpp"
+#include "job/copy_record.hpp"
+#include "job/identity.hpp"
 #include "lib/log.hpp"
 #include "lib/size.hpp"
 #include "lib/strings.hpp"

@@ -1,7 +1,7 @@
 // dlstage status --node NODE: each configured tier as this node sees it:
 // its file system's size and use, dlstage's limits there, what the tier
 // root holds (job directories and their owners) and the node cache's
-// entries (none yet: lib/tier_contents.hpp).  Node-local tiers are seen
+// entries (none yet: tier/tier_contents.hpp).  Node-local tiers are seen
 // only on the node itself, so it must run there (srun -w NODE ...).
 #include <ctime>
 #include <iostream>
@@ -12,13 +12,13 @@
 #include "cli/commands.hpp"
 #include "cli/table.hpp"
 #include "lib/error.hpp"
-#include "lib/identity.hpp"
+#include "job/identity.hpp"
 #include "lib/log.hpp"
 #include "lib/size.hpp"
-#include "lib/status_format.hpp"
+#include "status/status_format.hpp"
 #include "lib/strings.hpp"
-#include "lib/tier_contents.hpp"
-#include "lib/tier_space.hpp"
+#include "tier/tier_contents.hpp"
+#include "tier/tier_space.hpp"
 
 namespace dlstage::cli {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/config.hpp"
+#include "config/config.hpp"
 
 namespace dlstage::launch {
 

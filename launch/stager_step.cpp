@@ -5,12 +5,12 @@
 #include <unistd.h>
 
 #include "launch/job_step.hpp"
-#include "lib/contract.hpp"
+#include "job/contract.hpp"
 #include "lib/error.hpp"
 #include "lib/log.hpp"
 #include "lib/number.hpp"
-#include "lib/stager_tuning.hpp"
-#include "lib/state_record.hpp"
+#include "config/stager_tuning.hpp"
+#include "job/state_record.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/process.hpp"
 #include "policies/launch_retry.hpp"

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/config.hpp"
+#include "config/config.hpp"
 
 namespace dlstage::launch {
 

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/config.hpp"
+#include "config/config.hpp"
 
 namespace dlstage::mounts {
 

@@ -9,12 +9,12 @@
 #include <thread>
 #include <unistd.h>
 
-#include "lib/contract.hpp"
+#include "job/contract.hpp"
 #include "lib/error.hpp"
-#include "lib/identity.hpp"
-#include "lib/job_layout.hpp"
+#include "job/identity.hpp"
+#include "job/job_layout.hpp"
 #include "lib/log.hpp"
-#include "lib/state_record.hpp"
+#include "job/state_record.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/process.hpp"
 #include "mounts/scratch_file.hpp"

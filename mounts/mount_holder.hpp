@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "lib/config.hpp"
-#include "lib/stage_spec.hpp"
+#include "config/config.hpp"
+#include "config/stage_spec.hpp"
 
 namespace dlstage::mounts {
 
@@ -15,7 +15,7 @@ namespace dlstage::mounts {
 std::vector<StageItem> mount_items(const Config& config, const std::string& spec);
 
 // Mounts each image of spec's mount datasets staged for job job_id on this
-// node, prints kMountedLine (lib/contract.hpp), and holds the mounts until SIGTERM, SIGINT or
+// node, prints kMountedLine (job/contract.hpp), and holds the mounts until SIGTERM, SIGINT or
 // SIGHUP (or until every server has ended).  Its exit status.
 int hold_mounts(const Config& config, const std::string& job_id, const std::string& spec);
 

@@ -10,15 +10,15 @@
 #include <string>
 #include <vector>
 
-#include "lib/config.hpp"
-#include "lib/source_facts.hpp"
-#include "lib/stage_spec.hpp"
-#include "lib/tier_space.hpp"
+#include "config/config.hpp"
+#include "dataset/source_facts.hpp"
+#include "config/stage_spec.hpp"
+#include "tier/tier_space.hpp"
 #include "policies/verdict.hpp"
 
 namespace dlstage::policy {
 
-// The tier's file system on a node (lib/tier_space.hpp); empty on the
+// The tier's file system on a node (tier/tier_space.hpp); empty on the
 // submit side.
 using dlstage::TierSpace;
 
@@ -57,7 +57,7 @@ ExtractionBudget extraction_budget(const Dataset& dataset, const Tier& tier, con
                                    const TierSpace& space);
 
 // The job's memory on each node, when known where the question is asked
-// (lib/job_identity gathers it), and how the job asked for it, for the
+// (job/job_identity gathers it), and how the job asked for it, for the
 // message ("--mem=64G per node").
 struct JobMemory {
     std::optional<std::uint64_t> per_node;  // bytes

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "lib/config.hpp"
-#include "lib/tier_space.hpp"
+#include "config/config.hpp"
+#include "tier/tier_space.hpp"
 #include "policies/verdict.hpp"
 
 namespace dlstage::policy {
@@ -37,7 +37,7 @@ struct CacheTierFacts {
     std::optional<std::uint64_t> max_inodes;
 };
 
-// The tier's high_watermark and low_watermark (lib/config).
+// The tier's high_watermark and low_watermark (config/config).
 using dlstage::Watermarks;
 
 // What a job about to stage brings to the tier (0, 0 for gc).

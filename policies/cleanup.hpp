@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "lib/config.hpp"
+#include "config/config.hpp"
 
 namespace dlstage::policy {
 

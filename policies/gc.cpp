@@ -1,6 +1,6 @@
 #include "policies/gc.hpp"
 
-#include "lib/slurm_jobs.hpp"
+#include "status/slurm_jobs.hpp"
 
 namespace dlstage::policy {
 

@@ -16,11 +16,11 @@
 #include <string>
 #include <vector>
 
-#include "lib/config.hpp"
+#include "config/config.hpp"
 
 namespace dlstage::policy {
 
-// What is known of a job where the question is asked (lib/job_identity
+// What is known of a job where the question is asked (job/job_identity
 // gathers it at submit, on the node, and for check-config --explain).
 struct JobIdentity {
     std::optional<std::string> partition;  // nothing: not known here

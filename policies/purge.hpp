@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "lib/config.hpp"
+#include "config/config.hpp"
 #include "policies/verdict.hpp"
 
 namespace dlstage::policy {

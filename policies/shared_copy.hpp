@@ -1,7 +1,7 @@
 // A copy in a shared tier (one for all nodes, kept across jobs): whether a
 // job may use the copy it finds, must repair it or must stage it again, and
 // when another job's lock on it may be broken.  Facts in, decision out; the
-// stager gathers the facts (stager/shared_copy.cpp).
+// stager gathers the facts (stager/shared_tier.cpp).
 #pragma once
 
 #include <cstdint>

@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <string>
 
-#include "lib/config.hpp"
+#include "config/config.hpp"
 #include "policies/verdict.hpp"
 
 namespace dlstage::policy {

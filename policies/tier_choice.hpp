@@ -1,5 +1,5 @@
 // Which tier a --stage-data entry goes to, and may it: the site default,
-// the dataset's allowed tiers, paths outside the catalog.  lib/stage_spec
+// the dataset's allowed tiers, paths outside the catalog.  config/stage_spec
 // gathers the facts (what was written, what the catalog says) and asks.
 #pragma once
 

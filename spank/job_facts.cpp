@@ -2,7 +2,7 @@
 
 #include <pwd.h>
 
-#include "lib/contract.hpp"
+#include "job/contract.hpp"
 #include "lib/error.hpp"
 
 namespace dlstage::spank {

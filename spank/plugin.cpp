@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/contract.hpp"
+#include "job/contract.hpp"
 #include "lib/error.hpp"
 #include "lib/log.hpp"
 #include "policies/slurm_version.hpp"

@@ -9,19 +9,19 @@
 #include <set>
 #include <sstream>
 
-#include "lib/config.hpp"
-#include "lib/config_paths.hpp"
-#include "lib/contract.hpp"
+#include "config/config.hpp"
+#include "config/config_paths.hpp"
+#include "job/contract.hpp"
 #include "lib/error.hpp"
-#include "lib/job_identity.hpp"
-#include "lib/job_layout.hpp"
-#include "lib/node_cache.hpp"
-#include "lib/safe_fs.hpp"
-#include "lib/stage_spec.hpp"
-#include "lib/state_record.hpp"
+#include "job/job_identity.hpp"
+#include "job/job_layout.hpp"
+#include "tier/cache_entries.hpp"
+#include "tier/safe_fs.hpp"
+#include "config/stage_spec.hpp"
+#include "job/state_record.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/bounded.hpp"
-#include "lib/tier_space.hpp"
+#include "tier/tier_space.hpp"
 #include "policies/admission.hpp"
 #include "policies/cache_eviction.hpp"
 #include "policies/cleanup.hpp"
@@ -208,7 +208,7 @@ void prepare_directories(const std::vector<StageItem>& items, const ScriptStart&
 
 // ---------------------------------------------------------------------------
 // node caches (cleanup = "cache"): the user's cache directory, root's record
-// of the job's use, and room for what the job brings (lib/node_cache.hpp)
+// of the job's use, and room for what the job brings (tier/cache_entries.hpp)
 
 bool is_cache(const Tier& tier)
 {
@@ -242,7 +242,7 @@ SizesByDataset claimed_sizes(const ScriptStart& start)
 }
 
 // The sizes root believes before evicting anything: each source probed by
-// a child that became the job's user (lib/node_cache.hpp).  One that cannot
+// a child that became the job's user (tier/cache_entries.hpp).  One that cannot
 // be sized counts as bringing nothing, with a note.
 SizesByDataset probed_sizes(const Tier& tier, const std::vector<StageItem>& items, const ScriptStart& start,
                             Report& report)

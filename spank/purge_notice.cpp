@@ -2,7 +2,7 @@
 
 #include <ctime>
 
-#include "lib/copy_record.hpp"
+#include "job/copy_record.hpp"
 #include "lib/error.hpp"
 #include "policies/purge.hpp"
 

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "lib/stage_spec.hpp"
+#include "config/stage_spec.hpp"
 #include "spank/spank_api.hpp"
 
 namespace dlstage::spank {

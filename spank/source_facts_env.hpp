@@ -8,8 +8,8 @@
 #include <map>
 #include <string>
 
-#include "lib/contract.hpp"  // kFactsVar
-#include "lib/source_facts.hpp"
+#include "job/contract.hpp"  // kFactsVar
+#include "dataset/source_facts.hpp"
 
 namespace dlstage::spank {
 

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "lib/config_paths.hpp"
-#include "lib/contract.hpp"
+#include "config/config_paths.hpp"
+#include "job/contract.hpp"
 #include "lib/strings.hpp"
 
 namespace dlstage::spank {

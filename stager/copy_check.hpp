@@ -4,7 +4,7 @@
 // the copy holds (its contents file: a plan of the copy, in the plan's
 // wire format), and a check of the copy against that list by stat alone,
 // many in flight, each rank its share.  No MPI here: the caller shares the
-// work out (stager/shared_copy.cpp).
+// work out (stager/shared_tier.cpp).
 #pragma once
 
 #include <cstdint>
@@ -16,7 +16,7 @@
 #include <unistd.h>
 #include <vector>
 
-#include "lib/config.hpp"
+#include "config/config.hpp"
 #include "stager/plan.hpp"
 
 namespace dlstage::stager {
@@ -51,7 +51,7 @@ struct CheckShare {
     bool refresh_atime = false;  // a site's refresh_on_use
     uid_t owner = ::geteuid();   // whose every entry must be
     // Node caches: > 0, an entry whose ctime is later (ns since the epoch)
-    // was changed after the copy was sealed (lib/copy_record.hpp).
+    // was changed after the copy was sealed (job/copy_record.hpp).
     std::int64_t sealed_ns = 0;
     // Shared copies that keep the source's mtimes: a file whose mtime is
     // not its entry's (in seconds: some file systems keep no more) was

@@ -7,7 +7,7 @@
 
 #include "lib/error.hpp"
 #include "lib/log.hpp"
-#include "lib/state_record.hpp"
+#include "job/state_record.hpp"
 #include "lib/sys/sys_error.hpp"
 #include "lib/sys/tree_remover.hpp"
 #include "stager/stage_steps.hpp"

@@ -1,5 +1,5 @@
-// What a kept copy (a shared tier's, stager/shared_copy; a node cache's
-// entry, stager/node_cache) goes through once it is staged: put in place
+// What a kept copy (a shared tier's, stager/shared_tier; a node cache's
+// entry, stager/cache_tier) goes through once it is staged: put in place
 // (the old one aside and away), listed, recorded, and each use counted.
 // Names relative to the directory the copy lives in (here), paths for
 // messages (layout).
@@ -7,9 +7,9 @@
 
 #include <cstdint>
 
-#include "lib/copy_record.hpp"
-#include "lib/job_layout.hpp"
-#include "lib/stage_spec.hpp"
+#include "job/copy_record.hpp"
+#include "job/job_layout.hpp"
+#include "config/stage_spec.hpp"
 #include "lib/sys/fd.hpp"
 #include "stager/plan.hpp"
 #include "stager/stage_dataset.hpp"

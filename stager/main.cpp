@@ -20,16 +20,16 @@
 #include <string>
 #include <unistd.h>
 
-#include "lib/config.hpp"
-#include "lib/contract.hpp"
+#include "config/config.hpp"
+#include "job/contract.hpp"
 #include "lib/error.hpp"
-#include "lib/identity.hpp"
-#include "lib/job_identity.hpp"
+#include "job/identity.hpp"
+#include "job/job_identity.hpp"
 #include "lib/log.hpp"
 #include "lib/number.hpp"
-#include "lib/stage_spec.hpp"
-#include "lib/stager_tuning.hpp"
-#include "lib/state_record.hpp"
+#include "config/stage_spec.hpp"
+#include "config/stager_tuning.hpp"
+#include "job/state_record.hpp"
 #include "stager/stage_dataset.hpp"
 
 namespace {

@@ -4,7 +4,7 @@
 // only metadata load on the parallel file system), and broadcasts it.
 //
 // A plan of 1.28 M files must fit every rank many times over: its entries
-// are an EntryList (lib/entry_list: 40 bytes and the path per entry), and
+// are an EntryList (dataset/entry_list: 40 bytes and the path per entry), and
 // its wire format is that list's two blocks as they lie in memory, so
 // broadcast_plan sends and receives them in place, without a serialized
 // copy.
@@ -16,8 +16,8 @@
 #include <sys/stat.h>
 #include <vector>
 
-#include "lib/config.hpp"
-#include "lib/entry_list.hpp"
+#include "config/config.hpp"
+#include "dataset/entry_list.hpp"
 
 namespace dlstage::stager {
 
@@ -46,7 +46,7 @@ using DirSeen = std::function<void(const std::string& path, const struct stat& s
 Plan build_plan(const Dataset& dataset, unsigned walk_threads = 16, const DirSeen& dir_seen = nullptr);
 
 // The plan from the dataset's manifest in manifest_dir when it is trusted
-// and current (lib/manifest: every directory's mtime and ctime as scanned),
+// and current (dataset/manifest: every directory's mtime and ctime as scanned),
 // else from build_plan.  note: why a manifest there was not used, one line
 // for the job's output ("" when it was used or there is none).
 Plan plan_for(const std::string& manifest_dir, const Dataset& dataset, std::string& note,

@@ -1,5 +1,5 @@
 // Whether the source still is what a plan says, file by file.  A plan made
-// from a manifest is current as far as its directories go (lib/manifest):
+// from a manifest is current as far as its directories go (dataset/manifest):
 // a file rewritten in place changes no directory.  Before a kept copy is
 // reused on such a plan's word (nothing of the source is read then), each
 // rank lstats its share of the source's files and symlinks, many in

@@ -15,16 +15,16 @@
 #include <thread>
 #include <unistd.h>
 
-#include "lib/contract.hpp"
+#include "job/contract.hpp"
 #include "lib/error.hpp"
 #include "lib/log.hpp"
-#include "lib/job_identity.hpp"
-#include "lib/job_layout.hpp"
-#include "lib/safe_fs.hpp"
+#include "job/job_identity.hpp"
+#include "job/job_layout.hpp"
+#include "tier/safe_fs.hpp"
 #include "lib/size.hpp"
-#include "lib/state_record.hpp"
+#include "job/state_record.hpp"
 #include "lib/strings.hpp"
-#include "lib/tier_space.hpp"
+#include "tier/tier_space.hpp"
 #include "lib/sys/dataset_walk.hpp"
 #include "lib/sys/periodic.hpp"
 #include "lib/sys/sys_error.hpp"
@@ -34,8 +34,8 @@
 #include "stager/parallel_extract.hpp"
 #include "stager/own_chunks.hpp"
 #include "stager/plan.hpp"
-#include "stager/node_cache.hpp"
-#include "stager/shared_copy.hpp"
+#include "stager/cache_tier.hpp"
+#include "stager/shared_tier.hpp"
 #include "stager/source_check.hpp"
 #include "stager/stage_steps.hpp"
 

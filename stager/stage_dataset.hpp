@@ -6,7 +6,7 @@
 #include <mpi.h>
 #include <string>
 
-#include "lib/stage_spec.hpp"
+#include "config/stage_spec.hpp"
 #include "stager/exchange.hpp"
 
 namespace dlstage::stager {

@@ -1,5 +1,5 @@
 // The steps of staging one dataset that node tiers (stager/stage_dataset)
-// and shared tiers (stager/shared_copy) have in common.  All are collective
+// and shared tiers (stager/shared_tier) have in common.  All are collective
 // over ctx.comm (every rank of the job, or of the nodes that take part)
 // unless said otherwise; the working directory is the
 // tier directory the stager entered and checked.
@@ -11,8 +11,8 @@
 #include <mpi.h>
 #include <string>
 
-#include "lib/job_layout.hpp"
-#include "lib/stage_spec.hpp"
+#include "job/job_layout.hpp"
+#include "config/stage_spec.hpp"
 #include "lib/sys/fd.hpp"
 #include "policies/admission.hpp"
 #include "stager/plan.hpp"

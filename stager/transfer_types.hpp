@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <functional>
 
-#include "lib/stager_tuning.hpp"
+#include "config/stager_tuning.hpp"
 #include "stager/chunks.hpp"
 #include "stager/tree_writer.hpp"
 

@@ -2,8 +2,8 @@
 // ConfigError with one-line problems; nothing else escapes.
 #include <algorithm>
 
-#include "lib/config.hpp"
-#include "lib/contract.hpp"
+#include "config/config.hpp"
+#include "job/contract.hpp"
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
 #include "tests/fuzz/fuzz.hpp"

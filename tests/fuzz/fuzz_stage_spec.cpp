@@ -4,9 +4,9 @@
 // root.  Input: SPEC, then optionally NUL JOB NUL USER NUL NODE.
 #include <algorithm>
 
-#include "lib/config.hpp"
+#include "config/config.hpp"
 #include "lib/error.hpp"
-#include "lib/stage_spec.hpp"
+#include "config/stage_spec.hpp"
 #include "lib/strings.hpp"
 #include "tests/fuzz/fuzz.hpp"
 

@@ -1,10 +1,10 @@
-// parse_record (lib/state_record.hpp): any text is a table or a one-line
+// parse_record (job/state_record.hpp): any text is a table or a one-line
 // dlstage::Error; nothing else escapes, and reading its fields is defined
 // behaviour whatever they hold.
 #include "lib/error.hpp"
-#include "lib/job_layout.hpp"
-#include "lib/record_field.hpp"
-#include "lib/state_record.hpp"
+#include "job/job_layout.hpp"
+#include "job/record_field.hpp"
+#include "job/state_record.hpp"
 #include "tests/fuzz/fuzz.hpp"
 
 using namespace dlstage;

@@ -112,7 +112,7 @@ job_story() {
         # And Slurm 22.05's slurmd forgets the revoked credential only with
         # a scan it skips if it scanned under 2 s ago (the epilog's end
         # scans): then it takes the second run for the first and runs no
-        # prolog (a CI run failed so; lib/job_layout.hpp).
+        # prolog (a CI run failed so; job/job_layout.hpp).
         [ "$(job_state "$job")" = PENDING ] && first_run_over "$job" &&
             { scontrol update jobid="$job" starttime=now 2>/dev/null || true; }
         sleep 0.5

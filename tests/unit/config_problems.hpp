@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/config.hpp"
+#include "config/config.hpp"
 #include "lib/error.hpp"
 
 namespace dlstage::test {

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "lib/config.hpp"
+#include "config/config.hpp"
 
 namespace dlstage::test {
 

@@ -1,4 +1,4 @@
-// Tiers, trees and outcomes for the tests of lib/safe_fs (test_safe_fs.cpp:
+// Tiers, trees and outcomes for the tests of tier/safe_fs (test_safe_fs.cpp:
 // preparing and opening job directories; test_safe_fs_remove.cpp: removing
 // and unmounting).
 #pragma once
@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lib/safe_fs.hpp"
+#include "tier/safe_fs.hpp"
 #include "tests/unit/tmpdir.hpp"
 
 namespace dlstage::test {

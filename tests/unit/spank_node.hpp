@@ -10,7 +10,7 @@
 
 #include <toml++/toml.h>
 
-#include "lib/state_record.hpp"
+#include "job/state_record.hpp"
 #include "spank/plugin_args.hpp"
 #include "tests/unit/fake_spank.hpp"
 #include "tests/unit/tmpdir.hpp"

@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <sys/stat.h>
 
-#include "lib/config.hpp"
+#include "config/config.hpp"
 #include "lib/error.hpp"
 #include "tests/unit/config_problems.hpp"
 #include "tests/unit/error_of.hpp"

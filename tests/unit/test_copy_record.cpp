@@ -11,8 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lib/config.hpp"
-#include "lib/copy_record.hpp"
+#include "config/config.hpp"
+#include "job/copy_record.hpp"
 #include "tests/unit/error_of.hpp"
 #include "tests/unit/in_child.hpp"
 #include "tests/unit/safe_fs_fixtures.hpp"

@@ -1,6 +1,6 @@
 #include <boost/test/unit_test.hpp>
 
-#include "lib/dataset_format.hpp"
+#include "config/dataset_format.hpp"
 
 using namespace dlstage;
 

@@ -1,10 +1,10 @@
-// lib/gc_leftovers: what `dlstage gc` finds in tiers and state_dir, and
+// gc/gc_leftovers: what `dlstage gc` finds in tiers and state_dir, and
 // how it removes it, on trees in a temporary directory (the trusted levels
 // are the caller's own, as root's are when gc runs).
 #include <algorithm>
 
-#include "lib/config.hpp"
-#include "lib/gc_leftovers.hpp"
+#include "config/config.hpp"
+#include "gc/gc_leftovers.hpp"
 #include "lib/strings.hpp"
 #include "tests/unit/safe_fs_fixtures.hpp"
 #include "tests/unit/stopped_fuse.hpp"

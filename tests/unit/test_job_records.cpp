@@ -2,8 +2,8 @@
 
 #include <sys/stat.h>
 
-#include "lib/job_records.hpp"
-#include "lib/state_record.hpp"
+#include "job/job_records.hpp"
+#include "job/state_record.hpp"
 #include "tests/unit/tmpdir.hpp"
 
 using namespace dlstage;

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <sys/stat.h>
 
-#include "lib/contract.hpp"
-#include "lib/job_layout.hpp"
+#include "job/contract.hpp"
+#include "job/job_layout.hpp"
 #include "spank/prolog_epilog.hpp"
 #include "spank/slurmstepd.hpp"
 #include "spank/srun.hpp"

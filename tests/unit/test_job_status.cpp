@@ -4,11 +4,11 @@
 #include <sys/stat.h>
 
 #include "lib/error.hpp"
-#include "lib/job_status.hpp"
+#include "status/job_status.hpp"
 #include "lib/size.hpp"
-#include "lib/slurm_jobs.hpp"
-#include "lib/state_record.hpp"
-#include "lib/status_format.hpp"
+#include "status/slurm_jobs.hpp"
+#include "job/state_record.hpp"
+#include "status/status_format.hpp"
 #include "lib/strings.hpp"
 #include "tests/unit/error_of.hpp"
 #include "tests/unit/tmpdir.hpp"

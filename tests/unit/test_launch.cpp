@@ -8,8 +8,8 @@
 
 #include "launch/job_step.hpp"
 #include "launch/stager_step.hpp"
-#include "lib/job_layout.hpp"
-#include "lib/state_record.hpp"
+#include "job/job_layout.hpp"
+#include "job/state_record.hpp"
 #include "tests/unit/error_of.hpp"
 #include "tests/unit/tmpdir.hpp"
 

@@ -6,7 +6,7 @@
 
 #include <xxhash.h>
 
-#include "stager/manifest.hpp"
+#include "stager/manifest_scan.hpp"
 #include "tests/unit/dataset_at.hpp"
 #include "tests/unit/error_of.hpp"
 #include "tests/unit/tmpdir.hpp"

@@ -1,14 +1,14 @@
 // charge_memory: staged bytes on tiers in node memory against the job's
 // memory per node (policies/admission fits_in_memory), and where that
-// memory comes from (lib/job_identity).
+// memory comes from (job/job_identity).
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
 #include <map>
 
-#include "lib/config.hpp"
-#include "lib/job_identity.hpp"
-#include "lib/stage_spec.hpp"
+#include "config/config.hpp"
+#include "job/job_identity.hpp"
+#include "config/stage_spec.hpp"
 #include "policies/admission.hpp"
 
 using namespace dlstage;

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/config.hpp"
+#include "config/config.hpp"
 #include "launch/job_step.hpp"
 #include "mounts/holder_step.hpp"
 #include "mounts/mount_holder.hpp"

@@ -1,4 +1,4 @@
-// lib/node_cache: a node cache's entries as root measures and evicts them,
+// tier/cache_entries: a node cache's entries as root measures and evicts them,
 // in a temporary tier whose user directory belongs to "nobody" (the
 // measuring child becomes that user, as the prolog's does).  Root only:
 // becoming another user and mounting need it.
@@ -13,8 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lib/config.hpp"
-#include "lib/node_cache.hpp"
+#include "config/config.hpp"
+#include "tier/cache_entries.hpp"
 #include "tests/unit/error_of.hpp"
 #include "tests/unit/safe_fs_fixtures.hpp"
 #include "tests/unit/stopped_fuse.hpp"

@@ -1,10 +1,10 @@
-// [[overrides]]: how they are read (lib/config) and which one a job gets
+// [[overrides]]: how they are read (config/config) and which one a job gets
 // (policies/overrides), and what check-config --explain shows.
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
 
-#include "lib/config.hpp"
+#include "config/config.hpp"
 #include "lib/error.hpp"
 #include "policies/overrides.hpp"
 #include "tests/unit/config_problems.hpp"

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "lib/error.hpp"
-#include "lib/path_template.hpp"
+#include "config/path_template.hpp"
 #include "tests/unit/error_of.hpp"
 
 using namespace dlstage;

@@ -6,8 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lib/job_layout.hpp"
-#include "lib/state_record.hpp"
+#include "job/job_layout.hpp"
+#include "job/state_record.hpp"
 #include "lib/sys/mount_table.hpp"
 #include "spank/prolog_epilog.hpp"
 #include "spank/source_facts_env.hpp"

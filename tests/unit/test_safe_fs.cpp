@@ -16,8 +16,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "lib/safe_fs.hpp"
-#include "lib/tier_walk.hpp"
+#include "tier/safe_fs.hpp"
+#include "tier/tier_walk.hpp"
 #include "tests/unit/in_child.hpp"
 #include "tests/unit/safe_fs_fixtures.hpp"
 #include "tests/unit/tmpdir.hpp"

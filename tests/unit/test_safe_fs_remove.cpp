@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "lib/safe_fs.hpp"
+#include "tier/safe_fs.hpp"
 #include "tests/unit/deep_tree.hpp"
 #include "tests/unit/in_child.hpp"
 #include "tests/unit/safe_fs_fixtures.hpp"

@@ -1,4 +1,4 @@
-// lib/slurm_jobs: gc's one question to Slurm, with squeue stand-ins on
+// status/slurm_jobs: gc's one question to Slurm, with squeue stand-ins on
 // PATH for the answers a real squeue gives (the real one is asked in
 // tests/integration/52-gc.bats).
 #include <boost/test/unit_test.hpp>
@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <utility>
 
-#include "lib/slurm_jobs.hpp"
+#include "status/slurm_jobs.hpp"
 #include "tests/unit/tmpdir.hpp"
 
 using namespace dlstage;

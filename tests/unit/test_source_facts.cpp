@@ -3,7 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lib/source_facts.hpp"
+#include "dataset/source_facts.hpp"
 #include "tests/unit/dataset_at.hpp"
 #include "tests/unit/tmpdir.hpp"
 

@@ -1,7 +1,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "lib/error.hpp"
-#include "lib/stage_spec.hpp"
+#include "config/stage_spec.hpp"
 #include "tests/unit/error_of.hpp"
 
 using namespace dlstage;

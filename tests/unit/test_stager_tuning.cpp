@@ -3,7 +3,7 @@
 #include <string>
 
 #include "lib/error.hpp"
-#include "lib/stager_tuning.hpp"
+#include "config/stager_tuning.hpp"
 #include "tests/unit/error_of.hpp"
 
 using namespace dlstage;

@@ -7,9 +7,9 @@
 #include <unistd.h>
 
 #include "lib/error.hpp"
-#include "lib/job_layout.hpp"
-#include "lib/record_field.hpp"
-#include "lib/state_record.hpp"
+#include "job/job_layout.hpp"
+#include "job/record_field.hpp"
+#include "job/state_record.hpp"
 #include "lib/sys/bounded.hpp"
 #include "tests/unit/error_of.hpp"
 #include "tests/unit/in_child.hpp"

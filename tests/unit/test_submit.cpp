@@ -4,10 +4,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lib/copy_record.hpp"
-#include "lib/identity.hpp"
-#include "lib/manifest.hpp"
-#include "lib/state_record.hpp"
+#include "job/copy_record.hpp"
+#include "job/identity.hpp"
+#include "dataset/manifest.hpp"
+#include "job/state_record.hpp"
 #include "lib/strings.hpp"
 #include "policies/purge.hpp"
 #include "spank/source_facts_env.hpp"

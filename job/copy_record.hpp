@@ -1,0 +1,72 @@
+// The record of a copy in a shared tier: the ready marker every job of its
+// user reads (DLSTAGE_<NAME> comes from its path), plus what the next job
+// needs to decide whether it may reuse the copy without reading the source
+// (policies/shared_copy.hpp), and what `dlstage status --dataset` and the
+// submit-time purge warning show.  Written by the stager, as the user, in
+// the user's tier directory (.ready-NAME.toml, replaced atomically).
+//
+// It is the user's file: root code and `dlstage status` run by an admin
+// read it as text to show, never as a reason to act.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <toml++/toml.h>
+
+#include "config/config.hpp"
+#include "job/job_layout.hpp"
+
+namespace dlstage {
+
+struct CopyRecord {
+    ReadyMarker ready;              // dataset, tier, source, path, bytes, files
+    std::string identity;           // the source's identity when copied (hex)
+    std::string mode;               // "copy" or "extract"
+    std::uint64_t entries = 0;      // entries the copy holds (its contents file)
+    std::int64_t made = 0;          // when it was staged
+    std::string made_by;            // by which job
+    std::uint64_t uses = 0;         // jobs that used it, the staging one included
+    std::int64_t last_use = 0;
+    std::string last_job;
+    std::int64_t oldest = 0;        // the oldest file's purge clock at the last check (0: unknown)
+    std::uint64_t repaired = 0;     // files fetched again after a purge, over its life
+    // Node caches: the copy's directory's ctime (ns since the epoch) once
+    // it was complete and in place.  No entry of an untouched copy has a
+    // later ctime, and no user can set a ctime back: one that is later was
+    // written, chmod'ed, or had entries added or removed since.  0: none.
+    std::int64_t sealed_ns = 0;
+};
+
+toml::table copy_record_table(const CopyRecord& record);
+
+// Throws Error naming `name` when fields are missing or malformed.
+CopyRecord copy_record_of(const toml::table& table, const std::string& name);
+
+// The record at path, or nothing when there is none.  Throws Error when it
+// exists but is not a regular file of a readable record, or is not the
+// caller's (someone else put it in the caller's directory); never blocks on
+// a fifo, never follows a symlink at its end.
+std::optional<CopyRecord> read_copy_record(const std::string& path);
+
+// Where a user's copy of a dataset lives in a shared tier, as status and
+// submit find it: the tier path expanded for the user (no %j, no %n in a
+// kept shared tier).
+std::string copy_record_path(const Tier& tier, const std::string& dataset, const std::string& user);
+
+// The copies of a dataset in the shared tiers that keep copies: the given
+// user's, or with all_users (root) every user directory's below the tier
+// root.  A record that cannot be read is listed with its problem.
+struct FoundCopy {
+    std::string tier;
+    std::string user;
+    std::string record_path;
+    std::optional<CopyRecord> record;
+    std::string problem;
+};
+std::vector<FoundCopy> find_copies(const Config& config, const std::string& dataset, const std::string& user,
+                                   bool all_users);
+
+}  // namespace dlstage

@@ -1,0 +1,151 @@
+#include "job/job_identity.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <iterator>
+#include <grp.h>
+#include <pwd.h>
+
+#include "lib/error.hpp"
+#include "job/identity.hpp"
+#include "lib/number.hpp"
+#include "lib/size.hpp"
+#include "lib/strings.hpp"
+
+namespace dlstage {
+
+namespace {
+constexpr std::uint64_t kMiB = std::uint64_t(1) << 20;
+
+std::optional<std::string> known(const std::string& value)
+{
+    if (value.empty() || value.find(',') != std::string::npos)
+        return std::nullopt;
+    return value;
+}
+
+// Slurm's numbers in its variables; anything else is not known.
+std::optional<std::uint64_t> whole_number(const std::string& text)
+{
+    if (text.empty())
+        return std::nullopt;
+    try {
+        return parse_count(text, 0, UINT64_MAX);
+    } catch (const Error&) {
+        return std::nullopt;
+    }
+}
+
+// The fewest CPUs on any node of "4(x2),2,8".
+std::optional<std::uint64_t> fewest_cpus(const std::string& text)
+{
+    std::optional<std::uint64_t> fewest;
+    for (const std::string& part : split(text, ',')) {
+        const auto cpus = whole_number(part.substr(0, part.find('(')));
+        if (!cpus)
+            return std::nullopt;
+        fewest = std::min(fewest.value_or(*cpus), *cpus);
+    }
+    return fewest;
+}
+
+policy::JobMemory per_node(std::uint64_t megabytes, const std::string& asked)
+{
+    if (megabytes == 0 || megabytes > (UINT64_MAX >> 20))
+        return {};
+    return {megabytes * kMiB, asked};
+}
+}  // namespace
+
+std::vector<std::string> unix_groups(const std::string& user)
+{
+    const passwd* pw = getpwnam(user.c_str());
+    if (!pw)
+        return {};
+    const gid_t primary = pw->pw_gid;
+    int count = 64;
+    std::vector<gid_t> gids(static_cast<std::size_t>(count));
+    while (getgrouplist(user.c_str(), primary, gids.data(), &count) < 0)
+        gids.resize(static_cast<std::size_t>(count) + 64), count = static_cast<int>(gids.size());
+    std::vector<std::string> names;
+    for (int i = 0; i < count; ++i)
+        if (const group* gr = getgrgid(gids[static_cast<std::size_t>(i)]))
+            names.push_back(gr->gr_name);
+    return names;
+}
+
+policy::JobIdentity identity_from_slurm(const EnvLookup& env, const std::string& user, bool with_groups)
+{
+    policy::JobIdentity job;
+    job.partition = known(env("SLURM_JOB_PARTITION"));
+    job.account = known(env("SLURM_JOB_ACCOUNT"));
+    const std::string name = env("SLURM_JOB_USER").empty() ? user : env("SLURM_JOB_USER");
+    if (!name.empty()) {
+        job.user = name;
+        if (with_groups)
+            job.groups = unix_groups(name);
+    }
+    return job;
+}
+
+policy::JobIdentity identity_from_options(const std::optional<std::string>& partition,
+                                          const std::optional<std::string>& account, const std::string& user)
+{
+    policy::JobIdentity job;
+    job.partition = partition ? known(*partition) : std::nullopt;
+    job.account = account ? known(*account) : std::nullopt;
+    job.user = user;
+    job.groups = unix_groups(user);
+    return job;
+}
+
+policy::JobMemory memory_from_slurm(const EnvLookup& env)
+{
+    if (const auto node = whole_number(env("SLURM_MEM_PER_NODE")))
+        return per_node(*node, "--mem=" + megabytes_text(*node) + " per node");
+    const auto cpu = whole_number(env("SLURM_MEM_PER_CPU"));
+    const auto cpus = fewest_cpus(env("SLURM_JOB_CPUS_PER_NODE"));
+    if (!cpu || !cpus || *cpus == 0 || *cpu > UINT64_MAX / *cpus)
+        return {};
+    return per_node(*cpu * *cpus, "--mem-per-cpu=" + megabytes_text(*cpu) + " x " + std::to_string(*cpus) +
+                                      " CPUs = " + megabytes_text(*cpu * *cpus) + " per node");
+}
+
+policy::JobMemory memory_from_option(const std::optional<std::string>& mem)
+{
+    if (!mem)
+        return {};
+    const std::string text = trim(*mem);
+    try {
+        const bool has_unit = !text.empty() && std::isalpha(static_cast<unsigned char>(text.back()));
+        const std::uint64_t bytes = parse_size(has_unit ? text : text + "M");
+        return per_node(bytes / kMiB, "--mem=" + megabytes_text(bytes / kMiB) + " per node");
+    } catch (const Error&) {
+        return {};
+    }
+}
+
+std::string process_env(const std::string& name)
+{
+    const char* value = std::getenv(name.c_str());
+    return value ? value : "";
+}
+
+Config config_for_this_job(const Config& config)
+{
+    return policy::config_for_job(config, identity_from_slurm(process_env, this_user_name()));
+}
+
+std::string megabytes_text(std::uint64_t megabytes)
+{
+    const char* units[] = {"M", "G", "T", "P"};
+    std::size_t unit = 0;
+    while (unit + 1 < std::size(units) && megabytes != 0 && megabytes % 1024 == 0) {
+        megabytes /= 1024;
+        ++unit;
+    }
+    return std::to_string(megabytes) + units[unit];
+}
+
+}  // namespace dlstage

@@ -1,0 +1,122 @@
+#include "job/job_layout.hpp"
+
+#include <sys/stat.h>
+
+#include "job/contract.hpp"
+#include "lib/error.hpp"
+#include "lib/number.hpp"
+#include "job/record_field.hpp"
+#include "job/state_record.hpp"
+
+namespace dlstage {
+
+namespace {
+DatasetLayout layout_in(const std::string& tier_root, const std::string& tier_dir, const std::string& name)
+{
+    DatasetLayout layout;
+    layout.tier_root = tier_root;
+    layout.tier_dir = tier_dir;
+    // name is a simple name: no '/', no "..".  Relative to ".": no "./".
+    const std::string prefix = tier_dir == "." ? "" : tier_dir + "/";
+    layout.dataset_dir = prefix + name;
+    layout.partial_dir = prefix + kPartialPrefix + name;
+    layout.incoming_dir = prefix + kIncomingPrefix + name;
+    layout.ready_marker = prefix + kReadyPrefix + name + kRecordSuffix;
+    layout.image_dir = prefix + kImagePrefix + name;
+    layout.staged_marker = prefix + kStagedPrefix + name + kRecordSuffix;
+    layout.lock_file = prefix + kLockPrefix + name;
+    layout.contents_file = prefix + kContentsPrefix + name;
+    layout.retired_dir = prefix + kRetiredPrefix + name;
+    return layout;
+}
+}  // namespace
+
+DatasetLayout dataset_layout(const StageItem& item, const TemplateValues& values)
+{
+    // tier_dir as the prolog made it.
+    return layout_in(item.tier.path.root(), tier_directory(item, values), item.dataset.name);
+}
+
+DatasetLayout dataset_layout_within(const StageItem& item)
+{
+    return layout_in(item.tier.path.root(), ".", item.dataset.name);
+}
+
+std::string cache_parent_of(const Tier& tier)
+{
+    return tier.path.root() + "/" + kCacheDirName;
+}
+
+std::string cache_dir_of(const Tier& tier, const std::string& user)
+{
+    return cache_parent_of(tier) + "/" + user;
+}
+
+DatasetLayout cache_layout(const StageItem& item, const std::string& user)
+{
+    return layout_in(item.tier.path.root(), cache_dir_of(item.tier, user), item.dataset.name);
+}
+
+namespace {
+std::uint64_t count_field(const toml::table& record, const char* key, const std::string& marker_path)
+{
+    const auto count = integer_field(record, key);
+    if (!count || *count < 0)
+        throw Error("ready marker " + marker_path + " has no valid '" + key + "' (a count of 0 or more)");
+    return static_cast<std::uint64_t>(*count);
+}
+}  // namespace
+
+void write_ready_marker(const std::string& marker_path, const ReadyMarker& marker)
+{
+    write_record(marker_path, toml::table{
+                                  {"dataset", marker.dataset},
+                                  {"tier", marker.tier},
+                                  {"source", marker.source},
+                                  {"path", marker.path},
+                                  {"bytes", static_cast<std::int64_t>(marker.bytes)},
+                                  {"files", static_cast<std::int64_t>(marker.files)},
+                              });
+}
+
+std::optional<ReadyMarker> read_ready_marker(const std::string& marker_path)
+{
+    struct stat st {};
+    if (lstat(marker_path.c_str(), &st) != 0)
+        return std::nullopt;
+    if (!S_ISREG(st.st_mode))
+        throw Error("ready marker " + marker_path + " is not a regular file");
+    return ready_marker_of(read_record(marker_path), marker_path);
+}
+
+ReadyMarker ready_marker_of(const toml::table& record, const std::string& marker_path)
+{
+    ReadyMarker marker;
+    marker.dataset = record["dataset"].value_or(std::string());
+    marker.tier = record["tier"].value_or(std::string());
+    marker.source = record["source"].value_or(std::string());
+    marker.path = record["path"].value_or(std::string());
+    marker.bytes = count_field(record, "bytes", marker_path);
+    marker.files = count_field(record, "files", marker_path);
+    if (marker.path.empty())
+        throw Error("ready marker " + marker_path + " has no path");
+    return marker;
+}
+
+std::string unprepared_dir(const std::string& what, const std::string& dir, const std::string& problem,
+                           const std::string& restarts, const std::string& check)
+{
+    std::uint64_t requeued = 0;
+    try {
+        requeued = restarts.empty() ? 0 : parse_count(restarts, 0, kMaxSlurmNumber);
+    } catch (const Error&) {
+        requeued = 0;  // not Slurm's count: say what a first run would
+    }
+    std::string message = what + " " + dir + " was not prepared by the prolog: " + problem;
+    if (requeued == 0)
+        return message + " (" + check + ")";
+    return message + " (this run follows a requeue: Slurm before 23.11 skips a requeued job's prolog on a node " +
+           "that handled a job credential in the 2 seconds before; requeue the job again)";
+}
+
+}  // namespace dlstage

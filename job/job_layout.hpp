@@ -1,0 +1,106 @@
+// Where one dataset of one job lives in a tier, as every party computes it:
+// the prolog (creates tier_dir), the stager (fills partial_dir, renames it to
+// dataset_dir, writes the ready marker last), task_init in slurmstepd
+// (exports the path from the marker) and the epilog (removes tier_dir).
+//
+//   /dev/shm/dlstage/123/                      tier_dir (prolog, 0700, the user's)
+//   /dev/shm/dlstage/123/imagenet/             dataset_dir: exactly the content
+//   /dev/shm/dlstage/123/.partial-imagenet/    being written; never read by jobs
+//   /dev/shm/dlstage/123/.incoming-imagenet/   archives waiting to be extracted
+//   /dev/shm/dlstage/123/.ready-imagenet.toml  written last, atomically
+//
+// mode = "mount" adds two entries, and dataset_dir is a mount point:
+//   /dev/shm/dlstage/123/.image-imagenet/       the staged squashfs image
+//   /dev/shm/dlstage/123/.staged-imagenet.toml  the stager's marker (path: the image)
+// The ready marker is written only once the image is mounted on dataset_dir.
+//
+// A shared tier (scope = "shared") has one directory per user, every node
+// sees it, and copies stay there across jobs:
+//   /p/scratch/dlstage/alice/                      tier_dir (prolog, 0700, alice's)
+//   /p/scratch/dlstage/alice/imagenet/             the copy, reused by later jobs
+//   /p/scratch/dlstage/alice/.ready-imagenet.toml  its record (job/copy_record.hpp)
+//   /p/scratch/dlstage/alice/.contents-imagenet    what the copy must hold
+//   /p/scratch/dlstage/alice/.lock-imagenet        held while a job stages it
+//
+// A node cache (scope = "node", cleanup = "cache") keeps one entry per user
+// and dataset on each node, laid out as a shared tier's copies are, in the
+// user's cache directory below the tier root; the job directory (%j) holds
+// only the job's ready marker, whose path points into the cache:
+//   /dev/shm/dlstage/.cache/alice/                      cache_dir (prolog, 0700, alice's)
+//   /dev/shm/dlstage/.cache/alice/imagenet/             the entry, reused by later jobs
+//   /dev/shm/dlstage/.cache/alice/.ready-imagenet.toml  its record (job/copy_record.hpp)
+//   /dev/shm/dlstage/.cache/alice/.contents-imagenet    what the entry must hold
+//   /dev/shm/dlstage/.cache/alice/.lock-imagenet        held while a job stages it
+//   /dev/shm/dlstage/123/.ready-imagenet.toml           the job's marker: path = the entry
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <toml++/toml.h>
+
+#include "config/stage_spec.hpp"
+
+namespace dlstage {
+
+struct DatasetLayout {
+    std::string tier_root;
+    std::string tier_dir;
+    std::string dataset_dir;
+    std::string partial_dir;
+    std::string incoming_dir;
+    std::string ready_marker;
+    std::string image_dir;      // mode = "mount": where the image is kept
+    std::string staged_marker;  // mode = "mount": the image is complete here
+    std::string lock_file;      // shared tiers: who is staging the dataset now
+    std::string contents_file;  // shared tiers: what the copy holds
+    std::string retired_dir;    // shared tiers: prefix of a replaced copy's name
+};
+
+DatasetLayout dataset_layout(const StageItem& item, const TemplateValues& values);
+
+// The same names relative to the tier directory (tier_dir "."): how the
+// stager addresses them once the job directory it opened and checked is its
+// working directory, so that no path to it is looked up again.
+DatasetLayout dataset_layout_within(const StageItem& item);
+
+// A node cache tier's directory for `user`'s entries:
+// <tier root>/.cache/<user>.
+std::string cache_dir_of(const Tier& tier, const std::string& user);
+// Its parent, <tier root>/.cache, root's.
+std::string cache_parent_of(const Tier& tier);
+// Where `user`'s entry of item's dataset lives: tier_dir is cache_dir_of.
+DatasetLayout cache_layout(const StageItem& item, const std::string& user);
+
+// Why the stager finds no directory the prolog makes (`what`: "the job
+// directory"), with what to check.  `restarts` is the job's
+// SLURM_RESTART_COUNT: on a requeued job's later run the likely cause is
+// Slurm itself.  Before 23.11, slurmd purges a requeued job's old
+// credential state with a scan it skips when it scanned under 2 s ago, and
+// then takes the new run for one whose prolog already ran.  `check` is
+// what to look at otherwise.
+std::string unprepared_dir(const std::string& what, const std::string& dir, const std::string& problem,
+                           const std::string& restarts, const std::string& check);
+
+// What the stager records once a dataset is complete and verified on a node.
+struct ReadyMarker {
+    std::string dataset;
+    std::string tier;
+    std::string source;
+    std::string path;  // what DLSTAGE_<NAME> holds: the file, or the directory
+    std::uint64_t bytes = 0;
+    std::uint64_t files = 0;
+};
+
+void write_ready_marker(const std::string& marker_path, const ReadyMarker& marker);
+
+// The marker, or nothing if there is none (not staged, or not yet).
+// Throws Error if it exists but cannot be parsed.
+std::optional<ReadyMarker> read_ready_marker(const std::string& marker_path);
+
+// The marker in a parsed record; throws Error naming marker_path if it has
+// no path, or bytes or files that are not counts.
+ReadyMarker ready_marker_of(const toml::table& record, const std::string& marker_path);
+
+}  // namespace dlstage

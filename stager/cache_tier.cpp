@@ -1,0 +1,320 @@
+#include "stager/cache_tier.hpp"
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fcntl.h>
+#include <functional>
+#include <memory>
+#include <mpi.h>
+#include <random>
+#include <sys/stat.h>
+#include <thread>
+#include <unistd.h>
+
+#include "job/contract.hpp"
+#include "job/copy_record.hpp"
+#include "lib/error.hpp"
+#include "job/job_identity.hpp"
+#include "job/job_layout.hpp"
+#include "lib/log.hpp"
+#include "tier/safe_fs.hpp"
+#include "lib/size.hpp"
+#include "lib/strings.hpp"
+#include "lib/sys/sys_error.hpp"
+#include "stager/copy_check.hpp"
+#include "stager/copy_lock.hpp"
+#include "stager/kept_copy.hpp"
+#include "stager/stage_steps.hpp"
+
+namespace dlstage::stager {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+// The user's cache directory on this node, as the prolog made it, open and
+// checked once (every level root's, the directory the user's, 0700).
+Fd open_cache_dir(const DatasetLayout& entry)
+{
+    OpenResult opened = open_job_dir(entry.tier_root, entry.tier_dir);
+    if (!opened.problem.empty())
+        throw Error(unprepared_dir("the node cache directory", entry.tier_dir, opened.problem,
+                                   process_env(kRestartCountVar), "is the plugin loaded on this node?"));
+    return std::move(opened.dir);
+}
+
+// Works in `into` for a while; back to `back` (the job directory) after.
+class WorkIn {
+public:
+    WorkIn(const Fd& into, const Fd& back, const std::string& shown) : back_(back)
+    {
+        if (::fchdir(into.get()) != 0)
+            throw_cannot("enter", shown, errno);
+    }
+    ~WorkIn()
+    {
+        if (::fchdir(back_.get()) != 0) {
+            // Nothing better to do in a destructor: the next name looked
+            // up relative to the working directory fails loudly.
+        }
+    }
+    WorkIn(const WorkIn&) = delete;
+    WorkIn& operator=(const WorkIn&) = delete;
+
+private:
+    const Fd& back_;
+};
+
+// The dataset's lock on every node of the job, or on none: a job that held
+// one node's lock while waiting for another's could wait for ever on a job
+// doing the same the other way round.  Whoever cannot have all lets go and
+// tries again after a while that differs between jobs.
+std::unique_ptr<CopyLock> lock_every_node(const StageItem& item, const NodeContext& ctx, const Fd& cache_dir,
+                                          const DatasetLayout& here, const DatasetLayout& entry)
+{
+    auto last_said = std::make_shared<std::int64_t>(0);
+    LockOptions options;
+    // Each attempt is a new lock: the waiting line once a minute, not at each.
+    options.say = [name = item.dataset.name, last_said](const std::string& line) {
+        if (seconds_now() - *last_said < 60)
+            return;
+        *last_said = seconds_now();
+        say(name + ": " + line);
+    };
+    std::minstd_rand jitter(static_cast<unsigned>(std::hash<std::string>{}(ctx.values.job_id)) +
+                            static_cast<unsigned>(ctx.rank));
+    for (;;) {
+        std::unique_ptr<CopyLock> lock =
+            CopyLock::try_take(cache_dir.get(), here.lock_file, entry.lock_file,
+                               LockHolder{ctx.values.job_id, ctx.node, static_cast<long>(::getpid()), 0}, options);
+        if (all_ranks(ctx.comm, lock != nullptr))
+            return lock;
+        lock.reset();
+        std::this_thread::sleep_for(std::chrono::milliseconds(200 + jitter() % 1800));
+    }
+}
+
+// Rank 0's identity of the plan, on every rank (one serialization of a
+// million-entry plan, not one per node).
+std::string shared_identity(const Plan& plan, const NodeContext& ctx)
+{
+    char text[128] = {};
+    if (ctx.rank == 0) {
+        const std::string mine = source_identity(plan);
+        std::strncpy(text, mine.c_str(), sizeof text - 1);
+    }
+    MPI_Request request = MPI_REQUEST_NULL;
+    MPI_Ibcast(text, sizeof text, MPI_CHAR, 0, ctx.comm, &request);
+    quiet_wait(request);
+    return text;
+}
+
+// What this node's cache holds of the dataset.
+struct Look {
+    bool hit = false;
+    std::string why;  // a miss: why, for the job output
+    std::optional<CopyRecord> record;
+};
+
+std::string miss_counts(const CopyCheck& found)
+{
+    std::string text;
+    const auto add = [&](std::uint64_t n, const char* what) {
+        if (n == 0)
+            return;
+        text += (text.empty() ? "" : ", ") + std::to_string(n) + " " + what;
+    };
+    add(found.missing - found.foreign, "entries missing");
+    add(found.foreign, "entries not yours");
+    add(found.changed, "entries changed since it was cached");
+    add(found.wrong_size - found.changed, "files of another size");
+    return text;
+}
+
+Look look_here(const StageItem& item, const DatasetLayout& here, const Plan& plan, const std::string& identity)
+{
+    Look look;
+    try {
+        look.record = read_copy_record(here.ready_marker);
+    } catch (const Error& e) {
+        look.why = std::string("its record is unreadable (") + e.what() + ")";
+        return look;
+    }
+    if (!look.record) {
+        look.why = "not in the node cache";
+        return look;
+    }
+    const CopyRecord& record = *look.record;
+    if (record.identity != identity || record.mode != to_string(item.dataset.mode)) {
+        look.why = "the source changed since it was cached";
+        return look;
+    }
+    if (record.sealed_ns <= 0) {
+        look.why = "its entry has no seal";
+        return look;
+    }
+    // Copy mode: the same identity is the same plan, so the plan is what
+    // the entry holds.  Extract mode: what extraction wrote, listed then.
+    std::optional<Plan> listed;
+    if (item.dataset.mode == Mode::Extract) {
+        try {
+            const std::optional<std::string> bytes = read_contents_file(here.contents_file);
+            if (bytes)
+                listed = deserialize(*bytes);
+        } catch (const Error&) {
+        }
+        if (!listed) {
+            look.why = "its list of contents is missing or unreadable";
+            return look;
+        }
+    }
+    Fd copy(::open(here.dataset_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    struct stat top {};
+    if (!copy.valid() || ::fstat(copy.get(), &top) != 0) {
+        look.why = "its entry is gone";
+        return look;
+    }
+    if (top.st_uid != ::geteuid()) {
+        look.why = "its entry is not yours";
+        return look;
+    }
+    // Entries added to or removed from the top directory show in its ctime.
+    if (ctime_ns(top) > record.sealed_ns) {
+        look.why = "entries were added, removed or renamed since it was cached";
+        return look;
+    }
+    CheckShare share;
+    share.sealed_ns = record.sealed_ns;
+    const CopyCheck found = check_copy(copy.get(), listed ? *listed : plan, share);
+    if (!found.bad.empty()) {
+        look.why = miss_counts(found);
+        return look;
+    }
+    look.hit = true;
+    return look;
+}
+
+// The entry's seal: its directory's ctime once it is in place (the rename
+// set it) and complete.
+std::int64_t seal_of(const DatasetLayout& here, const DatasetLayout& entry)
+{
+    struct stat st {};
+    if (::lstat(here.dataset_dir.c_str(), &st) != 0)
+        throw_cannot("check", entry.dataset_dir, errno);
+    return ctime_ns(st);
+}
+
+// The nodes that missed, together: read once among them, written on each,
+// into .partial-NAME, then into place with its record.
+void stage_entry(const StageItem& item, const NodeContext& part, const ExchangeOptions& options,
+                 const DatasetLayout& entry, const DatasetLayout& here, const Fd& cache_dir, const Plan& plan,
+                 const std::string& identity)
+{
+    const auto start = Clock::now();
+    const std::uint64_t cpu_start = cpu_now();
+    clear_partial(entry, here, cache_dir);
+    const policy::ExtractionBudget budget = check_space(item, cache_dir, entry.tier_dir, plan);
+    if (part.rank == 0)
+        say_staging(item, part, plan);
+    const TransferResult moved = transfer(item, part, options, entry, here, cache_dir, plan, budget);
+    // As on any node tier: published only once every node that stages
+    // holds a complete, verified copy.
+    MPI_Barrier(part.comm);
+    publish_copy(item, entry, here, cache_dir, part);
+    std::optional<Plan> unpacked;
+    if (item.dataset.mode == Mode::Extract) {
+        unpacked = unpacked_contents(item, entry);
+        write_contents(cache_dir.get(), entry.tier_dir, here.contents_file, *unpacked);
+    }
+    CopyRecord record = new_record(item, entry, plan, unpacked ? *unpacked : plan, identity, part);
+    record.sealed_ns = seal_of(here, entry);
+    record_use(record, here, part, record.made);
+    moved.done();
+    say_transferred(item, part, plan, moved.bytes_read, start, cpu_start);
+}
+
+// The job's marker on this node, in the job directory: DLSTAGE_<NAME> is
+// the entry.
+void mark_for_job(const StageItem& item, const DatasetLayout& entry, const Plan& plan, const CopyRecord& record)
+{
+    const DatasetLayout job_here = dataset_layout_within(item);
+    ReadyMarker marker = record.ready;
+    const bool one_file = plan.single_file && item.dataset.mode != Mode::Extract;
+    marker.path = one_file ? entry.dataset_dir + "/" + plan.entries.front().path : entry.dataset_dir;
+    write_ready_marker(job_here.ready_marker, marker);
+}
+
+// Rank 0's line: its own entry's story when it hit.
+std::string hit_line(const StageItem& item, const Look& mine, int hits, int nodes, double seconds)
+{
+    char line[512];
+    if (!mine.hit) {
+        std::snprintf(line, sizeof line, "%s: cache hit on %d of %d nodes; checked in %.2f s",
+                      item.dataset.name.c_str(), hits, nodes, seconds);
+        return line;
+    }
+    const CopyRecord& record = *mine.record;
+    std::snprintf(line, sizeof line, "%s: cache hit on %d of %d nodes (%s in %llu %s, cached by job %s on %s, "
+                                     "used %llu times on this node); checked in %.2f s",
+                  item.dataset.name.c_str(), hits, nodes, format_size(record.ready.bytes).c_str(),
+                  static_cast<unsigned long long>(record.ready.files), record.ready.files == 1 ? "file" : "files",
+                  record.made_by.c_str(),
+                  day_text(record.made).c_str(), static_cast<unsigned long long>(record.uses), seconds);
+    return line;
+}
+}  // namespace
+
+void stage_cached(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options,
+                  const DatasetLayout& layout, const Fd& job_dir)
+{
+    const auto start = Clock::now();
+    const DatasetLayout entry = cache_layout(item, ctx.values.user);
+    const DatasetLayout here = dataset_layout_within(item);
+    const Fd cache_dir = open_cache_dir(entry);
+    std::unique_ptr<CopyLock> lock = lock_every_node(item, ctx, cache_dir, here, entry);
+    MPI_Comm part = MPI_COMM_NULL;
+    try {
+        const WorkIn in_cache(cache_dir, job_dir, entry.tier_dir);
+        const Plan plan = usable_plan(item, ctx);
+        check_mode_fits_plan(item, plan);
+        const std::string identity = shared_identity(plan, ctx);
+        Look look = look_here(item, here, plan, identity);
+        const double check_s = std::chrono::duration<double>(Clock::now() - start).count();
+        const int hits = static_cast<int>(reduce_over_ranks(ctx.comm, look.hit ? 1 : 0, MPI_SUM));
+        if (!look.hit)
+            sayf("%s: staging it on %s: %s", item.dataset.name.c_str(), ctx.node.c_str(), look.why.c_str());
+
+        // Only the nodes that missed take part in the transfer.
+        MPI_Comm_split(ctx.comm, look.hit ? 0 : 1, ctx.rank, &part);
+        if (!look.hit) {
+            NodeContext missed = ctx;
+            missed.comm = part;
+            MPI_Comm_rank(part, &missed.rank);
+            MPI_Comm_size(part, &missed.size);
+            stage_entry(item, missed, options, entry, here, cache_dir, plan, identity);
+            look.record = read_copy_record(here.ready_marker);
+            if (!look.record)
+                throw Error("the record of " + entry.dataset_dir + " vanished");
+        } else {
+            record_use(*look.record, here, ctx, look.record->oldest);
+        }
+        {
+            const WorkIn in_job(job_dir, job_dir, layout.tier_dir);
+            mark_for_job(item, entry, plan, *look.record);
+        }
+        quiet_barrier(ctx.comm);  // every node's marker is written
+        if (ctx.rank == 0 && hits > 0)
+            say(hit_line(item, look, hits, ctx.size, check_s));
+        if (ctx.rank == 0 && hits == ctx.size)
+            record_job_state(item, *look.record, ctx, kCacheHitState);
+    } catch (...) {
+        if (part != MPI_COMM_NULL)
+            MPI_Comm_free(&part);
+        lock->release();  // else the user's next job here waits until it is judged stale
+        throw;
+    }
+    MPI_Comm_free(&part);
+    lock->release();
+}
+
+}  // namespace dlstage::stager

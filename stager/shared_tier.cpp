@@ -1,0 +1,375 @@
+#include "stager/shared_tier.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <ctime>
+#include <fcntl.h>
+#include <memory>
+#include <mpi.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "job/contract.hpp"
+#include "job/copy_record.hpp"
+#include "lib/error.hpp"
+#include "lib/log.hpp"
+#include "lib/size.hpp"
+#include "job/state_record.hpp"
+#include "lib/strings.hpp"
+#include "lib/sys/sys_error.hpp"
+#include "lib/sys/tree_remover.hpp"
+#include "policies/purge.hpp"
+#include "policies/shared_copy.hpp"
+#include "stager/copy_check.hpp"
+#include "stager/copy_lock.hpp"
+#include "stager/kept_copy.hpp"
+#include "stager/stage_steps.hpp"
+
+namespace dlstage::stager {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+int broadcast_int(MPI_Comm comm, int value)
+{
+    MPI_Request request = MPI_REQUEST_NULL;
+    MPI_Ibcast(&value, 1, MPI_INT, 0, comm, &request);
+    quiet_wait(request);
+    return value;
+}
+
+std::int64_t reduce_min(MPI_Comm comm, std::int64_t mine)
+{
+    long long in = mine, out = 0;
+    MPI_Allreduce(&in, &out, 1, MPI_LONG_LONG, MPI_MIN, comm);
+    return out;
+}
+
+// What every rank needs to know of the copy before deciding.
+struct Found {
+    std::optional<CopyRecord> record;  // rank 0 only
+    std::string identity;              // rank 0 only
+    bool has_record = false;           // every rank: there is a readable record
+    bool same_source = false;          // every rank: ... of a copy of the source as it is now
+    bool usable = false;               // every rank: ... and its contents file is whole
+    std::optional<Plan> listed;        // the contents file as read (extract mode)
+
+    // Every rank, when usable: what the copy holds (copy mode: the plan).
+    const Plan& contents(const Plan& plan) const { return listed ? *listed : plan; }
+};
+
+// The contents file, read by rank 0 alone and broadcast: N ranks reading a
+// file of some 100 MB (1.28 M entries) from the shared file system would
+// read it N times.  Nothing on every rank when rank 0 could not read it.
+std::optional<Plan> read_contents_once(const std::string& path, const NodeContext& ctx)
+{
+    std::string bytes;
+    unsigned long long size = 0;
+    if (ctx.rank == 0) {
+        try {
+            if (std::optional<std::string> file = read_contents_file(path)) {
+                bytes = std::move(*file);
+                size = bytes.size() + 1;  // 0: none
+            }
+        } catch (const Error&) {
+            size = 0;  // unreadable: staged again, as when there is none
+        }
+    }
+    MPI_Request request = MPI_REQUEST_NULL;
+    MPI_Ibcast(&size, 1, MPI_UNSIGNED_LONG_LONG, 0, ctx.comm, &request);
+    quiet_wait(request);
+    if (size == 0)
+        return std::nullopt;
+    bytes.resize(size - 1);
+    constexpr std::size_t kStep = 1u << 30;  // one MPI message holds at most INT_MAX bytes
+    for (std::size_t off = 0; off < bytes.size(); off += kStep) {
+        MPI_Ibcast(bytes.data() + off, static_cast<int>(std::min<std::size_t>(kStep, bytes.size() - off)), MPI_BYTE,
+                   0, ctx.comm, &request);
+        quiet_wait(request);
+    }
+    int parsed = 1;
+    std::optional<Plan> contents;
+    try {
+        contents = deserialize(bytes);
+    } catch (const Error&) {
+        parsed = 0;
+    }
+    return all_ranks(ctx.comm, parsed != 0) ? std::move(contents) : std::nullopt;
+}
+
+Found look_for_copy(const StageItem& item, const DatasetLayout& here, const Plan& plan, const NodeContext& ctx)
+{
+    Found found;
+    int seen = 0;  // 1: a record, 2: of this source, 3: ... and a contents file as long as the plan's
+    // In copy mode the contents file is the plan the copy was made from:
+    // the same identity means the same bytes, so every rank has it already
+    // (reading and parsing 1.28 M entries again cost seconds and a second
+    // plan's memory per rank).  Its length is still checked.
+    const bool copy_mode = item.dataset.mode != Mode::Extract;
+    if (ctx.rank == 0) {
+        const std::string bytes = serialize(plan);
+        found.identity = source_identity_of(bytes);
+        try {
+            found.record = read_copy_record(here.ready_marker);
+        } catch (const Error& e) {
+            say(item.dataset.name + ": the copy's record is unreadable (" + e.what() + "): staging it again");
+        }
+        if (found.record)
+            seen = found.record->identity == found.identity && found.record->mode == to_string(item.dataset.mode)
+                       ? 2
+                       : 1;
+        if (seen == 2 && copy_mode) {
+            struct stat st {};
+            if (::lstat(here.contents_file.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() &&
+                static_cast<std::uint64_t>(st.st_size) == bytes.size())
+                seen = 3;
+        }
+    }
+    seen = broadcast_int(ctx.comm, seen);
+    found.has_record = seen >= 1;
+    found.same_source = seen >= 2;
+    if (!found.same_source)
+        return found;
+    if (copy_mode) {
+        found.usable = seen == 3;
+        return found;
+    }
+    found.listed = read_contents_once(here.contents_file, ctx);
+    found.usable = found.listed.has_value();
+    return found;
+}
+
+struct Checked {
+    policy::CopyFacts facts;
+    CopyCheck mine;
+    std::vector<std::string> added;  // this rank's share: names no job of dlstage wrote
+    std::int64_t oldest = 0;
+};
+
+// Copies made with the source's mtimes (not those of a tier purged by mtime,
+// whose files count from when they were written), and unpacked copies,
+// listed as written: a file's mtime says whether it was written since.
+bool keeps_source_mtimes(const StageItem& item)
+{
+    return item.dataset.mode == Mode::Extract || !(item.tier.purge.days > 0 && item.tier.purge.by == PurgeBy::Mtime);
+}
+
+Checked check_share(const StageItem& item, const DatasetLayout& here, const Found& found, const Plan& plan,
+                    const NodeContext& ctx)
+{
+    Checked checked;
+    checked.facts.has_record = found.has_record;
+    checked.facts.same_source = found.same_source;
+    checked.facts.has_listing = found.usable;
+    checked.facts.repairable = item.dataset.mode == Mode::Copy;
+    if (!found.usable)
+        return checked;
+    Fd copy(::open(here.dataset_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    CheckShare share;
+    share.rank = ctx.rank;
+    share.ranks = ctx.size;
+    share.purge_by = item.tier.purge.by;
+    share.refresh_atime = item.tier.purge.refresh_on_use;
+    share.compare_mtime = keeps_source_mtimes(item);
+    const Plan& contents = found.contents(plan);
+    if (copy.valid()) {
+        checked.mine = check_copy(copy.get(), contents, share);
+        checked.added = find_added(copy.get(), contents, ctx.rank, ctx.size);
+    } else {  // the whole copy is gone: every entry of this share is missing
+        checked.mine.missing = (contents.entries.size() + static_cast<std::size_t>(ctx.size - 1 - ctx.rank)) /
+                               static_cast<std::size_t>(ctx.size);
+    }
+    checked.facts.entries = contents.entries.size();
+    checked.facts.missing = reduce_over_ranks(ctx.comm, checked.mine.missing, MPI_SUM);
+    checked.facts.wrong_size = reduce_over_ranks(ctx.comm, checked.mine.wrong_size, MPI_SUM);
+    checked.facts.added = reduce_over_ranks(ctx.comm, checked.added.size(), MPI_SUM);
+    // The copy's directory counts too: someone else's holds what they like.
+    struct stat top {};
+    const bool foreign_top = copy.valid() && ctx.rank == 0 && ::fstat(copy.get(), &top) == 0 && top.st_uid != ::geteuid();
+    checked.facts.foreign = reduce_over_ranks(ctx.comm, checked.mine.foreign + (foreign_top ? 1 : 0), MPI_SUM);
+    if (!copy.valid())
+        checked.facts.repairable = false;
+    checked.facts.repairable = all_ranks(ctx.comm, checked.facts.repairable);
+    checked.oldest = reduce_min(ctx.comm, checked.mine.oldest);
+    return checked;
+}
+
+// Removes an entry of the copy (named relative to copy), whatever it holds.
+void remove_entry(int copy, const std::string& name, const std::string& shown)
+{
+    struct stat st {};
+    if (::fstatat(copy, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return;
+    if (!S_ISDIR(st.st_mode)) {
+        if (::unlinkat(copy, name.c_str(), 0) != 0 && errno != ENOENT)
+            throw_cannot("remove", shown + "/" + name, errno);
+        return;
+    }
+    const RemoveResult removed = remove_tree_at(copy, name, shown);
+    if (!removed.ok())
+        throw Error("cannot remove " + shown + "/" + name + ": " + removed.problems.front());
+}
+
+// What was added goes first, each rank its share; then the directories
+// that are missing, by rank 0 in plan order; then each rank its files.
+void repair(const StageItem& item, const DatasetLayout& layout, const DatasetLayout& here, const Plan& contents,
+            const Checked& checked, const NodeContext& ctx)
+{
+    Fd copy(::open(here.dataset_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!copy.valid())
+        throw_cannot("open", layout.dataset_dir, errno);
+    for (const std::string& name : checked.added)
+        remove_entry(copy.get(), name, layout.dataset_dir);
+    std::vector<std::size_t> dirs;
+    for (std::size_t i = 0; i < contents.entries.size(); ++i)
+        if (contents.entries[i].type == EntryType::Dir) {
+            struct stat st {};
+            if (::fstatat(copy.get(), contents.entries[i].path.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+                dirs.push_back(i);
+        }
+    if (ctx.rank == 0)
+        for (const std::size_t i : dirs)
+            if (::mkdirat(copy.get(), contents.entries[i].path.c_str(), 0700 | (contents.entries[i].mode & 0777)) != 0 &&
+                errno != EEXIST)
+                throw_cannot("create", layout.dataset_dir + "/" + contents.entries[i].path, errno);
+    quiet_barrier(ctx.comm);
+    const bool keep_times = !(item.tier.purge.days > 0 && item.tier.purge.by == PurgeBy::Mtime);
+    for (const std::size_t i : checked.mine.bad) {
+        const Entry& e = contents.entries[i];
+        struct stat st {};
+        if (e.type != EntryType::Dir && ::fstatat(copy.get(), e.path.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            S_ISDIR(st.st_mode))
+            remove_entry(copy.get(), e.path, layout.dataset_dir);  // a directory where a file belongs
+        if (e.type == EntryType::File) {
+            fetch_again(contents, i, copy.get(), layout.dataset_dir, keep_times);
+        } else if (e.type == EntryType::Symlink) {
+            ::unlinkat(copy.get(), e.path.c_str(), 0);
+            if (::symlinkat(e.target.c_str(), copy.get(), e.path.c_str()) != 0)
+                throw_cannot("create symlink", layout.dataset_dir + "/" + e.path, errno);
+        }
+    }
+    quiet_barrier(ctx.comm);
+}
+
+// What a repair found and did, for the reuse line.
+std::string repair_note(const policy::CopyFacts& facts)
+{
+    return "; found " + std::to_string(facts.missing) + " missing, " + std::to_string(facts.wrong_size) +
+           " changed and " + std::to_string(facts.added) + " added entries: " +
+           std::to_string(facts.missing + facts.wrong_size) + " fetched again, " + std::to_string(facts.added) +
+           " removed";
+}
+
+std::string purge_note(const Tier& tier, std::int64_t oldest)
+{
+    const auto date = policy::purge_date(tier.purge, oldest);
+    return date ? "; purged from " + day_text(*date) + " unless used" : "";
+}
+
+void stage_copy(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options,
+                const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir, const Plan& plan,
+                const std::string& identity, const std::string& why)
+{
+    const auto start = Clock::now();
+    const std::uint64_t cpu_start = cpu_now();
+    if (ctx.rank == 0) {
+        say(item.dataset.name + ": " + why);
+        clear_partial(layout, here, job_dir);
+    }
+    quiet_barrier(ctx.comm);
+    const policy::ExtractionBudget budget = check_space(item, job_dir, layout.tier_dir, plan);
+    if (ctx.rank == 0)
+        say_staging(item, ctx, plan);
+    const TransferResult moved = transfer(item, ctx, options, layout, here, job_dir, plan, budget);
+    // Every rank's share is written, and rank 0 unpacked the archives: the
+    // others wait without spinning (at N = 4 on 2 cores, three ranks spinning
+    // in MPI_Barrier made rank 0's extraction of the shards 3x slower).
+    quiet_barrier(ctx.comm);
+    if (ctx.rank == 0) {
+        publish_copy(item, layout, here, job_dir, ctx);
+        std::optional<Plan> unpacked;
+        if (item.dataset.mode == Mode::Extract)
+            unpacked = unpacked_contents(item, layout);
+        const Plan& contents = unpacked ? *unpacked : plan;
+        write_contents(job_dir.get(), layout.tier_dir, here.contents_file, contents);
+        CopyRecord record = new_record(item, layout, plan, contents, identity, ctx);
+        record_use(record, here, ctx, record.made);
+        moved.done();
+    }
+    quiet_barrier(ctx.comm);  // while rank 0 publishes and lists the copy
+    say_transferred(item, ctx, plan, moved.bytes_read, start, cpu_start);
+}
+void use_or_stage(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options,
+                  const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir)
+{
+    const auto start = Clock::now();
+    const auto seconds_since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
+    double source_s = 0;
+    const Plan plan = usable_plan(item, ctx, &source_s);
+    check_mode_fits_plan(item, plan);
+    const double plan_s = seconds_since(start) - source_s;
+    const auto look_start = Clock::now();
+    Found found = look_for_copy(item, here, plan, ctx);
+    const double look_s = seconds_since(look_start);
+    const auto stat_start = Clock::now();
+    const Checked checked = check_share(item, here, found, plan, ctx);
+    const policy::CopyDecision decision = policy::decide_copy(checked.facts);
+    const double stat_s = seconds_since(stat_start);
+    const double check_s = seconds_since(start);
+
+    if (decision.action == policy::CopyAction::Stage) {
+        stage_copy(item, ctx, options, layout, here, job_dir, plan, found.identity, decision.reason);
+    } else {
+        if (decision.action == policy::CopyAction::Repair)
+            repair(item, layout, here, found.contents(plan), checked, ctx);
+        if (ctx.rank == 0) {
+            CopyRecord& record = *found.record;
+            const std::uint64_t fixed = checked.facts.missing + checked.facts.wrong_size;
+            const std::uint64_t found_any = fixed + checked.facts.added;
+            record.repaired += fixed;
+            // Files fetched again, or every file when the site refreshes
+            // access times on use, count from now.
+            const std::int64_t oldest = item.tier.purge.refresh_on_use ? seconds_now()
+                                        : fixed > 0 ? std::min(checked.oldest, seconds_now())
+                                                    : checked.oldest;
+            record_use(record, here, ctx, oldest);
+            record_job_state(item, record, ctx, kReusedState);
+            sayf("%s: %s the copy in %s (%s in %llu files, made by job %s on %s, used %llu times); checked in "
+                 "%.2f s (plan %.2f s, record and contents %.2f s, source %.2f s, stat %.2f s)%s%s",
+                 item.dataset.name.c_str(), found_any ? "repaired and reused" : "reused", layout.dataset_dir.c_str(),
+                 format_size(record.ready.bytes).c_str(), static_cast<unsigned long long>(record.ready.files),
+                 record.made_by.c_str(), day_text(record.made).c_str(),
+                 static_cast<unsigned long long>(record.uses), check_s, plan_s, look_s, source_s, stat_s,
+                 found_any ? repair_note(checked.facts).c_str() : "",
+                 purge_note(item.tier, record.oldest).c_str());
+        }
+    }
+}
+}  // namespace
+
+void stage_shared(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options,
+                  const DatasetLayout& layout, const Fd& job_dir)
+{
+    const DatasetLayout here = dataset_layout_within(item);
+    std::unique_ptr<CopyLock> lock;
+    if (ctx.rank == 0) {
+        LockOptions lock_options;
+        lock_options.say = [&](const std::string& line) { say(item.dataset.name + ": " + line); };
+        lock = std::make_unique<CopyLock>(job_dir.get(), here.lock_file, layout.lock_file,
+                                          LockHolder{ctx.values.job_id, ctx.node, static_cast<long>(::getpid()), 0},
+                                          lock_options);
+    }
+    quiet_barrier(ctx.comm);  // the others wait for the lock without spinning
+    try {
+        use_or_stage(item, ctx, options, layout, here, job_dir);
+    } catch (...) {
+        if (lock)
+            lock->release();  // else the next job waits until it is judged stale
+        throw;
+    }
+    if (lock)
+        lock->release();
+}
+
+}  // namespace dlstage::stager

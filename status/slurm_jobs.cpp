@@ -1,0 +1,149 @@
+#include "status/slurm_jobs.hpp"
+
+#include <ctime>
+#include <sys/wait.h>
+
+#include "lib/error.hpp"
+#include "job/job_records.hpp"
+#include "lib/strings.hpp"
+#include "lib/sys/process.hpp"
+
+namespace dlstage {
+
+namespace {
+// What timeout(1) exits with when the time ran out.
+constexpr int kTimedOut = 124;
+}  // namespace
+
+const SlurmJob* SlurmJobs::find(const std::string& job_id) const
+{
+    const auto found = jobs.find(job_id);
+    return found == jobs.end() ? nullptr : &found->second;
+}
+
+std::vector<std::string> squeue_command(int timeout_seconds)
+{
+    return {"timeout", "--kill-after=5", std::to_string(timeout_seconds), "squeue", "--noheader", "--all",
+            "--states=all", std::string("--format=") + kSqueueFormat};
+}
+
+std::optional<std::map<std::string, SlurmJob>> parse_squeue(std::string_view text)
+{
+    std::map<std::string, SlurmJob> jobs;
+    for (const std::string& line : split(text, '\n')) {
+        const std::string row = trim(line);
+        if (row.empty())
+            continue;
+        const std::vector<std::string> f = split(row, '|');
+        if (f.size() != 5 || !is_job_id(f[0]) || f[3].empty())
+            return std::nullopt;
+        const auto array_part = [](const std::string& v) { return v == "N/A" ? std::string() : v; };
+        SlurmJob job{f[0], array_part(f[1]), array_part(f[2]), f[3], f[4]};
+        // squeue shows an array job's own id as its first task's array id:
+        // only a task id makes it an array task.
+        if (job.array_task_id.empty())
+            job.array_job_id.clear();
+        jobs[job.job_id] = std::move(job);
+    }
+    return jobs;
+}
+
+std::vector<std::string> listpids_command(int timeout_seconds)
+{
+    return {"timeout", "--kill-after=5", std::to_string(timeout_seconds), "scontrol", "listpids"};
+}
+
+std::optional<std::set<std::string>> parse_listpids(std::string_view text)
+{
+    std::set<std::string> jobs;
+    bool header = true;
+    for (const std::string& line : split(text, '\n')) {
+        std::vector<std::string> fields;
+        for (const std::string& field : split(trim(line), ' '))
+            if (!field.empty())
+                fields.push_back(field);
+        if (fields.empty())
+            continue;
+        if (header) {
+            if (fields.size() < 2 || fields[1] != "JOBID")
+                return std::nullopt;
+            header = false;
+            continue;
+        }
+        if (fields.size() < 2 || !is_job_id(fields[1]))
+            return std::nullopt;
+        jobs.insert(fields[1]);
+    }
+    return jobs;
+}
+
+namespace {
+// Runs a bounded command: its stdout, or a problem.
+std::optional<std::string> answer_of(const std::vector<std::string>& argv, const std::string& name, int timeout_seconds,
+                                     std::string& problem, const char* quiet_failure = nullptr)
+{
+    std::string answer;  // all of it: run.output keeps only the tail of stderr
+    CapturedRun run;
+    try {
+        run = run_capturing(argv, [&](std::string_view more) { answer += more; });
+    } catch (const Error& e) {
+        problem = e.what();
+        return std::nullopt;
+    }
+    if (WIFEXITED(run.status) && WEXITSTATUS(run.status) == kTimedOut) {
+        problem = name + " did not answer within " + std::to_string(timeout_seconds) + " s (slurmctld or slurmd down?)";
+        return std::nullopt;
+    }
+    // scontrol listpids exits 1 when this node runs no job step.
+    if (quiet_failure && WIFEXITED(run.status) && WEXITSTATUS(run.status) == 1 &&
+        (answer + run.output).find(quiet_failure) != std::string::npos)
+        return std::string();
+    if (!exited_ok(run.status)) {
+        problem = describe_failure(name, run.status, run.output);
+        return std::nullopt;
+    }
+    return answer;
+}
+}  // namespace
+
+SlurmJobs ask_slurm(int timeout_seconds, bool with_local_pids)
+{
+    SlurmJobs slurm;
+    slurm.asked_at = static_cast<std::int64_t>(std::time(nullptr));
+    const auto listed = answer_of(squeue_command(timeout_seconds), "squeue", timeout_seconds, slurm.problem);
+    if (!listed)
+        return slurm;
+    auto jobs = parse_squeue(*listed);
+    if (!jobs) {
+        slurm.problem = "squeue's answer is not lines of '" + std::string(kSqueueFormat) + "' (it begins: " +
+                        first_line(*listed) + ")";
+        return slurm;
+    }
+    slurm.jobs = std::move(*jobs);
+    if (with_local_pids) {
+        const auto local = answer_of(listpids_command(timeout_seconds), "scontrol listpids", timeout_seconds,
+                                     slurm.problem, "No job steps exist on this node");
+        if (!local)
+            return slurm;
+        const auto here = parse_listpids(*local);
+        if (!here) {
+            slurm.problem =
+                "scontrol listpids' answer is not its table of PID JOBID ... (it begins: " + first_line(*local) + ")";
+            return slurm;
+        }
+        slurm.here = *here;
+    }
+    slurm.asked = true;
+    return slurm;
+}
+
+bool slurm_state_has_ended(std::string_view state)
+{
+    for (const std::string_view ended : {"BOOT_FAIL", "CANCELLED", "COMPLETED", "DEADLINE", "FAILED", "NODE_FAIL",
+                                         "OUT_OF_MEMORY", "PREEMPTED", "TIMEOUT"})
+        if (state == ended)
+            return true;
+    return false;
+}
+
+}  // namespace dlstage

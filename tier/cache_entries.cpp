@@ -1,0 +1,574 @@
+#include "tier/cache_entries.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <fcntl.h>
+#include <grp.h>
+#include <map>
+#include <optional>
+#include <set>
+#include <mutex>
+#include <pwd.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <thread>
+#include <unistd.h>
+
+#include "job/contract.hpp"
+#include "lib/error.hpp"
+#include "job/job_layout.hpp"
+#include "job/record_field.hpp"
+#include "tier/safe_fs.hpp"
+#include "dataset/source_facts.hpp"
+#include "job/state_record.hpp"
+#include "lib/strings.hpp"
+#include "lib/sys/bounded.hpp"
+#include "lib/sys/dataset_walk.hpp"
+#include "lib/sys/dir_fd.hpp"
+#include "lib/sys/mount_table.hpp"
+#include "lib/sys/sys_error.hpp"
+#include "lib/sys/tree_remover.hpp"
+
+namespace dlstage {
+
+namespace {
+std::string cache_state_dir(const std::string& state_dir, const std::string& node)
+{
+    return state_dir + "/cache/" + node;
+}
+
+Fd open_state_subdir(const std::string& state_dir, const std::string& dir, bool create)
+{
+    OpenResult opened = open_trusted_dir(state_dir, dir, create);
+    if (!opened.problem.empty())
+        throw Error("node cache records: " + opened.problem);
+    return std::move(opened.dir);
+}
+
+std::string last_use_name(const std::string& tier, uid_t uid, const std::string& dataset)
+{
+    return tier + "." + std::to_string(uid) + "." + dataset;
+}
+}  // namespace
+
+void record_cache_use(const std::string& state_dir, const std::string& node, const std::string& job,
+                      const std::vector<CacheUse>& uses)
+{
+    const std::string base = cache_state_dir(state_dir, node);
+    toml::array list;
+    for (const CacheUse& use : uses)
+        list.push_back(toml::table{{"tier", use.tier},
+                                   {"user", use.user},
+                                   {"uid", static_cast<std::int64_t>(use.uid)},
+                                   {"dataset", use.dataset}});
+    const Fd jobs = open_state_subdir(state_dir, base + "/jobs", true);
+    write_record_at(jobs.get(), base + "/jobs", job + kRecordSuffix, toml::table{{"job", job}, {"uses", list}},
+                    0644);
+    const Fd last = open_state_subdir(state_dir, base + "/last-use", true);
+    for (const CacheUse& use : uses) {
+        const std::string name = last_use_name(use.tier, use.uid, use.dataset);
+        Fd marker(::openat(last.get(), name.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644));
+        if (!marker.valid() || ::futimens(marker.get(), nullptr) != 0)
+            throw_cannot("record the use of", base + "/last-use/" + name, errno);
+    }
+}
+
+void forget_cache_use(const std::string& state_dir, const std::string& node, const std::string& job)
+{
+    const std::string base = cache_state_dir(state_dir, node);
+    OpenResult jobs = open_trusted_dir(state_dir, base + "/jobs", false);
+    if (!jobs.dir.valid())
+        return;  // no job ever used a cache here
+    const std::string name = job + kRecordSuffix;
+    if (::unlinkat(jobs.dir.get(), name.c_str(), 0) != 0 && errno != ENOENT)
+        throw_cannot("remove", base + "/jobs/" + name, errno);
+}
+
+std::vector<std::string> cache_use_jobs(const std::string& state_dir, const std::string& node)
+{
+    std::vector<std::string> ids;
+    OpenResult jobs = open_trusted_dir(state_dir, cache_state_dir(state_dir, node) + "/jobs", false);
+    if (!jobs.dir.valid())
+        return ids;
+    const Fd reading = reopen_for_reading(jobs.dir);
+    DirStream stream(reading.get());
+    while (const dirent* e = stream.valid() ? stream.next() : nullptr) {
+        const std::string name = e->d_name;
+        if (ends_with(name, kRecordSuffix))
+            ids.push_back(name.substr(0, name.size() - std::string(kRecordSuffix).size()));
+    }
+    std::sort(ids.begin(), ids.end());
+    return ids;
+}
+
+std::uint64_t eviction_generation(const std::string& state_dir, const std::string& node)
+{
+    OpenResult base = open_trusted_dir(state_dir, cache_state_dir(state_dir, node), false);
+    struct stat st {};
+    if (!base.dir.valid() || ::fstatat(base.dir.get(), "evictions", &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return 0;
+    return static_cast<std::uint64_t>(st.st_size);
+}
+
+void count_eviction(const std::string& state_dir, const std::string& node)
+{
+    const std::string base = cache_state_dir(state_dir, node);
+    const Fd dir = open_state_subdir(state_dir, base, true);
+    // One byte each: the size only grows, where an mtime could repeat
+    // within the clock's tick.
+    Fd marker(::openat(dir.get(), "evictions", O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644));
+    if (!marker.valid() || ::write(marker.get(), "e", 1) != 1)
+        throw_cannot("count an eviction in", base + "/evictions", errno);
+}
+
+CacheLock::CacheLock(const std::string& state_dir, const std::string& node, double seconds)
+{
+    const std::string base = cache_state_dir(state_dir, node);
+    const Fd dir = open_state_subdir(state_dir, base, true);
+    fd_ = ::openat(dir.get(), "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd_ < 0)
+        throw_cannot("create", base + "/lock", errno);
+    // Polled rather than a blocking flock: the holder is root's own code,
+    // each part of it bounded, so a wait past `seconds` means something is
+    // wrong, and the caller must get on with what else it has to do.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+        const int err = errno;
+        if ((err != EWOULDBLOCK && err != EINTR) || std::chrono::steady_clock::now() >= deadline) {
+            ::close(fd_);
+            if (err != EWOULDBLOCK && err != EINTR)
+                throw_cannot("lock", base + "/lock", err);
+            throw Error("the node cache lock " + base + "/lock is still held after " +
+                        std::to_string(static_cast<long long>(seconds)) +
+                        " s (a prolog, an epilog or another gc on this node)");
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+}
+
+CacheLock::~CacheLock()
+{
+    if (fd_ >= 0)
+        ::close(fd_);  // releases the lock
+}
+
+std::string entry_name(const NodeCacheEntry& entry)
+{
+    return printable(entry.user + "/" + entry.dataset);  // a name may hold a newline
+}
+
+namespace {
+// In a child about to act for `uid`: that user's identity for the file
+// system (effective uid and gid; with `user`, also their supplementary
+// groups, to read a source that is theirs through a group).  The real and
+// saved uid stay root's: the user may not signal the child (a SIGSTOP
+// would hold it, and the lock its parent holds, to its time limit), and
+// FUSE refuses it a mount of theirs without allow_other at once.
+void act_as(uid_t uid, gid_t gid, const std::string& user = "")
+{
+    if (::geteuid() == uid)
+        return;
+    std::vector<gid_t> groups;
+    if (!user.empty()) {
+        int count = 64;
+        groups.resize(static_cast<std::size_t>(count));
+        while (::getgrouplist(user.c_str(), gid, groups.data(), &count) < 0)
+            groups.resize(static_cast<std::size_t>(count) + 64), count = static_cast<int>(groups.size());
+        groups.resize(static_cast<std::size_t>(count));
+    }
+    const auto keep = static_cast<uid_t>(-1);
+    if (::setgroups(groups.size(), groups.data()) != 0 || ::setresgid(static_cast<gid_t>(-1), gid, static_cast<gid_t>(-1)) != 0 ||
+        ::setresuid(keep, uid, keep) != 0)
+        throw_cannot("act as uid " + std::to_string(uid) + " for", "the node cache", errno);
+}
+
+// The dataset an entry's name belongs to: "imagenet" for imagenet/,
+// .ready-imagenet.toml, .contents-imagenet, .partial-imagenet, ...
+std::string dataset_of(const std::string& name)
+{
+    if (name.empty() || name[0] != '.')
+        return name;
+    for (const char* prefix :
+         {kReadyPrefix, kContentsPrefix, kPartialPrefix, kIncomingPrefix, kLockPrefix, kImagePrefix, kStagedPrefix}) {
+        if (starts_with(name, prefix)) {
+            std::string rest = name.substr(std::string(prefix).size());
+            if (prefix == std::string(kReadyPrefix) && ends_with(rest, kRecordSuffix))
+                rest.resize(rest.size() - std::string(kRecordSuffix).size());
+            return rest;
+        }
+    }
+    if (starts_with(name, kRetiredPrefix)) {  // .retired-NAME-JOB
+        const std::string rest = name.substr(std::string(kRetiredPrefix).size());
+        if (rest.rfind('-') != std::string::npos && rest.rfind('-') > 0)
+            return rest.substr(0, rest.rfind('-'));
+    }
+    // Anything else the user put there counts, and may go, as an entry of
+    // its own: nothing in a cache directory escapes the watermarks.
+    return name == "." || name == ".." ? "" : name;
+}
+
+// ".retired-NAME-JOB" for NAME: what a replaced copy of NAME left.
+bool is_retired_copy_of(const std::string& entry, const std::string& name)
+{
+    const std::string prefix = kRetiredPrefix + name + "-";
+    return starts_with(entry, prefix) && entry.size() > prefix.size() &&
+           entry.find_first_not_of("0123456789", prefix.size()) == std::string::npos;
+}
+
+// The measuring child's answer: per dataset its name, bytes, inodes and
+// files, each field ended by a NUL.  Names are the user's (a directory
+// called "x 999999999999 1 1\nother" is allowed), and NUL is the one byte
+// no name can hold, so no name can forge a field or an entry.
+struct Sum {
+    std::uint64_t bytes = 0, inodes = 0, files = 0;
+};
+
+std::string encode_sums(const std::map<std::string, Sum>& sums)
+{
+    std::string out;
+    for (const auto& [dataset, sum] : sums)
+        for (const std::string& field :
+             {dataset, std::to_string(sum.bytes), std::to_string(sum.inodes), std::to_string(sum.files)})
+            out.append(field).push_back('\0');
+    return out;
+}
+
+bool parse_count(const std::string& text, std::uint64_t& value)
+{
+    const char* end = text.data() + text.size();
+    const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+    return !text.empty() && ec == std::errc() && ptr == end;
+}
+
+// Throws Error on anything but what encode_sums writes.
+std::vector<NodeCacheEntry> decode_sums(const std::string& text, const NodeCacheEntry& owner)
+{
+    std::vector<std::string> fields;
+    std::size_t at = 0;
+    while (at < text.size()) {
+        const std::size_t nul = text.find('\0', at);
+        if (nul == std::string::npos)
+            throw Error("the measurement ends in the middle of a field");
+        fields.push_back(text.substr(at, nul - at));
+        at = nul + 1;
+    }
+    if (fields.size() % 4 != 0)
+        throw Error("the measurement has " + std::to_string(fields.size()) + " fields, not a multiple of 4");
+    std::vector<NodeCacheEntry> entries;
+    for (std::size_t i = 0; i < fields.size(); i += 4) {
+        NodeCacheEntry entry = owner;
+        entry.dataset = fields[i];
+        if (entry.dataset.empty() || !parse_count(fields[i + 1], entry.bytes) ||
+            !parse_count(fields[i + 2], entry.inodes) || !parse_count(fields[i + 3], entry.files))
+            throw Error("the measurement has an unreadable entry");
+        entries.push_back(entry);
+    }
+    return entries;
+}
+
+// In the child, as the user: the sums of the entries of `dir`, leaving out
+// every name of a dataset in `skipped` (one of its names holds a mount).
+std::string measure_user_dir(const std::string& root, const std::string& dir, const std::set<std::string>& skipped)
+{
+    OpenResult opened = open_job_dir(root, dir);
+    if (!opened.problem.empty())
+        throw Error(opened.problem);
+    std::map<std::string, Sum> sums;
+    // A file with several links is counted once, at its first name: a
+    // thousand links to one file are not a thousand files' worth of room.
+    std::set<std::pair<dev_t, ino_t>> linked;
+    const auto add = [&linked](Sum& sum, const struct stat& st) {
+        if (st.st_nlink > 1 && !S_ISDIR(st.st_mode) && !linked.insert({st.st_dev, st.st_ino}).second)
+            return false;
+        sum.bytes += static_cast<std::uint64_t>(st.st_blocks) * 512;
+        sum.inodes += 1;
+        return true;
+    };
+    const Fd reading = reopen_for_reading(opened.dir);
+    DirStream stream(reading.get());
+    while (const dirent* e = stream.valid() ? stream.next() : nullptr) {
+        const std::string name = e->d_name;
+        const std::string dataset = dataset_of(name);
+        if (dataset.empty() || skipped.count(dataset))
+            continue;
+        struct stat st {};
+        if (::fstatat(opened.dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+            continue;
+        Sum& sum = sums[dataset];
+        if (!add(sum, st) || !S_ISDIR(st.st_mode))
+            continue;
+        Fd sub(::openat(opened.dir.get(), name.c_str(), kDirFlags));
+        if (!sub.valid())
+            continue;
+        std::mutex mutex;
+        const bool copy = name == dataset;
+        try {
+            walk_tree(sub.get(), dir + "/" + name, 4, [&](const FoundEntry& found) {
+                const std::lock_guard<std::mutex> lock(mutex);
+                if (add(sum, found.st) && copy && S_ISREG(found.st.st_mode))
+                    sum.files += 1;
+            });
+        } catch (const Error&) {
+            // A part the owner cannot read (chmod 000): what was counted
+            // stays, so that hiding a part does not hide the entry.
+        }
+    }
+    return encode_sums(sums);
+}
+
+// The users with a directory below <root>/.cache: names only, read as
+// root from the root-owned level (nothing in a user's directory is looked
+// at), and where the kernel has that level, to find mounts below it.
+struct CacheUsers {
+    std::vector<std::string> names;
+    std::string real_parent;
+};
+
+CacheUsers cache_users(const Tier& tier, std::vector<std::string>& problems)
+{
+    CacheUsers users;
+    OpenResult parent = look_into_tier_root(tier.path.root());
+    if (!parent.dir.valid())
+        return users;  // no tier root yet
+    OpenResult opened = open_trusted_dir(tier.path.root(), cache_parent_of(tier), false);
+    if (!opened.problem.empty()) {
+        problems.push_back(opened.problem);
+        return users;
+    }
+    if (!opened.dir.valid())
+        return users;
+    users.real_parent = kernel_path(opened.dir.get());
+    if (users.real_parent.empty()) {
+        problems.push_back("cannot tell where " + cache_parent_of(tier) + " is (/proc not mounted?); nothing measured");
+        return users;
+    }
+    const Fd reading = reopen_for_reading(opened.dir);  // open_trusted_dir's is a passage (O_PATH)
+    DirStream stream(reading.get());
+    while (const dirent* e = stream.valid() ? stream.next() : nullptr)
+        users.names.push_back(e->d_name);
+    std::sort(users.names.begin(), users.names.end());
+    return users;
+}
+
+// The mounts in one user's cache directory, as mountinfo lists them: the
+// directory itself may be one (`whole`), else the datasets whose names
+// hold one are left alone, neither measured nor evicted, each with a line
+// saying why.  Nothing here asks the file system.
+struct MountsInCache {
+    std::optional<std::string> whole;
+    std::map<std::string, std::string> datasets;  // the line saying why, by dataset
+
+    std::set<std::string> names() const
+    {
+        std::set<std::string> out;
+        for (const auto& [dataset, why] : datasets)
+            out.insert(dataset);
+        return out;
+    }
+};
+
+std::string not_entered(const std::string& shown, const MountEntry& mount)
+{
+    // A FUSE type holds the user's own subtype: quoted unless it is plain.
+    const bool plain = mount.fstype.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
+                       std::string::npos;
+    return shown_path(shown) + ": a mount (" + (plain ? mount.fstype : quoted(mount.fstype)) + ") at " +
+           shown_path(mount.point) +
+           "; not entered: neither measured nor evicted";
+}
+
+MountsInCache mounts_in(const MountTable& mounts, const std::string& real_dir, const std::string& dir)
+{
+    MountsInCache found;
+    for (const std::string& point : mounts.points_within(real_dir)) {
+        const MountEntry mount = *mounts.at(point);
+        if (point == real_dir) {
+            found.whole = not_entered(dir, mount);
+            continue;
+        }
+        const std::string below = point.substr(real_dir.size() + 1);
+        const std::string name = below.substr(0, below.find('/'));
+        const std::string dataset = dataset_of(name).empty() ? name : dataset_of(name);
+        found.datasets.emplace(dataset, not_entered(dir + "/" + name, mount));
+    }
+    return found;
+}
+
+void add_root_records(std::vector<NodeCacheEntry>& entries, const Tier& tier, const std::string& state_dir,
+                      const std::string& node)
+{
+    const std::string base = cache_state_dir(state_dir, node);
+    OpenResult last = open_trusted_dir(state_dir, base + "/last-use", false);
+    for (NodeCacheEntry& entry : entries) {
+        struct stat st {};
+        if (last.dir.valid() &&
+            ::fstatat(last.dir.get(), last_use_name(tier.name, entry.uid, entry.dataset).c_str(), &st,
+                      AT_SYMLINK_NOFOLLOW) == 0)
+            entry.last_use = static_cast<std::int64_t>(st.st_mtim.tv_sec);
+    }
+    for (const std::string& job : cache_use_jobs(state_dir, node)) {
+        toml::table record;
+        try {
+            record = read_record(base + "/jobs/" + job + kRecordSuffix);
+        } catch (const Error&) {
+            continue;  // removed meanwhile
+        }
+        const toml::array* uses = record["uses"].as_array();
+        if (!uses)
+            continue;
+        for (const toml::node& node_use : *uses) {
+            const toml::table* use = node_use.as_table();
+            if (!use || (*use)["tier"].value_or(std::string()) != tier.name)
+                continue;
+            const auto uid = (*use)["uid"].value<std::int64_t>();
+            const std::string dataset = (*use)["dataset"].value_or(std::string());
+            for (NodeCacheEntry& entry : entries)
+                if (uid && static_cast<uid_t>(*uid) == entry.uid && entry.dataset == dataset)
+                    entry.jobs.push_back(job);
+        }
+    }
+}
+}  // namespace
+
+FoundCacheEntries find_cache_entries(const Tier& tier, const std::string& state_dir, const std::string& node,
+                                     double seconds)
+{
+    FoundCacheEntries found;
+    const CacheUsers users = cache_users(tier, found.problems);
+    if (users.names.empty())
+        return found;
+    MountTable mounts;
+    try {
+        mounts = MountTable::current();
+    } catch (const Error& e) {
+        found.problems.push_back(std::string(e.what()) + ": no entry measured (a mount in one could hang it)");
+        return found;
+    }
+    for (const std::string& user : users.names) {
+        const struct passwd* pw = ::getpwnam(user.c_str());
+        if (!pw) {
+            found.problems.push_back(cache_dir_of(tier, user) + ": no such user");
+            continue;
+        }
+        NodeCacheEntry owner;
+        owner.user = user;
+        owner.uid = pw->pw_uid;
+        owner.gid = pw->pw_gid;
+        if (::geteuid() != 0 && ::geteuid() != owner.uid)
+            continue;  // another user's: theirs to see
+        const std::string dir = cache_dir_of(tier, user);
+        const MountsInCache mounted = mounts_in(mounts, users.real_parent + "/" + user, dir);
+        if (mounted.whole) {
+            found.problems.push_back(*mounted.whole);
+            continue;
+        }
+        for (const auto& [dataset, why] : mounted.datasets)
+            found.problems.push_back(why);
+        const std::set<std::string> skipped = mounted.names();
+        const BoundedOutcome outcome = run_bounded(seconds, [&] {
+            act_as(owner.uid, owner.gid);
+            return measure_user_dir(tier.path.root(), dir, skipped);
+        });
+        if (outcome.status != BoundedOutcome::Status::Done) {
+            found.problems.push_back(dir + ": " + outcome.problem);
+            continue;
+        }
+        try {
+            for (NodeCacheEntry& entry : decode_sums(outcome.output, owner))
+                found.entries.push_back(std::move(entry));
+        } catch (const Error& e) {
+            found.problems.push_back(dir + ": " + e.what() + "; its entries are left out");
+        }
+    }
+    add_root_records(found.entries, tier, state_dir, node);
+    return found;
+}
+
+std::string evict_cache_entry(const Tier& tier, const NodeCacheEntry& entry, double seconds)
+{
+    const std::string dir = cache_dir_of(tier, entry.user);
+    // A mount made since the entry was measured: left alone as well.
+    std::vector<std::string> problems;
+    const CacheUsers users = cache_users(tier, problems);
+    if (users.real_parent.empty())
+        return problems.empty() ? dir + ": not found" : problems.front();
+    try {
+        const MountsInCache mounted =
+            mounts_in(MountTable::current(), users.real_parent + "/" + entry.user, dir);
+        if (mounted.whole)
+            return *mounted.whole;
+        if (const auto it = mounted.datasets.find(entry.dataset); it != mounted.datasets.end())
+            return it->second;
+    } catch (const Error& e) {
+        return std::string(e.what()) + ": not evicted (a mount in it could hang the removal)";
+    }
+    const BoundedOutcome outcome = run_bounded(seconds, [&] {
+        act_as(entry.uid, entry.gid);
+        OpenResult opened = open_job_dir(tier.path.root(), dir);
+        if (!opened.problem.empty())
+            throw Error(opened.problem);
+        const std::string& name = entry.dataset;
+        const std::string ready = kReadyPrefix + name + kRecordSuffix;
+        if (::unlinkat(opened.dir.get(), ready.c_str(), 0) != 0 && errno != ENOENT)
+            throw_cannot("remove", dir + "/" + ready, errno);
+        const std::string contents = kContentsPrefix + name;
+        if (::unlinkat(opened.dir.get(), contents.c_str(), 0) != 0 && errno != ENOENT)
+            throw_cannot("remove", dir + "/" + contents, errno);
+        std::vector<std::string> trees{name,
+                                       std::string(kPartialPrefix) + name,
+                                       std::string(kIncomingPrefix) + name,
+                                       std::string(kImagePrefix) + name,
+                                       std::string(kStagedPrefix) + name};
+        const Fd reading = reopen_for_reading(opened.dir);
+        DirStream stream(reading.get());
+        while (const dirent* e = stream.valid() ? stream.next() : nullptr)
+            if (is_retired_copy_of(e->d_name, name))
+                trees.push_back(e->d_name);
+        for (const std::string& tree : trees) {
+            const RemoveResult removed = remove_tree_at(opened.dir.get(), tree, dir);
+            if (!removed.ok())
+                throw Error(removed.problems.front());
+        }
+        return std::string();
+    });
+    return outcome.status == BoundedOutcome::Status::Done ? "" : outcome.problem;
+}
+
+void refresh_cache_uses(std::vector<NodeCacheEntry>& entries, const Tier& tier, const std::string& state_dir,
+                        const std::string& node)
+{
+    for (NodeCacheEntry& entry : entries) {
+        entry.jobs.clear();
+        entry.last_use = 0;
+    }
+    add_root_records(entries, tier, state_dir, node);
+}
+
+ProbedSource probe_source_as(const Dataset& dataset, const std::string& manifest_dir, const std::string& user,
+                             uid_t uid, gid_t gid, double seconds)
+{
+    const BoundedOutcome outcome = run_bounded(seconds, [&] {
+        act_as(uid, gid, user);
+        const SourceFacts facts = probe_source(dataset, manifest_dir);
+        if (facts.state != SourceFacts::State::Present)
+            throw Error(facts.problem);
+        const auto number = [](const std::optional<std::uint64_t>& n) { return n ? std::to_string(*n) : "-"; };
+        return number(facts.bytes) + " " + number(facts.files);
+    });
+    ProbedSource probed;
+    if (outcome.status != BoundedOutcome::Status::Done) {
+        probed.problem = outcome.problem;
+        return probed;
+    }
+    const std::size_t space = outcome.output.find(' ');
+    std::uint64_t value = 0;
+    if (space != std::string::npos && parse_count(outcome.output.substr(0, space), value))
+        probed.bytes = value;
+    if (space != std::string::npos && parse_count(outcome.output.substr(space + 1), value))
+        probed.files = value;
+    return probed;
+}
+
+}  // namespace dlstage
