@@ -10,7 +10,7 @@
 #include "cli/options.hpp"
 #include "cli/table.hpp"
 #include "config/config.hpp"
-#include "config/catalog_listing.hpp"
+#include "dataset/catalog_listing.hpp"
 #include "config/config_paths.hpp"
 #include "lib/error.hpp"
 #include "lib/size.hpp"

@@ -1,7 +1,7 @@
 // dlstage hold-mounts --job ID SPEC: the mount holder on one node
 // (internal, started by `dlstage stage` as a job step; see mounts/).
 #include "cli/commands.hpp"
-#include "job/contract.hpp"
+#include "lib/contract.hpp"
 #include "config/config_paths.hpp"
 #include "mounts/mount_holder.hpp"
 

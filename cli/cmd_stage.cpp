@@ -11,7 +11,7 @@
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "launch/stager_step.hpp"
-#include "job/contract.hpp"
+#include "lib/contract.hpp"
 #include "config/config.hpp"
 #include "config/config_paths.hpp"
 #include "lib/error.hpp"

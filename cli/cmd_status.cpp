@@ -23,7 +23,7 @@
 #include "cli/table.hpp"
 #include "config/config.hpp"
 #include "config/config_paths.hpp"
-#include "job/contract.hpp"
+#include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "job/job_records.hpp"
 #include "status/job_status.hpp"

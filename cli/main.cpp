@@ -9,7 +9,7 @@
 #include "build-aux/config.h"
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
-#include "job/contract.hpp"
+#include "lib/contract.hpp"
 #include "config/config_paths.hpp"
 #include "lib/error.hpp"
 #include "lib/log.hpp"

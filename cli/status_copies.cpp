@@ -10,7 +10,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/table.hpp"
-#include "job/copy_record.hpp"
+#include "tier/kept_copies.hpp"
 #include "job/identity.hpp"
 #include "lib/log.hpp"
 #include "lib/size.hpp"

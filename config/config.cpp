@@ -11,7 +11,7 @@
 
 #include <toml++/toml.h>
 
-#include "job/contract.hpp"
+#include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/fd.hpp"

@@ -1,7 +1,7 @@
 #include "config/path_template.hpp"
 
 #include "lib/error.hpp"
-#include "job/job_records.hpp"
+#include "lib/number.hpp"
 #include "lib/strings.hpp"
 
 namespace dlstage {

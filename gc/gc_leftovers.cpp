@@ -9,10 +9,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "job/contract.hpp"
+#include "lib/contract.hpp"
 #include "job/job_records.hpp"
 #include "tier/safe_fs.hpp"
 #include "job/state_record.hpp"
+#include "lib/number.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/dir_fd.hpp"
 #include "lib/sys/mount_table.hpp"

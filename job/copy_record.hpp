@@ -56,17 +56,4 @@ std::optional<CopyRecord> read_copy_record(const std::string& path);
 // kept shared tier).
 std::string copy_record_path(const Tier& tier, const std::string& dataset, const std::string& user);
 
-// The copies of a dataset in the shared tiers that keep copies: the given
-// user's, or with all_users (root) every user directory's below the tier
-// root.  A record that cannot be read is listed with its problem.
-struct FoundCopy {
-    std::string tier;
-    std::string user;
-    std::string record_path;
-    std::optional<CopyRecord> record;
-    std::string problem;
-};
-std::vector<FoundCopy> find_copies(const Config& config, const std::string& dataset, const std::string& user,
-                                   bool all_users);
-
 }  // namespace dlstage

@@ -2,7 +2,7 @@
 
 #include <sys/stat.h>
 
-#include "job/contract.hpp"
+#include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "lib/number.hpp"
 #include "job/record_field.hpp"

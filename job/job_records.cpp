@@ -11,18 +11,6 @@
 
 namespace dlstage {
 
-bool is_job_id(std::string_view text)
-{
-    const auto number = scan_decimal(text);
-    return number && number->fraction_digits == 0 && !number->whole_overflows && number->whole >= 1 &&
-           number->whole <= kMaxSlurmNumber && text.front() != '0';
-}
-
-bool job_id_less(const std::string& a, const std::string& b)
-{
-    return a.size() != b.size() ? a.size() < b.size() : a < b;
-}
-
 std::vector<std::string> recorded_job_ids(const std::string& state_dir)
 {
     std::vector<std::string> ids;

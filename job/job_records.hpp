@@ -23,13 +23,6 @@ struct JobRecords {
     bool empty() const { return progress.empty() && failures.empty() && prologs.empty() && epilogs.empty(); }
 };
 
-// A name of state_dir/jobs/ that is a job id as Slurm writes it (digits,
-// no leading zero, within Slurm's range); anything else there is not ours.
-bool is_job_id(std::string_view text);
-
-// Job ids as numbers order them ("9" before "10").
-bool job_id_less(const std::string& a, const std::string& b);
-
 // The jobs with a directory in state_dir/jobs/, in job id order.
 std::vector<std::string> recorded_job_ids(const std::string& state_dir);
 

@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "launch/job_step.hpp"
-#include "job/contract.hpp"
+#include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "lib/log.hpp"
 #include "lib/number.hpp"

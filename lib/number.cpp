@@ -80,4 +80,16 @@ std::string slurm_number(std::string_view text)
     return std::to_string(parse_count(text, 1, kMaxSlurmNumber));
 }
 
+bool is_job_id(std::string_view text)
+{
+    const auto number = scan_decimal(text);
+    return number && number->fraction_digits == 0 && !number->whole_overflows && number->whole >= 1 &&
+           number->whole <= kMaxSlurmNumber && text.front() != '0';
+}
+
+bool job_id_less(const std::string& a, const std::string& b)
+{
+    return a.size() != b.size() ? a.size() < b.size() : a < b;
+}
+
 }  // namespace dlstage

@@ -26,6 +26,13 @@ std::uint64_t parse_count(std::string_view text, std::uint64_t min, std::uint64_
 // and srun's options.
 std::string slurm_number(std::string_view text);
 
+// A job id as Slurm writes it (digits, no leading zero, within Slurm's
+// range): the names of state_dir/jobs/, %j, squeue's and listpids' answers.
+bool is_job_id(std::string_view text);
+
+// Job ids as numbers order them ("9" before "10").
+bool job_id_less(const std::string& a, const std::string& b);
+
 // A number of seconds from min to max ("5", "0.25").
 double parse_seconds(std::string_view text, double min, double max);
 

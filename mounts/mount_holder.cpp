@@ -9,7 +9,7 @@
 #include <thread>
 #include <unistd.h>
 
-#include "job/contract.hpp"
+#include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "job/identity.hpp"
 #include "job/job_layout.hpp"

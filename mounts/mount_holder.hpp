@@ -15,7 +15,7 @@ namespace dlstage::mounts {
 std::vector<StageItem> mount_items(const Config& config, const std::string& spec);
 
 // Mounts each image of spec's mount datasets staged for job job_id on this
-// node, prints kMountedLine (job/contract.hpp), and holds the mounts until SIGTERM, SIGINT or
+// node, prints kMountedLine (lib/contract.hpp), and holds the mounts until SIGTERM, SIGINT or
 // SIGHUP (or until every server has ended).  Its exit status.
 int hold_mounts(const Config& config, const std::string& job_id, const std::string& spec);
 

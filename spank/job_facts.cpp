@@ -2,7 +2,7 @@
 
 #include <pwd.h>
 
-#include "job/contract.hpp"
+#include "lib/contract.hpp"
 #include "lib/error.hpp"
 
 namespace dlstage::spank {

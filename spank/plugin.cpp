@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "job/contract.hpp"
+#include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "lib/log.hpp"
 #include "policies/slurm_version.hpp"

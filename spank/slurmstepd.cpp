@@ -2,7 +2,7 @@
 
 #include "config/config.hpp"
 #include "config/config_paths.hpp"
-#include "job/contract.hpp"
+#include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "job/job_layout.hpp"
 #include "config/stage_spec.hpp"

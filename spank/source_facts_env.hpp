@@ -8,7 +8,7 @@
 #include <map>
 #include <string>
 
-#include "job/contract.hpp"  // kFactsVar
+#include "lib/contract.hpp"  // kFactsVar
 #include "dataset/source_facts.hpp"
 
 namespace dlstage::spank {

@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "job/contract.hpp"
+#include "lib/contract.hpp"
 #include "spank/stage_command.hpp"
 
 namespace dlstage::spank {

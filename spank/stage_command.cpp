@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "config/config_paths.hpp"
-#include "job/contract.hpp"
+#include "lib/contract.hpp"
 #include "lib/strings.hpp"
 
 namespace dlstage::spank {

@@ -1,9 +1,9 @@
 #include "spank/submit.hpp"
 
-#include "config/catalog_listing.hpp"
+#include "dataset/catalog_listing.hpp"
 #include "config/config.hpp"
 #include "config/config_paths.hpp"
-#include "job/contract.hpp"
+#include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "dataset/source_facts.hpp"
 #include "config/stage_spec.hpp"

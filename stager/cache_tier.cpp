@@ -12,7 +12,7 @@
 #include <thread>
 #include <unistd.h>
 
-#include "job/contract.hpp"
+#include "lib/contract.hpp"
 #include "job/copy_record.hpp"
 #include "lib/error.hpp"
 #include "job/job_identity.hpp"

@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "config/config.hpp"
-#include "job/contract.hpp"
+#include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "job/identity.hpp"
 #include "job/job_identity.hpp"

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "job/contract.hpp"
+#include "lib/contract.hpp"
 #include "job/copy_record.hpp"
 #include "lib/error.hpp"
 #include "lib/log.hpp"

@@ -15,7 +15,7 @@
 #include <thread>
 #include <unistd.h>
 
-#include "job/contract.hpp"
+#include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "lib/log.hpp"
 #include "job/job_identity.hpp"

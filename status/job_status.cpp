@@ -5,7 +5,7 @@
 #include <map>
 #include <set>
 
-#include "job/contract.hpp"
+#include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "job/identity.hpp"
 #include "lib/number.hpp"

@@ -3,6 +3,7 @@
 #include <ctime>
 #include <sys/wait.h>
 
+#include "lib/number.hpp"
 #include "lib/error.hpp"
 #include "job/job_records.hpp"
 #include "lib/strings.hpp"

@@ -16,7 +16,7 @@
 #include <thread>
 #include <unistd.h>
 
-#include "job/contract.hpp"
+#include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "job/job_layout.hpp"
 #include "job/record_field.hpp"

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "config/config.hpp"
-#include "job/contract.hpp"
+#include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
 #include "tests/fuzz/fuzz.hpp"

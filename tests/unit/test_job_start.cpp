@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <sys/stat.h>
 
-#include "job/contract.hpp"
+#include "lib/contract.hpp"
 #include "job/job_layout.hpp"
 #include "spank/prolog_epilog.hpp"
 #include "spank/slurmstepd.hpp"

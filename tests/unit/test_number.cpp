@@ -62,4 +62,15 @@ BOOST_AUTO_TEST_CASE(decimals_keep_whole_and_fraction_apart)
         BOOST_TEST(!scan_decimal(bad), bad);
 }
 
+BOOST_AUTO_TEST_CASE(a_job_id_is_written_as_slurm_writes_it)
+{
+    for (const char* id : {"1", "42", "4294967294"})
+        BOOST_TEST(is_job_id(id), id);
+    for (const char* id : {"", "0", "042", "-1", "4.2", "1e3", "42x", "99999999999999999999", "user"})
+        BOOST_TEST(!is_job_id(id), id);
+    BOOST_TEST(job_id_less("9", "10"));
+    BOOST_TEST(!job_id_less("10", "9"));
+    BOOST_TEST(job_id_less("10", "11"));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

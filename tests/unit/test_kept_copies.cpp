@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "config/config.hpp"
-#include "job/copy_record.hpp"
+#include "tier/kept_copies.hpp"
 #include "tests/unit/error_of.hpp"
 #include "tests/unit/in_child.hpp"
 #include "tests/unit/safe_fs_fixtures.hpp"

@@ -1,4 +1,4 @@
-#include "config/catalog_listing.hpp"
+#include "dataset/catalog_listing.hpp"
 
 #include <sstream>
 
