@@ -25,7 +25,8 @@
 #include "job/job_layout.hpp"
 #include "config/stage_spec.hpp"
 #include "lib/sys/fd.hpp"
-#include "stager/stage_dataset.hpp"
+#include "stager/exchange.hpp"
+#include "stager/node_context.hpp"
 
 namespace dlstage::stager {
 

@@ -12,7 +12,7 @@
 #include "config/stage_spec.hpp"
 #include "lib/sys/fd.hpp"
 #include "stager/plan.hpp"
-#include "stager/stage_dataset.hpp"
+#include "stager/node_context.hpp"
 
 namespace dlstage::stager {
 

@@ -1,0 +1,208 @@
+#include "stager/collectives.hpp"
+
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <mpi.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "lib/log.hpp"
+#include "lib/size.hpp"
+#include "lib/sys/dataset_walk.hpp"
+#include "lib/sys/periodic.hpp"
+#include "stager/source_check.hpp"
+
+namespace dlstage::stager {
+
+using Clock = std::chrono::steady_clock;
+
+// Both wait quietly: a rank may arrive long before the others (a node
+// cache's rank that took its lock while another waits 2 s for one).
+bool all_ranks(MPI_Comm comm, bool mine)
+{
+    int in = mine ? 1 : 0, out = 0;
+    MPI_Request request = MPI_REQUEST_NULL;
+    MPI_Iallreduce(&in, &out, 1, MPI_INT, MPI_MIN, comm, &request);
+    quiet_wait(request);
+    return out == 1;
+}
+
+std::uint64_t reduce_over_ranks(MPI_Comm comm, std::uint64_t mine, MPI_Op op)
+{
+    unsigned long long in = mine, out = 0;
+    MPI_Request request = MPI_REQUEST_NULL;
+    MPI_Iallreduce(&in, &out, 1, MPI_UNSIGNED_LONG_LONG, op, comm, &request);
+    quiet_wait(request);
+    return out;
+}
+
+void quiet_wait(MPI_Request& request)
+{
+    // Open MPI's blocking collectives spin a core: ranks that wait long (for
+    // a lock held by another job, for rank 0's walk or extraction) would
+    // take it from rank 0 and the job's tasks.  Checked every 2 ms.
+    for (int done = 0; MPI_Test(&request, &done, MPI_STATUS_IGNORE), !done;)
+        usleep(2000);
+}
+
+void quiet_barrier(MPI_Comm comm)
+{
+    MPI_Request request = MPI_REQUEST_NULL;
+    MPI_Ibarrier(comm, &request);
+    quiet_wait(request);
+}
+
+namespace {
+// CPU time (user + system) this process has used so far, in microseconds.
+std::uint64_t cpu_microseconds()
+{
+    struct rusage usage {};
+    getrusage(RUSAGE_SELF, &usage);
+    const auto us = [](const timeval& t) { return static_cast<std::uint64_t>(t.tv_sec) * 1000000 + t.tv_usec; };
+    return us(usage.ru_utime) + us(usage.ru_stime);
+}
+
+// This process's peak resident memory so far.
+std::uint64_t peak_rss_bytes()
+{
+    struct rusage usage {};
+    getrusage(RUSAGE_SELF, &usage);
+    return static_cast<std::uint64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+}  // namespace
+
+Plan broadcast_plan(const StageItem& item, const NodeContext& ctx, PlanFrom from)
+{
+    // One MPI message holds at most INT_MAX bytes: big blocks go in steps.
+    // The other ranks wait through rank 0's whole walk here: quietly.
+    const auto bcast = [&ctx](void* data, std::size_t size) {
+        constexpr std::size_t kStep = 1u << 30;
+        for (std::size_t off = 0; off < size; off += kStep) {
+            MPI_Request request = MPI_REQUEST_NULL;
+            MPI_Ibcast(static_cast<char*>(data) + off, static_cast<int>(std::min(kStep, size - off)), MPI_BYTE, 0,
+                       ctx.comm, &request);
+            quiet_wait(request);
+        }
+    };
+    // Rank 0 keeps the plan it made; the others receive its two blocks
+    // straight into their own (stager/plan.hpp): no rank holds a second,
+    // serialized copy of a million entries.
+    Plan plan;
+    std::string header;
+    if (ctx.rank == 0) {
+        std::string note;
+        plan = from == PlanFrom::Walk ? build_plan(item.dataset) : plan_for(ctx.manifest_dir, item.dataset, note);
+        if (!note.empty())
+            say(note);
+        else if (plan.from_manifest)
+            sayf("%s: planned from its manifest (no walk of the source)", item.dataset.name.c_str());
+        header = wire_header(plan);
+    }
+    unsigned long long size = header.size();
+    bcast(&size, sizeof size);
+    header.resize(size);
+    bcast(header.data(), header.size());
+    if (ctx.rank == 0) {
+        // MPI_Bcast only reads the root's buffer.
+        bcast(const_cast<EntryList::Record*>(plan.entries.records().data()),
+              plan.entries.records().size() * sizeof(EntryList::Record));
+        bcast(const_cast<char*>(plan.entries.arena().data()), plan.entries.arena().size());
+        return plan;
+    }
+    PlanReceiver in = receive_header(header);
+    bcast(in.records.data(), in.records.size() * sizeof(EntryList::Record));
+    bcast(in.arena.data(), in.arena.size());
+    in.adopt_blocks();
+    return std::move(in.plan);
+}
+
+// Rank 0 plans with a walk of the source: on a loaded parallel file system
+// a million files take minutes, and the job output should say what is
+// going on meanwhile.  Every progress interval, until planning is done,
+// rank 0 says how many entries the walk has found so far (counted by the
+// walk itself, further down: entries_walked()).
+Plan plan_saying_progress(const StageItem& item, const NodeContext& ctx, PlanFrom from)
+{
+    const std::uint64_t before = entries_walked();
+    std::function<void()> say_count;
+    if (ctx.rank == 0)
+        say_count = [&item, before] {
+            sayf("%s: walking %s: %llu entries found so far", item.dataset.name.c_str(), item.dataset.source.c_str(),
+                 static_cast<unsigned long long>(entries_walked() - before));
+        };
+    const Periodic progress(std::chrono::duration<double>(ctx.progress_interval), std::move(say_count));
+    return broadcast_plan(item, ctx, from);
+}
+
+Plan usable_plan(const StageItem& item, const NodeContext& ctx, double* source_s)
+{
+    Plan plan = plan_saying_progress(item, ctx);
+    const auto start = Clock::now();
+    const bool holds = plan_still_holds(item, ctx, plan);
+    if (source_s)
+        *source_s = std::chrono::duration<double>(Clock::now() - start).count();
+    return holds ? plan : plan_saying_progress(item, ctx, PlanFrom::Walk);
+}
+
+bool plan_still_holds(const StageItem& item, const NodeContext& ctx, const Plan& plan)
+{
+    const bool from_manifest = reduce_over_ranks(ctx.comm, ctx.rank == 0 && plan.from_manifest ? 1 : 0, MPI_MAX) != 0;
+    if (!from_manifest || item.dataset.immutable)
+        return true;
+    const SourceDrift mine = check_source(plan, ctx.rank, ctx.size);
+    const std::uint64_t changed = reduce_over_ranks(ctx.comm, mine.changed, MPI_SUM);
+    if (changed == 0)
+        return true;
+    // The example rank 0 says: the lowest rank's that found one.
+    const auto first = static_cast<int>(
+        reduce_over_ranks(ctx.comm, mine.changed > 0 ? static_cast<std::uint64_t>(ctx.rank) : ~0ull, MPI_MIN));
+    char example[1024] = {};
+    if (ctx.rank == first)
+        std::snprintf(example, sizeof example, "%s", mine.example.c_str());
+    MPI_Request request = MPI_REQUEST_NULL;
+    MPI_Ibcast(example, sizeof example, MPI_CHAR, first, ctx.comm, &request);
+    quiet_wait(request);
+    if (ctx.rank == 0)
+        sayf("manifest of %s is older than its source (%llu files changed in place since the scan, e.g. %s): "
+             "planning from a walk; run 'dlstage catalog scan %s'",
+             item.dataset.name.c_str(), static_cast<unsigned long long>(changed), example,
+             item.dataset.name.c_str());
+    return false;
+}
+
+void say_transferred(const StageItem& item, const NodeContext& ctx, const Plan& plan, std::uint64_t bytes_read,
+                     Clock::time_point start, std::uint64_t cpu_start)
+{
+    const std::uint64_t read = reduce_over_ranks(ctx.comm, bytes_read, MPI_SUM);
+    const std::uint64_t peak_rss = reduce_over_ranks(ctx.comm, peak_rss_bytes(), MPI_MAX);
+    const double cpu_seconds = static_cast<double>(reduce_over_ranks(ctx.comm, cpu_microseconds() - cpu_start, MPI_SUM)) / 1e6;
+    if (ctx.rank != 0)
+        return;
+    const bool shared = item.tier.scope == Scope::Shared;
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    const double ratio = plan.total_bytes() ? static_cast<double>(read) / static_cast<double>(plan.total_bytes()) : 1.0;
+    sayf("staged %s to %s %s %d nodes in %.2f s (%s%s); source bytes read %s (%.2fx); "
+         "peak memory per rank %s; cpu %.1f s over all nodes",
+         item.dataset.name.c_str(), item.tier.name.c_str(), shared ? "(one shared copy) by" : "on", ctx.size, seconds,
+         format_rate(plan.total_bytes(), seconds).c_str(), shared ? "" : " per node", format_size(read).c_str(), ratio,
+         format_size(peak_rss).c_str(), cpu_seconds);
+}
+
+std::uint64_t cpu_now()
+{
+    return cpu_microseconds();
+}
+
+void say_staging(const StageItem& item, const NodeContext& ctx, const Plan& plan)
+{
+    sayf("staging %s (%s in %llu %s) from %s to %s %s %d nodes", item.dataset.name.c_str(),
+         format_size(plan.total_bytes()).c_str(), static_cast<unsigned long long>(plan.file_count()),
+         plan.file_count() == 1 ? "file" : "files", item.dataset.source.c_str(), item.tier.name.c_str(),
+         item.tier.scope == Scope::Shared ? "(one shared copy) by" : "on", ctx.size);
+}
+
+}  // namespace dlstage::stager

@@ -1,0 +1,51 @@
+// What every way of staging does together over the ranks (stager/
+// stage_dataset, stager/shared_tier, stager/cache_tier): waits and
+// reductions that sleep instead of spinning a core, the plan made by rank
+// 0 and broadcast (checked file by file when it came from a manifest), and
+// the lines rank 0 says before and after a transfer.  All are collective
+// over ctx.comm.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <mpi.h>
+
+#include "config/stage_spec.hpp"
+#include "stager/node_context.hpp"
+#include "stager/plan.hpp"
+
+namespace dlstage::stager {
+
+bool all_ranks(MPI_Comm comm, bool mine);
+std::uint64_t reduce_over_ranks(MPI_Comm comm, std::uint64_t mine, MPI_Op op);
+// Waits for a nonblocking collective, or a barrier, sleeping instead of
+// spinning a core.
+void quiet_wait(MPI_Request& request);
+void quiet_barrier(MPI_Comm comm);
+
+// Rank 0 plans (from the dataset's manifest when it is current, else with
+// a walk; or with a walk whatever there is) and every rank gets the plan.
+enum class PlanFrom { ManifestOrWalk, Walk };
+Plan broadcast_plan(const StageItem& item, const NodeContext& ctx, PlanFrom from = PlanFrom::ManifestOrWalk);
+// The same, with rank 0 saying now and then how many entries its walk found.
+Plan plan_saying_progress(const StageItem& item, const NodeContext& ctx, PlanFrom from = PlanFrom::ManifestOrWalk);
+// A plan from a manifest is current as far as directories go: true when
+// every source file is still as the plan says too, or the site promised
+// that the dataset's source is never rewritten in place (immutable =
+// true), or the plan came from a walk; else rank 0 says what changed.
+bool plan_still_holds(const StageItem& item, const NodeContext& ctx, const Plan& plan);
+// The plan every way of staging uses: plan_saying_progress, and when that
+// plan came from a manifest that does not hold file by file, a walk's.  A
+// kept copy is reused unread on its word, and a stale manifest's plan
+// would fail the staging at the first file rewritten since the scan, job
+// after job.  source_s: the seconds plan_still_holds took.
+Plan usable_plan(const StageItem& item, const NodeContext& ctx, double* source_s = nullptr);
+// "staging NAME (SIZE in N files) from SOURCE to TIER on N nodes" (rank 0).
+void say_staging(const StageItem& item, const NodeContext& ctx, const Plan& plan);
+
+// The summary line (rank 0; every rank must call it: it reduces).
+void say_transferred(const StageItem& item, const NodeContext& ctx, const Plan& plan, std::uint64_t bytes_read,
+                     std::chrono::steady_clock::time_point start, std::uint64_t cpu_start);
+std::uint64_t cpu_now();  // this process's CPU time so far, microseconds
+
+}  // namespace dlstage::stager

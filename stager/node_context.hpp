@@ -1,0 +1,26 @@
+// Where one rank of the stager works and with whom: the communicator of the
+// ranks that take part, this node, the job's values and the site's places.
+// Every step of staging takes it (stager/collectives, stager/stage_steps).
+#pragma once
+
+#include <mpi.h>
+#include <string>
+
+#include "config/path_template.hpp"
+
+namespace dlstage::stager {
+
+struct NodeContext {
+    // The ranks that take part: every node of the job, or (node caches)
+    // those that missed; rank and size are within comm.
+    MPI_Comm comm = MPI_COMM_WORLD;
+    int rank = 0;
+    int size = 1;
+    std::string node;
+    TemplateValues values;  // job id, user, node
+    std::string state_dir;
+    std::string manifest_dir;  // site.manifest_dir: rank 0 plans from a dataset's manifest there
+    double progress_interval = 5.0;  // seconds between progress lines (rank 0)
+};
+
+}  // namespace dlstage::stager

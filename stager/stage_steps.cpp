@@ -1,0 +1,277 @@
+#include "stager/stage_steps.hpp"
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <memory>
+#include <mpi.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lib/contract.hpp"
+#include "lib/error.hpp"
+#include "lib/log.hpp"
+#include "lib/size.hpp"
+#include "lib/strings.hpp"
+#include "lib/sys/sys_error.hpp"
+#include "lib/sys/tree_remover.hpp"
+#include "job/state_record.hpp"
+#include "policies/admission.hpp"
+#include "policies/staging_mode.hpp"
+#include "stager/extract.hpp"
+#include "stager/extract_budget.hpp"
+#include "stager/own_chunks.hpp"
+#include "stager/parallel_extract.hpp"
+#include "tier/tier_space.hpp"
+
+namespace dlstage::stager {
+
+using Clock = std::chrono::steady_clock;
+
+// Leftovers of an earlier attempt in this job (a restage after a failure).
+void clear_leftovers(const DatasetLayout& here, const Fd& job_dir, const std::string& shown)
+{
+    for (const std::string* name : {&here.partial_dir, &here.incoming_dir, &here.dataset_dir, &here.image_dir}) {
+        const RemoveResult removed = remove_tree_at(job_dir.get(), *name, shown);
+        if (!removed.ok())
+            throw Error("cannot clear " + shown + "/" + *name + ": " + removed.problems.front());
+    }
+    for (const std::string* marker : {&here.ready_marker, &here.staged_marker})
+        if (unlinkat(job_dir.get(), marker->c_str(), 0) != 0 && errno != ENOENT)
+            throw_cannot("remove", shown + "/" + *marker, errno);
+}
+
+void check_mode_fits_plan(const StageItem& item, const Plan& plan)
+{
+    policy::require(policy::mode_fits_source(item.dataset.mode, plan.format, plan.single_file, item.dataset.source));
+}
+
+// The tier's file system on this node, against what the plan brings.  The
+// extracted size of archives is not known before extraction: their own size
+// is the floor, and the budget returned bounds what extraction may write.
+policy::ExtractionBudget check_space(const StageItem& item, const Fd& job_dir, const std::string& shown,
+                                     const Plan& plan)
+{
+    const TierSpace space = measure_tier_space(job_dir.get(), shown);
+    SourceFacts facts;
+    facts.bytes = plan.total_bytes();
+    facts.files = plan.entry_count();
+    policy::require(policy::admit(item.dataset, item.tier, facts, space));
+    return policy::extraction_budget(item.dataset, item.tier, facts, space);
+}
+
+namespace {
+void make_fresh_dir(const std::string& path)
+{
+    if (mkdir(path.c_str(), 0755) != 0)
+        throw_cannot("create", path, errno);
+}
+
+// Names the archive as the user knows it, not its node-local copy.
+Error named_for_user(const Error& e, const DatasetLayout& layout, const Plan& plan)
+{
+    std::string message = e.what();
+    const std::string local = layout.incoming_dir + "/";
+    if (const std::size_t at = message.find(local); at != std::string::npos)
+        message.replace(at, local.size(), plan.source_root + "/");
+    return Error(message);
+}
+
+// Unpacks the archives that arrived into partial_dir; returns how many
+// entries lost setuid/setgid/sticky bits on the way.  layout: relative to
+// the job directory (the working directory).
+std::uint64_t extract_into(const DatasetLayout& layout, const Fd& job_dir, const std::string& shown, const Plan& plan,
+                           unsigned threads, const policy::ExtractionBudget& limits)
+{
+    const auto remove = [&](const std::string& name) { return remove_tree_at(job_dir.get(), name, shown); };
+    std::uint64_t stripped = 0;
+    ExtractBudget budget(limits);
+    if (plan.format == Format::Squashfs) {
+        try {
+            stripped +=
+                extract_squashfs(layout.incoming_dir + "/" + plan.entries.front().path, layout.partial_dir, &budget)
+                    .stripped;
+        } catch (const Error& e) {
+            throw named_for_user(e, layout, plan);
+        }
+    } else {
+        make_fresh_dir(layout.partial_dir);
+        std::vector<std::string> shards;
+        for (const Entry& shard : plan.entries)
+            shards.push_back(layout.incoming_dir + "/" + shard.path);
+        try {
+            stripped += extract_shards(shards, layout.partial_dir, threads, [&] {
+                            const RemoveResult removed = remove(layout.partial_dir);
+                            if (!removed.ok())
+                                throw Error("cannot clear " + shown + "/" + layout.partial_dir + ": " +
+                                            removed.problems.front());
+                            make_fresh_dir(layout.partial_dir);
+                        }, budget).stats.stripped;
+        } catch (const Error& e) {
+            remove(layout.partial_dir);  // at once: it may be as large as the tier allows
+            throw named_for_user(e, layout, plan);
+        }
+    }
+    const RemoveResult removed = remove(layout.incoming_dir);
+    if (!removed.ok())
+        throw Error("cannot remove " + shown + "/" + layout.incoming_dir + ": " + removed.problems.front());
+    return stripped;
+}
+
+}  // namespace
+
+bool write_progress(const StageItem& item, const NodeContext& ctx, const ProgressFigures& figures,
+                    std::string& problem)
+{
+    toml::table record{{"dataset", item.dataset.name},
+                       {"tier", item.tier.name},
+                       {"state", figures.state},
+                       {"nodes", ctx.size},
+                       {"bytes_total", static_cast<std::int64_t>(figures.bytes_total)},
+                       {"bytes_done", static_cast<std::int64_t>(figures.bytes_done)},
+                       {"files_total", static_cast<std::int64_t>(figures.files_total)},
+                       {"elapsed_s", figures.elapsed},
+                       {"bytes_per_s", figures.elapsed > 0 ? static_cast<double>(figures.bytes_done) / figures.elapsed
+                                                           : 0.0},
+                       {"eta_s", figures.eta},
+                       {"time", static_cast<std::int64_t>(std::time(nullptr))}};
+    if (!figures.path.empty())
+        record.insert("path", figures.path);
+    const char* array_job = std::getenv(kArrayJobIdVar);
+    const char* array_task = std::getenv(kArrayTaskIdVar);
+    if (array_job && *array_job && array_task && *array_task) {
+        record.insert("array_job_id", array_job);
+        record.insert("array_task_id", array_task);
+    }
+    try {
+        write_record(progress_record_path(ctx.state_dir, ctx.values.job_id, item.dataset.name), record);
+        return true;
+    } catch (const Error& e) {
+        problem = e.what();
+        return false;
+    }
+}
+
+namespace {
+
+// Rank 0, now and then: a line in the job output and the same figures in
+// a progress record (state_dir/jobs/<job>/user/progress-<name>.toml) that
+// `dlstage status` and admins can read while the job stages.
+class Progress {
+public:
+    Progress(const StageItem& item, const Plan& plan, std::size_t chunks, const NodeContext& ctx)
+        : item_(item), plan_(plan), total_(plan.total_bytes()), chunks_(chunks), ctx_(ctx), start_(Clock::now()),
+          last_(start_)
+    {
+    }
+    void operator()(std::size_t done_chunks, std::uint64_t done_bytes)
+    {
+        if (ctx_.rank != 0 || done_chunks == chunks_)
+            return;
+        const auto now = Clock::now();
+        if (std::chrono::duration<double>(now - last_).count() < ctx_.progress_interval)
+            return;
+        last_ = now;
+        const double elapsed = std::chrono::duration<double>(now - start_).count();
+        const double per_s = static_cast<double>(done_bytes) / elapsed;
+        // Nothing written yet (the first opens of a small-file source take
+        // a while): no rate, so no ETA and no "0%" to say.
+        if (done_bytes == 0) {
+            sayf("%s: starting: %s in %llu files to move, none written yet", item_.dataset.name.c_str(),
+                 format_size(total_).c_str(), static_cast<unsigned long long>(plan_.file_count()));
+            record(kStagingState, done_bytes, elapsed, 0);
+            return;
+        }
+        const double eta = static_cast<double>(total_ - done_bytes) / per_s;
+        sayf("%s: %s of %s (%.0f%%), %s, ETA %.0f s", item_.dataset.name.c_str(),
+             format_size(done_bytes).c_str(), format_size(total_).c_str(),
+             100.0 * static_cast<double>(done_bytes) / static_cast<double>(total_), format_rate(done_bytes, elapsed).c_str(),
+             eta);
+        record(kStagingState, done_bytes, elapsed, eta);
+    }
+
+    void done()
+    {
+        if (ctx_.rank == 0)
+            record(kReadyState, total_, std::chrono::duration<double>(Clock::now() - start_).count(), 0);
+    }
+
+private:
+    void record(const char* state, std::uint64_t done_bytes, double elapsed, double eta) const
+    {
+        std::string problem;
+        if (!write_progress(item_, ctx_, {state, total_, done_bytes, plan_.file_count(), elapsed, eta, {}}, problem) &&
+            !warned_) {
+            sayf("%s: no progress record: %s", item_.dataset.name.c_str(), problem.c_str());
+            warned_ = true;
+        }
+    }
+
+    const StageItem& item_;
+    const Plan& plan_;
+    std::uint64_t total_;
+    std::size_t chunks_;
+    const NodeContext& ctx_;
+    Clock::time_point start_, last_;
+    mutable bool warned_ = false;
+};
+
+}  // namespace
+
+TransferResult transfer(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options,
+                        const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir, const Plan& plan,
+                        const policy::ExtractionBudget& budget)
+{
+    const bool shared = item.tier.scope == Scope::Shared;
+    const bool extract = item.dataset.mode == Mode::Extract;
+    WriterOptions writer_options;
+    writer_options.shared = shared;
+    writer_options.keep_times = !(shared && item.tier.purge.days > 0 && item.tier.purge.by == PurgeBy::Mtime);
+    if (item.tier.scope == Scope::Node && item.tier.cleanup == Cleanup::Cache)
+        writer_options.file_mode_mask = 0555;
+    TreeWriter writer(plan, extract ? here.incoming_dir : here.partial_dir, writer_options);
+    if (!shared || ctx.rank == 0)
+        writer.create_skeleton();
+    if (shared)
+        quiet_barrier(ctx.comm);
+    const auto chunks = layout_chunks(plan, options.chunk_size);
+    const auto progress = std::make_shared<Progress>(item, plan, chunks.size(), ctx);
+    ExchangeResult exchanged;
+    if (shared) {
+        // Rank 0 sees its own share: about one in N of what all write.
+        exchanged = copy_own_chunks(chunks, plan, writer, ctx.rank, ctx.size, options,
+                                    [&](std::size_t done, std::uint64_t bytes) {
+                                        (*progress)(std::min(chunks.size() - 1, done * static_cast<std::size_t>(ctx.size)),
+                                                 std::min(plan.total_bytes(), bytes * static_cast<std::uint64_t>(ctx.size)));
+                                    });
+        quiet_barrier(ctx.comm);
+        writer.finish_split_files();
+        quiet_barrier(ctx.comm);
+        if (ctx.rank == 0)
+            writer.finish();
+    } else {
+        exchanged = exchange_chunks(plan, chunks, writer, options, std::ref(*progress), ctx.comm);
+        writer.finish();
+    }
+    if (extract && (!shared || ctx.rank == 0)) {
+        // A shared tier's archives are unpacked once, by rank 0: two ranks
+        // unpacking into one tree could not tell whose later entry wins.
+        const auto extract_start = Clock::now();
+        const std::uint64_t stripped = extract_into(here, job_dir, layout.tier_dir, plan, options.writers, budget);
+        const double seconds = std::chrono::duration<double>(Clock::now() - extract_start).count();
+        if (ctx.rank == 0) {
+            if (stripped > 0)
+                sayf("%s: removed setuid/setgid/sticky bits from %llu entries",
+                     item.dataset.name.c_str(), static_cast<unsigned long long>(stripped));
+            sayf("%s: extracted %llu %s in %.2f s on %s (%u threads)",
+                 item.dataset.name.c_str(), static_cast<unsigned long long>(plan.entries.size()),
+                 plan.entries.size() == 1 ? "archive" : "archives", seconds, shared ? "one node" : "each node",
+                 options.writers);
+        }
+    }
+    return {exchanged.bytes_read, [progress] { progress->done(); }};
+}
+
+}  // namespace dlstage::stager
