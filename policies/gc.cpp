@@ -1,6 +1,6 @@
 #include "policies/gc.hpp"
 
-#include "status/slurm_jobs.hpp"
+#include "policies/slurm_states.hpp"
 
 namespace dlstage::policy {
 

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "policies/slurm_states.hpp"
 #include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "job/identity.hpp"
@@ -138,7 +139,7 @@ void weigh_slurm(StatusRow& row, const SlurmJobs& slurm)
     if (!job) {
         row.reason = "Slurm no longer knows the job; no epilog record";
         row.state = StagingState::Stale;
-    } else if (!slurm_state_is_live(job->state)) {
+    } else if (!policy::slurm_state_is_live(job->state)) {
         row.reason = "the job ended (" + job->state + "); no epilog record";
         row.state = StagingState::Stale;
     }

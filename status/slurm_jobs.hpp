@@ -58,14 +58,4 @@ std::optional<std::set<std::string>> parse_listpids(std::string_view text);
 // Asks squeue (and, with_local_pids, scontrol listpids on this node).
 SlurmJobs ask_slurm(int timeout_seconds, bool with_local_pids = false);
 
-// The state word says the job has ended (COMPLETED, FAILED, CANCELLED,
-// TIMEOUT, ...: squeue -t all lists them for MinJobAge after their end).
-// Any other word, one this version does not know included, is a job that
-// still exists and can hold data on its nodes.
-bool slurm_state_has_ended(std::string_view state);
-inline bool slurm_state_is_live(std::string_view state)
-{
-    return !slurm_state_has_ended(state);
-}
-
 }  // namespace dlstage
