@@ -22,6 +22,7 @@
 #include "lib/size.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/sys_error.hpp"
+#include "policies/cache_reuse.hpp"
 #include "stager/copy_check.hpp"
 #include "stager/copy_lock.hpp"
 #include "stager/kept_copy.hpp"
@@ -116,43 +117,34 @@ struct Look {
     std::optional<CopyRecord> record;
 };
 
-std::string miss_counts(const CopyCheck& found)
-{
-    std::string text;
-    const auto add = [&](std::uint64_t n, const char* what) {
-        if (n == 0)
-            return;
-        text += (text.empty() ? "" : ", ") + std::to_string(n) + " " + what;
-    };
-    add(found.missing - found.foreign, "entries missing");
-    add(found.foreign, "entries not yours");
-    add(found.changed, "entries changed since it was cached");
-    add(found.wrong_size - found.changed, "files of another size");
-    return text;
-}
-
+// Gathers the facts of this node's entry in the order the rule weighs them
+// (policies/cache_reuse), stopping at the first that fails: a stat of
+// every entry only when all before it hold.
 Look look_here(const StageItem& item, const DatasetLayout& here, const Plan& plan, const std::string& identity)
 {
     Look look;
+    policy::CacheEntryFacts facts;
+    const auto decided = [&] {
+        const policy::Verdict verdict = policy::cache_entry_usable(facts);
+        look.hit = verdict.allowed;
+        if (!verdict.allowed)
+            look.why = verdict.reason;
+        return look;
+    };
     try {
         look.record = read_copy_record(here.ready_marker);
     } catch (const Error& e) {
-        look.why = std::string("its record is unreadable (") + e.what() + ")";
-        return look;
+        facts.record_problem = e.what();
+        return decided();
     }
-    if (!look.record) {
-        look.why = "not in the node cache";
-        return look;
-    }
+    facts.has_record = look.record.has_value();
+    if (!facts.has_record)
+        return decided();
     const CopyRecord& record = *look.record;
-    if (record.identity != identity || record.mode != to_string(item.dataset.mode)) {
-        look.why = "the source changed since it was cached";
-        return look;
-    }
-    if (record.sealed_ns <= 0) {
-        look.why = "its entry has no seal";
-        return look;
-    }
+    facts.same_source = record.identity == identity && record.mode == to_string(item.dataset.mode);
+    facts.sealed = record.sealed_ns > 0;
+    if (!facts.same_source || !facts.sealed)
+        return decided();
     // Copy mode: the same identity is the same plan, so the plan is what
     // the entry holds.  Extract mode: what extraction wrote, listed then.
     std::optional<Plan> listed;
@@ -163,35 +155,26 @@ Look look_here(const StageItem& item, const DatasetLayout& here, const Plan& pla
                 listed = deserialize(*bytes);
         } catch (const Error&) {
         }
-        if (!listed) {
-            look.why = "its list of contents is missing or unreadable";
-            return look;
-        }
     }
+    facts.listed = item.dataset.mode != Mode::Extract || listed.has_value();
+    if (!facts.listed)
+        return decided();
     Fd copy(::open(here.dataset_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     struct stat top {};
-    if (!copy.valid() || ::fstat(copy.get(), &top) != 0) {
-        look.why = "its entry is gone";
-        return look;
-    }
-    if (top.st_uid != ::geteuid()) {
-        look.why = "its entry is not yours";
-        return look;
-    }
+    facts.present = copy.valid() && ::fstat(copy.get(), &top) == 0;
+    facts.yours = facts.present && top.st_uid == ::geteuid();
     // Entries added to or removed from the top directory show in its ctime.
-    if (ctime_ns(top) > record.sealed_ns) {
-        look.why = "entries were added, removed or renamed since it was cached";
-        return look;
-    }
+    facts.top_unchanged = facts.yours && ctime_ns(top) <= record.sealed_ns;
+    if (!facts.top_unchanged)
+        return decided();
     CheckShare share;
     share.sealed_ns = record.sealed_ns;
     const CopyCheck found = check_copy(copy.get(), listed ? *listed : plan, share);
-    if (!found.bad.empty()) {
-        look.why = miss_counts(found);
-        return look;
-    }
-    look.hit = true;
-    return look;
+    facts.missing = found.missing;
+    facts.foreign = found.foreign;
+    facts.changed = found.changed;
+    facts.wrong_size = found.wrong_size;
+    return decided();
 }
 
 // The entry's seal: its directory's ctime once it is in place (the rename
