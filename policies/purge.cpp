@@ -22,6 +22,11 @@ std::int64_t purge_clock(PurgeBy by, const FileTimes& times)
     return times.atime;
 }
 
+bool keeps_source_mtimes(const Tier& tier)
+{
+    return !(tier.scope == Scope::Shared && tier.purge.days > 0 && tier.purge.by == PurgeBy::Mtime);
+}
+
 std::optional<std::int64_t> purge_date(const PurgeRule& rule, std::int64_t oldest)
 {
     if (rule.days <= 0)

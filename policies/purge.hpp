@@ -22,6 +22,11 @@ struct FileTimes {
 // The time a file's age counts from, as the site's purge tool counts it.
 std::int64_t purge_clock(PurgeBy by, const FileTimes& times);
 
+// Whether a copy written to this tier keeps its source's mtimes: not in a
+// shared tier purged by mtime, where a file kept at its source's old mtime
+// would be purged at once; there its age counts from when it was written.
+bool keeps_source_mtimes(const Tier& tier);
+
 // When a copy whose oldest file (by purge_clock) dates from `oldest` will
 // start to be purged; nothing when the tier has no purge.
 std::optional<std::int64_t> purge_date(const PurgeRule& rule, std::int64_t oldest);

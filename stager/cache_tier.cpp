@@ -2,7 +2,6 @@
 
 #include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <fcntl.h>
 #include <functional>
 #include <memory>
@@ -99,15 +98,7 @@ std::unique_ptr<CopyLock> lock_every_node(const StageItem& item, const NodeConte
 // million-entry plan, not one per node).
 std::string shared_identity(const Plan& plan, const NodeContext& ctx)
 {
-    char text[128] = {};
-    if (ctx.rank == 0) {
-        const std::string mine = source_identity(plan);
-        std::strncpy(text, mine.c_str(), sizeof text - 1);
-    }
-    MPI_Request request = MPI_REQUEST_NULL;
-    MPI_Ibcast(text, sizeof text, MPI_CHAR, 0, ctx.comm, &request);
-    quiet_wait(request);
-    return text;
+    return broadcast_text(ctx.comm, 0, ctx.rank == 0 ? source_identity(plan) : std::string());
 }
 
 // What this node's cache holds of the dataset.

@@ -48,6 +48,16 @@ void quiet_wait(MPI_Request& request)
         usleep(2000);
 }
 
+std::string broadcast_text(MPI_Comm comm, int root, const std::string& text)
+{
+    char line[1024] = {};
+    std::snprintf(line, sizeof line, "%s", text.c_str());
+    MPI_Request request = MPI_REQUEST_NULL;
+    MPI_Ibcast(line, sizeof line, MPI_CHAR, root, comm, &request);
+    quiet_wait(request);
+    return line;
+}
+
 void quiet_barrier(MPI_Comm comm)
 {
     MPI_Request request = MPI_REQUEST_NULL;
@@ -145,7 +155,9 @@ Plan usable_plan(const StageItem& item, const NodeContext& ctx, double* source_s
     const bool holds = plan_still_holds(item, ctx, plan);
     if (source_s)
         *source_s = std::chrono::duration<double>(Clock::now() - start).count();
-    return holds ? plan : plan_saying_progress(item, ctx, PlanFrom::Walk);
+    if (!holds)
+        return plan_saying_progress(item, ctx, PlanFrom::Walk);
+    return plan;  // moved: a million entries are not copied
 }
 
 bool plan_still_holds(const StageItem& item, const NodeContext& ctx, const Plan& plan)
@@ -160,16 +172,11 @@ bool plan_still_holds(const StageItem& item, const NodeContext& ctx, const Plan&
     // The example rank 0 says: the lowest rank's that found one.
     const auto first = static_cast<int>(
         reduce_over_ranks(ctx.comm, mine.changed > 0 ? static_cast<std::uint64_t>(ctx.rank) : ~0ull, MPI_MIN));
-    char example[1024] = {};
-    if (ctx.rank == first)
-        std::snprintf(example, sizeof example, "%s", mine.example.c_str());
-    MPI_Request request = MPI_REQUEST_NULL;
-    MPI_Ibcast(example, sizeof example, MPI_CHAR, first, ctx.comm, &request);
-    quiet_wait(request);
+    const std::string example = broadcast_text(ctx.comm, first, mine.example);
     if (ctx.rank == 0)
         sayf("manifest of %s is older than its source (%llu files changed in place since the scan, e.g. %s): "
              "planning from a walk; run 'dlstage catalog scan %s'",
-             item.dataset.name.c_str(), static_cast<unsigned long long>(changed), example,
+             item.dataset.name.c_str(), static_cast<unsigned long long>(changed), example.c_str(),
              item.dataset.name.c_str());
     return false;
 }

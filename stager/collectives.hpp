@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <mpi.h>
+#include <string>
 
 #include "config/stage_spec.hpp"
 #include "stager/node_context.hpp"
@@ -22,6 +23,9 @@ std::uint64_t reduce_over_ranks(MPI_Comm comm, std::uint64_t mine, MPI_Op op);
 // spinning a core.
 void quiet_wait(MPI_Request& request);
 void quiet_barrier(MPI_Comm comm);
+// Rank root's text (one line: an identity, a message's example; cut at
+// 1023 bytes) on every rank.
+std::string broadcast_text(MPI_Comm comm, int root, const std::string& text);
 
 // Rank 0 plans (from the dataset's manifest when it is current, else with
 // a walk; or with a walk whatever there is) and every rank gets the plan.

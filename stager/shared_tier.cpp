@@ -147,12 +147,12 @@ struct Checked {
     std::int64_t oldest = 0;
 };
 
-// Copies made with the source's mtimes (not those of a tier purged by mtime,
-// whose files count from when they were written), and unpacked copies,
-// listed as written: a file's mtime says whether it was written since.
-bool keeps_source_mtimes(const StageItem& item)
+// Copies made with the source's mtimes (policy::keeps_source_mtimes), and
+// unpacked copies, listed as written: a file's mtime says whether it was
+// written since.
+bool mtimes_tell_writes(const StageItem& item)
 {
-    return item.dataset.mode == Mode::Extract || !(item.tier.purge.days > 0 && item.tier.purge.by == PurgeBy::Mtime);
+    return item.dataset.mode == Mode::Extract || policy::keeps_source_mtimes(item.tier);
 }
 
 Checked check_share(const StageItem& item, const DatasetLayout& here, const Found& found, const Plan& plan,
@@ -171,7 +171,7 @@ Checked check_share(const StageItem& item, const DatasetLayout& here, const Foun
     share.ranks = ctx.size;
     share.purge_by = item.tier.purge.by;
     share.refresh_atime = item.tier.purge.refresh_on_use;
-    share.compare_mtime = keeps_source_mtimes(item);
+    share.compare_mtime = mtimes_tell_writes(item);
     const Plan& contents = found.contents(plan);
     if (copy.valid()) {
         checked.mine = check_copy(copy.get(), contents, share);
@@ -234,7 +234,7 @@ void repair(const StageItem& item, const DatasetLayout& layout, const DatasetLay
                 errno != EEXIST)
                 throw_cannot("create", layout.dataset_dir + "/" + contents.entries[i].path, errno);
     quiet_barrier(ctx.comm);
-    const bool keep_times = !(item.tier.purge.days > 0 && item.tier.purge.by == PurgeBy::Mtime);
+    const bool keep_times = policy::keeps_source_mtimes(item.tier);
     for (const std::size_t i : checked.mine.bad) {
         const Entry& e = contents.entries[i];
         struct stat st {};

@@ -19,6 +19,7 @@
 #include "lib/sys/tree_remover.hpp"
 #include "job/state_record.hpp"
 #include "policies/admission.hpp"
+#include "policies/purge.hpp"
 #include "policies/staging_mode.hpp"
 #include "stager/extract.hpp"
 #include "stager/extract_budget.hpp"
@@ -228,7 +229,7 @@ TransferResult transfer(const StageItem& item, const NodeContext& ctx, const Exc
     const bool extract = item.dataset.mode == Mode::Extract;
     WriterOptions writer_options;
     writer_options.shared = shared;
-    writer_options.keep_times = !(shared && item.tier.purge.days > 0 && item.tier.purge.by == PurgeBy::Mtime);
+    writer_options.keep_times = policy::keeps_source_mtimes(item.tier);
     if (item.tier.scope == Scope::Node && item.tier.cleanup == Cleanup::Cache)
         writer_options.file_mode_mask = 0555;
     TreeWriter writer(plan, extract ? here.incoming_dir : here.partial_dir, writer_options);

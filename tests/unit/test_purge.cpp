@@ -52,4 +52,18 @@ BOOST_AUTO_TEST_CASE(warns_within_warn_days_with_the_date)
                std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(only_a_shared_tier_purged_by_mtime_gives_copies_their_own_mtimes)
+{
+    Tier tier;
+    BOOST_TEST(keeps_source_mtimes(tier));  // a node tier
+    tier.scope = Scope::Shared;
+    tier.purge.days = 90;
+    tier.purge.by = PurgeBy::Atime;
+    BOOST_TEST(keeps_source_mtimes(tier));
+    tier.purge.by = PurgeBy::Mtime;
+    BOOST_TEST(!keeps_source_mtimes(tier));
+    tier.purge.days = 0;  // no purge: nothing to count from
+    BOOST_TEST(keeps_source_mtimes(tier));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
