@@ -1,0 +1,128 @@
+// The reader's side of a plan made earlier: several opens at once give the
+// same bytes, and a file that is not what the plan says stops staging.
+#include <boost/test/unit_test.hpp>
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lib/error.hpp"
+#include "stager/chunks.hpp"
+#include "stager/plan.hpp"
+#include "stager/source_reader.hpp"
+#include "tests/unit/support/dataset_at.hpp"
+#include "tests/unit/support/error_of.hpp"
+#include "tests/unit/support/in_child.hpp"
+#include "tests/unit/support/tmpdir.hpp"
+
+using namespace dlstage;
+using namespace dlstage::stager;
+
+namespace {
+// A flat directory of small files of different sizes, in two directories.
+void make_small_files(const test::TempDir& dir, int count)
+{
+    mkdir((dir / "src").c_str(), 0755);
+    mkdir((dir / "src/b").c_str(), 0755);
+    for (int i = 0; i < count; ++i)
+        dir.write((i % 3 ? "src/" : "src/b/") + std::to_string(i) + ".jpg",
+                  std::string(static_cast<std::size_t>(100 + i * 7), static_cast<char>('a' + i % 26)));
+}
+
+std::string read_all(SourceReader& reader, const Plan& plan, std::uint64_t chunk_size)
+{
+    std::string all;
+    std::vector<char> buffer(chunk_size);
+    for (const Chunk& chunk : layout_chunks(plan, chunk_size)) {
+        reader.read(chunk, buffer.data());
+        all.append(buffer.data(), chunk.bytes);
+    }
+    return all;
+}
+
+Entry entry_of(std::uint64_t size, std::int64_t sec, std::uint32_t nsec)
+{
+    Entry e;
+    e.size = size;
+    e.mtime_sec = sec;
+    e.mtime_nsec = nsec;
+    return e;
+}
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(source_reader)
+
+BOOST_AUTO_TEST_CASE(many_opens_at_once_read_the_same_bytes_as_one)
+{
+    test::TempDir dir;
+    make_small_files(dir, 200);
+    const Plan plan = build_plan(test::dataset_at(dir / "src"));
+    SourceReader one(plan, 1);
+    const std::string expected = read_all(one, plan, 4096);
+    BOOST_TEST(expected.size() == plan.total_bytes());
+    for (unsigned opens : {2u, 8u, 64u}) {
+        SourceReader many(plan, opens);
+        BOOST_TEST((read_all(many, plan, 4096) == expected), "opens=" << opens);
+        BOOST_TEST(many.bytes_read() == plan.total_bytes());
+    }
+    // A file split over chunks stays open from one chunk to the next.
+    SourceReader small_chunks(plan, 8);
+    BOOST_TEST((read_all(small_chunks, plan, 4096 + 61) == expected));
+}
+
+BOOST_AUTO_TEST_CASE(a_chunk_of_many_small_files_keeps_few_open)
+{
+    // 300 files in one chunk, 8 opens at once, 32 descriptors allowed.
+    test::TempDir dir;
+    make_small_files(dir, 300);
+    const Plan plan = build_plan(test::dataset_at(dir / "src"));
+    const std::string text = test::in_child([&] {
+        const rlimit limit{32, 32};
+        if (::setrlimit(RLIMIT_NOFILE, &limit) != 0)
+            return std::string("setrlimit failed");
+        SourceReader reader(plan, 8);
+        return "bytes=" + std::to_string(read_all(reader, plan, 1 << 20).size());
+    });
+    BOOST_TEST(text == "bytes=" + std::to_string(plan.total_bytes()));
+}
+
+BOOST_AUTO_TEST_CASE(a_file_rewritten_since_planning_stops_the_read_with_one_line)
+{
+    test::TempDir dir;
+    make_small_files(dir, 40);
+    const Plan plan = build_plan(test::dataset_at(dir / "src"));
+    // Same size, new content, a later mtime: only the mtime tells.
+    const struct timespec later[2] = {{1700000000, 5}, {1700000000, 5}};
+    BOOST_REQUIRE(utimensat(AT_FDCWD, (dir / "src/7.jpg").c_str(), later, 0) == 0);
+    SourceReader reader(plan, 8);
+    const std::string message = test::error_of([&] { read_all(reader, plan, 1 << 20); });
+    BOOST_TEST(message.find(dir / "src/7.jpg" + " changed since it was planned (mtime ") == 0u, message);
+    BOOST_TEST(message.find(" -> 2023-11-14 22:13:20.000000005 UTC): run again") != std::string::npos, message);
+}
+
+BOOST_AUTO_TEST_CASE(the_rule_names_size_before_mtime_and_passes_a_match)
+{
+    struct stat st {};
+    st.st_size = 100;
+    st.st_mtim = {1600000000, 42};
+    BOOST_TEST(changed_since_planned("/p/d/x", entry_of(100, 1600000000, 42), st) == "");
+    BOOST_TEST(changed_since_planned("/p/d/x", entry_of(120, 1, 0), st) ==
+               "/p/d/x changed since it was planned (size 120 -> 100): run again");
+    BOOST_TEST(changed_since_planned("/p/d/x", entry_of(100, 1600000000, 0), st) ==
+               "/p/d/x changed since it was planned (mtime 2020-09-13 12:26:40.000000000 UTC -> "
+               "2020-09-13 12:26:40.000000042 UTC): run again");
+}
+
+BOOST_AUTO_TEST_CASE(a_file_gone_since_planning_is_named)
+{
+    test::TempDir dir;
+    make_small_files(dir, 40);
+    const Plan plan = build_plan(test::dataset_at(dir / "src"));
+    unlink((dir / "src/b/30.jpg").c_str());
+    SourceReader reader(plan, 4);
+    BOOST_TEST(test::error_of([&] { read_all(reader, plan, 1 << 20); }) ==
+               "cannot read " + dir / "src/b/30.jpg" + ": No such file or directory");
+}
+
+BOOST_AUTO_TEST_SUITE_END()

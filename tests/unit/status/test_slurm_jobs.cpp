@@ -1,0 +1,116 @@
+// status/slurm_jobs: gc's one question to Slurm, with squeue stand-ins on
+// PATH for the answers a real squeue gives (the real one is asked in
+// tests/integration/52-gc.bats).
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <set>
+#include <sys/stat.h>
+#include <utility>
+
+#include "status/slurm_jobs.hpp"
+#include "tests/unit/support/tmpdir.hpp"
+
+using namespace dlstage;
+
+namespace {
+// What scontrol listpids says on a node that runs no job step.
+const char* const kNoSteps = "echo 'PID      JOBID    STEPID   LOCALID GLOBALID'; echo 'No job steps exist on this node.'; exit 1";
+
+// PATH set to a directory whose squeue and scontrol are these scripts, for one scope.
+struct FakeSqueue {
+    test::TempDir dir;
+    std::string old_path = std::getenv("PATH") ? std::getenv("PATH") : "";
+    explicit FakeSqueue(const std::string& squeue, const std::string& scontrol = kNoSteps)
+    {
+        for (const auto& [name, script] : {std::pair{"squeue", squeue}, {"scontrol", scontrol}}) {
+            const std::string program = dir.write(name, "#!/bin/sh\n" + script + "\n");
+            ::chmod(program.c_str(), 0755);
+        }
+        ::setenv("PATH", (dir.path() + ":" + old_path).c_str(), 1);
+    }
+    ~FakeSqueue() { ::setenv("PATH", old_path.c_str(), 1); }
+};
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(slurm_jobs)
+
+BOOST_AUTO_TEST_CASE(the_answer_is_job_ids_and_states_or_nothing)
+{
+    const auto jobs = parse_squeue("12|N/A|N/A|RUNNING|n1\n13|N/A|N/A|COMPLETED|n[1-2]\n\n4294967294|N/A|N/A|PENDING|\n");
+    BOOST_REQUIRE(jobs);
+    BOOST_TEST(jobs->size() == 3u);
+    BOOST_TEST(jobs->at("13").state == "COMPLETED");
+    for (const char* bad : {"12\n", "12|N/A|N/A|RUNNING|n1|extra\n", "1_2|N/A|N/A|RUNNING|n1\n", "x|N/A|N/A|RUNNING|n1\n",
+                            "12|N/A|N/A||n1\n", "12|N/A|N/A|RUNNING|n1\nslurm_load_jobs error\n"})
+        BOOST_TEST(!parse_squeue(bad), bad);
+    BOOST_TEST(parse_squeue("")->empty());
+}
+
+BOOST_AUTO_TEST_CASE(every_job_in_every_state_is_asked_for)
+{
+    const auto argv = squeue_command(30);
+    BOOST_TEST(argv.front() == "timeout");
+    BOOST_TEST(std::count(argv.begin(), argv.end(), "--states=all") == 1);
+    BOOST_TEST(std::count(argv.begin(), argv.end(), "--format=%A|%F|%K|%T|%N") == 1);
+}
+
+BOOST_AUTO_TEST_CASE(squeue_answering_gives_the_states)
+{
+    FakeSqueue squeue("echo '5|N/A|N/A|RUNNING|n1'; echo '6|N/A|N/A|COMPLETING|n2'");
+    const SlurmJobs jobs = ask_slurm(10, true);
+    BOOST_TEST(jobs.asked);
+    BOOST_TEST(jobs.problem == "");
+    BOOST_TEST(jobs.jobs.size() == 2u);
+    BOOST_TEST(jobs.here.empty());  // no job step on this node
+    BOOST_TEST(jobs.asked_at > 0);
+}
+
+BOOST_AUTO_TEST_CASE(the_jobs_with_processes_on_this_node_come_from_listpids)
+{
+    const auto here = parse_listpids("PID      JOBID    STEPID   LOCALID GLOBALID\n"
+                                     "10870    8        batch    0       0\n"
+                                     "10871    8        batch    -       -\n"
+                                     "10990    12       0        0       0\n");
+    BOOST_REQUIRE(here);
+    BOOST_TEST((*here == std::set<std::string>{"8", "12"}));
+    BOOST_TEST(!parse_listpids("10870 8 batch 0 0\n"));  // no header
+    BOOST_TEST(!parse_listpids("PID JOBID STEPID\n10870 x batch\n"));
+    FakeSqueue slurm("echo '8|N/A|N/A|COMPLETED|n1'", "echo 'PID JOBID STEPID LOCALID GLOBALID'; echo '77 8 batch 0 0'");
+    const SlurmJobs jobs = ask_slurm(10, true);
+    BOOST_TEST(jobs.problem == "");
+    BOOST_TEST(jobs.here.count("8") == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(listpids_failing_is_a_problem_too)
+{
+    FakeSqueue slurm("echo '8|N/A|N/A|COMPLETED|n1'", "echo 'scontrol: error: slurmd is not responding' >&2; exit 1");
+    BOOST_TEST(!ask_slurm(10, true).asked);
+    BOOST_TEST(ask_slurm(10, false).asked);  // status does not ask listpids
+    BOOST_TEST(ask_slurm(10, true).problem ==
+               "scontrol listpids exited with status 1: scontrol: error: slurmd is not responding");
+}
+
+BOOST_AUTO_TEST_CASE(squeue_failing_or_hanging_is_a_problem_never_an_empty_list)
+{
+    {
+        FakeSqueue squeue("echo 'squeue: error: Unable to contact slurm controller' >&2; exit 1");
+        const SlurmJobs jobs = ask_slurm(10);
+        BOOST_TEST(!jobs.asked);
+        BOOST_TEST(jobs.problem == "squeue exited with status 1: squeue: error: Unable to contact slurm controller");
+    }
+    {
+        FakeSqueue squeue("exec sleep 30");
+        const SlurmJobs jobs = ask_slurm(1);
+        BOOST_TEST(jobs.problem == "squeue did not answer within 1 s (slurmctld or slurmd down?)");
+    }
+    {
+        FakeSqueue squeue("echo '5|N/A|N/A|RUNNING|n1'; echo 'garbage'");
+        const SlurmJobs jobs = ask_slurm(10);
+        BOOST_TEST(!jobs.asked);
+        BOOST_TEST(jobs.problem.find("is not lines of '%A|%F|%K|%T|%N'") != std::string::npos, jobs.problem);
+    }
+}
+
+BOOST_AUTO_TEST_SUITE_END()

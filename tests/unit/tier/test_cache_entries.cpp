@@ -1,0 +1,332 @@
+// tier/cache_entries: a node cache's entries as root measures and evicts them,
+// in a temporary tier whose user directory belongs to "nobody" (the
+// measuring child becomes that user, as the prolog's does).  Root only:
+// becoming another user and mounting need it.
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <dirent.h>
+#include <fstream>
+#include <thread>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config/config.hpp"
+#include "tier/cache_entries.hpp"
+#include "tests/unit/support/error_of.hpp"
+#include "tests/unit/support/safe_fs_fixtures.hpp"
+#include "tests/unit/support/stopped_fuse.hpp"
+
+using namespace dlstage;
+
+namespace {
+// <tmp>/tier/.cache/nobody/ as the prolog makes it, and a state_dir.
+struct Cache {
+    test::TempDir tmp;
+    std::string root = tmp / "tier";
+    std::string state = tmp / "state";
+    const passwd* nobody = ::getpwnam("nobody");
+    std::string user_dir = root + "/.cache/nobody";
+    dlstage::Tier tier;
+
+    Cache()
+    {
+        BOOST_REQUIRE(nobody);
+        BOOST_REQUIRE(::chmod(tmp.path().c_str(), 0755) == 0);  // nobody walks down from here
+        test::make_dir(root);
+        test::make_dir(root + "/.cache");
+        test::make_dir(user_dir, 0700);
+        test::make_dir(state);
+        give(user_dir);
+        tier.name = "cache";
+        tier.path = PathTemplate::parse(root + "/%j");
+        tier.cleanup = Cleanup::Cache;
+    }
+
+    void give(const std::string& path) const { BOOST_REQUIRE(::chown(path.c_str(), nobody->pw_uid, nobody->pw_gid) == 0); }
+
+    // A dataset's copy: a directory holding one file.
+    void entry(const std::string& name) const
+    {
+        test::make_dir(user_dir + "/" + name);
+        test::make_file(user_dir + "/" + name + "/f", std::string(5000, 'x'));
+        give(user_dir + "/" + name);
+        give(user_dir + "/" + name + "/f");
+    }
+
+    NodeCacheEntry owned(const std::string& dataset) const
+    {
+        NodeCacheEntry e;
+        e.user = "nobody";
+        e.uid = nobody->pw_uid;
+        e.gid = nobody->pw_gid;
+        e.dataset = dataset;
+        return e;
+    }
+};
+
+// "DATASET FILES" per entry, then "problem: LINE" per problem.
+std::string listing(const FoundCacheEntries& found)
+{
+    std::string text;
+    for (const NodeCacheEntry& e : found.entries)
+        text += e.dataset + " " + std::to_string(e.files) + (e.bytes >= (1u << 20) ? " large" : "") + "\n";
+    for (const std::string& problem : found.problems)
+        text += "problem: " + problem + "\n";
+    return text;
+}
+
+// "REAL EFFECTIVE SAVED FS" uids of a child of this process that is not
+// root's alone (the acting child), or "".
+std::string acting_child_uids()
+{
+    DIR* proc = ::opendir("/proc");
+    std::string found;
+    while (const dirent* e = proc ? ::readdir(proc) : nullptr) {
+        std::ifstream status(std::string("/proc/") + e->d_name + "/status");
+        std::string line, ppid, uids;
+        while (std::getline(status, line)) {
+            if (line.rfind("PPid:", 0) == 0)
+                ppid = line.substr(line.find_first_not_of(" \t", 5));
+            if (line.rfind("Uid:", 0) == 0)
+                uids = line.substr(line.find_first_not_of(" \t", 4));
+        }
+        std::replace(uids.begin(), uids.end(), '\t', ' ');
+        if (ppid == std::to_string(::getpid()) && !uids.empty() && uids != "0 0 0 0")
+            found = uids;
+    }
+    if (proc)
+        ::closedir(proc);
+    return found;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start)
+{
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(node_cache)
+
+// The hostile user's case: a FUSE server of theirs, stopped, on a directory
+// in their own cache directory.  The measuring child is that user, so FUSE
+// lets it in; it must not even try.
+BOOST_AUTO_TEST_CASE(a_stopped_fuse_mount_in_a_users_cache_directory_is_neither_entered_nor_measured)
+{
+    if (test::cannot_mount())
+        return;
+    Cache c;
+    c.entry("imagenet");
+    test::make_dir(c.user_dir + "/zz");
+    c.give(c.user_dir + "/zz");
+    test::make_dir(c.tmp / "content");
+    test::make_file(c.tmp / "content/f");
+    const std::string point = c.user_dir + "/zz";
+    const std::string text = test::with_stopped_fuse(
+        c.tmp / "content", c.tmp / "image.sqfs", point,
+        [&] {
+            ::alarm(30);  // a hang ends the child: "ended abnormally"
+            const auto start = std::chrono::steady_clock::now();
+            std::string out = listing(find_cache_entries(c.tier, c.state, "n1", 10));
+            out += "evict zz: " + evict_cache_entry(c.tier, c.owned("zz"), 10) + "\n";
+            return out + (seconds_since(start) < 5 ? "" : "slow\n");
+        },
+        true);
+    if (test::skipped(text))
+        return;
+    const std::string why = point + ": a mount (fuse.squashfuse) at " + point + "; not entered: neither measured nor evicted";
+    BOOST_TEST(text == "imagenet 1\nproblem: " + why + "\nevict zz: " + why + "\n");
+}
+
+BOOST_AUTO_TEST_CASE(a_mount_on_the_users_cache_directory_itself_leaves_all_of_it_alone)
+{
+    if (test::cannot_mount())
+        return;
+    Cache c;
+    test::make_dir(c.tmp / "content");
+    test::make_dir(c.tmp / "content/imagenet");
+    const std::string text = test::with_stopped_fuse(
+        c.tmp / "content", c.tmp / "image.sqfs", c.user_dir,
+        [&] {
+            ::alarm(30);
+            const auto start = std::chrono::steady_clock::now();
+            std::string out = listing(find_cache_entries(c.tier, c.state, "n1", 10));
+            out += "evict imagenet: " + evict_cache_entry(c.tier, c.owned("imagenet"), 10) + "\n";
+            return out + (seconds_since(start) < 5 ? "" : "slow\n");
+        },
+        true);
+    if (test::skipped(text))
+        return;
+    const std::string why =
+        c.user_dir + ": a mount (fuse.squashfuse) at " + c.user_dir + "; not entered: neither measured nor evicted";
+    BOOST_TEST(text == "problem: " + why + "\nevict imagenet: " + why + "\n");
+}
+
+// Names are the user's: one made to look like the measuring child's
+// answer for a huge entry must be measured as the small thing it is.
+BOOST_AUTO_TEST_CASE(an_entry_name_cannot_forge_the_measurement)
+{
+    if (!test::is_root())
+        return;
+    Cache c;
+    const std::string forged = "x 999999999999 1 1\nlru9 999999999999 1 1";
+    c.entry(forged);
+    c.entry("lru1");
+    const FoundCacheEntries found = find_cache_entries(c.tier, c.state, "n1", 10);
+    BOOST_TEST(listing(found) == "lru1 1\n" + forged + " 1\n");
+    for (const NodeCacheEntry& e : found.entries) {
+        BOOST_TEST(e.bytes < (1u << 20));
+        BOOST_TEST(e.inodes == 2u);
+    }
+    const NodeCacheEntry& odd = found.entries.at(1);
+    BOOST_TEST(entry_name(odd).find('\n') == std::string::npos, entry_name(odd));
+    // Evicting it removes that entry and nothing else.
+    BOOST_TEST(evict_cache_entry(c.tier, odd, 10) == "");
+    BOOST_TEST(!test::exists(c.user_dir + "/" + forged));
+    BOOST_TEST(test::exists(c.user_dir + "/lru1/f"));
+}
+
+// A thousand links to one file are one file's worth of room: counted more,
+// they would make root evict other users' entries for nothing.
+BOOST_AUTO_TEST_CASE(a_file_with_many_links_counts_once)
+{
+    if (!test::is_root())
+        return;
+    Cache c;
+    c.entry("x");
+    const std::string file = c.user_dir + "/x/big";
+    test::make_file(file, std::string(64 << 10, 'l'));
+    for (int i = 0; i < 100; ++i)
+        BOOST_REQUIRE(::link(file.c_str(), (c.user_dir + "/x/l" + std::to_string(i)).c_str()) == 0);
+    test::make_dir(c.user_dir + "/y");
+    BOOST_REQUIRE(::link(file.c_str(), (c.user_dir + "/y/l").c_str()) == 0);
+    const FoundCacheEntries found = find_cache_entries(c.tier, c.state, "n1", 10);
+    BOOST_REQUIRE(found.entries.size() == 2u);
+    BOOST_TEST(found.entries[0].bytes < (200u << 10));  // x: 5000 bytes and 64 KiB, once
+    BOOST_TEST(found.entries[0].inodes == 3u);          // x, f, big
+    BOOST_TEST(found.entries[1].inodes == 1u);          // y alone: its link was counted in x
+}
+
+// Nothing in a cache directory is out of the watermarks' reach: a name no
+// dataset has is an entry of its own, and evicting an entry takes every
+// name of it.
+BOOST_AUTO_TEST_CASE(every_name_counts_and_an_eviction_takes_all_of_an_entry)
+{
+    if (!test::is_root())
+        return;
+    Cache c;
+    c.entry("x");
+    c.entry(".stash");
+    c.entry(".retired-x-17");
+    c.entry(".retired-x-y-18");  // dataset x-y's, not x's
+    test::make_file(c.user_dir + "/.ready-x.toml");
+    c.give(c.user_dir + "/.ready-x.toml");
+    const FoundCacheEntries found = find_cache_entries(c.tier, c.state, "n1", 10);
+    BOOST_TEST(listing(found) == ".stash 1\nx 1\nx-y 0\n");
+    BOOST_TEST(evict_cache_entry(c.tier, c.owned("x"), 10) == "");
+    BOOST_TEST(!test::exists(c.user_dir + "/x"));
+    BOOST_TEST(!test::exists(c.user_dir + "/.retired-x-17"));
+    BOOST_TEST(!test::exists(c.user_dir + "/.ready-x.toml"));
+    BOOST_TEST(test::exists(c.user_dir + "/.retired-x-y-18"));
+    BOOST_TEST(evict_cache_entry(c.tier, c.owned(".stash"), 10) == "");
+    BOOST_TEST(!test::exists(c.user_dir + "/.stash"));
+}
+
+BOOST_AUTO_TEST_CASE(the_lock_is_waited_for_with_a_deadline)
+{
+    if (!test::is_root())
+        return;
+    Cache c;
+    {
+        const CacheLock held(c.state, "n1", 1);
+        const auto start = std::chrono::steady_clock::now();
+        const std::string error = test::error_of([&] { const CacheLock second(c.state, "n1", 1); });
+        const double waited = seconds_since(start);
+        BOOST_TEST(error == "the node cache lock " + c.state + "/cache/n1/lock is still held after 1 s (a prolog, an "
+                               "epilog or another gc on this node)");
+        BOOST_TEST(waited >= 0.9);
+        BOOST_TEST(waited < 5.0);
+    }
+    BOOST_TEST(test::error_of([&] { const CacheLock again(c.state, "n1", 1); }) == "");
+}
+
+// Measuring goes without the lock: whoever evicts compares this number,
+// taken before measuring, with the one under the lock.
+BOOST_AUTO_TEST_CASE(each_eviction_changes_the_generation)
+{
+    if (!test::is_root())
+        return;
+    Cache c;
+    const std::uint64_t before = eviction_generation(c.state, "n1");
+    BOOST_TEST(before == 0u);
+    count_eviction(c.state, "n1");
+    const std::uint64_t once = eviction_generation(c.state, "n1");
+    count_eviction(c.state, "n1");
+    BOOST_TEST(once != before);
+    BOOST_TEST(eviction_generation(c.state, "n1") != once);
+    BOOST_TEST(eviction_generation(c.state, "n2") == 0u);  // per node
+}
+
+// What a job brings is what the source is, as its user can see it.
+BOOST_AUTO_TEST_CASE(a_source_is_sized_as_the_jobs_user_sees_it)
+{
+    if (!test::is_root())
+        return;
+    Cache c;
+    const std::string file = c.tmp / "blob.bin";
+    test::make_file(file, std::string(12345, 'b'));
+    Dataset dataset;
+    dataset.name = "blob";
+    dataset.source = file;
+    const ProbedSource seen =
+        probe_source_as(dataset, c.state, "nobody", c.nobody->pw_uid, c.nobody->pw_gid, 10);
+    BOOST_TEST(seen.problem == "");
+    BOOST_TEST(seen.bytes.value_or(0) == 12345u);
+    BOOST_REQUIRE(::chmod(file.c_str(), 0600) == 0);  // root's alone now
+    const ProbedSource hidden =
+        probe_source_as(dataset, c.state, "nobody", c.nobody->pw_uid, c.nobody->pw_gid, 10);
+    BOOST_TEST(!hidden.bytes.has_value());
+}
+
+// The child acting for a user takes their effective ids only: with root's
+// real and saved uid, the user may not signal it (a SIGSTOP would hold it,
+// and the lock its parent holds, to its time limit).  Caught while it waits
+// on a stopped FUSE server, its ids are read from /proc.
+BOOST_AUTO_TEST_CASE(the_child_acting_for_a_user_keeps_roots_real_uid)
+{
+    if (test::cannot_mount())
+        return;
+    Cache c;
+    test::make_dir(c.tmp / "content");
+    test::make_file(c.tmp / "content/f");
+    const std::string point = c.tmp / "mnt";
+    test::make_dir(point);
+    const std::string text = test::with_stopped_fuse(
+        c.tmp / "content", c.tmp / "image.sqfs", point,
+        [&] {
+            ::alarm(30);
+            std::string uids;
+            std::thread look([&] {
+                for (int i = 0; i < 50 && uids.empty(); ++i) {
+                    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+                    uids = acting_child_uids();
+                }
+            });
+            Dataset dataset;
+            dataset.name = "f";
+            dataset.source = point + "/f";
+            const ProbedSource probed =
+                probe_source_as(dataset, c.state, "nobody", c.nobody->pw_uid, c.nobody->pw_gid, 3);
+            look.join();
+            return uids + "\n" + probed.problem;
+        },
+        true);
+    if (test::skipped(text))
+        return;
+    const std::string nobody = std::to_string(c.nobody->pw_uid);
+    BOOST_TEST(text == "0 " + nobody + " 0 " + nobody + "\ndid not finish within 3 s");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
