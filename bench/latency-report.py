@@ -93,7 +93,7 @@ def main():
               "machine, use: `epoch shm` (decoding alone) moved between 3 and 9 s from run to run.",
               "- N = 4 is four ranks on 2 cores: its staging is slower than N = 1's here.",
               ]
-    lines += ["", "## Target (issue 11): staging well under one epoch at 4 ms", ""]
+    lines += ["", "## Target: staging well under one epoch at 4 ms", ""]
     lines += verdicts or ["- no 4 ms run"]
     open(out, "w").write("\n".join(lines) + "\n")
     print("\n".join(lines))

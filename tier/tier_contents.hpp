@@ -1,6 +1,6 @@
 // What a tier holds on this node, for `dlstage status --node`: the entries
 // of the tier root (job directories, users' directories) with their
-// owners, and the cache entries of issue 12's node caches.  Read-only and
+// owners, and the entries of node caches.  Read-only and
 // safe as root: the root is reached as tier/safe_fs.hpp reaches it, entries
 // are looked at with a stat no file system server can block, never
 // followed and never entered.
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "config/config.hpp"
-#include "tier/tier_space.hpp"
+#include "tier/tier_measure.hpp"
 
 namespace dlstage {
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# Every man page is clean for mandoc -Tlint at warning level (issue 13: a
+# Every man page is clean for mandoc -Tlint at warning level (once, a
 # literal form feed once broke a line of dlstage.toml(5)), and renders.
 load helpers
 

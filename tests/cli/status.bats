@@ -68,7 +68,7 @@ show_status() { run_dlstage --config "$work/dlstage.toml" status "$@"; }
 # row JOB DATASET: the table row, blanks squeezed.
 row() { printf '%s\n' "$out" | grep "^$1 *[^ ]* *$2 " | tr -s ' '; }
 
-# The output format changed deliberately with issue 12 (squeue's columns,
+# The output format follows squeue (its columns,
 # Slurm's units); the failure lines stay under the table.
 @test "all jobs: 7 before 12, a row per dataset, a line per failure" {
     show_status
@@ -243,7 +243,7 @@ TOML
     expect_err "dlstage: SLURM_JOB_ID: invalid value '../12': expected a whole number"
 }
 
-# --- issue 12: squeue's ways ---------------------------------------------------
+# --- squeue's ways --------------------------------------------------------------
 
 @test "-h drops the header (and the failure lines); -o picks columns with squeue's widths" {
     show_status -h -o '%.4i|%8d|%T|%p|%M' 12

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# Manifests at submit and in the stager (issue 11): a current manifest
+# Manifests at submit and in the stager: a current manifest
 # gives submit a tree's size without a walk and lets the stager plan
 # without one; a stale one is reported and the walk used.  Three catalog
 # trees are added to the cluster's configuration for this file only.

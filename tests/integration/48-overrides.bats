@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# Overrides and memory (issue 12): an [[overrides]] table shown by
+# Overrides and memory: an [[overrides]] table shown by
 # check-config --explain and applied at submit (the hidden partition
 # "small" of the vcluster gets a smaller shm max_bytes) and, where submit
 # cannot know the partition, by the prolog; a --mem smaller than what goes to

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# dlstage status as squeue shows jobs (issue 12), against the real Slurm of
+# dlstage status as squeue shows jobs, against the real Slurm of
 # the test cluster: a job seen staging (percent, rate), then ready, then
 # cleaned after its epilog; a failed job with its reason; a record of a job
 # Slurm never had seen as stale; array tasks by their ids; --node on the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# A hostile user against root's node cache code (issue 27).  The other test
+# A hostile user against root's node cache code.  The other test
 # user (the attacker) controls what is in their own cache directory; root
 # measures and evicts every user's entries there, and takes the node's cache
 # lock to do it.  Each time: the two victims' (dlstest's and dlstest3's)

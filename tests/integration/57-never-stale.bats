@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# Never stale (issue 22): a kept copy, a node cache entry or a shared tier's
+# Never stale: a kept copy, a node cache entry or a shared tier's
 # copy, is reused only when it matches the source file by file.  A manifest
 # is current as far as directories go, so a file rewritten in place after
 # the scan must still make the next job stage it again (and the job after
