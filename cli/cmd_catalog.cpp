@@ -14,7 +14,7 @@
 #include "config/config_paths.hpp"
 #include "lib/error.hpp"
 #include "lib/size.hpp"
-#include "dataset/source_facts.hpp"
+#include "dataset/source_probe.hpp"
 #include "lib/strings.hpp"
 
 namespace dlstage::cli {

@@ -16,7 +16,7 @@
 
 #include "cli/commands.hpp"
 #include "policies/cache_eviction.hpp"
-#include "tier/tier_space.hpp"
+#include "tier/tier_measure.hpp"
 #include "lib/size.hpp"
 #include "tier/cache_entries.hpp"
 #include "cli/options.hpp"

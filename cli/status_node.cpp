@@ -18,7 +18,7 @@
 #include "status/status_format.hpp"
 #include "lib/strings.hpp"
 #include "tier/tier_contents.hpp"
-#include "tier/tier_space.hpp"
+#include "tier/tier_measure.hpp"
 
 namespace dlstage::cli {
 

@@ -3,7 +3,7 @@
 #include <cctype>
 #include <map>
 
-#include "config/dataset_format.hpp"
+#include "facts/dataset_format.hpp"
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
 #include "policies/tier_choice.hpp"

@@ -8,25 +8,13 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "facts/stage_item.hpp"
 
 namespace dlstage {
-
-struct StageRequest {
-    std::string text;  // the entry as written, for messages
-    std::string name;  // catalog name, or the absolute path
-    std::string tier;  // empty: the default tier
-    bool is_path = false;
-};
 
 // Throws Error for malformed input: empty value or entry, "a:b:c", bad
 // names, relative paths.
 std::vector<StageRequest> parse_stage_specs(std::string_view value);
-
-struct StageItem {
-    Dataset dataset;  // from the catalog, or made up for a path
-    Tier tier;
-    std::string env_name;  // DLSTAGE_<NAME>
-};
 
 // Throws Error: unknown dataset (with the known ones), unknown tier, and
 // duplicates; and what the tier rules refuse (policies/tier_choice.hpp: no

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "config/config.hpp"
-#include "dataset/source_facts.hpp"
+#include "dataset/source_probe.hpp"
 
 namespace dlstage {
 

@@ -12,6 +12,7 @@
 #include "lib/number.hpp"
 #include "lib/size.hpp"
 #include "lib/strings.hpp"
+#include "lib/sys/group_list.hpp"
 
 namespace dlstage {
 
@@ -63,14 +64,9 @@ std::vector<std::string> unix_groups(const std::string& user)
     const passwd* pw = getpwnam(user.c_str());
     if (!pw)
         return {};
-    const gid_t primary = pw->pw_gid;
-    int count = 64;
-    std::vector<gid_t> gids(static_cast<std::size_t>(count));
-    while (getgrouplist(user.c_str(), primary, gids.data(), &count) < 0)
-        gids.resize(static_cast<std::size_t>(count) + 64), count = static_cast<int>(gids.size());
     std::vector<std::string> names;
-    for (int i = 0; i < count; ++i)
-        if (const group* gr = getgrgid(gids[static_cast<std::size_t>(i)]))
+    for (const gid_t gid : group_list(user, pw->pw_gid))
+        if (const group* gr = getgrgid(gid))
             names.push_back(gr->gr_name);
     return names;
 }

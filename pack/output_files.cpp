@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "config/dataset_format.hpp"
+#include "facts/dataset_format.hpp"
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/dir_fd.hpp"

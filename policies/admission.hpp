@@ -10,15 +10,15 @@
 #include <string>
 #include <vector>
 
-#include "config/config.hpp"
-#include "dataset/source_facts.hpp"
-#include "config/stage_spec.hpp"
-#include "tier/tier_space.hpp"
+#include "facts/config_model.hpp"
+#include "facts/source_facts.hpp"
+#include "facts/stage_item.hpp"
+#include "facts/tier_space.hpp"
 #include "policies/verdict.hpp"
 
 namespace dlstage::policy {
 
-// The tier's file system on a node (tier/tier_space.hpp); empty on the
+// The tier's file system on a node (tier/tier_measure.hpp); empty on the
 // submit side.
 using dlstage::TierSpace;
 

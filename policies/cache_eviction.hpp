@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "config/config.hpp"
-#include "tier/tier_space.hpp"
+#include "facts/config_model.hpp"
+#include "facts/tier_space.hpp"
 #include "policies/verdict.hpp"
 
 namespace dlstage::policy {

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "config/config.hpp"
+#include "facts/config_model.hpp"
 
 namespace dlstage::policy {
 

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "config/config.hpp"
+#include "facts/config_model.hpp"
 
 namespace dlstage::policy {
 

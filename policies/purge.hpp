@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "config/config.hpp"
+#include "facts/config_model.hpp"
 #include "policies/verdict.hpp"
 
 namespace dlstage::policy {

@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <string>
 
-#include "config/config.hpp"
+#include "facts/config_model.hpp"
 #include "policies/verdict.hpp"
 
 namespace dlstage::policy {

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "config/path_template.hpp"
+#include "facts/path_template.hpp"
 #include "spank/spank_api.hpp"
 
 namespace dlstage::spank {

@@ -21,7 +21,7 @@
 #include "job/state_record.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/bounded.hpp"
-#include "tier/tier_space.hpp"
+#include "tier/tier_measure.hpp"
 #include "policies/admission.hpp"
 #include "policies/cache_eviction.hpp"
 #include "policies/cleanup.hpp"

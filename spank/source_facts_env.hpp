@@ -9,7 +9,7 @@
 #include <string>
 
 #include "lib/contract.hpp"  // kFactsVar
-#include "dataset/source_facts.hpp"
+#include "dataset/source_probe.hpp"
 
 namespace dlstage::spank {
 

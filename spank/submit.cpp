@@ -5,7 +5,7 @@
 #include "config/config_paths.hpp"
 #include "lib/contract.hpp"
 #include "lib/error.hpp"
-#include "dataset/source_facts.hpp"
+#include "dataset/source_probe.hpp"
 #include "config/stage_spec.hpp"
 #include "lib/strings.hpp"
 #include "policies/admission.hpp"

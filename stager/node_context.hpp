@@ -6,7 +6,7 @@
 #include <mpi.h>
 #include <string>
 
-#include "config/path_template.hpp"
+#include "facts/path_template.hpp"
 
 namespace dlstage::stager {
 

@@ -9,14 +9,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "config/dataset_format.hpp"
+#include "facts/dataset_format.hpp"
 #include "lib/error.hpp"
 #include "dataset/manifest.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/dataset_entry.hpp"
 #include "lib/sys/dataset_walk.hpp"
 #include "lib/sys/fd.hpp"
-#include "dataset/source_facts.hpp"
+#include "dataset/source_probe.hpp"
 #include "lib/sys/sys_error.hpp"
 #include "policies/staging_mode.hpp"
 

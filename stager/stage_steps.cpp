@@ -25,7 +25,7 @@
 #include "stager/extract_budget.hpp"
 #include "stager/own_chunks.hpp"
 #include "stager/parallel_extract.hpp"
-#include "tier/tier_space.hpp"
+#include "tier/tier_measure.hpp"
 
 namespace dlstage::stager {
 

@@ -21,12 +21,13 @@
 #include "job/job_layout.hpp"
 #include "job/record_field.hpp"
 #include "tier/safe_fs.hpp"
-#include "dataset/source_facts.hpp"
+#include "dataset/source_probe.hpp"
 #include "job/state_record.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/bounded.hpp"
 #include "lib/sys/dataset_walk.hpp"
 #include "lib/sys/dir_fd.hpp"
+#include "lib/sys/group_list.hpp"
 #include "lib/sys/mount_table.hpp"
 #include "lib/sys/sys_error.hpp"
 #include "lib/sys/tree_remover.hpp"
@@ -170,14 +171,7 @@ void act_as(uid_t uid, gid_t gid, const std::string& user = "")
 {
     if (::geteuid() == uid)
         return;
-    std::vector<gid_t> groups;
-    if (!user.empty()) {
-        int count = 64;
-        groups.resize(static_cast<std::size_t>(count));
-        while (::getgrouplist(user.c_str(), gid, groups.data(), &count) < 0)
-            groups.resize(static_cast<std::size_t>(count) + 64), count = static_cast<int>(groups.size());
-        groups.resize(static_cast<std::size_t>(count));
-    }
+    const std::vector<gid_t> groups = user.empty() ? std::vector<gid_t>{} : group_list(user, gid);
     const auto keep = static_cast<uid_t>(-1);
     if (::setgroups(groups.size(), groups.data()) != 0 || ::setresgid(static_cast<gid_t>(-1), gid, static_cast<gid_t>(-1)) != 0 ||
         ::setresuid(keep, uid, keep) != 0)

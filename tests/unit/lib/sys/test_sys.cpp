@@ -16,6 +16,7 @@
 #include "lib/sys/bounded.hpp"
 #include "lib/sys/dir_fd.hpp"
 #include "lib/sys/fd.hpp"
+#include "lib/sys/group_list.hpp"
 #include "lib/sys/parallel.hpp"
 #include "lib/sys/mount_table.hpp"
 #include "lib/sys/process.hpp"
@@ -297,6 +298,18 @@ BOOST_AUTO_TEST_CASE(the_first_error_stops_the_rest_and_comes_back)
     });
     BOOST_TEST(error == "entry 10 is broken");
     BOOST_TEST(done < 100000u - 1);  // stopped handing out indexes
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(group_list_of_a_user)
+
+BOOST_AUTO_TEST_CASE(the_primary_group_and_the_supplementary_ones)
+{
+    const std::vector<gid_t> root = group_list("root", 0);
+    BOOST_TEST((std::find(root.begin(), root.end(), 0u) != root.end()));
+    // A user the database does not know has only the group given.
+    BOOST_TEST((group_list("nobody-here-xyz", 12345) == std::vector<gid_t>{12345}));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

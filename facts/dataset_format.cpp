@@ -1,4 +1,4 @@
-#include "config/dataset_format.hpp"
+#include "facts/dataset_format.hpp"
 
 #include "lib/strings.hpp"
 

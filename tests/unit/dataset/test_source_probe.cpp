@@ -3,7 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "dataset/source_facts.hpp"
+#include "dataset/source_probe.hpp"
 #include "tests/unit/support/dataset_at.hpp"
 #include "tests/unit/support/tmpdir.hpp"
 

@@ -1,7 +1,7 @@
-// What the configuration's types answer of themselves (config/config.hpp):
-// no file read, no TOML; the policies and their unit tests use only this
-// of config/ (libdlbase).
-#include "config/config.hpp"
+// What the configuration's types answer of themselves: no file read, no
+// TOML (that is config/config); the policies and their unit tests link this
+// (libdlbase).
+#include "facts/config_model.hpp"
 
 #include <algorithm>
 #include <cctype>

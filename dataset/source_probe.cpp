@@ -1,4 +1,4 @@
-#include "dataset/source_facts.hpp"
+#include "dataset/source_probe.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "config/dataset_format.hpp"
+#include "facts/dataset_format.hpp"
 #include "lib/error.hpp"
 #include "dataset/manifest.hpp"
 #include "lib/strings.hpp"

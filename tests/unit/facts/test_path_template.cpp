@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "lib/error.hpp"
-#include "config/path_template.hpp"
+#include "facts/path_template.hpp"
 #include "tests/unit/support/error_of.hpp"
 
 using namespace dlstage;

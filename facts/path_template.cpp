@@ -1,4 +1,4 @@
-#include "config/path_template.hpp"
+#include "facts/path_template.hpp"
 
 #include "lib/error.hpp"
 #include "lib/number.hpp"

@@ -1,4 +1,4 @@
-#include "tier/tier_space.hpp"
+#include "tier/tier_measure.hpp"
 
 #include <cerrno>
 #include <cstring>

@@ -1,6 +1,6 @@
 #include <boost/test/unit_test.hpp>
 
-#include "config/dataset_format.hpp"
+#include "facts/dataset_format.hpp"
 
 using namespace dlstage;
 

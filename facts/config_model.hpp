@@ -1,0 +1,160 @@
+// The site configuration's model (dlstage.toml): site settings, storage
+// tiers and the dataset catalog as plain types, and what they answer of
+// themselves.  The policies decide over these types, so they sit below the
+// policies; reading and checking a file is config/config.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "facts/dataset_format.hpp"
+#include "facts/path_template.hpp"
+#include "lib/size.hpp"
+
+namespace dlstage {
+
+enum class Scope { Node, Shared };
+enum class Cleanup { JobEnd, Cache, Keep };
+enum class Mode { Copy, Extract, Mount };
+// Which of a file's times the site's purge tool counts its age from; Max:
+// the latest of atime, mtime and ctime.
+enum class PurgeBy { Atime, Mtime, Ctime, Max };
+
+std::string to_string(Scope scope);
+std::string to_string(Cleanup cleanup);
+std::string to_string(Mode mode);
+std::string to_string(PurgeBy purge_by);
+
+// A site's purge of a file system (SCRATCH): files whose age passes `days`
+// are deleted by the site's own tool, not by dlstage.
+struct PurgeRule {
+    int days = 0;  // 0: no purge
+    PurgeBy by = PurgeBy::Atime;
+    int warn_days = 0;  // warn at submit when a copy will be purged this soon
+    // Set every file's atime to now when a job reuses a copy (off: dlstage
+    // does not dodge the site's purge unless the site says so).
+    bool refresh_on_use = false;
+};
+
+// A node cache's eviction thresholds (cleanup = "cache"): shares of
+// max_bytes and max_inodes, 0 < low <= high <= 1 (policies/cache_eviction).
+struct Watermarks {
+    double high = 0.90;
+    double low = 0.75;
+};
+
+struct Tier {
+    std::string name;
+    PathTemplate path;
+    Scope scope = Scope::Node;
+    Cleanup cleanup = Cleanup::JobEnd;
+    ByteLimit max_bytes;
+    std::optional<std::uint64_t> max_inodes;
+    PurgeRule purge;  // scope = "shared" only
+    Watermarks watermarks;  // cleanup = "cache" only
+    // Do staged bytes count against the job's memory?  tmpfs pages are
+    // charged to the memory cgroup of the process that writes them, and the
+    // stager runs in the job's step.  Unset: the default, charged_by_default().
+    std::optional<bool> charge_memory;
+    // Where each key's value comes from, for keys not left at their default:
+    // "tiers.shm", or an override's label (see Override::label).
+    std::map<std::string, std::string> origin;
+
+    bool charges_memory() const { return charge_memory.value_or(charged_by_default()); }
+    // A node tier under /dev/shm: the tmpfs every Linux node has (and the one
+    // job_container/tmpfs makes private per job).  Other tmpfs tiers say so.
+    bool charged_by_default() const;
+    // origin of key, or "default".
+    std::string origin_of(const std::string& key) const;
+};
+
+// [[overrides]]: other limits for one tier when a job matches every match
+// key the table gives (policies/overrides decides which table wins).
+struct Override {
+    std::size_t index = 0;  // its place among the [[overrides]] tables, from 0
+    int line = 0;
+    std::string tier;
+    // Match keys: "" is no condition.  group: one of the user's Unix groups.
+    std::string partition, account, group, user;
+    std::optional<ByteLimit> max_bytes;
+    std::optional<std::uint64_t> max_inodes;
+    std::optional<bool> charge_memory;
+
+    // "overrides[2] (partition=gpu, line 31)": where a value came from.
+    std::string label() const;
+    // "partition=gpu, user=alice"
+    std::string conditions() const;
+};
+
+// The tier keys an override may set; the others (path, scope, cleanup,
+// purge_*) shape where data lives and when it goes, which the epilog and
+// gc must agree on without knowing the job: a different tier is the way.
+inline const std::vector<std::string> kOverridableKeys = {"max_bytes", "max_inodes", "charge_memory"};
+inline const std::vector<std::string> kOverrideMatchKeys = {"partition", "account", "group", "user"};
+
+struct Dataset {
+    std::string name;
+    std::string source;               // absolute path, or a glob for tar shards
+    Format format = Format::Auto;
+    Mode mode = Mode::Copy;
+    std::vector<std::string> tiers;   // allowed tiers, in order of preference
+    std::string description;
+    bool from_catalog = true;         // false: an absolute path the user gave
+    // The site's promise that no file of the source is ever rewritten in
+    // place: a kept copy planned from a current manifest is then reused
+    // without a stat of every source file (stager/source_check).
+    bool immutable = false;
+
+    // The format once "auto" is decided from the source name
+    // (format_from_name): Auto when only a stat can tell.
+    Format known_format() const;
+};
+
+struct SiteSettings {
+    std::string state_dir = "/var/spool/dlstage";
+    std::string manifest_dir;  // "": state_dir/manifests (see manifests())
+    std::string launcher = "srun --mpi=pmix --overlap --ntasks-per-node=1";
+    std::string default_tier;  // empty: a dataset's first allowed tier
+    bool allow_paths = true;   // may users stage absolute paths not in the catalog?
+    // Seconds the prolog's or epilog's own work may take on a node; what is
+    // not done by then (a hung mount) is logged and left, so the node is not
+    // drained by Slurm's PrologEpilogTimeout.  Keep it well below that.
+    int prolog_epilog_timeout = 60;
+    // `dlstage gc`: seconds a directory of an ended job must have been left
+    // unchanged before it goes (a prolog may be making one for a job too new
+    // for Slurm's answer; clocks of a shared tier's server may differ), and
+    // days a job's records are kept after its end (0: for ever).
+    int gc_grace = 300;
+    int gc_records_days = 30;
+    // Days a node cache entry may go unused before `dlstage gc` removes it
+    // whatever the watermarks say (0: only the watermarks evict).
+    int cache_idle_days = 0;
+
+    // Where `dlstage catalog scan` writes dataset manifests (NAME.manifest).
+    std::string manifests() const;
+};
+
+struct Config {
+    std::string file;  // where it was loaded from
+    SiteSettings site;
+    std::map<std::string, Tier> tiers;
+    std::map<std::string, Dataset> datasets;
+    std::vector<Override> overrides;  // in file order
+
+    const Tier* find_tier(std::string_view name) const;
+    const Dataset* find_dataset(std::string_view name) const;
+    std::vector<std::string> tier_names() const;
+    std::vector<std::string> dataset_names() const;
+    // Does any [[overrides]] table match on a Unix group?  (Only then are
+    // the user's groups looked up: in the prolog an NSS lookup may hang.)
+    bool matches_groups() const;
+};
+
+// DLSTAGE_<NAME>: the name upper-cased, every other character '_'.
+std::string dataset_env_name(std::string_view dataset_name);
+
+}  // namespace dlstage

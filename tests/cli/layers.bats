@@ -1,0 +1,47 @@
+#!/usr/bin/env bats
+# The rooms' layers (docs/ARCHITECTURE.md, "The rooms"): tests/check-layers
+# holds every #include of the tree to the diagram.
+load helpers
+
+layers() {
+    /usr/bin/python3 "$top_srcdir/tests/check-layers" "$1" >"$work/out" 2>&1 && status=0 || status=$?
+    out=$(cat "$work/out")
+}
+
+# A tree of its own: the diagram and three rooms of one file each.
+small_tree() {
+    mkdir -p "$work/src/docs" "$work/src/facts" "$work/src/policies" "$work/src/lib/sys"
+    cp "$top_srcdir/docs/ARCHITECTURE.md" "$work/src/docs/"
+    printf '#pragma once\n#include "lib/size.hpp"\n' >"$work/src/facts/thing.hpp"
+    printf '#include "facts/thing.hpp"\n#include "policies/rule.hpp"\n' >"$work/src/policies/rule.cpp"
+    printf '#pragma once\n' >"$work/src/policies/rule.hpp"
+}
+
+@test "layers: every include of the tree goes down the diagram" {
+    layers "$top_srcdir"
+    [ "$status" -eq 0 ] || fail "check-layers: $out"
+    [ -z "$out" ] || fail "it said something: $out"
+}
+
+@test "layers: an include up a layer is named with its line, and fails" {
+    small_tree
+    layers "$work/src"
+    [ "$status" -eq 0 ] || fail "the small tree should hold: $out"
+    printf '#include "policies/rule.hpp"\n' >>"$work/src/facts/thing.hpp"
+    layers "$work/src"
+    [ "$status" -eq 1 ] || fail "exit $status"
+    [ "$out" = "check-layers: facts/thing.hpp:3: includes policies/rule.hpp: facts/ (layer 0) may use only lower layers, and policies/ is layer 1" ] ||
+        fail "not named: $out"
+}
+
+@test "layers: a rule that uses the system layer, and a room not on the diagram, are named" {
+    small_tree
+    printf '#include "lib/sys/fd.hpp"\n' >>"$work/src/policies/rule.cpp"
+    mkdir "$work/src/newroom" && printf 'int x;\n' >"$work/src/newroom/x.cpp"
+    layers "$work/src"
+    [ "$status" -eq 1 ] || fail "exit $status"
+    [[ "$out" == *"check-layers: newroom/x.cpp: room newroom/ is not on the layer diagram of docs/ARCHITECTURE.md; add it there"* ]] ||
+        fail "new room not named"
+    [[ "$out" == *"check-layers: policies/rule.cpp:3: includes lib/sys/fd.hpp: the policies are pure rules and may not use the system layer or the log"* ]] ||
+        fail "system layer not named"
+}

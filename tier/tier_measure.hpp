@@ -1,0 +1,19 @@
+// Measuring a tier's file system with statvfs, on a node (the submit side
+// has none); the facts are facts/tier_space.
+#pragma once
+
+#include <string>
+
+#include "facts/tier_space.hpp"
+
+namespace dlstage {
+
+// Throws Error naming the directory when statvfs fails.
+TierSpace measure_tier_space(const std::string& dir);
+
+// The same for a directory already open (root code: no path is resolved
+// again, and a mount a user put on the path is not asked); `shown` names it
+// in the message.
+TierSpace measure_tier_space(int dir_fd, const std::string& shown);
+
+}  // namespace dlstage
