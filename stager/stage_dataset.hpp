@@ -1,6 +1,6 @@
 // Staging one dataset to one tier on every node of the job (one rank per
-// node), from the check that the prolog prepared the node to the ready
-// marker written last.
+// node): the job directory the prolog prepared checked and entered, then
+// the way of the tier (stager/node_tier, shared_tier or cache_tier).
 #pragma once
 
 #include "config/stage_spec.hpp"

@@ -1,0 +1,107 @@
+#include "stager/node_tier.hpp"
+
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <mpi.h>
+#include <sys/stat.h>
+
+#include "job/state_record.hpp"
+#include "lib/error.hpp"
+#include "lib/log.hpp"
+#include "lib/sys/sys_error.hpp"
+#include "stager/collectives.hpp"
+#include "stager/plan.hpp"
+#include "stager/stage_steps.hpp"
+
+namespace dlstage::stager {
+
+using Clock = std::chrono::steady_clock;
+
+namespace {
+bool exists(const std::string& path)
+{
+    struct stat st {};
+    return lstat(path.c_str(), &st) == 0;
+}
+
+// Where the stager's result goes and the marker that says it is complete:
+// the dataset itself and its ready marker, or for mode = "mount" the image
+// and the staged marker (the holder mounts it and writes the ready marker).
+struct StagerOutput {
+    const std::string& dir;
+    const std::string& marker;
+};
+
+StagerOutput stager_output(const StageItem& item, const DatasetLayout& layout)
+{
+    if (item.dataset.mode == Mode::Mount)
+        return {layout.image_dir, layout.staged_marker};
+    return {layout.dataset_dir, layout.ready_marker};
+}
+
+bool staged_here(const StageItem& item, const DatasetLayout& layout)
+{
+    const StagerOutput output = stager_output(item, layout);
+    return exists(output.dir) && read_ready_marker(output.marker).has_value();
+}
+
+// Renames the verified copy into place and writes the marker, last.  An
+// image to be mounted goes to image_dir, next to an empty mount point, and
+// gets the staged marker: `dlstage hold-mounts` writes the ready marker
+// once it is mounted.
+// here: the names relative to the job directory, for the calls; layout: the
+// paths, for messages and for what DLSTAGE_<NAME> will hold.
+void publish(const StageItem& item, const DatasetLayout& layout, const DatasetLayout& here, const Plan& plan)
+{
+    const StagerOutput output = stager_output(item, here);
+    const std::string into = stager_output(item, layout).dir;
+    if (rename(here.partial_dir.c_str(), output.dir.c_str()) != 0)
+        throw_cannot("rename", layout.partial_dir + " to " + into, errno);
+    if (item.dataset.mode == Mode::Mount && mkdir(here.dataset_dir.c_str(), 0700) != 0)
+        throw_cannot("create the mount point", layout.dataset_dir, errno);
+    ReadyMarker marker;
+    marker.dataset = item.dataset.name;
+    marker.tier = item.tier.name;
+    marker.source = item.dataset.source;
+    const bool one_file = plan.single_file && item.dataset.mode != Mode::Extract;
+    marker.path = one_file ? into + "/" + plan.entries.front().path : into;
+    marker.bytes = plan.total_bytes();
+    marker.files = plan.file_count();
+    write_ready_marker(output.marker, marker);
+}
+
+}  // namespace
+
+void stage_node_tier(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options,
+                const DatasetLayout& layout, const Fd& job_dir)
+{
+    const DatasetLayout here = dataset_layout_within(item);
+    if (all_ranks(ctx.comm, staged_here(item, here))) {
+        if (ctx.rank == 0)
+            sayf("%s is already staged to %s on %d nodes", item.dataset.name.c_str(),
+                 item.tier.name.c_str(), ctx.size);
+        return;
+    }
+    clear_leftovers(here, job_dir, layout.tier_dir);
+
+    const auto start = Clock::now();
+    const std::uint64_t cpu_start = cpu_now();
+    const Plan plan = usable_plan(item, ctx);
+    check_mode_fits_plan(item, plan);
+    const policy::ExtractionBudget budget = check_space(item, job_dir, layout.tier_dir, plan);
+    if (ctx.rank == 0)
+        say_staging(item, ctx, plan);
+    const TransferResult moved = transfer(item, ctx, options, layout, here, job_dir, plan, budget);
+
+    // Publish only once every node holds a complete, verified copy: a rank
+    // that failed has exited by now, and the launcher stops the others
+    // (srun --kill-on-bad-exit), so no rank gets past this barrier.
+    MPI_Barrier(ctx.comm);
+    publish(item, layout, here, plan);
+    moved.done();
+    say_transferred(item, ctx, plan, moved.bytes_read, start, cpu_start);
+}
+
+}  // namespace dlstage::stager
