@@ -1,7 +1,7 @@
 // dlstage status: staging as squeue shows jobs.  One row per (job,
 // dataset), its state derived from the job's records in state_dir/jobs/
 // (status/job_status.hpp) and from what Slurm says of the job now (one squeue
-// call, status/slurm_jobs.hpp); columns as squeue's -o picks them, times and
+// call, job/slurm_jobs.hpp); columns as squeue's -o picks them, times and
 // sizes as Slurm prints them (status/status_format.hpp).  The records of a
 // job are its user's (0700): users see their own jobs, root every user's.
 //
@@ -29,9 +29,10 @@
 #include "status/job_status.hpp"
 #include "lib/log.hpp"
 #include "lib/number.hpp"
-#include "status/slurm_jobs.hpp"
+#include "job/slurm_jobs.hpp"
 #include "job/state_record.hpp"
 #include "status/status_format.hpp"
+#include "status/status_query.hpp"
 #include "lib/strings.hpp"
 
 namespace dlstage::cli {
@@ -77,14 +78,10 @@ void print_help()
 }
 
 struct StatusOptions {
+    StatusQuery query;
     bool json = false;
     bool header = true;
-    bool all = false;
     std::optional<std::string> format;
-    std::vector<JobSelector> jobs;
-    std::set<std::string> users;
-    std::set<StagingState> states;
-    std::optional<std::string> dataset;
     std::optional<std::string> node;
 };
 
@@ -119,79 +116,26 @@ StatusOptions parse_options(const std::vector<std::string>& args, bool& help)
         else if (name == "noheader")
             o.header = false;
         else if (name == "all")
-            o.all = true;
+            o.query.all = true;
         else if (name == "format")
             o.format = value;
         else if (name == "jobs")
             for (JobSelector& s : parse_job_list(value))
-                o.jobs.push_back(std::move(s));
+                o.query.jobs.push_back(std::move(s));
         else if (name == "user")
             for (const std::string& user : split(value, ','))
-                o.users.insert(user);
+                o.query.users.insert(user);
         else if (name == "states")
-            o.states = parse_states(value);
+            o.query.states = parse_states(value);
         else if (name == "dataset")
-            o.dataset = value;
+            o.query.dataset = value;
         else if (name == "node")
             o.node = value;
     }
     for (const std::string& operand : parsed.operands)
         for (JobSelector& s : parse_job_list(operand))
-            o.jobs.push_back(std::move(s));
+            o.query.jobs.push_back(std::move(s));
     return o;
-}
-
-bool wanted(const StatusRow& row, const StatusOptions& o, bool explicit_jobs)
-{
-    if (o.dataset && row.dataset != *o.dataset)
-        return false;
-    if (!o.states.empty() && !o.states.count(row.state))
-        return false;
-    if (!o.jobs.empty() &&
-        std::none_of(o.jobs.begin(), o.jobs.end(), [&](const JobSelector& s) { return s.matches(row); }))
-        return false;
-    if (!o.users.empty())
-        return o.users.count(row.user) > 0;
-    // Your own unless asked for more (what a user can read is theirs
-    // anyway); --dataset, like its copies, shows root every user's.
-    return explicit_jobs || o.all || o.dataset || !row.uid || *row.uid == static_cast<std::int64_t>(::geteuid());
-}
-
-// The jobs whose records are read: only those named, unless one may be an
-// array (its tasks' own ids are others) or Slurm cannot say it is none,
-// then every job's.
-std::vector<std::string> jobs_to_read(const std::string& state_dir, const StatusOptions& o, const SlurmJobs& slurm)
-{
-    std::vector<std::string> named;
-    for (const JobSelector& s : o.jobs) {
-        // Slurm forgot it: its records alone can tell whether it was an array.
-        const bool array = !s.task.empty() || !slurm.find(s.job) ||
-                           std::any_of(slurm.jobs.begin(), slurm.jobs.end(),
-                                       [&](const auto& job) { return job.second.array_job_id == s.job; });
-        if (array)
-            return recorded_job_ids(state_dir);
-        named.push_back(s.job);
-    }
-    if (named.empty())
-        return recorded_job_ids(state_dir);
-    std::sort(named.begin(), named.end(), job_id_less);
-    named.erase(std::unique(named.begin(), named.end()), named.end());
-    return named;
-}
-
-std::vector<StatusRow> collect_rows(const std::string& state_dir, const StatusOptions& o, const SlurmJobs& slurm)
-{
-    std::vector<StatusRow> rows;
-    const bool explicit_jobs = !o.jobs.empty();
-    for (const std::string& job_id : jobs_to_read(state_dir, o, slurm)) {
-        const JobRecords job = read_job_records(state_dir, job_id);
-        if (job.empty())
-            continue;
-        for (StatusRow& row : status_rows(job, slurm))
-            if (wanted(row, o, explicit_jobs))
-                rows.push_back(std::move(row));
-    }
-    return rows;
 }
 
 void print_table(const std::vector<StatusRow>& rows, const StatusOptions& o, const std::string& state_dir)
@@ -224,19 +168,10 @@ void print_table(const std::vector<StatusRow>& rows, const StatusOptions& o, con
                       << ": " << printable(failure["message"].value_or(std::string())) << "\n";
     }
     if (rows.empty())
-        std::cout << "no staging records" << (o.jobs.size() == 1 ? " for job " + o.jobs.front().text() : "")
+        std::cout << "no staging records" << (o.query.jobs.size() == 1 ? " for job " + o.query.jobs.front().text() : "")
                   << " in " << jobs_dir(state_dir) << "\n";
 }
 
-// The selectors no row matched, for the error.
-std::vector<std::string> unmatched(const std::vector<JobSelector>& jobs, const std::vector<StatusRow>& rows)
-{
-    std::vector<std::string> missing;
-    for (const JobSelector& s : jobs)
-        if (std::none_of(rows.begin(), rows.end(), [&](const StatusRow& row) { return s.matches(row); }))
-            missing.push_back(s.text());
-    return missing;
-}
 }  // namespace
 
 int cmd_status(const GlobalOptions& options, const std::vector<std::string>& args)
@@ -256,41 +191,31 @@ int cmd_status(const GlobalOptions& options, const std::vector<std::string>& arg
         print_help();
         return kExitOk;
     }
-    if (o.dataset && !o.jobs.empty())
+    if (o.query.dataset && !o.query.jobs.empty())
         return usage_error("status: --dataset and JOBID do not go together", "status");
-    if (o.node && (o.dataset || !o.jobs.empty()))
+    if (o.node && (o.query.dataset || !o.query.jobs.empty()))
         return usage_error("status: --node goes with no JOBID and no --dataset", "status");
     const Config config = load_config_for_caller(choose_config_path(options.config_path, true));
     if (o.node)
         return print_node(config, *o.node, o.json);
-    if (o.dataset && !config.find_dataset(*o.dataset))
-        return usage_error("status: no dataset " + quoted(*o.dataset) + " in the catalog ('dlstage catalog list')",
+    if (o.query.dataset && !config.find_dataset(*o.query.dataset))
+        return usage_error("status: no dataset " + quoted(*o.query.dataset) + " in the catalog ('dlstage catalog list')",
                            "status");
-    if (::geteuid() != 0 && (o.all || !o.users.empty()))
+    if (::geteuid() != 0 && (o.query.all || !o.query.users.empty()))
         say("status: the records of other users' jobs are theirs (mode 0700): showing your own only");
 
-    const bool explicit_jobs = !o.jobs.empty();
-    if (!explicit_jobs && !o.dataset)
+    const bool explicit_jobs = !o.query.jobs.empty();
+    if (!explicit_jobs && !o.query.dataset)
         if (const char* current = std::getenv(kJobIdVar); current && *current)
-            o.jobs.push_back({naming(kJobIdVar, [&] { return slurm_number(current); }), ""});
+            o.query.jobs.push_back({naming(kJobIdVar, [&] { return slurm_number(current); }), ""});
 
     const std::string& state_dir = config.site.state_dir;
     const SlurmJobs slurm = ask_slurm(kSqueueSeconds);
-    std::vector<StatusRow> rows = collect_rows(state_dir, o, slurm);
-    // As squeue lists them: by job id, an array's tasks under its id in task order.
-    std::sort(rows.begin(), rows.end(), [](const StatusRow& a, const StatusRow& b) {
-        const std::string& a_job = a.array_job_id.empty() ? a.job_id : a.array_job_id;
-        const std::string& b_job = b.array_job_id.empty() ? b.job_id : b.array_job_id;
-        if (a_job != b_job)
-            return job_id_less(a_job, b_job);
-        if (a.array_task_id != b.array_task_id)
-            return job_id_less(a.array_task_id, b.array_task_id);
-        return a.dataset < b.dataset;
-    });
+    const std::vector<StatusRow> rows = find_status_rows(state_dir, o.query, slurm);
     const std::int64_t now = static_cast<std::int64_t>(std::time(nullptr));
-    if (o.dataset) {
+    if (o.query.dataset) {
         const toml::table jobs = status_json(rows, slurm, PACKAGE_VERSION, now);
-        const int rc = print_copies(config, *o.dataset, o.json, o.json ? jobs["jobs"].as_array() : nullptr);
+        const int rc = print_copies(config, *o.query.dataset, o.json, o.json ? jobs["jobs"].as_array() : nullptr);
         if (!o.json && !rows.empty()) {
             std::cout << "\n";
             print_table(rows, o, state_dir);
@@ -302,7 +227,7 @@ int cmd_status(const GlobalOptions& options, const std::vector<std::string>& arg
     else
         print_table(rows, o, state_dir);
     if (explicit_jobs) {
-        if (const std::vector<std::string> missing = unmatched(o.jobs, rows); !missing.empty()) {
+        if (const std::vector<std::string> missing = unmatched(o.query.jobs, rows); !missing.empty()) {
             say("no staging records for job " + join(missing, ", ") + " in " + jobs_dir(state_dir) +
                 " (not a --stage-data job, not started yet, or not yours)");
             return kExitFailure;

@@ -1,8 +1,8 @@
 // dlstage status --node NODE: each configured tier as this node sees it:
 // its file system's size and use, dlstage's limits there, what the tier
 // root holds (job directories and their owners) and the node cache's
-// entries (none yet: tier/tier_contents.hpp).  Node-local tiers are seen
-// only on the node itself, so it must run there (srun -w NODE ...).
+// entries (status/node_view finds them).  Node-local tiers are seen only on
+// the node itself, so it must run there (srun -w NODE ...).
 #include <ctime>
 #include <iostream>
 
@@ -15,42 +15,13 @@
 #include "job/identity.hpp"
 #include "lib/log.hpp"
 #include "lib/size.hpp"
+#include "status/node_view.hpp"
 #include "status/status_format.hpp"
 #include "lib/strings.hpp"
-#include "tier/tier_contents.hpp"
-#include "tier/tier_measure.hpp"
 
 namespace dlstage::cli {
 
 namespace {
-struct TierView {
-    const Tier* tier = nullptr;
-    TierSpace space;
-    std::optional<std::uint64_t> byte_limit;
-    std::vector<TierEntry> entries;
-    std::vector<CacheEntry> cache;
-    std::string problem;  // the root could not be looked at
-};
-
-TierView look_at(const Tier& tier, const std::string& state_dir, const std::string& node)
-{
-    TierView view;
-    view.tier = &tier;
-    const std::string& root = tier.path.root();
-    try {
-        TierContents contents = tier_contents(root);
-        if (!contents.exists)
-            view.problem = root + " does not exist (yet: the first job's prolog makes it)";
-        view.entries = std::move(contents.entries);
-        view.space = contents.space;
-        view.byte_limit = tier.max_bytes.is_set() ? tier.max_bytes.resolve(view.space.total_bytes) : std::nullopt;
-        view.cache = cache_entries(tier, state_dir, node);
-    } catch (const Error& e) {
-        view.problem = e.what();
-    }
-    return view;
-}
-
 std::optional<std::uint64_t> used(std::optional<std::uint64_t> total, std::optional<std::uint64_t> free)
 {
     if (!total || !free || *free > *total)
@@ -151,7 +122,7 @@ int print_node(const Config& config, const std::string& node, bool json)
     }
     std::vector<TierView> views;
     for (const auto& [name, tier] : config.tiers)
-        views.push_back(look_at(tier, config.site.state_dir, here));
+        views.push_back(look_at_tier(tier, config.site.state_dir, here));
     if (json) {
         toml::array tiers;
         for (const TierView& v : views)

@@ -1,6 +1,6 @@
 // What `dlstage status` says of each (job, dataset): its state derived from
 // the job's records (job/job_records.hpp) and from what Slurm says of the
-// job now (status/slurm_jobs.hpp), and which rows a `-j` list selects.
+// job now (job/slurm_jobs.hpp), and which rows a `-j` list selects.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "job/job_records.hpp"
-#include "status/slurm_jobs.hpp"
+#include "job/slurm_jobs.hpp"
 
 namespace dlstage {
 

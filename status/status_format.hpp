@@ -11,7 +11,7 @@
 #include <toml++/toml.h>
 
 #include "status/job_status.hpp"
-#include "status/slurm_jobs.hpp"
+#include "job/slurm_jobs.hpp"
 
 namespace dlstage {
 

@@ -6,7 +6,7 @@
 #include "lib/error.hpp"
 #include "status/job_status.hpp"
 #include "lib/size.hpp"
-#include "status/slurm_jobs.hpp"
+#include "job/slurm_jobs.hpp"
 #include "job/state_record.hpp"
 #include "status/status_format.hpp"
 #include "lib/strings.hpp"

@@ -1,4 +1,4 @@
-// status/slurm_jobs: gc's one question to Slurm, with squeue stand-ins on
+// job/slurm_jobs: gc's one question to Slurm, with squeue stand-ins on
 // PATH for the answers a real squeue gives (the real one is asked in
 // tests/integration/52-gc.bats).
 #include <boost/test/unit_test.hpp>
@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <utility>
 
-#include "status/slurm_jobs.hpp"
+#include "job/slurm_jobs.hpp"
 #include "tests/unit/support/tmpdir.hpp"
 
 using namespace dlstage;

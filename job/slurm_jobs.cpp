@@ -1,4 +1,4 @@
-#include "status/slurm_jobs.hpp"
+#include "job/slurm_jobs.hpp"
 
 #include <ctime>
 #include <sys/wait.h>

@@ -1,0 +1,155 @@
+#include "gc/gc_cache.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+
+#include "lib/error.hpp"
+#include "lib/size.hpp"
+#include "lib/strings.hpp"
+#include "policies/cache_eviction.hpp"
+#include "tier/cache_entries.hpp"
+#include "tier/tier_measure.hpp"
+
+namespace dlstage {
+
+namespace {
+// Whether a job that used a cache entry still runs (or has processes here).
+bool still_running(const std::string& job, const SlurmJobs& jobs)
+{
+    const SlurmJob* known = jobs.find(job);
+    return (known && policy::job_state_from_slurm(known->state) != policy::JobState::Ended) || jobs.here.count(job) > 0;
+}
+
+// Whether a running job uses the entry, by root's records as last read.
+bool in_use(const NodeCacheEntry& e, const SlurmJobs& jobs)
+{
+    return std::any_of(e.jobs.begin(), e.jobs.end(), [&](const std::string& job) { return still_running(job, jobs); });
+}
+
+// Takes the node's cache lock into `lock`, or says why not (a problem).
+bool take_cache_lock(std::optional<CacheLock>& lock, const Tier& tier, const Config& config, const GcRequest& options,
+                     GcOutcome& outcome)
+{
+    try {
+        lock.emplace(config.site.state_dir, options.node, config.site.prolog_epilog_timeout);
+        return true;
+    } catch (const Error& e) {
+        ++outcome.problems;
+        outcome.err.push_back("tier " + quoted(tier.name) + ": " + e.what() +
+                              "; the tier was skipped, run gc again later");
+        return false;
+    }
+}
+
+// Forgets the use records of jobs that ended (a crashed epilog's).
+void forget_ended_uses(const Config& config, const SlurmJobs& jobs, const GcRequest& options, GcOutcome& outcome)
+{
+    for (const std::string& job : cache_use_jobs(config.site.state_dir, options.node)) {
+        if (still_running(job, jobs))
+            continue;
+        if (options.dry_run) {
+            outcome.out.push_back("would forget job " + job + "'s use of the node cache: the job ended");
+        } else {
+            forget_cache_use(config.site.state_dir, options.node, job);
+            outcome.out.push_back("forgot job " + job + "'s use of the node cache: the job ended");
+        }
+    }
+}
+}  // namespace
+
+// The node's cache lock (which prologs take to record and evict) is held
+// only to forget and to evict, each time at most half of
+// prolog_epilog_timeout: measuring, the slow part, goes without it, and
+// whether an entry is in use is read again under the lock before it goes.
+GcOutcome gc_node_cache(const Tier& tier, const Config& config, const SlurmJobs& jobs,
+                        const policy::GcSettings& settings, const GcRequest& options)
+{
+    GcOutcome outcome;
+    const std::string& state_dir = config.site.state_dir;
+    const double step = std::max(1.0, config.site.prolog_epilog_timeout / 4.0);
+    {
+        std::optional<CacheLock> lock;
+        if (!take_cache_lock(lock, tier, config, options, outcome))
+            return outcome;
+        forget_ended_uses(config, jobs, options, outcome);
+    }
+    const std::uint64_t generation = eviction_generation(state_dir, options.node);
+    FoundCacheEntries found = find_cache_entries(tier, state_dir, options.node, step);
+    for (const std::string& problem : found.problems) {
+        ++outcome.problems;
+        outcome.err.push_back("tier " + quoted(tier.name) + ": " + problem);
+    }
+    std::vector<policy::CacheEntryFacts> facts;
+    policy::CacheTierFacts tier_facts;
+    TierSpace space;
+    try {
+        space = measure_tier_space(tier.path.root());
+    } catch (const Error&) {
+    }
+    tier_facts.max_bytes = tier.max_bytes.resolve(space.total_bytes);
+    tier_facts.max_inodes = tier.max_inodes;
+    for (const NodeCacheEntry& e : found.entries) {
+        // In dry-run, the use records of ended jobs are still there.
+        facts.push_back({entry_name(e), e.bytes, e.inodes, e.last_use, in_use(e, jobs)});
+        tier_facts.used_bytes += e.bytes;
+        tier_facts.used_inodes += e.inodes;
+    }
+    policy::cap_at_file_system_use(tier_facts, space);
+    const policy::EvictionPlan plan = policy::plan_eviction(facts, tier_facts, tier.watermarks);
+    std::optional<CacheLock> lock;
+    if (!options.dry_run) {
+        if (!take_cache_lock(lock, tier, config, options, outcome))
+            return outcome;
+        refresh_cache_uses(found.entries, tier, state_dir, options.node);
+    }
+    // A prolog evicted since gc measured: the sizes no longer hold, and the
+    // next run decides (a prolog makes room for its own job anyway).
+    const bool measured_stale = !options.dry_run && eviction_generation(state_dir, options.node) != generation;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(2 * step);
+    for (std::size_t i = 0; i < found.entries.size(); ++i) {
+        const NodeCacheEntry& e = found.entries[i];
+        policy::GcFacts f;
+        f.kind = policy::GcKind::CacheEntry;
+        f.in_use = in_use(e, jobs);  // the uses read again under the lock
+        f.over_watermark = std::find(plan.evict.begin(), plan.evict.end(), i) != plan.evict.end();
+        f.idle = e.last_use ? jobs.asked_at - e.last_use : 0;
+        const policy::Verdict verdict = policy::gc_may_remove(f, settings);
+        const std::string what = "cache entry " + entry_name(e) + " (tier " + quoted(tier.name) + ", " +
+                                 format_size(e.bytes) + ")";
+        if (!verdict.allowed) {
+            ++outcome.kept;
+            if (options.verbose)
+                outcome.out.push_back("keep " + what + ": " + verdict.reason);
+            continue;
+        }
+        if (options.dry_run) {
+            ++outcome.removed;
+            outcome.out.push_back("would remove " + what + ": " + verdict.reason);
+            continue;
+        }
+        if (measured_stale) {
+            ++outcome.kept;
+            outcome.out.push_back("keep " + what + ": another eviction on this node since gc measured; the next run");
+            continue;
+        }
+        const double left = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+        if (left < 1) {
+            ++outcome.kept;
+            outcome.out.push_back("keep " + what + ": gc's time under the node cache lock is up; the next run");
+            continue;
+        }
+        if (const std::string problem = evict_cache_entry(tier, e, std::min(step, left)); !problem.empty()) {
+            ++outcome.problems;
+            outcome.out.push_back("incomplete " + what + ": " + verdict.reason);
+            outcome.err.push_back(problem);
+            continue;
+        }
+        count_eviction(state_dir, options.node);
+        ++outcome.removed;
+        outcome.out.push_back("removed " + what + ": " + verdict.reason);
+    }
+    return outcome;
+}
+
+}  // namespace dlstage
