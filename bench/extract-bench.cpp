@@ -26,7 +26,8 @@ int main(int argc, char** argv)
     }
     const auto start = std::chrono::steady_clock::now();
     dlstage::stager::ExtractBudget unlimited;
-    const auto result = dlstage::stager::extract_shards(shards, dest, threads, [] {}, unlimited);
+    const auto result = dlstage::stager::extract_shards(
+        shards, dest, threads, [] {}, unlimited);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::printf("%.3f\n", seconds);
     return result.sequential_fallback ? 3 : 0;

@@ -134,7 +134,8 @@ void rank0(const std::string& dir, std::uint64_t chunk_size, int wire, const std
     const std::uint64_t size = header.size();
     write_block(wire, &size, sizeof size);
     write_block(wire, header.data(), header.size());
-    write_block(wire, plan.entries.records().data(), plan.entries.records().size() * sizeof(dlstage::EntryList::Record));
+    write_block(wire, plan.entries.records().data(),
+                plan.entries.records().size() * sizeof(dlstage::EntryList::Record));
     write_block(wire, plan.entries.arena().data(), plan.entries.arena().size());
     phase("send", t);
     lay_out(plan, dir, chunk_size);
@@ -235,9 +236,8 @@ int main(int argc, char** argv)
         std::fprintf(stderr, "plan-bench: %s\n", e.what());
         return 1;
     }
-    std::fprintf(stderr,
-                 "usage: plan-bench make-tree DIR DIRS FILES_PER_DIR [BYTES]\n"
-                 "       plan-bench plan DIR [CHUNK_SIZE [MANIFEST_DIR]]\n"
-                 "       plan-bench scan DIR MANIFEST_DIR\n");
+    std::fprintf(stderr, "usage: plan-bench make-tree DIR DIRS FILES_PER_DIR [BYTES]\n"
+                         "       plan-bench plan DIR [CHUNK_SIZE [MANIFEST_DIR]]\n"
+                         "       plan-bench scan DIR MANIFEST_DIR\n");
     return 2;
 }

@@ -46,8 +46,8 @@ int main(int argc, char** argv)
         });
         const auto t2 = std::chrono::steady_clock::now();
         std::printf("opens=%u walk_threads=%u files=%llu walk_s=%.2f read_s=%.2f\n", tuning.opens, walk_threads,
-                    static_cast<unsigned long long>(plan.file_count()),
-                    std::chrono::duration<double>(t1 - t0).count(), std::chrono::duration<double>(t2 - t1).count());
+                    static_cast<unsigned long long>(plan.file_count()), std::chrono::duration<double>(t1 - t0).count(),
+                    std::chrono::duration<double>(t2 - t1).count());
     } catch (const std::exception& e) {
         std::fprintf(stderr, "source-bench: %s\n", e.what());
         return 1;

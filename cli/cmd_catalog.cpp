@@ -10,11 +10,11 @@
 #include "cli/options.hpp"
 #include "cli/table.hpp"
 #include "config/config.hpp"
-#include "dataset/catalog_listing.hpp"
 #include "config/config_paths.hpp"
+#include "dataset/catalog_listing.hpp"
+#include "dataset/source_probe.hpp"
 #include "lib/error.hpp"
 #include "lib/size.hpp"
-#include "dataset/source_probe.hpp"
 #include "lib/strings.hpp"
 
 namespace dlstage::cli {
@@ -56,9 +56,12 @@ void print_json(const std::vector<CatalogRow>& rows)
         toml::array tiers;
         for (const auto& tier : row.dataset->tiers)
             tiers.push_back(tier);
-        toml::table entry{{"name", row.dataset->name},       {"source", row.dataset->source},
-                          {"format", format_cell(row)},      {"mode", to_string(row.dataset->mode)},
-                          {"tiers", std::move(tiers)},       {"description", row.dataset->description},
+        toml::table entry{{"name", row.dataset->name},
+                          {"source", row.dataset->source},
+                          {"format", format_cell(row)},
+                          {"mode", to_string(row.dataset->mode)},
+                          {"tiers", std::move(tiers)},
+                          {"description", row.dataset->description},
                           {"available", row.facts.state == SourceFacts::State::Present}};
         if (row.facts.bytes)
             entry.insert("bytes", static_cast<std::int64_t>(*row.facts.bytes));

@@ -11,8 +11,8 @@
 #include "cli/options.hpp"
 #include "config/config.hpp"
 #include "config/config_paths.hpp"
-#include "lib/error.hpp"
 #include "job/job_identity.hpp"
+#include "lib/error.hpp"
 #include "lib/log.hpp"
 #include "lib/strings.hpp"
 #include "policies/overrides.hpp"
@@ -71,11 +71,12 @@ void print_explanation_json(const Config& config, const policy::JobIdentity& job
     for (const std::string& group : job.groups)
         groups.push_back(group);
     toml::table who{{"groups", std::move(groups)}};
-    for (const auto& [key, value] : {std::pair{"partition", &job.partition}, {"account", &job.account},
-                                     {"user", &job.user}})
+    for (const auto& [key, value] :
+         {std::pair{"partition", &job.partition}, {"account", &job.account}, {"user", &job.user}})
         if (*value)
             who.insert(key, **value);
-    std::cout << toml::json_formatter{toml::table{{"file", config.file}, {"job", std::move(who)},
+    std::cout << toml::json_formatter{toml::table{{"file", config.file},
+                                                  {"job", std::move(who)},
                                                   {"tiers", std::move(tiers)}}}
               << "\n";
 }
@@ -123,16 +124,15 @@ int cmd_check_config(const GlobalOptions& options, const std::vector<std::string
         const Config config = load_trusted_config(file);
         if (request.explain) {
             request.job.groups = request.groups.empty() && request.job.user ? unix_groups(*request.job.user)
-                                                                             : request.groups;
+                                                                            : request.groups;
             if (request.json)
                 print_explanation_json(config, request.job);
             else
                 print_explanation(config, request.job);
             return kExitOk;
         }
-        std::cout << file << ": OK (" << config.tiers.size() << " tiers, " << config.datasets.size()
-                  << " datasets" << (config.overrides.empty() ? "" : ", " + std::to_string(config.overrides.size()) +
-                                                                         " overrides")
+        std::cout << file << ": OK (" << config.tiers.size() << " tiers, " << config.datasets.size() << " datasets"
+                  << (config.overrides.empty() ? "" : ", " + std::to_string(config.overrides.size()) + " overrides")
                   << ")\n";
         return kExitOk;
     } catch (const ConfigError& e) {

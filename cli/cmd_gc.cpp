@@ -12,10 +12,10 @@
 #include "config/config_paths.hpp"
 #include "gc/gc_run.hpp"
 #include "job/identity.hpp"
+#include "job/slurm_jobs.hpp"
 #include "lib/error.hpp"
 #include "lib/log.hpp"
 #include "lib/strings.hpp"
-#include "job/slurm_jobs.hpp"
 
 namespace dlstage::cli {
 
@@ -78,8 +78,8 @@ int cmd_gc(const GlobalOptions& global, const std::vector<std::string>& args)
     }
     const Config config = load_trusted_config(choose_config_path(global.config_path, true));
     if (!options.tier.empty() && !config.find_tier(options.tier))
-        return usage_error("gc: no tier " + quoted(options.tier) + " in " + config.file + " (tiers: " +
-                               join(config.tier_names(), ", ") + ")",
+        return usage_error("gc: no tier " + quoted(options.tier) + " in " + config.file +
+                               " (tiers: " + join(config.tier_names(), ", ") + ")",
                            "gc");
     if (const Tier* only = config.find_tier(options.tier); only && only->cleanup == Cleanup::Keep)
         std::cout << "tier " << quoted(options.tier) << " has cleanup = \"" << to_string(only->cleanup)

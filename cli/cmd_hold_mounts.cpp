@@ -1,8 +1,8 @@
 // dlstage hold-mounts --job ID SPEC: the mount holder on one node
 // (internal, started by `dlstage stage` as a job step; see mounts/).
 #include "cli/commands.hpp"
-#include "lib/contract.hpp"
 #include "config/config_paths.hpp"
+#include "lib/contract.hpp"
 #include "mounts/mount_holder.hpp"
 
 namespace dlstage::cli {

@@ -66,9 +66,10 @@ int scan(const Config& config, const std::string& name, unsigned threads)
     const std::uint64_t bytes = manifest.header.bytes;
     char rate[64];
     std::snprintf(rate, sizeof rate, " in %.1f s (%s/s)", seconds,
-                  format_size(static_cast<std::uint64_t>(static_cast<double>(bytes) / std::max(seconds, 1e-3))).c_str());
-    say("scanned " + name + ": " + std::to_string(manifest.header.files) + " files, " + format_size(bytes) +
-        rate + "; manifest " + path);
+                  format_size(static_cast<std::uint64_t>(static_cast<double>(bytes) / std::max(seconds, 1e-3)))
+                      .c_str());
+    say("scanned " + name + ": " + std::to_string(manifest.header.files) + " files, " + format_size(bytes) + rate +
+        "; manifest " + path);
     return kExitOk;
 }
 
@@ -78,7 +79,8 @@ int show(const Config& config, const std::string& name, bool json)
     const std::string path = stager::manifest_path(config, name);
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0 && errno == ENOENT)
-        throw Error("no manifest of " + name + " in " + config.site.manifests() + " (an admin makes one with 'dlstage catalog scan " + name + "')");
+        throw Error("no manifest of " + name + " in " + config.site.manifests() +
+                    " (an admin makes one with 'dlstage catalog scan " + name + "')");
     const Manifest manifest = read_manifest(path);
     const stager::SourceChanges changes = stager::changes_since(manifest, stager::build_plan(dataset), kChangesShown);
     const bool moved = manifest.header.source != dataset.source;
@@ -95,18 +97,17 @@ int show(const Config& config, const std::string& name, bool json)
         toml::array examples;
         for (const std::string& line : changes.examples)
             examples.push_back(line);
-        std::cout << toml::json_formatter{toml::table{
-                         {"dataset", name},
-                         {"source", dataset.source},
-                         {"manifest", path},
-                         {"scanned", manifest.header.scanned},
-                         {"files", static_cast<std::int64_t>(manifest.header.files)},
-                         {"bytes", static_cast<std::int64_t>(manifest.header.bytes)},
-                         {"source_changed", moved || changes.count > 0},
-                         {"current", stale.empty()},
-                         {"trusted", untrusted.empty()},
-                         {"changes", static_cast<std::int64_t>(changes.count)},
-                         {"change_examples", examples}}}
+        std::cout << toml::json_formatter{toml::table{{"dataset", name},
+                                                      {"source", dataset.source},
+                                                      {"manifest", path},
+                                                      {"scanned", manifest.header.scanned},
+                                                      {"files", static_cast<std::int64_t>(manifest.header.files)},
+                                                      {"bytes", static_cast<std::int64_t>(manifest.header.bytes)},
+                                                      {"source_changed", moved || changes.count > 0},
+                                                      {"current", stale.empty()},
+                                                      {"trusted", untrusted.empty()},
+                                                      {"changes", static_cast<std::int64_t>(changes.count)},
+                                                      {"change_examples", examples}}}
                   << "\n";
         return kExitOk;
     }

@@ -15,11 +15,11 @@
 
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
+#include "config/stager_tuning.hpp"
 #include "lib/error.hpp"
 #include "lib/log.hpp"
 #include "lib/number.hpp"
 #include "lib/size.hpp"
-#include "config/stager_tuning.hpp"
 #include "lib/strings.hpp"
 #include "pack/output_files.hpp"
 #include "pack/pack_tree.hpp"
@@ -193,7 +193,8 @@ public:
     std::string summary() const
     {
         char text[64];
-        std::snprintf(text, sizeof text, " in %.1f s (%s)", seconds(), format_rate(tree_.file_bytes, seconds()).c_str());
+        std::snprintf(text, sizeof text, " in %.1f s (%s)", seconds(),
+                      format_rate(tree_.file_bytes, seconds()).c_str());
         return text;
     }
 
@@ -217,9 +218,9 @@ private:
 int pack_squashfs(const PackOptions& options, const PackTree& tree)
 {
     PackReport report(tree);
-    const SquashfsImage image =
-        make_squashfs_image(options.dir, options.out, options.block_size ? options.block_size : kDefaultBlockSize,
-                            tree, [&](std::uint64_t bytes) { report.image(bytes); });
+    const SquashfsImage image = make_squashfs_image(options.dir, options.out,
+                                                    options.block_size ? options.block_size : kDefaultBlockSize, tree,
+                                                    [&](std::uint64_t bytes) { report.image(bytes); });
     for (const std::string& line : image.messages)
         say("mksquashfs: " + line);
     say("packed " + std::to_string(tree.files) + " files (" + format_size(tree.file_bytes) + ") into " + options.out +
@@ -243,8 +244,9 @@ int pack_tar(const PackOptions& options, const PackTree& tree, const std::vector
         shard_layout_for(tree, options.shards, options.shard_size ? options.shard_size : kDefaultShardSize);
     say_fewer_shards(options, layout);
     PackReport report(tree);
-    const TarShards shards = write_tar_shards(options.dir, options.out, tree, layout, old_shards,
-                                              [&](std::uint64_t bytes, std::uint64_t files) { report.tar(bytes, files); });
+    const TarShards shards =
+        write_tar_shards(options.dir, options.out, tree, layout, old_shards,
+                         [&](std::uint64_t bytes, std::uint64_t files) { report.tar(bytes, files); });
     const std::size_t count = shards.paths.size();
     say("packed " + std::to_string(tree.files) + " files (" + format_size(tree.file_bytes) + ") into " +
         std::to_string(count) + (count == 1 ? " shard of " : " shards of ") + format_size(shards.smallest) +

@@ -10,15 +10,15 @@
 
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
-#include "launch/stager_step.hpp"
-#include "lib/contract.hpp"
 #include "config/config.hpp"
 #include "config/config_paths.hpp"
-#include "lib/error.hpp"
+#include "config/stage_spec.hpp"
 #include "job/identity.hpp"
 #include "job/job_identity.hpp"
+#include "launch/stager_step.hpp"
+#include "lib/contract.hpp"
+#include "lib/error.hpp"
 #include "lib/log.hpp"
-#include "config/stage_spec.hpp"
 #include "mounts/holder_step.hpp"
 #include "policies/admission.hpp"
 #include "spank/source_facts_env.hpp"
@@ -69,8 +69,8 @@ int cmd_stage(const GlobalOptions& options, const std::vector<std::string>& args
     const bool quiet = parsed.has("quiet");
     const std::vector<std::string>& specs = parsed.operands;
     if (!launch::inside_job()) {
-        say(std::string("stage runs inside a Slurm job (salloc, sbatch, srun): ") + kJobIdVar + " and " +
-            kJobNodesVar + " are not set");
+        say(std::string("stage runs inside a Slurm job (salloc, sbatch, srun): ") + kJobIdVar + " and " + kJobNodesVar +
+            " are not set");
         return kExitFailure;
     }
     launch::StagerStep step = launch::stager_step_from_environment(specs);

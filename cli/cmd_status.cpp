@@ -23,17 +23,17 @@
 #include "cli/table.hpp"
 #include "config/config.hpp"
 #include "config/config_paths.hpp"
-#include "lib/contract.hpp"
-#include "lib/error.hpp"
 #include "job/job_records.hpp"
-#include "status/job_status.hpp"
-#include "lib/log.hpp"
-#include "lib/number.hpp"
 #include "job/slurm_jobs.hpp"
 #include "job/state_record.hpp"
+#include "lib/contract.hpp"
+#include "lib/error.hpp"
+#include "lib/log.hpp"
+#include "lib/number.hpp"
+#include "lib/strings.hpp"
+#include "status/job_status.hpp"
 #include "status/status_format.hpp"
 #include "status/status_query.hpp"
-#include "lib/strings.hpp"
 
 namespace dlstage::cli {
 
@@ -98,9 +98,8 @@ std::set<StagingState> parse_states(const std::string& list)
 }
 
 const std::vector<OptionSpec> kStatusOptions = {
-    {"help", 0, false},   {"json", 0, false},    {"noheader", 'h', false}, {"all", 'a', false},
-    {"format", 'o', true}, {"jobs", 'j', true},  {"user", 'u', true},      {"states", 't', true},
-    {"dataset", 0, true}, {"node", 0, true},
+    {"help", 0, false},  {"json", 0, false},  {"noheader", 'h', false}, {"all", 'a', false},  {"format", 'o', true},
+    {"jobs", 'j', true}, {"user", 'u', true}, {"states", 't', true},    {"dataset", 0, true}, {"node", 0, true},
 };
 
 // Throws UsageError, or Error with the message for a usage error.
@@ -199,7 +198,8 @@ int cmd_status(const GlobalOptions& options, const std::vector<std::string>& arg
     if (o.node)
         return print_node(config, *o.node, o.json);
     if (o.query.dataset && !config.find_dataset(*o.query.dataset))
-        return usage_error("status: no dataset " + quoted(*o.query.dataset) + " in the catalog ('dlstage catalog list')",
+        return usage_error("status: no dataset " + quoted(*o.query.dataset) +
+                               " in the catalog ('dlstage catalog list')",
                            "status");
     if (::geteuid() != 0 && (o.query.all || !o.query.users.empty()))
         say("status: the records of other users' jobs are theirs (mode 0700): showing your own only");

@@ -1,16 +1,16 @@
 // dlstage: the command users and admins run on login and compute nodes.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
-#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "build-aux/config.h"
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
-#include "lib/contract.hpp"
 #include "config/config_paths.hpp"
+#include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "lib/log.hpp"
 #include "lib/strings.hpp"
@@ -23,11 +23,14 @@ std::string synopsis(const std::string& command)
 {
     static const std::vector<std::pair<std::string, std::string>> lines = {
         {"", "dlstage [-c FILE] COMMAND [ARGS...]"},
-        {"check-config", "dlstage check-config [FILE] [--explain [--partition P] [--account A] [--user U] [--group G] [--json]]"},
+        {"check-config",
+         "dlstage check-config [FILE] [--explain [--partition P] [--account A] [--user U] [--group G] [--json]]"},
         {"catalog", "dlstage catalog list [--json | --names] | scan NAME [--threads N] | show NAME [--json]"},
         {"stage", "dlstage stage [--quiet] [SPEC[,SPEC...]]..."},
-        {"status", "dlstage status [-h] [-a] [-o FORMAT] [-j JOBS] [-u USERS] [-t STATES] [--json] [JOBID...] | --node NODE | --dataset NAME"},
-        {"pack", "dlstage pack [--format squashfs|tar] [--shards N | --shard-size SIZE] [--block-size SIZE] [--force] DIR OUT"},
+        {"status", "dlstage status [-h] [-a] [-o FORMAT] [-j JOBS] [-u USERS] [-t STATES] [--json] [JOBID...] | --node "
+                   "NODE | --dataset NAME"},
+        {"pack",
+         "dlstage pack [--format squashfs|tar] [--shards N | --shard-size SIZE] [--block-size SIZE] [--force] DIR OUT"},
         {"gc", "dlstage gc [--dry-run] [--node NAME] [--tier NAME] [-v]"},
     };
     for (const auto& [name, line] : lines)

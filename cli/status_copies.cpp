@@ -10,12 +10,12 @@
 
 #include "cli/commands.hpp"
 #include "cli/table.hpp"
-#include "tier/kept_copies.hpp"
 #include "job/identity.hpp"
 #include "lib/log.hpp"
 #include "lib/size.hpp"
 #include "lib/strings.hpp"
 #include "policies/purge.hpp"
+#include "tier/kept_copies.hpp"
 
 namespace dlstage::cli {
 
@@ -78,8 +78,8 @@ int print_copies(const Config& config, const std::string& dataset, bool json, co
         }
         const CopyRecord& r = *copy.record;
         rows.push_back({dataset, copy.tier, printable(copy.user), format_size(r.ready.bytes),
-                        std::to_string(r.ready.files), day_text(r.made), day_text(r.last_use),
-                        std::to_string(r.uses), purge_cell(config.tiers.at(copy.tier), r), printable(r.ready.path)});
+                        std::to_string(r.ready.files), day_text(r.made), day_text(r.last_use), std::to_string(r.uses),
+                        purge_cell(config.tiers.at(copy.tier), r), printable(r.ready.path)});
     }
     print_aligned(std::cout, rows);
     return kExitOk;

@@ -11,13 +11,13 @@
 #include "build-aux/config.h"
 #include "cli/commands.hpp"
 #include "cli/table.hpp"
-#include "lib/error.hpp"
 #include "job/identity.hpp"
+#include "lib/error.hpp"
 #include "lib/log.hpp"
 #include "lib/size.hpp"
+#include "lib/strings.hpp"
 #include "status/node_view.hpp"
 #include "status/status_format.hpp"
-#include "lib/strings.hpp"
 
 namespace dlstage::cli {
 
@@ -48,7 +48,8 @@ void insert_count(toml::table& t, const char* key, std::optional<std::uint64_t> 
 toml::table view_json(const TierView& v)
 {
     const Tier& tier = *v.tier;
-    toml::table t{{"tier", tier.name}, {"scope", tier.scope == Scope::Shared ? "shared" : "node"},
+    toml::table t{{"tier", tier.name},
+                  {"scope", tier.scope == Scope::Shared ? "shared" : "node"},
                   {"root", tier.path.root()}};
     if (!v.problem.empty())
         t.insert("problem", v.problem);
@@ -60,8 +61,11 @@ toml::table view_json(const TierView& v)
     insert_count(t, "inodes_limit", tier.max_inodes);
     toml::array entries, cache;
     for (const TierEntry& e : v.entries)
-        entries.push_back(toml::table{{"name", e.name}, {"owner", e.owner}, {"user_id", static_cast<std::int64_t>(e.uid)},
-                                      {"kind", e.kind}, {"mounted", e.mounted}});
+        entries.push_back(toml::table{{"name", e.name},
+                                      {"owner", e.owner},
+                                      {"user_id", static_cast<std::int64_t>(e.uid)},
+                                      {"kind", e.kind},
+                                      {"mounted", e.mounted}});
     for (const CacheEntry& c : v.cache) {
         toml::array users;
         for (const std::string& u : c.users)
@@ -69,9 +73,12 @@ toml::table view_json(const TierView& v)
         toml::array jobs;
         for (const std::string& j : c.jobs)
             jobs.push_back(std::stoll(j));
-        cache.push_back(toml::table{{"dataset", c.dataset}, {"bytes", static_cast<std::int64_t>(c.bytes)},
-                                    {"files", static_cast<std::int64_t>(c.files)}, {"last_use", c.last_use},
-                                    {"users", users}, {"jobs", jobs}});
+        cache.push_back(toml::table{{"dataset", c.dataset},
+                                    {"bytes", static_cast<std::int64_t>(c.bytes)},
+                                    {"files", static_cast<std::int64_t>(c.files)},
+                                    {"last_use", c.last_use},
+                                    {"users", users},
+                                    {"jobs", jobs}});
     }
     t.insert("entries", entries);
     t.insert("cache_entries", cache);
@@ -80,8 +87,8 @@ toml::table view_json(const TierView& v)
 
 void print_views(const std::vector<TierView>& views)
 {
-    std::vector<std::vector<std::string>> tiers = {
-        {"TIER", "SCOPE", "ROOT", "USED", "SIZE", "LIMIT", "INODES_USED", "INODES", "INODE_LIMIT", "ENTRIES", "CACHED"}};
+    std::vector<std::vector<std::string>> tiers = {{"TIER", "SCOPE", "ROOT", "USED", "SIZE", "LIMIT", "INODES_USED",
+                                                    "INODES", "INODE_LIMIT", "ENTRIES", "CACHED"}};
     for (const TierView& v : views)
         tiers.push_back({v.tier->name, v.tier->scope == Scope::Shared ? "shared" : "node", v.tier->path.root(),
                          size_cell(used(v.space.total_bytes, v.space.free_bytes)), size_cell(v.space.total_bytes),
@@ -117,7 +124,8 @@ int print_node(const Config& config, const std::string& node, bool json)
     const std::string here = this_node_name();
     if (node != here) {
         say("status --node " + printable(node) + ": this is " + here + ", and a node's tiers are seen on the node " +
-            "itself: run 'srun -w " + printable(node) + " dlstage status --node " + printable(node) + "' (or run it there)");
+            "itself: run 'srun -w " + printable(node) + " dlstage status --node " + printable(node) +
+            "' (or run it there)");
         return kExitFailure;
     }
     std::vector<TierView> views;
@@ -127,10 +135,10 @@ int print_node(const Config& config, const std::string& node, bool json)
         toml::array tiers;
         for (const TierView& v : views)
             tiers.push_back(view_json(v));
-        std::cout << toml::json_formatter{toml::table{
-                         {"meta", status_meta(PACKAGE_VERSION, static_cast<std::int64_t>(std::time(nullptr)))},
-                         {"node", here},
-                         {"tiers", tiers}}}
+        std::cout << toml::json_formatter{toml::table{{"meta", status_meta(PACKAGE_VERSION, static_cast<std::int64_t>(
+                                                                                                std::time(nullptr)))},
+                                                      {"node", here},
+                                                      {"tiers", tiers}}}
                   << "\n";
         return kExitOk;
     }

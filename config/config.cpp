@@ -89,16 +89,14 @@ private:
 
     // Unknown keys are errors: a typo such as "max_byte" must not silently
     // leave a tier without its limit.
-    void check_keys(const toml::table& table, const std::string& prefix,
-                    const std::vector<std::string>& allowed)
+    void check_keys(const toml::table& table, const std::string& prefix, const std::vector<std::string>& allowed)
     {
         for (auto&& [key, value] : table) {
             (void)value;
             const std::string name(key.str());
             if (std::find(allowed.begin(), allowed.end(), name) == allowed.end())
                 problem(key.source(), dotted(prefix, name),
-                        "unknown key" + did_you_mean(name, allowed) + " (known: " + join(allowed, ", ") +
-                            ")");
+                        "unknown key" + did_you_mean(name, allowed) + " (known: " + join(allowed, ", ") + ")");
         }
     }
 
@@ -116,8 +114,7 @@ private:
 
     // The node at key, or nullptr; reports a missing required key at the
     // line of the table that should hold it.
-    const toml::node* node_at(const toml::table& table, std::string_view key, const std::string& name,
-                              bool required)
+    const toml::node* node_at(const toml::table& table, std::string_view key, const std::string& name, bool required)
     {
         const toml::node* node = table.get(key);
         if (!node && required)
@@ -125,8 +122,8 @@ private:
         return node;
     }
 
-    std::optional<std::string> string_at(const toml::table& table, std::string_view key,
-                                         const std::string& name, bool required)
+    std::optional<std::string> string_at(const toml::table& table, std::string_view key, const std::string& name,
+                                         bool required)
     {
         const toml::node* node = node_at(table, key, name, required);
         if (!node)
@@ -151,8 +148,8 @@ private:
     }
 
     template <typename E>
-    E choice_at(const toml::table& table, std::string_view key, const std::string& name,
-                const Choices<E>& choices, E fallback)
+    E choice_at(const toml::table& table, std::string_view key, const std::string& name, const Choices<E>& choices,
+                E fallback)
     {
         const auto text = string_at(table, key, name, false);
         if (!text)
@@ -188,7 +185,8 @@ private:
         check_keys(table, "site",
                    {"state_dir", "manifest_dir", "launcher", "default_tier", "allow_paths", "prolog_epilog_timeout",
                     "gc_grace", "gc_records_days", "cache_idle_days"});
-        for (const auto& [key, into] : {std::pair{"state_dir", &site.state_dir}, {"manifest_dir", &site.manifest_dir}}) {
+        for (const auto& [key, into] :
+             {std::pair{"state_dir", &site.state_dir}, {"manifest_dir", &site.manifest_dir}}) {
             const std::string where = std::string("site.") + key;
             if (auto dir = string_at(table, key, where, false)) {
                 if (dir->empty() || dir->front() != '/')
@@ -285,10 +283,10 @@ private:
         tier.charge_memory = bool_at(table, "charge_memory", prefix + ".charge_memory");
         tier.scope = choice_at<Scope>(table, "scope", prefix + ".scope",
                                       {{"node", Scope::Node}, {"shared", Scope::Shared}}, Scope::Node);
-        tier.cleanup = choice_at<Cleanup>(
-            table, "cleanup", prefix + ".cleanup",
-            {{"job-end", Cleanup::JobEnd}, {"cache", Cleanup::Cache}, {"keep", Cleanup::Keep}},
-            Cleanup::JobEnd);
+        tier.cleanup =
+            choice_at<Cleanup>(table, "cleanup", prefix + ".cleanup",
+                               {{"job-end", Cleanup::JobEnd}, {"cache", Cleanup::Cache}, {"keep", Cleanup::Keep}},
+                               Cleanup::JobEnd);
         load_max_bytes(table, prefix, tier);
         load_max_inodes(table, prefix, tier);
         load_purge(table, prefix, tier);
@@ -332,8 +330,7 @@ private:
             problem(where, prefix + ".cleanup",
                     "cleanup = \"cache\" is for node tiers; a shared tier keeps its copies with \"keep\"");
         if (tier.cleanup == Cleanup::Keep && !tier.path.uses('u'))
-            problem(where, key,
-                    "a kept shared copy is per user: put %u in the path (e.g. \"/p/scratch/dlstage/%u\")");
+            problem(where, key, "a kept shared copy is per user: put %u in the path (e.g. \"/p/scratch/dlstage/%u\")");
         if (tier.cleanup == Cleanup::Keep && tier.path.uses('j'))
             problem(where, key, "a kept shared copy is found again by the user's later jobs: drop %j");
     }
@@ -343,8 +340,8 @@ private:
     void load_watermarks(const toml::table& table, const std::string& prefix, Tier& tier)
     {
         bool any = false;
-        for (const auto& [key, into] : {std::pair{"high_watermark", &tier.watermarks.high},
-                                        std::pair{"low_watermark", &tier.watermarks.low}}) {
+        for (const auto& [key, into] :
+             {std::pair{"high_watermark", &tier.watermarks.high}, std::pair{"low_watermark", &tier.watermarks.low}}) {
             const auto text = string_at(table, key, prefix + "." + key, false);
             if (!text)
                 continue;
@@ -396,13 +393,14 @@ private:
             return;
         const auto& where = table.source();
         if (tier.scope != Scope::Shared)
-            problem(where, prefix, "purge_days, purge_by, warn_days and refresh_on_use are for scope = \"shared\" "
-                                   "tiers (a file system the site purges)");
+            problem(where, prefix,
+                    "purge_days, purge_by, warn_days and refresh_on_use are for scope = \"shared\" "
+                    "tiers (a file system the site purges)");
         else if (!has_days)
             problem(where, prefix + ".purge_days", "purge_by, warn_days and refresh_on_use need purge_days (e.g. 90)");
         else if (tier.purge.days > 0 && tier.purge.warn_days >= tier.purge.days)
-            problem(where, prefix + ".warn_days", "must be less than purge_days (" +
-                                                      std::to_string(tier.purge.days) + ")");
+            problem(where, prefix + ".warn_days",
+                    "must be less than purge_days (" + std::to_string(tier.purge.days) + ")");
     }
 
     void load_max_bytes(const toml::table& table, const std::string& prefix, Tier& tier)
@@ -475,16 +473,15 @@ private:
             }
             const std::string env = dataset_env_name(name);
             if (env == kDatasetsVar) {
-                problem(key.source(), prefix, std::string("the name is reserved: ") + kDatasetsVar +
-                                                  " lists the staged datasets");
+                problem(key.source(), prefix,
+                        std::string("the name is reserved: ") + kDatasetsVar + " lists the staged datasets");
                 continue;
             }
             // Reported, but the dataset is still checked: its other
             // problems belong in the same list.
             if (auto [it, fresh] = env_owner.emplace(env, name); !fresh)
                 problem(key.source(), prefix,
-                        "both '" + it->second + "' and '" + name + "' would be exported as " + env +
-                            ": rename one");
+                        "both '" + it->second + "' and '" + name + "' would be exported as " + env + ": rename one");
             if (!value.is_table()) {
                 problem(value.source(), prefix, std::string("must be a table, not ") + type_name(value.type()));
                 continue;
@@ -494,8 +491,8 @@ private:
         }
     }
 
-    std::optional<Dataset> load_dataset(const std::string& name, const toml::table& table,
-                                        const std::string& prefix, const Config& config)
+    std::optional<Dataset> load_dataset(const std::string& name, const toml::table& table, const std::string& prefix,
+                                        const Config& config)
     {
         check_keys(table, prefix, {"source", "format", "mode", "tiers", "description", "immutable"});
         Dataset dataset;
@@ -527,8 +524,7 @@ private:
         return dataset;
     }
 
-    void load_dataset_tiers(const toml::table& table, const std::string& prefix, const Config& config,
-                            Dataset& dataset)
+    void load_dataset_tiers(const toml::table& table, const std::string& prefix, const Config& config, Dataset& dataset)
     {
         const std::string key = prefix + ".tiers";
         const toml::node* node = node_at(table, "tiers", key, true);
@@ -590,8 +586,10 @@ private:
         Override rule;
         rule.index = index;
         rule.line = static_cast<int>(table.source().begin.line);
-        for (const auto& [key, into] : {std::pair{"partition", &rule.partition}, {"account", &rule.account},
-                                        {"group", &rule.group}, {"user", &rule.user}})
+        for (const auto& [key, into] : {std::pair{"partition", &rule.partition},
+                                        {"account", &rule.account},
+                                        {"group", &rule.group},
+                                        {"user", &rule.user}})
             if (auto value = string_at(table, key, prefix + "." + key, false)) {
                 if (trim(*value).empty() || *value != trim(*value))
                     problem(table.get(key)->source(), prefix + "." + key,
@@ -610,8 +608,8 @@ private:
         if (!config.find_tier(*tier)) {
             if (!config.tiers.empty())
                 problem(table.get("tier")->source(), prefix + ".tier",
-                        "unknown tier " + quoted(*tier) + did_you_mean(*tier, config.tier_names()) + " (known: " +
-                            join(config.tier_names(), ", ") + ")");
+                        "unknown tier " + quoted(*tier) + did_you_mean(*tier, config.tier_names()) +
+                            " (known: " + join(config.tier_names(), ", ") + ")");
             return std::nullopt;
         }
         rule.tier = *tier;
@@ -628,8 +626,8 @@ private:
         std::vector<std::string> allowed = kOverrideMatchKeys;
         allowed.push_back("tier");
         allowed.insert(allowed.end(), kOverridableKeys.begin(), kOverridableKeys.end());
-        const std::vector<std::string> fixed = {"path", "scope", "cleanup", "purge_days", "purge_by", "warn_days",
-                                                "refresh_on_use"};
+        const std::vector<std::string> fixed = {"path",     "scope",     "cleanup",       "purge_days",
+                                                "purge_by", "warn_days", "refresh_on_use"};
         for (auto&& [key, value] : table) {
             (void)value;
             const std::string name(key.str());
@@ -657,8 +655,7 @@ private:
         const bool sets_any = std::any_of(kOverridableKeys.begin(), kOverridableKeys.end(),
                                           [&](const std::string& key) { return table.contains(key); });
         if (!sets_any)
-            problem(table.source(), prefix,
-                    "changes nothing: give at least one of " + join(kOverridableKeys, ", "));
+            problem(table.source(), prefix, "changes nothing: give at least one of " + join(kOverridableKeys, ", "));
     }
 
     void check_site_against_tiers(const Config& config)
@@ -667,8 +664,8 @@ private:
         if (tier.empty() || config.find_tier(tier) || config.tiers.empty())
             return;
         problem(default_tier_where_, "site.default_tier",
-                "unknown tier " + quoted(tier) + did_you_mean(tier, config.tier_names()) + " (known: " +
-                    join(config.tier_names(), ", ") + ")");
+                "unknown tier " + quoted(tier) + did_you_mean(tier, config.tier_names()) +
+                    " (known: " + join(config.tier_names(), ", ") + ")");
     }
 };
 
@@ -680,8 +677,7 @@ Config parse_config(std::string_view text, const std::string& source_name)
     try {
         root = toml::parse(text, source_name);
     } catch (const toml::parse_error& e) {
-        throw ConfigError({{source_name, static_cast<int>(e.source().begin.line), "",
-                            std::string(e.description())}});
+        throw ConfigError({{source_name, static_cast<int>(e.source().begin.line), "", std::string(e.description())}});
     }
     Loader loader(source_name);
     Config config = loader.load(root);

@@ -54,7 +54,8 @@ std::string entry_problem(const std::string& path, const struct stat& st, const 
     if (S_ISLNK(st.st_mode))
         return "";  // its target's chain is checked too
     if (is_file && !S_ISREG(st.st_mode))
-        return what + " is not a regular file" + (S_ISDIR(st.st_mode) ? " but a directory: give the path of the TOML file" : "");
+        return what + " is not a regular file" +
+               (S_ISDIR(st.st_mode) ? " but a directory: give the path of the TOML file" : "");
     const bool sticky_dir = S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX) != 0;
     if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && !sticky_dir)
         return what + " is writable by group or others (mode " + octal_mode(st.st_mode) + "); run chmod go-w " + path;

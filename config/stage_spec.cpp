@@ -129,9 +129,8 @@ std::vector<StageItem> resolve_stage_requests(const Config& config, const std::v
             if (earlier.source == dataset.source)
                 throw Error("dataset " + quoted(dataset.name) +
                             " is requested twice in --stage-data; stage it once, to one tier");
-            throw Error(quoted(earlier.from_catalog ? earlier.name : earlier.source) + " and " +
-                        quoted(request.name) + " would both be exported as " + env +
-                        "; stage one of them, or rename the file");
+            throw Error(quoted(earlier.from_catalog ? earlier.name : earlier.source) + " and " + quoted(request.name) +
+                        " would both be exported as " + env + "; stage one of them, or rename the file");
         }
         items.push_back({std::move(dataset), tier, env});
     }

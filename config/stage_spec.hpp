@@ -19,8 +19,7 @@ std::vector<StageRequest> parse_stage_specs(std::string_view value);
 // Throws Error: unknown dataset (with the known ones), unknown tier, and
 // duplicates; and what the tier rules refuse (policies/tier_choice.hpp: no
 // tier and no default for a path, tier not allowed, paths disabled).
-std::vector<StageItem> resolve_stage_requests(const Config& config,
-                                              const std::vector<StageRequest>& requests);
+std::vector<StageItem> resolve_stage_requests(const Config& config, const std::vector<StageRequest>& requests);
 
 // parse + resolve.
 std::vector<StageItem> resolve_stage_data(const Config& config, std::string_view value);

@@ -24,7 +24,7 @@ struct StagerTuning {
     // parallel file system every open is a metadata round trip, and chunks
     // of small files are opens more than bytes.
     unsigned opens = 32;
-    unsigned writers = 4;  // writing threads per rank
+    unsigned writers = 4;               // writing threads per rank
     std::uint64_t read_rate_limit = 0;  // source bytes/s per rank; 0: unlimited
     double progress_interval = 5.0;     // seconds between progress lines
 };

@@ -34,16 +34,16 @@ std::string files_cell(const SourceFacts& facts)
 
 std::string format_cell(const CatalogRow& row)
 {
-    const Format format =
-        row.facts.state == SourceFacts::State::Present ? row.facts.format : row.dataset->known_format();
+    const Format format = row.facts.state == SourceFacts::State::Present ? row.facts.format
+                                                                         : row.dataset->known_format();
     return to_string(format);
 }
 
 namespace {
 std::string tier_line(const Tier& tier)
 {
-    std::string line = tier.name + ": " + (tier.scope == Scope::Shared ? "shared" : "node") + ", " +
-                       tier.path.text() + ", cleanup " + to_string(tier.cleanup);
+    std::string line = tier.name + ": " + (tier.scope == Scope::Shared ? "shared" : "node") + ", " + tier.path.text() +
+                       ", cleanup " + to_string(tier.cleanup);
     return line;
 }
 }  // namespace

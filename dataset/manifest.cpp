@@ -185,8 +185,8 @@ std::uint32_t parse_mode(std::string_view text)
 // The header's keys, in their order.
 const std::vector<std::string>& header_keys()
 {
-    static const std::vector<std::string> keys = {"dataset", "source",  "root",    "format",  "single_file", "scanned",
-                                                  "files",   "bytes",   "entries", "root_times"};
+    static const std::vector<std::string> keys = {"dataset", "source", "root",  "format",  "single_file",
+                                                  "scanned", "files",  "bytes", "entries", "root_times"};
     return keys;
 }
 
@@ -300,9 +300,8 @@ private:
 Error located(const Error& e, const std::string& name, const Parser& parser, const Manifest& m)
 {
     const std::string& dataset = m.header.dataset;
-    return Error(printable(name + (parser.line_no() ? ":" + std::to_string(parser.line_no()) : "") + ": " +
-                           e.what() + "; run 'dlstage catalog scan " + (dataset.empty() ? "NAME" : dataset) +
-                           "' again"));
+    return Error(printable(name + (parser.line_no() ? ":" + std::to_string(parser.line_no()) : "") + ": " + e.what() +
+                           "; run 'dlstage catalog scan " + (dataset.empty() ? "NAME" : dataset) + "' again"));
 }
 
 Fd open_manifest(const std::string& path)
@@ -456,7 +455,8 @@ std::string stale_at_root(const ManifestHeader& header, const Dataset& dataset, 
         return "scanned from " + header.source + ", the catalog now says " + dataset.source;
     const FileTimes now = FileTimes::of(root_now);
     if (now != header.root_times)
-        return dataset.source + " changed at " + moment_text(std::max(now.mtime_sec, now.ctime_sec)) + ", after the scan";
+        return dataset.source + " changed at " + moment_text(std::max(now.mtime_sec, now.ctime_sec)) +
+               ", after the scan";
     return "";
 }
 

@@ -55,15 +55,15 @@ struct FileTimes {
 
 struct ManifestHeader {
     std::string dataset;
-    std::string source;        // the catalog's source when it was scanned
-    std::string root;          // where entry paths are read from
+    std::string source;  // the catalog's source when it was scanned
+    std::string root;    // where entry paths are read from
     Format format = Format::Auto;
     bool single_file = false;
-    std::int64_t scanned = 0;  // seconds since the epoch
-    std::uint64_t files = 0;   // files and symlinks
-    std::uint64_t bytes = 0;   // of the files
-    std::uint64_t entries = 0; // files, symlinks and directories
-    FileTimes root_times;      // of the source as scanned (stat, following a symlink)
+    std::int64_t scanned = 0;   // seconds since the epoch
+    std::uint64_t files = 0;    // files and symlinks
+    std::uint64_t bytes = 0;    // of the files
+    std::uint64_t entries = 0;  // files, symlinks and directories
+    FileTimes root_times;       // of the source as scanned (stat, following a symlink)
 };
 
 struct Manifest {
@@ -75,7 +75,7 @@ struct Manifest {
         std::int64_t sec;
         std::uint32_t nsec;
     };
-    std::vector<DirCtime> dir_ctimes;    // every directory's, in entry order
+    std::vector<DirCtime> dir_ctimes;  // every directory's, in entry order
 };
 
 // manifest_dir/NAME.manifest

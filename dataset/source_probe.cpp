@@ -3,15 +3,15 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
 #include <glob.h>
 #include <set>
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dataset/manifest.hpp"
 #include "facts/dataset_format.hpp"
 #include "lib/error.hpp"
-#include "dataset/manifest.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/sys_error.hpp"
 #include "policies/staging_mode.hpp"

@@ -67,8 +67,8 @@ std::string Tier::origin_of(const std::string& key) const
 std::string Override::conditions() const
 {
     std::vector<std::string> parts;
-    for (const auto& [key, value] : {std::pair{"partition", &partition}, {"account", &account},
-                                     {"group", &group}, {"user", &user}})
+    for (const auto& [key, value] :
+         {std::pair{"partition", &partition}, {"account", &account}, {"group", &group}, {"user", &user}})
         if (!value->empty())
             parts.push_back(std::string(key) + "=" + printable(*value));
     return join(parts, ", ");

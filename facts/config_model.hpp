@@ -54,7 +54,7 @@ struct Tier {
     Cleanup cleanup = Cleanup::JobEnd;
     ByteLimit max_bytes;
     std::optional<std::uint64_t> max_inodes;
-    PurgeRule purge;  // scope = "shared" only
+    PurgeRule purge;        // scope = "shared" only
     Watermarks watermarks;  // cleanup = "cache" only
     // Do staged bytes count against the job's memory?  tmpfs pages are
     // charged to the memory cgroup of the process that writes them, and the
@@ -98,12 +98,12 @@ inline const std::vector<std::string> kOverrideMatchKeys = {"partition", "accoun
 
 struct Dataset {
     std::string name;
-    std::string source;               // absolute path, or a glob for tar shards
+    std::string source;  // absolute path, or a glob for tar shards
     Format format = Format::Auto;
     Mode mode = Mode::Copy;
-    std::vector<std::string> tiers;   // allowed tiers, in order of preference
+    std::vector<std::string> tiers;  // allowed tiers, in order of preference
     std::string description;
-    bool from_catalog = true;         // false: an absolute path the user gave
+    bool from_catalog = true;  // false: an absolute path the user gave
     // The site's promise that no file of the source is ever rewritten in
     // place: a kept copy planned from a current manifest is then reused
     // without a stat of every source file (stager/source_check).

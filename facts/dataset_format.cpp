@@ -11,8 +11,8 @@ struct Suffix {
 };
 
 // ".tar.gz" before ".tar": the first match is the whole suffix.
-constexpr Suffix kSuffixes[] = {{".tar.gz", Format::Tar},   {".tar.zst", Format::Tar}, {".tar.xz", Format::Tar},
-                                {".tar.bz2", Format::Tar},  {".tgz", Format::Tar},     {".tar", Format::Tar},
+constexpr Suffix kSuffixes[] = {{".tar.gz", Format::Tar},    {".tar.zst", Format::Tar},      {".tar.xz", Format::Tar},
+                                {".tar.bz2", Format::Tar},   {".tgz", Format::Tar},          {".tar", Format::Tar},
                                 {".sqfs", Format::Squashfs}, {".squashfs", Format::Squashfs}};
 
 const Suffix* suffix_of(std::string_view name)

@@ -60,8 +60,8 @@ PathTemplate PathTemplate::parse(std::string_view text)
         if (t[i] != '%')
             continue;
         if (i + 1 >= t.size() || !is_known_escape(t[i + 1]))
-            throw Error("path template " + quoted(t) + " has an unknown escape " +
-                        quoted(t.substr(i, 2)) + " (known: %j, %u, %n, %%)");
+            throw Error("path template " + quoted(t) + " has an unknown escape " + quoted(t.substr(i, 2)) +
+                        " (known: %j, %u, %n, %%)");
         ++i;
     }
 

@@ -9,8 +9,8 @@ namespace dlstage {
 
 struct TierSpace {
     std::optional<std::uint64_t> total_bytes;
-    std::optional<std::uint64_t> free_bytes;   // for the caller (f_bavail)
-    std::optional<std::uint64_t> free_inodes;  // unknown on file systems without inode counts
+    std::optional<std::uint64_t> free_bytes;    // for the caller (f_bavail)
+    std::optional<std::uint64_t> free_inodes;   // unknown on file systems without inode counts
     std::optional<std::uint64_t> total_inodes;  // likewise
 };
 

@@ -7,8 +7,8 @@
 
 #include "config/config.hpp"
 #include "gc/gc_outcome.hpp"
-#include "policies/gc.hpp"
 #include "job/slurm_jobs.hpp"
+#include "policies/gc.hpp"
 
 namespace dlstage {
 

@@ -9,16 +9,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lib/contract.hpp"
 #include "job/job_records.hpp"
-#include "tier/safe_fs.hpp"
 #include "job/state_record.hpp"
+#include "lib/contract.hpp"
 #include "lib/number.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/dir_fd.hpp"
 #include "lib/sys/mount_table.hpp"
 #include "lib/sys/quick_stat.hpp"
 #include "lib/sys/sys_error.hpp"
+#include "tier/safe_fs.hpp"
 
 namespace dlstage {
 

@@ -29,13 +29,13 @@ inline constexpr const char* kRecordsPlace = "state_dir";
 
 struct Leftover {
     policy::GcKind kind = policy::GcKind::JobDir;
-    std::string where;      // the tier's name, or kRecordsPlace
-    std::string root;       // the tier root (state_dir): nothing above it is touched
-    std::string path;       // the directory
+    std::string where;  // the tier's name, or kRecordsPlace
+    std::string root;   // the tier root (state_dir): nothing above it is touched
+    std::string path;   // the directory
     std::string job_id;
-    std::string job_name;   // its job directory's name (a claim's without ".removing-NODE")
-    bool shared = false;    // in a shared tier: removed through a claim
-    bool mounted = false;   // something is mounted on it (its times are the mount's)
+    std::string job_name;      // its job directory's name (a claim's without ".removing-NODE")
+    bool shared = false;       // in a shared tier: removed through a claim
+    bool mounted = false;      // something is mounted on it (its times are the mount's)
     std::int64_t changed = 0;  // its mtime or ctime, whichever is later (records: mtime, claims: both)
 };
 

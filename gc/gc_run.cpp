@@ -91,7 +91,7 @@ GcOutcome run_bounded_part(const std::string& part, const std::function<GcOutcom
 
 // The leftovers `find` returns, each decided and handled.
 GcOutcome leftovers_part(const std::function<Found()>& find, const SlurmJobs& jobs, const policy::GcSettings& settings,
-                       const GcRequest& options)
+                         const GcRequest& options)
 {
     GcOutcome outcome;
     const Found found = find();

@@ -5,12 +5,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lib/contract.hpp"
-#include "lib/error.hpp"
 #include "job/record_field.hpp"
 #include "job/state_record.hpp"
-#include "lib/sys/read_all.hpp"
+#include "lib/contract.hpp"
+#include "lib/error.hpp"
 #include "lib/strings.hpp"
+#include "lib/sys/read_all.hpp"
 #include "lib/sys/sys_error.hpp"
 
 namespace dlstage {

@@ -22,17 +22,17 @@
 namespace dlstage {
 
 struct CopyRecord {
-    ReadyMarker ready;              // dataset, tier, source, path, bytes, files
-    std::string identity;           // the source's identity when copied (hex)
-    std::string mode;               // "copy" or "extract"
-    std::uint64_t entries = 0;      // entries the copy holds (its contents file)
-    std::int64_t made = 0;          // when it was staged
-    std::string made_by;            // by which job
-    std::uint64_t uses = 0;         // jobs that used it, the staging one included
+    ReadyMarker ready;          // dataset, tier, source, path, bytes, files
+    std::string identity;       // the source's identity when copied (hex)
+    std::string mode;           // "copy" or "extract"
+    std::uint64_t entries = 0;  // entries the copy holds (its contents file)
+    std::int64_t made = 0;      // when it was staged
+    std::string made_by;        // by which job
+    std::uint64_t uses = 0;     // jobs that used it, the staging one included
     std::int64_t last_use = 0;
     std::string last_job;
-    std::int64_t oldest = 0;        // the oldest file's purge clock at the last check (0: unknown)
-    std::uint64_t repaired = 0;     // files fetched again after a purge, over its life
+    std::int64_t oldest = 0;     // the oldest file's purge clock at the last check (0: unknown)
+    std::uint64_t repaired = 0;  // files fetched again after a purge, over its life
     // Node caches: the copy's directory's ctime (ns since the epoch) once
     // it was complete and in place.  No entry of an untouched copy has a
     // later ctime, and no user can set a ctime back: one that is later was

@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
-#include <iterator>
 #include <grp.h>
+#include <iterator>
 #include <pwd.h>
 
-#include "lib/error.hpp"
 #include "job/identity.hpp"
+#include "lib/error.hpp"
 #include "lib/number.hpp"
 #include "lib/size.hpp"
 #include "lib/strings.hpp"

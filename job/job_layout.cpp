@@ -2,11 +2,11 @@
 
 #include <sys/stat.h>
 
+#include "job/record_field.hpp"
+#include "job/state_record.hpp"
 #include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "lib/number.hpp"
-#include "job/record_field.hpp"
-#include "job/state_record.hpp"
 
 namespace dlstage {
 

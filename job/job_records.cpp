@@ -4,8 +4,8 @@
 #include <fcntl.h>
 #include <utility>
 
-#include "lib/number.hpp"
 #include "job/state_record.hpp"
+#include "lib/number.hpp"
 #include "lib/sys/dir_fd.hpp"
 #include "lib/sys/fd.hpp"
 
@@ -28,7 +28,8 @@ std::vector<std::string> recorded_job_ids(const std::string& state_dir)
 JobRecords read_job_records(const std::string& state_dir, const std::string& job_id)
 {
     JobRecords job{job_id, {}, {}, {}, {}, std::nullopt};
-    for (const auto& [kind, into] : {std::pair{UserRecord::Progress, &job.progress}, {UserRecord::Failure, &job.failures}})
+    for (const auto& [kind, into] :
+         {std::pair{UserRecord::Progress, &job.progress}, {UserRecord::Failure, &job.failures}})
         for (UserRecordFile& file : read_user_records(state_dir, job_id, kind)) {
             if (!job.user)
                 job.user = file.owner;

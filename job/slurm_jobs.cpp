@@ -3,9 +3,9 @@
 #include <ctime>
 #include <sys/wait.h>
 
-#include "lib/number.hpp"
-#include "lib/error.hpp"
 #include "job/job_records.hpp"
+#include "lib/error.hpp"
+#include "lib/number.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/process.hpp"
 
@@ -24,8 +24,8 @@ const SlurmJob* SlurmJobs::find(const std::string& job_id) const
 
 std::vector<std::string> squeue_command(int timeout_seconds)
 {
-    return {"timeout", "--kill-after=5", std::to_string(timeout_seconds), "squeue", "--noheader", "--all",
-            "--states=all", std::string("--format=") + kSqueueFormat};
+    return {"timeout", "--kill-after=5", std::to_string(timeout_seconds),         "squeue", "--noheader",
+            "--all",   "--states=all",   std::string("--format=") + kSqueueFormat};
 }
 
 std::optional<std::map<std::string, SlurmJob>> parse_squeue(std::string_view text)
@@ -116,8 +116,8 @@ SlurmJobs ask_slurm(int timeout_seconds, bool with_local_pids)
         return slurm;
     auto jobs = parse_squeue(*listed);
     if (!jobs) {
-        slurm.problem = "squeue's answer is not lines of '" + std::string(kSqueueFormat) + "' (it begins: " +
-                        first_line(*listed) + ")";
+        slurm.problem = "squeue's answer is not lines of '" + std::string(kSqueueFormat) +
+                        "' (it begins: " + first_line(*listed) + ")";
         return slurm;
     }
     slurm.jobs = std::move(*jobs);

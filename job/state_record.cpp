@@ -186,8 +186,7 @@ std::vector<std::string> user_record_paths(const std::string& state_dir, const s
     return paths;
 }
 
-std::vector<UserRecordFile> read_user_records(const std::string& state_dir, const std::string& job_id,
-                                              UserRecord kind)
+std::vector<UserRecordFile> read_user_records(const std::string& state_dir, const std::string& job_id, UserRecord kind)
 {
     std::vector<UserRecordFile> records;
     const Fd dir = open_user_dir(state_dir, job_id);

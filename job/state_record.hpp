@@ -67,8 +67,7 @@ struct UserRecordFile {
 // relative to it, without following a link or blocking on a fifo.
 // Records that cannot be read (being replaced, not a regular file) are
 // skipped; none if the dir is missing, mounted over or not readable.
-std::vector<UserRecordFile> read_user_records(const std::string& state_dir, const std::string& job_id,
-                                              UserRecord kind);
+std::vector<UserRecordFile> read_user_records(const std::string& state_dir, const std::string& job_id, UserRecord kind);
 
 // The prolog's outcome on this node (user dir, prolog-NODE.toml), only if
 // root wrote it: a file the job's user left there from an earlier job with

@@ -20,8 +20,7 @@
 namespace dlstage::launch {
 
 std::vector<std::string> job_step_command(const Config& config, const std::string& job_id, const std::string& nodes,
-                                          const std::string& step_name, OnTaskFailure on_failure,
-                                          StepProgram program)
+                                          const std::string& step_name, OnTaskFailure on_failure, StepProgram program)
 {
     std::vector<std::string> argv;
     for (const std::string& word : split(trim(config.site.launcher), ' '))
@@ -67,8 +66,8 @@ std::string sibling_program(const std::string& name)
     return own_directory() + "/" + name;
 }
 
-std::string helper_program_path(const std::string& exe_dir, const std::string& bindir,
-                                const std::string& pkglibexecdir, const std::string& name)
+std::string helper_program_path(const std::string& exe_dir, const std::string& bindir, const std::string& pkglibexecdir,
+                                const std::string& name)
 {
     if (!pkglibexecdir.empty() && ends_with_directory(exe_dir, bindir)) {
         const std::string destdir = exe_dir.substr(0, exe_dir.size() - bindir.size());

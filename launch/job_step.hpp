@@ -11,8 +11,8 @@ namespace dlstage::launch {
 
 // What happens to the other tasks of the step when one exits non-zero.
 enum class OnTaskFailure {
-    StopStep,      // srun --kill-on-bad-exit=1: nothing waits on a lost rank
-    KeepOthers,    // --kill-on-bad-exit=0: the caller decides (and stops it gently)
+    StopStep,    // srun --kill-on-bad-exit=1: nothing waits on a lost rank
+    KeepOthers,  // --kill-on-bad-exit=0: the caller decides (and stops it gently)
 };
 
 // Whether the step's program is an MPI program: if not, srun is told
@@ -24,8 +24,7 @@ enum class StepProgram { Mpi, NotMpi };
 // step named step_name (as sacct shows it).  The program and its arguments
 // go after.
 std::vector<std::string> job_step_command(const Config& config, const std::string& job_id, const std::string& nodes,
-                                          const std::string& step_name, OnTaskFailure on_failure,
-                                          StepProgram program);
+                                          const std::string& step_name, OnTaskFailure on_failure, StepProgram program);
 
 // The environment of dlstage's own steps, set in ours for the launcher to
 // pass on: kStagerStepVar=1 (the plugin neither checks nor stages there
@@ -41,8 +40,8 @@ std::string sibling_program(const std::string& name);
 // PATH (dlstage-stager): in pkglibexecdir under the same prefix as bindir,
 // so that a DESTDIR or relocated install finds its own; beside it when
 // exe_dir is not an installed bindir (a build tree).
-std::string helper_program_path(const std::string& exe_dir, const std::string& bindir,
-                                const std::string& pkglibexecdir, const std::string& name);
+std::string helper_program_path(const std::string& exe_dir, const std::string& bindir, const std::string& pkglibexecdir,
+                                const std::string& name);
 
 // helper_program_path for this executable and the configured directories.
 std::string helper_program(const std::string& name);

@@ -4,13 +4,13 @@
 #include <iostream>
 #include <unistd.h>
 
+#include "config/stager_tuning.hpp"
+#include "job/state_record.hpp"
 #include "launch/job_step.hpp"
 #include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "lib/log.hpp"
 #include "lib/number.hpp"
-#include "config/stager_tuning.hpp"
-#include "job/state_record.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/process.hpp"
 #include "policies/launch_retry.hpp"
@@ -146,8 +146,7 @@ LauncherReport run_stager_step(const Config& config, const StagerStep& step)
     }
 }
 
-std::vector<std::string> staging_failure(const Config& config, const StagerStep& step,
-                                         const LauncherReport& report)
+std::vector<std::string> staging_failure(const Config& config, const StagerStep& step, const LauncherReport& report)
 {
     // A rank that failed said why; one that was killed could not: then
     // srun's line names the node.

@@ -41,14 +41,12 @@ bool inside_job();
 // Throws Error naming the variable.
 StagerStep stager_step_from_environment(const std::vector<std::string>& specs);
 
-// Removes the failure records of an earlier attempt, runs the step, copying the launcher's stderr to ours line by line, and
-// once more if policy::retry_launch allows (saying why).  The report of
-// the last attempt.
+// Removes the failure records of an earlier attempt, runs the step, copying the launcher's stderr to ours line by line,
+// and once more if policy::retry_launch allows (saying why).  The report of the last attempt.
 LauncherReport run_stager_step(const Config& config, const StagerStep& step);
 
 // The lines that explain a failed staging: what failing ranks recorded
 // (unless they said it already), then one summary line.
-std::vector<std::string> staging_failure(const Config& config, const StagerStep& step,
-                                         const LauncherReport& report);
+std::vector<std::string> staging_failure(const Config& config, const StagerStep& step, const LauncherReport& report);
 
 }  // namespace dlstage::launch

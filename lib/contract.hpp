@@ -45,8 +45,8 @@ inline constexpr const char* kJobEnvPrefix = "SLURM_SPANK_";
 inline constexpr const char* kStageDataOptionVar = "SPANK_OPTION_dlstage_stage_data";
 
 // --- programs, steps, lines --------------------------------------------------
-inline constexpr const char* kStagerProgram = "dlstage-stager";  // in $(pkglibexecdir)
-inline constexpr const char* kStageCommand = "stage";              // `dlstage stage`, run by the plugin too
+inline constexpr const char* kStagerProgram = "dlstage-stager";   // in $(pkglibexecdir)
+inline constexpr const char* kStageCommand = "stage";             // `dlstage stage`, run by the plugin too
 inline constexpr const char* kHoldMountsCommand = "hold-mounts";  // `dlstage hold-mounts`, internal
 // Job step names, as sacct shows them.
 inline constexpr const char* kStageStep = "dlstage-stage";
@@ -72,8 +72,8 @@ inline constexpr const char* kContentsPrefix = ".contents-";  // what the copy h
 inline constexpr const char* kRetiredPrefix = ".retired-";    // a replaced copy, being removed
 
 // --- state records (job/state_record.hpp) -------------------------------------
-inline constexpr const char* kJobsDir = "jobs";  // state_dir/jobs/<job>
-inline constexpr const char* kUserDir = "user";  // state_dir/jobs/<job>/user, the job user's
+inline constexpr const char* kJobsDir = "jobs";                 // state_dir/jobs/<job>
+inline constexpr const char* kUserDir = "user";                 // state_dir/jobs/<job>/user, the job user's
 inline constexpr const char* kProgressPrefix = "progress-";     // progress-<dataset>.toml
 inline constexpr const char* kFailurePrefix = "failure-";       // failure-<node>.toml
 inline constexpr const char* kPrologOutcomePrefix = "prolog-";  // prolog-<node>.toml

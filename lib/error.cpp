@@ -22,14 +22,12 @@ std::string summary(const std::vector<ConfigProblem>& problems)
         return "invalid configuration";
     std::string text = problems.front().str();
     if (problems.size() > 1)
-        text += " (and " + std::to_string(problems.size() - 1) +
-                " more: run 'dlstage check-config')";
+        text += " (and " + std::to_string(problems.size() - 1) + " more: run 'dlstage check-config')";
     return text;
 }
 }  // namespace
 
-ConfigError::ConfigError(std::vector<ConfigProblem> problems)
-    : Error(summary(problems)), problems_(std::move(problems))
+ConfigError::ConfigError(std::vector<ConfigProblem> problems) : Error(summary(problems)), problems_(std::move(problems))
 {
 }
 

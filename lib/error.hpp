@@ -33,8 +33,8 @@ auto naming(const std::string& name, Parse&& parse) -> decltype(parse())
 // One problem in a configuration file, located by file, line and key.
 struct ConfigProblem {
     std::string file;
-    int line = 0;      // 0: no line known (e.g. the file itself)
-    std::string key;   // dotted key, e.g. "tiers.shm.scope"; may be empty
+    int line = 0;     // 0: no line known (e.g. the file itself)
+    std::string key;  // dotted key, e.g. "tiers.shm.scope"; may be empty
     std::string message;
 
     // "FILE:LINE: KEY: MESSAGE", leaving out the parts that are unknown; one

@@ -40,9 +40,9 @@ double parse_seconds(std::string_view text, double min, double max);
 // building block of the parsers above and of parse_size.
 struct Decimal {
     std::uint64_t whole = 0;
-    bool whole_overflows = false;   // more than UINT64_MAX: whole is meaningless
-    std::uint64_t fraction = 0;     // the first kMaxFractionDigits digits after '.'
-    unsigned fraction_digits = 0;   // how many of them (0: no fraction)
+    bool whole_overflows = false;                       // more than UINT64_MAX: whole is meaningless
+    std::uint64_t fraction = 0;                         // the first kMaxFractionDigits digits after '.'
+    unsigned fraction_digits = 0;                       // how many of them (0: no fraction)
     static constexpr unsigned kMaxFractionDigits = 19;  // 10^19 - 1 fits in 64 bits
 
     double value() const;

@@ -132,8 +132,8 @@ std::string slurm_size(std::uint64_t bytes)
     const double scale = std::pow(1024.0, unit + 1);
     char buf[32];
     if (bytes % static_cast<std::uint64_t>(scale) == 0)
-        std::snprintf(buf, sizeof buf, "%llu%c", static_cast<unsigned long long>(bytes / static_cast<std::uint64_t>(scale)),
-                      units[unit]);
+        std::snprintf(buf, sizeof buf, "%llu%c",
+                      static_cast<unsigned long long>(bytes / static_cast<std::uint64_t>(scale)), units[unit]);
     else
         std::snprintf(buf, sizeof buf, "%.2f%c", static_cast<double>(bytes) / scale, units[unit]);
     return buf;

@@ -68,7 +68,11 @@ void escape_bytes(std::string& out, std::string_view bytes)
 std::size_t utf8_sequence(std::string_view text, char32_t& code)
 {
     const auto b0 = static_cast<unsigned char>(text[0]);
-    std::size_t length = b0 < 0x80 ? 1 : (b0 & 0xe0) == 0xc0 ? 2 : (b0 & 0xf0) == 0xe0 ? 3 : (b0 & 0xf8) == 0xf0 ? 4 : 0;
+    std::size_t length = b0 < 0x80             ? 1
+                         : (b0 & 0xe0) == 0xc0 ? 2
+                         : (b0 & 0xf0) == 0xe0 ? 3
+                         : (b0 & 0xf8) == 0xf0 ? 4
+                                               : 0;
     if (length == 0 || length > text.size())
         return 0;
     code = length == 1 ? b0 : b0 & (0x7f >> length);
@@ -176,8 +180,7 @@ bool is_simple_name(std::string_view name, bool allow_dot)
     if (name.empty() || !std::isalnum(static_cast<unsigned char>(name.front())))
         return false;
     return std::all_of(name.begin(), name.end(), [allow_dot](char c) {
-        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' ||
-               (allow_dot && c == '.');
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || (allow_dot && c == '.');
     });
 }
 
@@ -187,8 +190,8 @@ bool is_simple_name(std::string_view name, bool allow_dot)
 std::string shown_path(const std::string& path)
 {
     constexpr std::size_t kKeep = 200;
-    const std::string text =
-        path.size() > 2 * kKeep ? path.substr(0, kKeep) + "..." + path.substr(path.size() - kKeep) : path;
+    const std::string text = path.size() > 2 * kKeep ? path.substr(0, kKeep) + "..." + path.substr(path.size() - kKeep)
+                                                     : path;
     const bool plain = std::none_of(text.begin(), text.end(), [](char c) {
         const auto u = static_cast<unsigned char>(c);
         return u < 0x20 || u == 0x7f;

@@ -47,8 +47,8 @@ std::string format_seconds(Clock::duration elapsed)
 
 }  // namespace
 
-std::vector<std::string> holder_command(const Config& config, const std::string& config_path,
-                                        const std::string& job_id, const std::string& nodes, const std::string& spec)
+std::vector<std::string> holder_command(const Config& config, const std::string& config_path, const std::string& job_id,
+                                        const std::string& nodes, const std::string& spec)
 {
     // A node that fails must not get the others SIGKILLed (which leaves dead
     // mounts and their ready markers): start_mount_holder stops the step
@@ -57,8 +57,8 @@ std::vector<std::string> holder_command(const Config& config, const std::string&
                                                              launch::OnTaskFailure::KeepOthers,
                                                              launch::StepProgram::NotMpi);
     // Shares the job's CPUs and memory with every later step, for the whole job.
-    argv.insert(argv.end(), {"--overlap", "--input=none", launch::sibling_program("dlstage"), "--config",
-                             config_path, kHoldMountsCommand, "--job", job_id, spec});
+    argv.insert(argv.end(), {"--overlap", "--input=none", launch::sibling_program("dlstage"), "--config", config_path,
+                             kHoldMountsCommand, "--job", job_id, spec});
     return argv;
 }
 
@@ -72,7 +72,7 @@ std::size_t count_mounted_lines(const std::string& out)
 }
 
 bool start_mount_holder(const Config& config, const std::string& config_path, const std::string& job_id,
-                       const std::string& nodes, const std::string& spec)
+                        const std::string& nodes, const std::string& spec)
 {
     const auto mounts = mount_items(config, spec);
     if (mounts.empty())
@@ -110,7 +110,7 @@ bool start_mount_holder(const Config& config, const std::string& config_path, co
         if (Clock::now() > deadline) {
             stop_step(pid, status);
             say("mounting " + what + ": the mount step did not report from every node within " +
-                        std::to_string(kHolderTimeout.count()) + " s");
+                std::to_string(kHolderTimeout.count()) + " s");
             return false;
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(20));

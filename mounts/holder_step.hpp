@@ -32,8 +32,8 @@ bool start_mount_holder(const Config& config, const std::string& config_path, co
 // The holder step's command line: the launcher's step on every node (not
 // an MPI program; a failing node does not get the others killed), sharing
 // the job's resources (--overlap), running `dlstage hold-mounts`.
-std::vector<std::string> holder_command(const Config& config, const std::string& config_path,
-                                        const std::string& job_id, const std::string& nodes, const std::string& spec);
+std::vector<std::string> holder_command(const Config& config, const std::string& config_path, const std::string& job_id,
+                                        const std::string& nodes, const std::string& spec);
 
 // How many nodes' holders have reported (kMountedLine) in the step's stdout.
 std::size_t count_mounted_lines(const std::string& out);

@@ -9,12 +9,12 @@
 #include <thread>
 #include <unistd.h>
 
-#include "lib/contract.hpp"
-#include "lib/error.hpp"
 #include "job/identity.hpp"
 #include "job/job_layout.hpp"
-#include "lib/log.hpp"
 #include "job/state_record.hpp"
+#include "lib/contract.hpp"
+#include "lib/error.hpp"
+#include "lib/log.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/process.hpp"
 #include "mounts/scratch_file.hpp"
@@ -50,7 +50,8 @@ std::string squashfuse_program(const std::string& node)
 // died fails stat with ENOTCONN: not live).
 bool mounted(const DatasetLayout& layout)
 {
-    struct stat point {}, tier {};
+    struct stat point {
+    }, tier{};
     return stat(layout.dataset_dir.c_str(), &point) == 0 && stat(layout.tier_dir.c_str(), &tier) == 0 &&
            point.st_dev != tier.st_dev;
 }

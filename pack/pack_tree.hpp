@@ -25,7 +25,7 @@ struct PackTree {
     std::vector<Metadata> metadata;  // same indexes
     std::size_t files = 0;           // files and symlinks
     std::uint64_t file_bytes = 0;
-    std::time_t newest_mtime = 0;    // of the entries and the directory itself
+    std::time_t newest_mtime = 0;  // of the entries and the directory itself
 };
 
 // The tree below dir (walk_dataset: special files and unreadable entries

@@ -147,8 +147,8 @@ private:
     }
 
     const std::vector<PackEntry>& entries_;
-    std::vector<std::size_t> order_;  // entry indexes by path
-    std::vector<std::size_t> rank_;   // entry index -> position in order_
+    std::vector<std::size_t> order_;                               // entry indexes by path
+    std::vector<std::size_t> rank_;                                // entry index -> position in order_
     std::unordered_map<std::string_view, std::size_t> dir_index_;  // views of entries_' paths
     std::unordered_set<std::size_t> non_empty_dirs_;
     std::vector<Sample> samples_;
@@ -258,8 +258,8 @@ ShardLayout lay_out_shards_by_size(const std::vector<PackEntry>& entries, std::u
     // Fewer shards than this cannot hold the samples even without
     // directories; one sample per shard always fits (checked above).
     const std::uint64_t capacity = max_shard_bytes - kTarEndBytes;
-    const std::size_t lower = static_cast<std::size_t>(
-        std::clamp<std::uint64_t>((sample_bytes + capacity - 1) / capacity, 1, sample_count));
+    const std::size_t lower =
+        static_cast<std::size_t>(std::clamp<std::uint64_t>((sample_bytes + capacity - 1) / capacity, 1, sample_count));
     const auto fits = [&](std::size_t count) { return largest_shard(assign(samples, count)) <= max_shard_bytes; };
 
     // Usually the lower bound or one more fits: search upward in growing

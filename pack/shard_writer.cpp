@@ -104,9 +104,7 @@ void ShardWriter::add(const std::string& root, const PackEntry& entry, const Met
     archive_entry_set_mtime(e, meta.mtime.tv_sec, meta.mtime.tv_nsec);
     Fd file;
     switch (entry.type) {
-    case PackEntryType::Dir:
-        archive_entry_set_filetype(e, AE_IFDIR);
-        break;
+    case PackEntryType::Dir: archive_entry_set_filetype(e, AE_IFDIR); break;
     case PackEntryType::Symlink:
         archive_entry_set_filetype(e, AE_IFLNK);
         archive_entry_copy_symlink(e, read_link(source, entry.size).c_str());

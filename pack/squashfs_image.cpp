@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "lib/error.hpp"
-#include "lib/sys/periodic.hpp"
 #include "lib/strings.hpp"
+#include "lib/sys/periodic.hpp"
 #include "lib/sys/process.hpp"
 #include "pack/output_files.hpp"
 
@@ -82,20 +82,27 @@ std::string data_loss_in(const std::vector<std::string>& lines)
     for (const std::string& line : lines) {
         std::string lower = line;
         std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-        for (const char* sign : {"creating empty", "ignoring", "skipping", "cannot stat", "could not open",
-                                 "failed to read"})
+        for (const char* sign :
+             {"creating empty", "ignoring", "skipping", "cannot stat", "could not open", "failed to read"})
             if (lower.find(sign) != std::string::npos)
                 return line;
     }
     return "";
 }
 
-std::vector<std::string> mksquashfs_command(const std::string& dir, const std::string& image,
-                                            std::uint64_t block_size, const PackTree& tree)
+std::vector<std::string> mksquashfs_command(const std::string& dir, const std::string& image, std::uint64_t block_size,
+                                            const PackTree& tree)
 {
-    std::vector<std::string> argv = {"mksquashfs", dir, image, "-noappend", "-no-progress",
-                                     "-b", std::to_string(block_size), "-no-xattrs",
-                                     "-processors", std::to_string(usable_cpus())};
+    std::vector<std::string> argv = {"mksquashfs",
+                                     dir,
+                                     image,
+                                     "-noappend",
+                                     "-no-progress",
+                                     "-b",
+                                     std::to_string(block_size),
+                                     "-no-xattrs",
+                                     "-processors",
+                                     std::to_string(usable_cpus())};
     // The image's creation time would be now: use the newest mtime in the
     // tree, so that the same tree gives the same image.  mksquashfs refuses
     // the option when SOURCE_DATE_EPOCH is set; then that time is used.

@@ -55,13 +55,15 @@ Verdict supported(const Dataset& dataset, const Tier& tier)
     // across jobs, would tie the copy's life to mounts on many nodes.
     if (tier.scope == Scope::Shared && dataset.mode == Mode::Mount)
         return Verdict::refuse("dataset " + quoted(dataset.name) + " has mode = \"mount\", which a shared tier (" +
-                               quoted(tier.name) + ") does not offer: stage it to a node tier, or use mode = "
+                               quoted(tier.name) +
+                               ") does not offer: stage it to a node tier, or use mode = "
                                "\"extract\" or \"copy\"");
     // A cached image would stay mounted past its job, or be mounted by
     // several jobs at once: the cache keeps copies and unpacked trees.
     if (tier.scope == Scope::Node && tier.cleanup == Cleanup::Cache && dataset.mode == Mode::Mount)
         return Verdict::refuse("dataset " + quoted(dataset.name) + " has mode = \"mount\", which a node cache (" +
-                               quoted(tier.name) + ", cleanup = \"cache\") does not offer: use mode = \"extract\" "
+                               quoted(tier.name) +
+                               ", cleanup = \"cache\") does not offer: use mode = \"extract\" "
                                "or \"copy\", or a tier without a cache");
     return Verdict::allow();
 }
@@ -74,10 +76,9 @@ Verdict admit(const Dataset& dataset, const Tier& tier, const SourceFacts& facts
     if (facts.bytes) {
         const auto limit = tier.max_bytes.resolve(space.total_bytes);
         if (limit && *facts.bytes > *limit)
-            return Verdict::refuse(what + " needs " + format_size(*facts.bytes) + " but " + where +
-                                   " allows at most " + format_size(*limit) + " (max_bytes = " +
-                                   tier.max_bytes.str() + overridden(tier, "max_bytes") + ")" +
-                                   other_tiers(dataset, tier));
+            return Verdict::refuse(what + " needs " + format_size(*facts.bytes) + " but " + where + " allows at most " +
+                                   format_size(*limit) + " (max_bytes = " + tier.max_bytes.str() +
+                                   overridden(tier, "max_bytes") + ")" + other_tiers(dataset, tier));
         if (space.free_bytes && *facts.bytes > *space.free_bytes)
             return Verdict::refuse(what + " needs " + format_size(*facts.bytes) + " but " + where + " has only " +
                                    format_size(*space.free_bytes) + " free" + other_tiers(dataset, tier));
@@ -86,8 +87,7 @@ Verdict admit(const Dataset& dataset, const Tier& tier, const SourceFacts& facts
         if (tier.max_inodes && *facts.files > *tier.max_inodes)
             return Verdict::refuse(what + " has " + std::to_string(*facts.files) + " files but " + where +
                                    " allows at most " + std::to_string(*tier.max_inodes) + " (max_inodes" +
-                                   overridden(tier, "max_inodes") + ")" +
-                                   fewer_files_advice(dataset));
+                                   overridden(tier, "max_inodes") + ")" + fewer_files_advice(dataset));
         if (space.free_inodes && *facts.files > *space.free_inodes)
             return Verdict::refuse(what + " has " + std::to_string(*facts.files) + " files but " + where +
                                    " has only " + std::to_string(*space.free_inodes) + " free inodes" +
@@ -150,9 +150,8 @@ Verdict fits_in_memory(const Config& config, const std::vector<StageItem>& items
         return Verdict::allow();
     return Verdict::refuse(join(what, " and ") + (what.size() == 1 ? " does" : " do") +
                            " not fit in the job's memory on " + (tiers.size() == 1 ? "tier " : "tiers ") +
-                           join(tiers, ", ") + " (" + memory.asked + "; " + pages_counted(*first_tier) +
-                           "): ask for " + mem_to_ask(staged) +
-                           (instead.empty() ? "" : " or stage to " + join(instead, " or ")));
+                           join(tiers, ", ") + " (" + memory.asked + "; " + pages_counted(*first_tier) + "): ask for " +
+                           mem_to_ask(staged) + (instead.empty() ? "" : " or stage to " + join(instead, " or ")));
 }
 
 std::string ExtractionLimit::reason(const std::string& archive) const
@@ -180,10 +179,11 @@ ExtractionBudget extraction_budget(const Dataset& dataset, const Tier& tier, con
                                  "check the archive, or ask your admins for a larger max_bytes"),
                            limit(left_after(space.free_bytes, archives.bytes), true, "its free space on this node",
                                  "check the archive"));
-    budget.entries = tighter(limit(tier.max_inodes, false, "max_inodes",
-                                   "check the archive" + mount_instead + ", or ask your admins for a larger max_inodes"),
-                             limit(left_after(space.free_inodes, archives.files), false,
-                                   "its free inodes on this node", "check the archive" + mount_instead));
+    budget.entries =
+        tighter(limit(tier.max_inodes, false, "max_inodes",
+                      "check the archive" + mount_instead + ", or ask your admins for a larger max_inodes"),
+                limit(left_after(space.free_inodes, archives.files), false, "its free inodes on this node",
+                      "check the archive" + mount_instead));
     return budget;
 }
 

@@ -29,8 +29,8 @@ bool above(const Usage& usage, const CacheTierFacts& tier, double share)
 
 std::string percent_of(std::uint64_t used, std::uint64_t max)
 {
-    return std::to_string(static_cast<long long>(
-               std::llround(100.0 * static_cast<double>(used) / static_cast<double>(std::max<std::uint64_t>(max, 1))))) +
+    return std::to_string(static_cast<long long>(std::llround(100.0 * static_cast<double>(used) /
+                                                              static_cast<double>(std::max<std::uint64_t>(max, 1))))) +
            "%";
 }
 

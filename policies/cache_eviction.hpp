@@ -21,11 +21,11 @@
 namespace dlstage::policy {
 
 struct CacheEntryFacts {
-    std::string name;            // for messages: "alice/imagenet"
-    std::uint64_t bytes = 0;     // what removing it gives back
+    std::string name;         // for messages: "alice/imagenet"
+    std::uint64_t bytes = 0;  // what removing it gives back
     std::uint64_t inodes = 0;
-    std::int64_t last_use = 0;   // seconds; from a record root keeps, never the user's own
-    bool in_use = false;         // a job running on this node uses it
+    std::int64_t last_use = 0;  // seconds; from a record root keeps, never the user's own
+    bool in_use = false;        // a job running on this node uses it
 };
 
 // A tier on one node: what is used, and the limits (max_bytes and
@@ -47,8 +47,8 @@ struct Incoming {
 };
 
 struct EvictionPlan {
-    std::vector<std::size_t> evict;   // indexes into the entries, in eviction order
-    std::vector<std::string> why;     // one line per evicted entry
+    std::vector<std::size_t> evict;  // indexes into the entries, in eviction order
+    std::vector<std::string> why;    // one line per evicted entry
     // Refused when even evicting every unused entry leaves too little room
     // for what comes in (the job's request cannot be met here now); its
     // reason names the entries in use, and `evict` is then empty: no

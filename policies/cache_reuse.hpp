@@ -12,14 +12,14 @@
 namespace dlstage::policy {
 
 struct CacheEntryFacts {
-    bool has_record = false;        // .ready-NAME.toml there and readable
-    std::string record_problem;     // ... or why it could not be read
-    bool same_source = false;       // its source identity and mode are the plan's
-    bool sealed = false;            // it has a seal (the directory's ctime when complete)
-    bool listed = false;            // its list of contents could be read (copy mode: the plan)
-    bool present = false;           // its directory is there
-    bool yours = false;             // ... and the job's user's
-    bool top_unchanged = false;     // no name added to, removed from or renamed in it since the seal
+    bool has_record = false;     // .ready-NAME.toml there and readable
+    std::string record_problem;  // ... or why it could not be read
+    bool same_source = false;    // its source identity and mode are the plan's
+    bool sealed = false;         // it has a seal (the directory's ctime when complete)
+    bool listed = false;         // its list of contents could be read (copy mode: the plan)
+    bool present = false;        // its directory is there
+    bool yours = false;          // ... and the job's user's
+    bool top_unchanged = false;  // no name added to, removed from or renamed in it since the seal
     // The check of every entry by stat (stager/copy_check): missing or of
     // another type (foreign: someone else's, counted in missing too),
     // changed since the seal, of another size (changed counted in it too).

@@ -58,9 +58,9 @@ struct GcFacts {
 };
 
 struct GcSettings {
-    std::int64_t grace = 300;       // seconds (site.gc_grace)
-    int records_days = 30;          // site.gc_records_days; 0: records are never removed
-    int cache_idle_days = 0;        // for cache entries; 0: only the watermark evicts
+    std::int64_t grace = 300;  // seconds (site.gc_grace)
+    int records_days = 30;     // site.gc_records_days; 0: records are never removed
+    int cache_idle_days = 0;   // for cache entries; 0: only the watermark evicts
 };
 
 // A job in this state as squeue names it (%T: RUNNING, COMPLETED, ...):

@@ -8,9 +8,10 @@ namespace {
 // What srun says of a task that died by a signal of its own making.
 bool is_crash(const std::string& task_failure)
 {
-    for (const char* crash : {"Segmentation fault", "Aborted", "Bus error", "Illegal instruction",
-                              "Floating point exception"})
-        if (ends_with(task_failure, crash) || task_failure.find(std::string(crash) + " (core dumped)") != std::string::npos)
+    for (const char* crash :
+         {"Segmentation fault", "Aborted", "Bus error", "Illegal instruction", "Floating point exception"})
+        if (ends_with(task_failure, crash) ||
+            task_failure.find(std::string(crash) + " (core dumped)") != std::string::npos)
             return true;
     return false;
 }

@@ -24,7 +24,8 @@ FaultVerdict blame_for_tier_error(TierPlace place, int err)
     case EIO:
     case EUCLEAN: return {Blame::Node, "the tier's file system reports I/O errors or corruption"};
     case EACCES:
-    case EPERM: return {Blame::Node, "root is denied access to the tier (root squash, immutable bit, security module?)"};
+    case EPERM:
+        return {Blame::Node, "root is denied access to the tier (root squash, immutable bit, security module?)"};
     case ESTALE:
     case ENODEV:
     case ENXIO: return {Blame::Node, "the tier's file system is gone or stale"};

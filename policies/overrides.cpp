@@ -14,8 +14,7 @@ std::string known_or(const std::optional<std::string>& value, const char* unknow
 
 // The tables that match, least specific first, file order breaking ties:
 // applying them in this order leaves the winner's value in place.
-std::vector<const Override*> matching_in_order(const Config& config, const std::string& tier,
-                                               const JobIdentity& job)
+std::vector<const Override*> matching_in_order(const Config& config, const std::string& tier, const JobIdentity& job)
 {
     std::vector<const Override*> rules;
     for (const Override& rule : config.overrides)
@@ -46,8 +45,7 @@ bool matches(const Override& rule, const JobIdentity& job)
     };
     const bool in_group = rule.group.empty() ||
                           std::find(job.groups.begin(), job.groups.end(), rule.group) != job.groups.end();
-    return is(rule.partition, job.partition) && is(rule.account, job.account) && is(rule.user, job.user) &&
-           in_group;
+    return is(rule.partition, job.partition) && is(rule.account, job.account) && is(rule.user, job.user) && in_group;
 }
 
 int specificity(const Override& rule)
@@ -92,9 +90,9 @@ Config config_for_job(const Config& config, const JobIdentity& job)
 std::vector<KeyValue> explain_tier(const Tier& tier)
 {
     const std::string charge_origin =
-        tier.charge_memory ? tier.origin_of("charge_memory")
-                           : (tier.charged_by_default() ? "default (a node tier under /dev/shm)"
-                                                        : "default (not under /dev/shm)");
+        tier.charge_memory
+            ? tier.origin_of("charge_memory")
+            : (tier.charged_by_default() ? "default (a node tier under /dev/shm)" : "default (not under /dev/shm)");
     std::vector<KeyValue> keys = {
         {"path", tier.path.text(), tier.origin_of("path")},
         {"scope", to_string(tier.scope), tier.origin_of("scope")},

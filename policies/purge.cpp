@@ -34,8 +34,8 @@ std::optional<std::int64_t> purge_date(const PurgeRule& rule, std::int64_t oldes
     return oldest + rule.days * kDay;
 }
 
-Verdict purge_warning(const PurgeRule& rule, const std::string& dataset, const std::string& tier,
-                      std::int64_t oldest, std::int64_t now)
+Verdict purge_warning(const PurgeRule& rule, const std::string& dataset, const std::string& tier, std::int64_t oldest,
+                      std::int64_t now)
 {
     const auto date = purge_date(rule, oldest);
     if (!date || *date - now > rule.warn_days * kDay)

@@ -34,8 +34,8 @@ std::optional<std::int64_t> purge_date(const PurgeRule& rule, std::int64_t oldes
 // At submit: allowed always (a purged copy is staged again without fuss);
 // the reason is a warning line when the copy will be purged within
 // warn_days of `now` (or already may have been), empty otherwise.
-Verdict purge_warning(const PurgeRule& rule, const std::string& dataset, const std::string& tier,
-                      std::int64_t oldest, std::int64_t now);
+Verdict purge_warning(const PurgeRule& rule, const std::string& dataset, const std::string& tier, std::int64_t oldest,
+                      std::int64_t now);
 
 
 }  // namespace dlstage::policy

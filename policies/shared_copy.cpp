@@ -32,8 +32,8 @@ CopyDecision decide_copy(const CopyFacts& facts)
 
 Verdict lock_is_stale(const LockFacts& facts)
 {
-    const std::string holder = "job " + facts.holder_job + " on " + facts.holder_host + " (pid " +
-                               std::to_string(facts.holder_pid) + ")";
+    const std::string holder =
+        "job " + facts.holder_job + " on " + facts.holder_host + " (pid " + std::to_string(facts.holder_pid) + ")";
     if (facts.file_uid >= 0 && facts.file_uid != facts.my_uid)
         return Verdict::allow("it belongs to uid " + std::to_string(facts.file_uid) +
                               ", not to you: none of your jobs holds it");

@@ -45,10 +45,10 @@ struct LockFacts {
     std::string holder_job, holder_host;
     long holder_pid = 0;
     std::string my_job, my_host;
-    std::optional<bool> holder_alive;     // kill(pid, 0) on the holder's host: known only there
-    std::optional<bool> job_running;      // Slurm's view of holder_job; nothing when Slurm did not answer
-    std::int64_t silent_s = 0;            // seconds since the holder's last heartbeat
-    std::int64_t silence_limit_s = 300;   // a live holder beats every few seconds
+    std::optional<bool> holder_alive;    // kill(pid, 0) on the holder's host: known only there
+    std::optional<bool> job_running;     // Slurm's view of holder_job; nothing when Slurm did not answer
+    std::int64_t silent_s = 0;           // seconds since the holder's last heartbeat
+    std::int64_t silence_limit_s = 300;  // a live holder beats every few seconds
     // The lock file's owner and the waiter's uid: only the user's own jobs
     // take a lock in their directory, so one of someone else's (planted
     // while the directory was open to others) holds nothing.

@@ -25,10 +25,10 @@ Verdict mode_fits_source(Mode mode, Format found, bool one_file, const std::stri
 // What is at a dataset's source, as the submit-side probe and the stager's
 // plan find it.
 struct SourceShape {
-    std::string source;           // the path or glob, for messages
+    std::string source;              // the path or glob, for messages
     Format declared = Format::Auto;  // what its name or format key says
-    bool is_dir = false;          // a directory (not a glob of shards)
-    std::size_t shard_dirs = 0;   // tar shards: how many directories they sit in
+    bool is_dir = false;             // a directory (not a glob of shards)
+    std::size_t shard_dirs = 0;      // tar shards: how many directories they sit in
 };
 
 // Whether the source can be what the dataset declares: tar shards must sit

@@ -20,14 +20,13 @@ TierChoice choose_tier(const TierRequest& request)
     if (!request.site_default.empty() && contains(request.dataset_tiers, request.site_default))
         return {request.site_default, Verdict::allow()};
     if ((request.is_path && request.site_default.empty()) || request.dataset_tiers.empty())
-        return {"", Verdict::refuse("no tier given for " + quoted(request.shown) +
-                                    " and no site default: write it as " + request.shown + ":TIER (tiers: " +
-                                    join(request.site_tiers, ", ") + ")")};
+        return {"",
+                Verdict::refuse("no tier given for " + quoted(request.shown) + " and no site default: write it as " +
+                                request.shown + ":TIER (tiers: " + join(request.site_tiers, ", ") + ")")};
     return {request.dataset_tiers.front(), Verdict::allow()};
 }
 
-Verdict tier_allowed(const std::string& dataset, const std::vector<std::string>& dataset_tiers,
-                     const std::string& tier)
+Verdict tier_allowed(const std::string& dataset, const std::vector<std::string>& dataset_tiers, const std::string& tier)
 {
     if (contains(dataset_tiers, tier))
         return Verdict::allow();

@@ -11,12 +11,12 @@
 namespace dlstage::policy {
 
 struct TierRequest {
-    std::string shown;                        // the dataset as the user wrote it
-    std::string requested;                    // the tier after ':', or ""
-    bool is_path = false;                     // a path, not a catalog name
-    std::string site_default;                 // site.default_tier, or ""
-    std::vector<std::string> dataset_tiers;   // allowed, in order of preference
-    std::vector<std::string> site_tiers;      // every tier, for the message
+    std::string shown;                       // the dataset as the user wrote it
+    std::string requested;                   // the tier after ':', or ""
+    bool is_path = false;                    // a path, not a catalog name
+    std::string site_default;                // site.default_tier, or ""
+    std::vector<std::string> dataset_tiers;  // allowed, in order of preference
+    std::vector<std::string> site_tiers;     // every tier, for the message
 };
 
 struct TierChoice {

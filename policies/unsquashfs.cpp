@@ -10,8 +10,8 @@ namespace dlstage::policy {
 namespace {
 const ToolVersion kFixed{4, 5, 1, "4.5.1"};
 
-const std::string kRemedy = "install squashfs-tools >= " + kFixed.text +
-                            " on the compute nodes, or stage the image with mode = \"mount\"";
+const std::string kRemedy =
+    "install squashfs-tools >= " + kFixed.text + " on the compute nodes, or stage the image with mode = \"mount\"";
 
 // Reads the digits at pos into value; false if there are none or too many.
 bool read_number(std::string_view text, std::size_t& pos, unsigned& value)

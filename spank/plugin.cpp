@@ -14,8 +14,8 @@
 #include "lib/error.hpp"
 #include "lib/log.hpp"
 #include "policies/slurm_version.hpp"
-#include "spank/prolog_epilog.hpp"
 #include "spank/plugin_args.hpp"
+#include "spank/prolog_epilog.hpp"
 #include "spank/slurm_spank_api.hpp"
 #include "spank/slurmstepd.hpp"
 #include "spank/srun.hpp"
@@ -71,7 +71,8 @@ int slurm_spank_init(spank_t sp, int ac, char** av)
         // with a line naming both (policies/slurm_version).
         char* running = nullptr;
         if (spank_get_item(sp, S_SLURM_VERSION, &running) == ESPANK_SUCCESS && running) {
-            const dlstage::policy::Verdict fits = dlstage::policy::plugin_fits_slurm(dlstage::policy::version_text(SLURM_VERSION_NUMBER), running);
+            const dlstage::policy::Verdict fits =
+                dlstage::policy::plugin_fits_slurm(dlstage::policy::version_text(SLURM_VERSION_NUMBER), running);
             if (!fits.allowed) {
                 slurm_error("%s", dlstage::message_line(fits.reason).c_str());
                 return -1;
@@ -85,7 +86,8 @@ int slurm_spank_init(spank_t sp, int ac, char** av)
         // options; a refusal there is expected.
         const spank_err_t rc = spank_option_register(sp, dlstage::spank::stage_data_option_entry());
         if (rc != ESPANK_SUCCESS && spank_context() != S_CTX_SLURMD) {
-            slurm_error("%s", dlstage::message_line(std::string("cannot register --stage-data: ") + spank_strerror(rc)).c_str());
+            slurm_error("%s", dlstage::message_line(std::string("cannot register --stage-data: ") + spank_strerror(rc))
+                                  .c_str());
             return -1;
         }
         return 0;

@@ -21,8 +21,8 @@ PluginArgs parse_plugin_args(const std::vector<std::string>& args)
     for (const std::string& arg : args) {
         const std::size_t eq = arg.find('=');
         if (eq == std::string::npos || eq == 0)
-            throw Error("plugstack.conf argument " + quoted(arg) + " must be key=value (known keys: " +
-                        join(known, ", ") + ")");
+            throw Error("plugstack.conf argument " + quoted(arg) +
+                        " must be key=value (known keys: " + join(known, ", ") + ")");
         const std::string key = arg.substr(0, eq);
         const std::string value = arg.substr(eq + 1);
         if (key != "config" && key != "dlstage")

@@ -13,7 +13,7 @@
 namespace dlstage::spank {
 
 struct PluginArgs {
-    std::string config_path;  // "" means the built-in default
+    std::string config_path;                            // "" means the built-in default
     std::string dlstage_path = default_dlstage_path();  // the command that stages
 
     static std::string default_dlstage_path();  // $bindir/dlstage, fixed at build time

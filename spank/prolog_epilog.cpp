@@ -1,8 +1,8 @@
 #include "spank/prolog_epilog.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <ctime>
 #include <map>
@@ -11,17 +11,14 @@
 
 #include "config/config.hpp"
 #include "config/config_paths.hpp"
-#include "lib/contract.hpp"
-#include "lib/error.hpp"
+#include "config/stage_spec.hpp"
 #include "job/job_identity.hpp"
 #include "job/job_layout.hpp"
-#include "tier/cache_entries.hpp"
-#include "tier/safe_fs.hpp"
-#include "config/stage_spec.hpp"
 #include "job/state_record.hpp"
+#include "lib/contract.hpp"
+#include "lib/error.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/bounded.hpp"
-#include "tier/tier_measure.hpp"
 #include "policies/admission.hpp"
 #include "policies/cache_eviction.hpp"
 #include "policies/cleanup.hpp"
@@ -29,6 +26,9 @@
 #include "policies/overrides.hpp"
 #include "spank/job_facts.hpp"
 #include "spank/source_facts_env.hpp"
+#include "tier/cache_entries.hpp"
+#include "tier/safe_fs.hpp"
+#include "tier/tier_measure.hpp"
 
 namespace dlstage::spank {
 
@@ -38,9 +38,9 @@ namespace {
 struct ScriptStart {
     std::string stage_data;
     JobFacts job;
-    Config site;    // the site's configuration as the file says
-    Config config;  // the job's: site with its [[overrides]] applied (set in the child)
-    std::string facts;  // what the submit side learnt of the sources (prolog)
+    Config site;                                   // the site's configuration as the file says
+    Config config;                                 // the job's: site with its [[overrides]] applied (set in the child)
+    std::string facts;                             // what the submit side learnt of the sources (prolog)
     std::map<std::string, std::string> slurm_env;  // what slurmd says of the job: partition, account, user
 };
 
@@ -175,8 +175,9 @@ Fd prepare_tier_dir(const StageItem& item, const std::string& dir, const JobFact
         report.notes.push_back(repair);
     if (result.ok())
         return std::move(result.dir);
-    const policy::FaultVerdict verdict = policy::blame_for_tier_error(
-        result.at_tier_parent ? policy::TierPlace::Parent : policy::TierPlace::Inside, result.err);
+    const policy::FaultVerdict verdict =
+        policy::blame_for_tier_error(result.at_tier_parent ? policy::TierPlace::Parent : policy::TierPlace::Inside,
+                                     result.err);
     if (verdict.blame == policy::Blame::Node)
         throw NodeFault("tier " + quoted(item.tier.name) + " is broken on " + job.node + ": " + result.problem +
                         " (a node fault: " + verdict.reason + ")");
@@ -309,9 +310,10 @@ void make_room(const Tier& tier, const std::vector<StageItem>& items, const Scri
     const auto below_mark = [&](std::uint64_t in_use, std::uint64_t limit) {
         return static_cast<double>(in_use) <= tier.watermarks.high * static_cast<double>(limit);
     };
-    const bool bytes_fine = !max_bytes || below_mark(used(space.total_bytes, space.free_bytes) + guess.bytes, *max_bytes);
-    const bool inodes_fine =
-        !max_inodes || below_mark(used(space.total_inodes, space.free_inodes) + guess.inodes, *max_inodes);
+    const bool bytes_fine = !max_bytes ||
+                            below_mark(used(space.total_bytes, space.free_bytes) + guess.bytes, *max_bytes);
+    const bool inodes_fine = !max_inodes ||
+                             below_mark(used(space.total_inodes, space.free_inodes) + guess.inodes, *max_inodes);
     if (bytes_fine && inodes_fine)
         return;  // the whole file system is below the mark: so is the cache
     const std::string& state_dir = start.config.site.state_dir;
@@ -338,8 +340,7 @@ void make_room(const Tier& tier, const std::vector<StageItem>& items, const Scri
     policy::cap_at_file_system_use(tier_facts, space);
     const policy::EvictionPlan plan = policy::plan_eviction(facts, tier_facts, tier.watermarks,
                                                             incoming_to(tier, items, start, sizes, found.entries));
-    const auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::duration<double>(cache_step_seconds(start));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(cache_step_seconds(start));
     for (std::size_t i = 0; i < plan.evict.size(); ++i) {
         const NodeCacheEntry& entry = found.entries[plan.evict[i]];
         const double left = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
@@ -527,8 +528,8 @@ void record_unfinished(SpankApi& api, const ScriptStart& start, const char* what
         return report.errors.empty() ? std::string() : report.errors.front().value_or(std::string());
     });
     if (written.status != BoundedOutcome::Status::Done || !written.output.empty())
-        api.error("job " + start.job.job_id + " on " + start.job.node + ": no record of the unfinished " + what +
-                  ": " + (written.output.empty() ? written.problem : written.output));
+        api.error("job " + start.job.job_id + " on " + start.job.node + ": no record of the unfinished " + what + ": " +
+                  (written.output.empty() ? written.problem : written.output));
 }
 
 // The tiers as this job gets them (policies/overrides), from what slurmd

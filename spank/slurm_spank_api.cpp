@@ -27,10 +27,9 @@ int on_stage_data(int /*val*/, const char* optarg, int /*remote*/)
 // Slurm keeps pointers to these strings, and wants them non-const.
 char g_name[] = "stage-data";
 char g_arginfo[] = "NAME[:TIER][,...]";
-char g_usage[] =
-    "Stage datasets to fast node-local storage before the job starts. NAME is a dataset "
-    "from 'dlstage catalog list' or an absolute path; TIER is a storage tier such as shm "
-    "or ssd (default: the dataset's first tier). The job sees DLSTAGE_<NAME>.";
+char g_usage[] = "Stage datasets to fast node-local storage before the job starts. NAME is a dataset "
+                 "from 'dlstage catalog list' or an absolute path; TIER is a storage tier such as shm "
+                 "or ssd (default: the dataset's first tier). The job sees DLSTAGE_<NAME>.";
 struct spank_option g_option = {g_name, g_arginfo, g_usage, 1, 0, on_stage_data};
 }  // namespace
 

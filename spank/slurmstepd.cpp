@@ -2,10 +2,10 @@
 
 #include "config/config.hpp"
 #include "config/config_paths.hpp"
+#include "config/stage_spec.hpp"
+#include "job/job_layout.hpp"
 #include "lib/contract.hpp"
 #include "lib/error.hpp"
-#include "job/job_layout.hpp"
-#include "config/stage_spec.hpp"
 #include "lib/strings.hpp"
 #include "spank/job_facts.hpp"
 #include "spank/stage_command.hpp"

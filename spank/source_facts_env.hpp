@@ -8,8 +8,8 @@
 #include <map>
 #include <string>
 
-#include "lib/contract.hpp"  // kFactsVar
 #include "dataset/source_probe.hpp"
+#include "lib/contract.hpp"  // kFactsVar
 
 namespace dlstage::spank {
 

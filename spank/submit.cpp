@@ -1,16 +1,16 @@
 #include "spank/submit.hpp"
 
-#include "dataset/catalog_listing.hpp"
 #include "config/config.hpp"
 #include "config/config_paths.hpp"
-#include "lib/contract.hpp"
-#include "lib/error.hpp"
-#include "dataset/source_probe.hpp"
 #include "config/stage_spec.hpp"
-#include "lib/strings.hpp"
-#include "policies/admission.hpp"
+#include "dataset/catalog_listing.hpp"
+#include "dataset/source_probe.hpp"
 #include "job/identity.hpp"
 #include "job/job_identity.hpp"
+#include "lib/contract.hpp"
+#include "lib/error.hpp"
+#include "lib/strings.hpp"
+#include "policies/admission.hpp"
 #include "policies/overrides.hpp"
 #include "spank/purge_notice.hpp"
 #include "spank/source_facts_env.hpp"
@@ -52,9 +52,9 @@ int validate_submission(SpankApi& api, const PluginArgs& args)
         // The tiers as this job gets them, as far as its options tell
         // (policies/overrides); the prolog decides again with what slurmd knows.
         const std::string user = this_user_name();
-        const Config config = policy::config_for_job(
-            load_trusted_config(choose_config_path(args.config_path, false)),
-            identity_from_options(api.client_option("partition"), api.client_option("account"), user));
+        const Config config = policy::config_for_job(load_trusted_config(choose_config_path(args.config_path, false)),
+                                                     identity_from_options(api.client_option("partition"),
+                                                                           api.client_option("account"), user));
         std::map<std::string, SourceFacts> facts;
         const std::vector<StageItem> items = resolve_stage_data(config, *value);
         for (const StageItem& item : items) {

@@ -11,13 +11,12 @@
 #include <thread>
 #include <unistd.h>
 
-#include "lib/contract.hpp"
 #include "job/copy_record.hpp"
-#include "lib/error.hpp"
 #include "job/job_identity.hpp"
 #include "job/job_layout.hpp"
+#include "lib/contract.hpp"
+#include "lib/error.hpp"
 #include "lib/log.hpp"
-#include "tier/safe_fs.hpp"
 #include "lib/size.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/sys_error.hpp"
@@ -26,6 +25,7 @@
 #include "stager/copy_lock.hpp"
 #include "stager/kept_copy.hpp"
 #include "stager/stage_steps.hpp"
+#include "tier/safe_fs.hpp"
 
 namespace dlstage::stager {
 
@@ -228,12 +228,13 @@ std::string hit_line(const StageItem& item, const Look& mine, int hits, int node
         return line;
     }
     const CopyRecord& record = *mine.record;
-    std::snprintf(line, sizeof line, "%s: cache hit on %d of %d nodes (%s in %llu %s, cached by job %s on %s, "
-                                     "used %llu times on this node); checked in %.2f s",
+    std::snprintf(line, sizeof line,
+                  "%s: cache hit on %d of %d nodes (%s in %llu %s, cached by job %s on %s, "
+                  "used %llu times on this node); checked in %.2f s",
                   item.dataset.name.c_str(), hits, nodes, format_size(record.ready.bytes).c_str(),
                   static_cast<unsigned long long>(record.ready.files), record.ready.files == 1 ? "file" : "files",
-                  record.made_by.c_str(),
-                  day_text(record.made).c_str(), static_cast<unsigned long long>(record.uses), seconds);
+                  record.made_by.c_str(), day_text(record.made).c_str(), static_cast<unsigned long long>(record.uses),
+                  seconds);
     return line;
 }
 }  // namespace

@@ -22,8 +22,8 @@
 // never evicted.
 #pragma once
 
-#include "job/job_layout.hpp"
 #include "config/stage_spec.hpp"
+#include "job/job_layout.hpp"
 #include "lib/sys/fd.hpp"
 #include "stager/exchange.hpp"
 #include "stager/node_context.hpp"

@@ -186,7 +186,8 @@ void say_transferred(const StageItem& item, const NodeContext& ctx, const Plan& 
 {
     const std::uint64_t read = reduce_over_ranks(ctx.comm, bytes_read, MPI_SUM);
     const std::uint64_t peak_rss = reduce_over_ranks(ctx.comm, peak_rss_bytes(), MPI_MAX);
-    const double cpu_seconds = static_cast<double>(reduce_over_ranks(ctx.comm, cpu_microseconds() - cpu_start, MPI_SUM)) / 1e6;
+    const double cpu_seconds =
+        static_cast<double>(reduce_over_ranks(ctx.comm, cpu_microseconds() - cpu_start, MPI_SUM)) / 1e6;
     if (ctx.rank != 0)
         return;
     const bool shared = item.tier.scope == Scope::Shared;

@@ -7,10 +7,10 @@
 #include <fcntl.h>
 #include <mutex>
 #include <string_view>
-#include <unordered_map>
-#include <utility>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <unordered_map>
+#include <utility>
 #include <xxhash.h>
 
 #include "lib/error.hpp"
@@ -47,8 +47,7 @@ std::optional<std::string> read_contents_file(const std::string& path)
     // A plan of 1.28 M entries is some 100 MB.
     // Only what this user's job wrote says what the copy must hold (and is
     // loaded: up to 2 GiB on every rank).
-    std::optional<SmallFile> file =
-        read_small_file_at(AT_FDCWD, path, path, std::size_t(1) << 31, ::geteuid());
+    std::optional<SmallFile> file = read_small_file_at(AT_FDCWD, path, path, std::size_t(1) << 31, ::geteuid());
     if (!file)
         return std::nullopt;
     return std::move(file->content);
@@ -92,50 +91,51 @@ CopyCheck check_copy(int copy_fd, const Plan& contents, const CheckShare& share)
     CopyCheck result;
     std::mutex mutex;
     const struct timespec refresh[2] = {{0, UTIME_NOW}, {0, UTIME_OMIT}};
-    for_share_in_blocks(contents.entries.size(), share.rank, share.ranks, share.threads,
-                        [&](std::size_t from, std::size_t to, std::size_t step) {
-        CopyCheck part;
-        for (std::size_t i = from; i < to; i += step) {
-            const Entry& e = contents.entries[i];
-            struct stat st {};
-            bool missing = false, wrong = false, foreign = false, changed = false;
-            if (::fstatat(copy_fd, e.path.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-                if (errno != ENOENT && errno != ENOTDIR)
-                    throw_cannot("check", e.path, errno);
-                missing = true;
-            } else if (!same_type(e.type, st.st_mode)) {
-                missing = true;
-            } else if (st.st_uid != share.owner) {
-                foreign = missing = true;  // someone else's: not what the job staged
-            } else if (e.type == EntryType::File && static_cast<std::uint64_t>(st.st_size) != e.size) {
-                wrong = true;
-            } else if (share.sealed_ns > 0 && ctime_ns(st) > share.sealed_ns) {
-                wrong = changed = true;
-            } else if (share.compare_mtime && e.type == EntryType::File && st.st_mtim.tv_sec != e.mtime_sec) {
-                wrong = changed = true;  // written to in place, whatever its size
+    for_share_in_blocks(
+        contents.entries.size(), share.rank, share.ranks, share.threads,
+        [&](std::size_t from, std::size_t to, std::size_t step) {
+            CopyCheck part;
+            for (std::size_t i = from; i < to; i += step) {
+                const Entry& e = contents.entries[i];
+                struct stat st {};
+                bool missing = false, wrong = false, foreign = false, changed = false;
+                if (::fstatat(copy_fd, e.path.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+                    if (errno != ENOENT && errno != ENOTDIR)
+                        throw_cannot("check", e.path, errno);
+                    missing = true;
+                } else if (!same_type(e.type, st.st_mode)) {
+                    missing = true;
+                } else if (st.st_uid != share.owner) {
+                    foreign = missing = true;  // someone else's: not what the job staged
+                } else if (e.type == EntryType::File && static_cast<std::uint64_t>(st.st_size) != e.size) {
+                    wrong = true;
+                } else if (share.sealed_ns > 0 && ctime_ns(st) > share.sealed_ns) {
+                    wrong = changed = true;
+                } else if (share.compare_mtime && e.type == EntryType::File && st.st_mtim.tv_sec != e.mtime_sec) {
+                    wrong = changed = true;  // written to in place, whatever its size
+                }
+                if (!missing && !wrong && e.type == EntryType::File && share.refresh_atime)
+                    ::utimensat(copy_fd, e.path.c_str(), refresh, AT_SYMLINK_NOFOLLOW);
+                ++part.checked;
+                if (missing || wrong) {
+                    part.bad.push_back(i);
+                    ++(missing ? part.missing : part.wrong_size);
+                    part.foreign += foreign ? 1 : 0;
+                    part.changed += changed ? 1 : 0;
+                } else if (e.type == EntryType::File) {
+                    const policy::FileTimes times{st.st_atim.tv_sec, st.st_mtim.tv_sec, st.st_ctim.tv_sec};
+                    part.oldest = std::min(part.oldest, policy::purge_clock(share.purge_by, times));
+                }
             }
-            if (!missing && !wrong && e.type == EntryType::File && share.refresh_atime)
-                ::utimensat(copy_fd, e.path.c_str(), refresh, AT_SYMLINK_NOFOLLOW);
-            ++part.checked;
-            if (missing || wrong) {
-                part.bad.push_back(i);
-                ++(missing ? part.missing : part.wrong_size);
-                part.foreign += foreign ? 1 : 0;
-                part.changed += changed ? 1 : 0;
-            } else if (e.type == EntryType::File) {
-                const policy::FileTimes times{st.st_atim.tv_sec, st.st_mtim.tv_sec, st.st_ctim.tv_sec};
-                part.oldest = std::min(part.oldest, policy::purge_clock(share.purge_by, times));
-            }
-        }
-        std::lock_guard<std::mutex> lock(mutex);
-        result.checked += part.checked;
-        result.missing += part.missing;
-        result.wrong_size += part.wrong_size;
-        result.foreign += part.foreign;
-        result.changed += part.changed;
-        result.bad.insert(result.bad.end(), part.bad.begin(), part.bad.end());
-        result.oldest = std::min(result.oldest, part.oldest);
-                        });
+            std::lock_guard<std::mutex> lock(mutex);
+            result.checked += part.checked;
+            result.missing += part.missing;
+            result.wrong_size += part.wrong_size;
+            result.foreign += part.foreign;
+            result.changed += part.changed;
+            result.bad.insert(result.bad.end(), part.bad.begin(), part.bad.end());
+            result.oldest = std::min(result.oldest, part.oldest);
+        });
     std::sort(result.bad.begin(), result.bad.end());
     return result;
 }

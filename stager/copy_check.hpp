@@ -11,8 +11,8 @@
 #include <functional>
 #include <limits>
 #include <optional>
-#include <sys/stat.h>
 #include <string>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
 

@@ -21,8 +21,7 @@ namespace dlstage::stager {
 
 std::string LockHolder::text() const
 {
-    return "job " + job + "\nhost " + host + "\npid " + std::to_string(pid) + "\nsince " + std::to_string(since) +
-           "\n";
+    return "job " + job + "\nhost " + host + "\npid " + std::to_string(pid) + "\nsince " + std::to_string(since) + "\n";
 }
 
 std::optional<LockHolder> parse_lock(const std::string& text)
@@ -110,8 +109,8 @@ CopyLock::CopyLock(OneAttempt, int dir_fd, std::string name, std::string shown, 
 std::unique_ptr<CopyLock> CopyLock::try_take(int dir_fd, std::string name, std::string shown, LockHolder me,
                                              LockOptions options)
 {
-    std::unique_ptr<CopyLock> lock(new CopyLock(OneAttempt{}, dir_fd, std::move(name), std::move(shown),
-                                                std::move(me), std::move(options)));
+    std::unique_ptr<CopyLock> lock(
+        new CopyLock(OneAttempt{}, dir_fd, std::move(name), std::move(shown), std::move(me), std::move(options)));
     if (!lock->try_create()) {
         lock->wait_or_break();
         if (!lock->try_create())

@@ -39,8 +39,8 @@ using JobRunning = std::function<std::optional<bool>(const std::string& job)>;
 std::optional<bool> job_running_by_squeue(const std::string& job);
 
 struct LockOptions {
-    double poll_s = 2;              // between looks at a held lock
-    double heartbeat_s = 10;        // the holder touches the file this often
+    double poll_s = 2;        // between looks at a held lock
+    double heartbeat_s = 10;  // the holder touches the file this often
     std::int64_t silence_limit_s = 300;
     JobRunning job_running = job_running_by_squeue;
     // Lines for the job output: who is waited for, locks broken.

@@ -70,21 +70,12 @@ void check_type(mode_t type, const std::string& entry, const std::string& source
     switch (type) {
     case S_IFREG:
     case S_IFDIR:
-    case S_IFLNK:
-        return;
+    case S_IFLNK: return;
     case S_IFCHR:
-    case S_IFBLK:
-        what = "a device node";
-        break;
-    case S_IFIFO:
-        what = "a fifo";
-        break;
-    case S_IFSOCK:
-        what = "a socket";
-        break;
-    default:
-        what = "of an unknown type";
-        break;
+    case S_IFBLK: what = "a device node"; break;
+    case S_IFIFO: what = "a fifo"; break;
+    case S_IFSOCK: what = "a socket"; break;
+    default: what = "of an unknown type"; break;
     }
     refuse(entry, source, std::string("it is ") + what + "; datasets hold only files, directories and links");
 }

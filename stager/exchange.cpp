@@ -341,8 +341,8 @@ private:
     int rank_ = 0, size_ = 1, left_ = 0, right_ = 0;
 
     std::vector<std::unique_ptr<Slot>> slots_;
-    std::vector<Slot*> free_;        // MPI thread only
-    std::deque<Slot*> in_flight_;    // MPI thread only, in chunk order
+    std::vector<Slot*> free_;      // MPI thread only
+    std::deque<Slot*> in_flight_;  // MPI thread only, in chunk order
     std::size_t next_post_ = 0;
     std::size_t next_handle_ = 0;
 

@@ -89,7 +89,7 @@ std::string first_bytes(const std::string& path, std::size_t count)
 }
 
 struct ImageSize {
-    std::uint64_t bytes = 0;    // regular files, logical sizes
+    std::uint64_t bytes = 0;  // regular files, logical sizes
     std::uint64_t entries = 0;
 };
 
@@ -164,10 +164,7 @@ private:
     }
 
     // Hard-linked files hold their data once.
-    bool first_sight(const struct stat& st)
-    {
-        return st.st_nlink < 2 || seen_.insert({st.st_dev, st.st_ino}).second;
-    }
+    bool first_sight(const struct stat& st) { return st.st_nlink < 2 || seen_.insert({st.st_dev, st.st_ino}).second; }
 
     std::string read_link(const FoundEntry& e) const
     {

@@ -3,9 +3,9 @@
 // written, and the writing stays below the destination.
 #include "stager/extract.hpp"
 
+#include <algorithm>
 #include <archive.h>
 #include <archive_entry.h>
-#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <climits>
@@ -84,8 +84,7 @@ Writer open_disk_writer()
     if (!out)
         throw Error("cannot extract: out of memory");
     archive_write_disk_set_options(out.get(), ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_PERM |
-                                                  ARCHIVE_EXTRACT_SECURE_SYMLINKS |
-                                                  ARCHIVE_EXTRACT_SECURE_NODOTDOT);
+                                                  ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT);
     return out;
 }
 
@@ -218,14 +217,10 @@ private:
             refuse(name, source_, "it has no name");
         std::string path;
         switch (inside_path(name, path)) {
-        case PathIssue::none:
-            return path;
-        case PathIssue::absolute:
-            refuse(name, source_, "its path is absolute");
-        case PathIssue::leaves:
-            refuse(name, source_, "its path leaves the destination");
-        case PathIssue::dot_dot:
-            refuse(name, source_, "its path has a '..' component");
+        case PathIssue::none: return path;
+        case PathIssue::absolute: refuse(name, source_, "its path is absolute");
+        case PathIssue::leaves: refuse(name, source_, "its path leaves the destination");
+        case PathIssue::dot_dot: refuse(name, source_, "its path has a '..' component");
         }
         return path;
     }
@@ -254,14 +249,10 @@ private:
         const std::string what = "it is a hard link to " + quoted(target);
         std::string path;
         switch (inside_path(target, path)) {
-        case PathIssue::none:
-            break;
-        case PathIssue::absolute:
-            refuse(name, source_, what + ", an absolute path");
-        case PathIssue::leaves:
-            refuse(name, source_, what + ", which leaves the destination");
-        case PathIssue::dot_dot:
-            refuse(name, source_, what + ", whose path has a '..' component");
+        case PathIssue::none: break;
+        case PathIssue::absolute: refuse(name, source_, what + ", an absolute path");
+        case PathIssue::leaves: refuse(name, source_, what + ", which leaves the destination");
+        case PathIssue::dot_dot: refuse(name, source_, what + ", whose path has a '..' component");
         }
         const auto found = extracted_.find(path);
         if (found == extracted_.end() || !found->second)
@@ -358,7 +349,7 @@ private:
     std::unordered_map<std::string, Times> directory_times_;
     ShardOutcome* outcome_;
     std::vector<std::string> names_;  // non-directories written, when outcome_ wants them
-    ExtractBudget unlimited_;          // the budget when the caller gives none
+    ExtractBudget unlimited_;         // the budget when the caller gives none
     ExtractBudget& budget_;
     std::unordered_set<std::string> directories_;  // met by count_entries: there or about to be
     ExtractStats stats_;

@@ -5,9 +5,9 @@
 #include <limits>
 #include <sys/stat.h>
 
+#include "job/state_record.hpp"
 #include "lib/error.hpp"
 #include "lib/log.hpp"
-#include "job/state_record.hpp"
 #include "lib/sys/sys_error.hpp"
 #include "lib/sys/tree_remover.hpp"
 #include "stager/stage_steps.hpp"

@@ -7,12 +7,12 @@
 
 #include <cstdint>
 
+#include "config/stage_spec.hpp"
 #include "job/copy_record.hpp"
 #include "job/job_layout.hpp"
-#include "config/stage_spec.hpp"
 #include "lib/sys/fd.hpp"
-#include "stager/plan.hpp"
 #include "stager/node_context.hpp"
+#include "stager/plan.hpp"
 
 namespace dlstage::stager {
 

@@ -19,7 +19,7 @@ struct NodeContext {
     std::string node;
     TemplateValues values;  // job id, user, node
     std::string state_dir;
-    std::string manifest_dir;  // site.manifest_dir: rank 0 plans from a dataset's manifest there
+    std::string manifest_dir;        // site.manifest_dir: rank 0 plans from a dataset's manifest there
     double progress_interval = 5.0;  // seconds between progress lines (rank 0)
 };
 

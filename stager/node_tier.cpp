@@ -75,13 +75,12 @@ void publish(const StageItem& item, const DatasetLayout& layout, const DatasetLa
 }  // namespace
 
 void stage_node_tier(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options,
-                const DatasetLayout& layout, const Fd& job_dir)
+                     const DatasetLayout& layout, const Fd& job_dir)
 {
     const DatasetLayout here = dataset_layout_within(item);
     if (all_ranks(ctx.comm, staged_here(item, here))) {
         if (ctx.rank == 0)
-            sayf("%s is already staged to %s on %d nodes", item.dataset.name.c_str(),
-                 item.tier.name.c_str(), ctx.size);
+            sayf("%s is already staged to %s on %d nodes", item.dataset.name.c_str(), item.tier.name.c_str(), ctx.size);
         return;
     }
     clear_leftovers(here, job_dir, layout.tier_dir);

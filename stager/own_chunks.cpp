@@ -85,7 +85,11 @@ ExchangeResult copy_own_chunks(const std::vector<Chunk>& chunks, const Plan& pla
         std::vector<char> buffer(std::min<std::uint64_t>(options.chunk_size, kIoBytes));
         const struct Flag {
             std::atomic<bool>& failed;
-            ~Flag() { if (std::uncaught_exceptions() > 0) failed = true; }
+            ~Flag()
+            {
+                if (std::uncaught_exceptions() > 0)
+                    failed = true;
+            }
         } flag{failed};
         for (std::size_t k = next++; k < mine.size() && !failed; k = next++) {
             const Chunk& chunk = chunks[mine[k]];

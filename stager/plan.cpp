@@ -9,14 +9,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dataset/manifest.hpp"
+#include "dataset/source_probe.hpp"
 #include "facts/dataset_format.hpp"
 #include "lib/error.hpp"
-#include "dataset/manifest.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/dataset_entry.hpp"
 #include "lib/sys/dataset_walk.hpp"
 #include "lib/sys/fd.hpp"
-#include "dataset/source_probe.hpp"
 #include "lib/sys/sys_error.hpp"
 #include "policies/staging_mode.hpp"
 
@@ -25,7 +25,9 @@ namespace dlstage::stager {
 namespace {
 void add_from_stat(EntryList& entries, std::string_view rel, const struct stat& st, std::string_view target)
 {
-    const EntryType type = S_ISDIR(st.st_mode) ? EntryType::Dir : S_ISLNK(st.st_mode) ? EntryType::Symlink : EntryType::File;
+    const EntryType type = S_ISDIR(st.st_mode)   ? EntryType::Dir
+                           : S_ISLNK(st.st_mode) ? EntryType::Symlink
+                                                 : EntryType::File;
     entries.add(type, rel, st.st_mode & 07777, st.st_mtim.tv_sec, static_cast<std::uint32_t>(st.st_mtim.tv_nsec),
                 static_cast<std::uint64_t>(st.st_size), target);
 }
@@ -110,8 +112,7 @@ constexpr const char* kWalkInstead = "planning from a walk";
 
 // The manifest's plan if it may be used, else nothing and (in note) why
 // not.  Only for a tree: a file or shards plan with a stat or a glob.
-std::optional<Plan> manifest_plan(const std::string& path, const Dataset& dataset, std::string& note,
-                                  unsigned threads)
+std::optional<Plan> manifest_plan(const std::string& path, const Dataset& dataset, std::string& note, unsigned threads)
 {
     struct stat source {};
     if (::stat(dataset.source.c_str(), &source) != 0 || !S_ISDIR(source.st_mode))

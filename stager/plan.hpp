@@ -25,7 +25,7 @@ using dlstage::Entry;
 using dlstage::EntryType;
 
 struct Plan {
-    std::string source_root;  // where entry paths are read from
+    std::string source_root;       // where entry paths are read from
     Format format = Format::Auto;  // File, Dir, Tar or Squashfs
     bool single_file = false;      // the job sees the one file, not the directory
     EntryList entries;             // directories before their contents
@@ -49,8 +49,7 @@ Plan build_plan(const Dataset& dataset, unsigned walk_threads = 16, const DirSee
 // and current (dataset/manifest: every directory's mtime and ctime as scanned),
 // else from build_plan.  note: why a manifest there was not used, one line
 // for the job's output ("" when it was used or there is none).
-Plan plan_for(const std::string& manifest_dir, const Dataset& dataset, std::string& note,
-              unsigned walk_threads = 16);
+Plan plan_for(const std::string& manifest_dir, const Dataset& dataset, std::string& note, unsigned walk_threads = 16);
 
 // --- wire format ---------------------------------------------------------------
 // A header (magic and version, the plan's fields, the sizes of the blocks),

@@ -10,12 +10,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lib/contract.hpp"
 #include "job/copy_record.hpp"
+#include "job/state_record.hpp"
+#include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "lib/log.hpp"
 #include "lib/size.hpp"
-#include "job/state_record.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/sys_error.hpp"
 #include "lib/sys/tree_remover.hpp"
@@ -84,8 +84,8 @@ std::optional<Plan> read_contents_once(const std::string& path, const NodeContex
     bytes.resize(size - 1);
     constexpr std::size_t kStep = 1u << 30;  // one MPI message holds at most INT_MAX bytes
     for (std::size_t off = 0; off < bytes.size(); off += kStep) {
-        MPI_Ibcast(bytes.data() + off, static_cast<int>(std::min<std::size_t>(kStep, bytes.size() - off)), MPI_BYTE,
-                   0, ctx.comm, &request);
+        MPI_Ibcast(bytes.data() + off, static_cast<int>(std::min<std::size_t>(kStep, bytes.size() - off)), MPI_BYTE, 0,
+                   ctx.comm, &request);
         quiet_wait(request);
     }
     int parsed = 1;
@@ -116,9 +116,8 @@ Found look_for_copy(const StageItem& item, const DatasetLayout& here, const Plan
             say(item.dataset.name + ": the copy's record is unreadable (" + e.what() + "): staging it again");
         }
         if (found.record)
-            seen = found.record->identity == found.identity && found.record->mode == to_string(item.dataset.mode)
-                       ? 2
-                       : 1;
+            seen = found.record->identity == found.identity && found.record->mode == to_string(item.dataset.mode) ? 2
+                                                                                                                  : 1;
         if (seen == 2 && copy_mode) {
             struct stat st {};
             if (::lstat(here.contents_file.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() &&
@@ -186,7 +185,8 @@ Checked check_share(const StageItem& item, const DatasetLayout& here, const Foun
     checked.facts.added = reduce_over_ranks(ctx.comm, checked.added.size(), MPI_SUM);
     // The copy's directory counts too: someone else's holds what they like.
     struct stat top {};
-    const bool foreign_top = copy.valid() && ctx.rank == 0 && ::fstat(copy.get(), &top) == 0 && top.st_uid != ::geteuid();
+    const bool foreign_top = copy.valid() && ctx.rank == 0 && ::fstat(copy.get(), &top) == 0 &&
+                             top.st_uid != ::geteuid();
     checked.facts.foreign = reduce_over_ranks(ctx.comm, checked.mine.foreign + (foreign_top ? 1 : 0), MPI_SUM);
     if (!copy.valid())
         checked.facts.repairable = false;
@@ -230,7 +230,8 @@ void repair(const StageItem& item, const DatasetLayout& layout, const DatasetLay
         }
     if (ctx.rank == 0)
         for (const std::size_t i : dirs)
-            if (::mkdirat(copy.get(), contents.entries[i].path.c_str(), 0700 | (contents.entries[i].mode & 0777)) != 0 &&
+            if (::mkdirat(copy.get(), contents.entries[i].path.c_str(), 0700 | (contents.entries[i].mode & 0777)) !=
+                    0 &&
                 errno != EEXIST)
                 throw_cannot("create", layout.dataset_dir + "/" + contents.entries[i].path, errno);
     quiet_barrier(ctx.comm);
@@ -256,9 +257,9 @@ void repair(const StageItem& item, const DatasetLayout& layout, const DatasetLay
 std::string repair_note(const policy::CopyFacts& facts)
 {
     return "; found " + std::to_string(facts.missing) + " missing, " + std::to_string(facts.wrong_size) +
-           " changed and " + std::to_string(facts.added) + " added entries: " +
-           std::to_string(facts.missing + facts.wrong_size) + " fetched again, " + std::to_string(facts.added) +
-           " removed";
+           " changed and " + std::to_string(facts.added) +
+           " added entries: " + std::to_string(facts.missing + facts.wrong_size) + " fetched again, " +
+           std::to_string(facts.added) + " removed";
 }
 
 std::string purge_note(const Tier& tier, std::int64_t oldest)
@@ -304,7 +305,9 @@ void use_or_stage(const StageItem& item, const NodeContext& ctx, const ExchangeO
                   const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir)
 {
     const auto start = Clock::now();
-    const auto seconds_since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
+    const auto seconds_since = [](Clock::time_point t) {
+        return std::chrono::duration<double>(Clock::now() - t).count();
+    };
     double source_s = 0;
     const Plan plan = usable_plan(item, ctx, &source_s);
     check_mode_fits_plan(item, plan);
@@ -331,17 +334,16 @@ void use_or_stage(const StageItem& item, const NodeContext& ctx, const ExchangeO
             // Files fetched again, or every file when the site refreshes
             // access times on use, count from now.
             const std::int64_t oldest = item.tier.purge.refresh_on_use ? seconds_now()
-                                        : fixed > 0 ? std::min(checked.oldest, seconds_now())
-                                                    : checked.oldest;
+                                        : fixed > 0                    ? std::min(checked.oldest, seconds_now())
+                                                                       : checked.oldest;
             record_use(record, here, ctx, oldest);
             record_job_state(item, record, ctx, kReusedState);
             sayf("%s: %s the copy in %s (%s in %llu files, made by job %s on %s, used %llu times); checked in "
                  "%.2f s (plan %.2f s, record and contents %.2f s, source %.2f s, stat %.2f s)%s%s",
                  item.dataset.name.c_str(), found_any ? "repaired and reused" : "reused", layout.dataset_dir.c_str(),
                  format_size(record.ready.bytes).c_str(), static_cast<unsigned long long>(record.ready.files),
-                 record.made_by.c_str(), day_text(record.made).c_str(),
-                 static_cast<unsigned long long>(record.uses), check_s, plan_s, look_s, source_s, stat_s,
-                 found_any ? repair_note(checked.facts).c_str() : "",
+                 record.made_by.c_str(), day_text(record.made).c_str(), static_cast<unsigned long long>(record.uses),
+                 check_s, plan_s, look_s, source_s, stat_s, found_any ? repair_note(checked.facts).c_str() : "",
                  purge_note(item.tier, record.oldest).c_str());
         }
     }

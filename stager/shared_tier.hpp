@@ -15,8 +15,8 @@
 //      with the use, and releases the lock.
 #pragma once
 
-#include "job/job_layout.hpp"
 #include "config/stage_spec.hpp"
+#include "job/job_layout.hpp"
 #include "lib/sys/fd.hpp"
 #include "stager/exchange.hpp"
 #include "stager/node_context.hpp"

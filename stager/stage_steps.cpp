@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "job/state_record.hpp"
 #include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "lib/log.hpp"
@@ -17,7 +18,6 @@
 #include "lib/strings.hpp"
 #include "lib/sys/sys_error.hpp"
 #include "lib/sys/tree_remover.hpp"
-#include "job/state_record.hpp"
 #include "policies/admission.hpp"
 #include "policies/purge.hpp"
 #include "policies/staging_mode.hpp"
@@ -103,13 +103,17 @@ std::uint64_t extract_into(const DatasetLayout& layout, const Fd& job_dir, const
         for (const Entry& shard : plan.entries)
             shards.push_back(layout.incoming_dir + "/" + shard.path);
         try {
-            stripped += extract_shards(shards, layout.partial_dir, threads, [&] {
-                            const RemoveResult removed = remove(layout.partial_dir);
-                            if (!removed.ok())
-                                throw Error("cannot clear " + shown + "/" + layout.partial_dir + ": " +
-                                            removed.problems.front());
-                            make_fresh_dir(layout.partial_dir);
-                        }, budget).stats.stripped;
+            stripped += extract_shards(
+                            shards, layout.partial_dir, threads,
+                            [&] {
+                                const RemoveResult removed = remove(layout.partial_dir);
+                                if (!removed.ok())
+                                    throw Error("cannot clear " + shown + "/" + layout.partial_dir + ": " +
+                                                removed.problems.front());
+                                make_fresh_dir(layout.partial_dir);
+                            },
+                            budget)
+                            .stats.stripped;
         } catch (const Error& e) {
             remove(layout.partial_dir);  // at once: it may be as large as the tier allows
             throw named_for_user(e, layout, plan);
@@ -123,8 +127,7 @@ std::uint64_t extract_into(const DatasetLayout& layout, const Fd& job_dir, const
 
 }  // namespace
 
-bool write_progress(const StageItem& item, const NodeContext& ctx, const ProgressFigures& figures,
-                    std::string& problem)
+bool write_progress(const StageItem& item, const NodeContext& ctx, const ProgressFigures& figures, std::string& problem)
 {
     toml::table record{{"dataset", item.dataset.name},
                        {"tier", item.tier.name},
@@ -134,8 +137,8 @@ bool write_progress(const StageItem& item, const NodeContext& ctx, const Progres
                        {"bytes_done", static_cast<std::int64_t>(figures.bytes_done)},
                        {"files_total", static_cast<std::int64_t>(figures.files_total)},
                        {"elapsed_s", figures.elapsed},
-                       {"bytes_per_s", figures.elapsed > 0 ? static_cast<double>(figures.bytes_done) / figures.elapsed
-                                                           : 0.0},
+                       {"bytes_per_s",
+                        figures.elapsed > 0 ? static_cast<double>(figures.bytes_done) / figures.elapsed : 0.0},
                        {"eta_s", figures.eta},
                        {"time", static_cast<std::int64_t>(std::time(nullptr))}};
     if (!figures.path.empty())
@@ -186,10 +189,9 @@ public:
             return;
         }
         const double eta = static_cast<double>(total_ - done_bytes) / per_s;
-        sayf("%s: %s of %s (%.0f%%), %s, ETA %.0f s", item_.dataset.name.c_str(),
-             format_size(done_bytes).c_str(), format_size(total_).c_str(),
-             100.0 * static_cast<double>(done_bytes) / static_cast<double>(total_), format_rate(done_bytes, elapsed).c_str(),
-             eta);
+        sayf("%s: %s of %s (%.0f%%), %s, ETA %.0f s", item_.dataset.name.c_str(), format_size(done_bytes).c_str(),
+             format_size(total_).c_str(), 100.0 * static_cast<double>(done_bytes) / static_cast<double>(total_),
+             format_rate(done_bytes, elapsed).c_str(), eta);
         record(kStagingState, done_bytes, elapsed, eta);
     }
 
@@ -242,11 +244,12 @@ TransferResult transfer(const StageItem& item, const NodeContext& ctx, const Exc
     ExchangeResult exchanged;
     if (shared) {
         // Rank 0 sees its own share: about one in N of what all write.
-        exchanged = copy_own_chunks(chunks, plan, writer, ctx.rank, ctx.size, options,
-                                    [&](std::size_t done, std::uint64_t bytes) {
-                                        (*progress)(std::min(chunks.size() - 1, done * static_cast<std::size_t>(ctx.size)),
-                                                 std::min(plan.total_bytes(), bytes * static_cast<std::uint64_t>(ctx.size)));
-                                    });
+        exchanged =
+            copy_own_chunks(chunks, plan, writer, ctx.rank, ctx.size, options,
+                            [&](std::size_t done, std::uint64_t bytes) {
+                                (*progress)(std::min(chunks.size() - 1, done * static_cast<std::size_t>(ctx.size)),
+                                            std::min(plan.total_bytes(), bytes * static_cast<std::uint64_t>(ctx.size)));
+                            });
         quiet_barrier(ctx.comm);
         writer.finish_split_files();
         quiet_barrier(ctx.comm);
@@ -264,10 +267,10 @@ TransferResult transfer(const StageItem& item, const NodeContext& ctx, const Exc
         const double seconds = std::chrono::duration<double>(Clock::now() - extract_start).count();
         if (ctx.rank == 0) {
             if (stripped > 0)
-                sayf("%s: removed setuid/setgid/sticky bits from %llu entries",
-                     item.dataset.name.c_str(), static_cast<unsigned long long>(stripped));
-            sayf("%s: extracted %llu %s in %.2f s on %s (%u threads)",
-                 item.dataset.name.c_str(), static_cast<unsigned long long>(plan.entries.size()),
+                sayf("%s: removed setuid/setgid/sticky bits from %llu entries", item.dataset.name.c_str(),
+                     static_cast<unsigned long long>(stripped));
+            sayf("%s: extracted %llu %s in %.2f s on %s (%u threads)", item.dataset.name.c_str(),
+                 static_cast<unsigned long long>(plan.entries.size()),
                  plan.entries.size() == 1 ? "archive" : "archives", seconds, shared ? "one node" : "each node",
                  options.writers);
         }

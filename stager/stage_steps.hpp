@@ -14,14 +14,14 @@
 #include <mpi.h>
 #include <string>
 
-#include "job/job_layout.hpp"
 #include "config/stage_spec.hpp"
+#include "job/job_layout.hpp"
 #include "lib/sys/fd.hpp"
 #include "policies/admission.hpp"
-#include "stager/plan.hpp"
 #include "stager/collectives.hpp"
 #include "stager/exchange.hpp"
 #include "stager/node_context.hpp"
+#include "stager/plan.hpp"
 
 namespace dlstage::stager {
 

@@ -21,15 +21,15 @@
 #include <unistd.h>
 
 #include "config/config.hpp"
-#include "lib/contract.hpp"
-#include "lib/error.hpp"
-#include "job/identity.hpp"
-#include "job/job_identity.hpp"
-#include "lib/log.hpp"
-#include "lib/number.hpp"
 #include "config/stage_spec.hpp"
 #include "config/stager_tuning.hpp"
+#include "job/identity.hpp"
+#include "job/job_identity.hpp"
 #include "job/state_record.hpp"
+#include "lib/contract.hpp"
+#include "lib/error.hpp"
+#include "lib/log.hpp"
+#include "lib/number.hpp"
 #include "stager/stage_dataset.hpp"
 
 namespace {

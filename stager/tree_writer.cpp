@@ -34,7 +34,8 @@ void apply_times(const std::string& path, std::int64_t sec, std::uint32_t nsec)
 }
 
 TreeWriter::TreeWriter(const Plan& plan, std::string dest, WriterOptions options)
-    : plan_(plan), dest_(std::move(dest)), options_(options), written_(new std::atomic<std::uint64_t>[plan.entries.size()])
+    : plan_(plan), dest_(std::move(dest)), options_(options),
+      written_(new std::atomic<std::uint64_t>[plan.entries.size()])
 {
     for (std::size_t i = 0; i < plan.entries.size(); ++i)
         written_[i] = 0;
@@ -80,7 +81,8 @@ void TreeWriter::finish_file(std::size_t entry, Fd fd)
     const struct timespec times[2] = {{e.mtime_sec, static_cast<long>(e.mtime_nsec)},
                                       {e.mtime_sec, static_cast<long>(e.mtime_nsec)}};
     // Permission bits only: nothing staged carries setuid/setgid/sticky.
-    if (fchmod(fd.get(), e.mode & 0777 & options_.file_mode_mask) != 0 || (options_.keep_times && futimens(fd.get(), times) != 0))
+    if (fchmod(fd.get(), e.mode & 0777 & options_.file_mode_mask) != 0 ||
+        (options_.keep_times && futimens(fd.get(), times) != 0))
         throw_cannot("set mode and time of", path, errno);
     if (const int err = fd.close())
         throw_cannot("close", path, err);
@@ -130,8 +132,8 @@ void TreeWriter::finish()
     for (std::size_t i = 0; i < entries.size(); ++i) {
         const EntryList::Record& e = entries.record(i);
         if (e.type == EntryType::File && !options_.shared && written_[i] != e.size)
-            throw Error(dest_path(i) + " received " + std::to_string(written_[i]) + " of " +
-                        std::to_string(e.size) + " bytes");
+            throw Error(dest_path(i) + " received " + std::to_string(written_[i]) + " of " + std::to_string(e.size) +
+                        " bytes");
         if (e.type == EntryType::Symlink) {
             if (symlink(std::string(entries.target(i)).c_str(), dest_path(i).c_str()) != 0)
                 throw_cannot("create symlink", dest_path(i), errno);

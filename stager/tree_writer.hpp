@@ -66,16 +66,13 @@ public:
 private:
     Fd open_for_write(std::size_t entry, bool create_new);
     void finish_file(std::size_t entry, Fd fd);
-    std::string dest_path(std::size_t entry) const
-    {
-        return dest_ + "/" + std::string(plan_.entries.path(entry));
-    }
+    std::string dest_path(std::size_t entry) const { return dest_ + "/" + std::string(plan_.entries.path(entry)); }
 
     const Plan& plan_;
     std::string dest_;
     WriterOptions options_;
     std::mutex split_mutex_;
-    std::vector<std::size_t> split_;  // shared: files to finish in finish_split_files
+    std::vector<std::size_t> split_;                         // shared: files to finish in finish_split_files
     std::unique_ptr<std::atomic<std::uint64_t>[]> written_;  // bytes received per entry
     std::atomic<std::uint64_t> bytes_written_{0};
 };

@@ -5,13 +5,13 @@
 #include <map>
 #include <set>
 
-#include "policies/slurm_states.hpp"
+#include "job/identity.hpp"
+#include "job/record_field.hpp"
 #include "lib/contract.hpp"
 #include "lib/error.hpp"
-#include "job/identity.hpp"
 #include "lib/number.hpp"
-#include "job/record_field.hpp"
 #include "lib/strings.hpp"
+#include "policies/slurm_states.hpp"
 
 namespace dlstage {
 
@@ -21,9 +21,11 @@ struct StateName {
     const char* word;
 };
 constexpr StateName kStateNames[] = {
-    {StagingState::Pending, "pending"}, {StagingState::Staging, "staging"}, {StagingState::Ready, kReadyState},
-    {StagingState::Reused, kReusedState}, {StagingState::CacheHit, kCacheHitState}, {StagingState::Failed, kFailedState},
-    {StagingState::Cleaned, kCleanedState}, {StagingState::Stale, "stale"}, {StagingState::Unknown, "unknown"},
+    {StagingState::Pending, "pending"},       {StagingState::Staging, "staging"},
+    {StagingState::Ready, kReadyState},       {StagingState::Reused, kReusedState},
+    {StagingState::CacheHit, kCacheHitState}, {StagingState::Failed, kFailedState},
+    {StagingState::Cleaned, kCleanedState},   {StagingState::Stale, "stale"},
+    {StagingState::Unknown, "unknown"},
 };
 }  // namespace
 
@@ -88,8 +90,8 @@ StagingState recorded_state(const std::string& word, std::string& reason)
 {
     if (word == kStagingState)
         return StagingState::Staging;
-    if (const auto state = state_from_word(word); state && *state != StagingState::Stale &&
-                                                   *state != StagingState::Unknown && *state != StagingState::Pending)
+    if (const auto state = state_from_word(word);
+        state && *state != StagingState::Stale && *state != StagingState::Unknown && *state != StagingState::Pending)
         return *state;
     reason = "the record says " + quoted(word);
     return StagingState::Unknown;
@@ -119,8 +121,8 @@ std::string failure_reason(const std::vector<toml::table>& failures)
 {
     std::string reason = text_field(failures.front(), "node") + ": " + text_field(failures.front(), "message");
     if (failures.size() > 1)
-        reason += " (and " + std::to_string(failures.size() - 1) + " more node" + (failures.size() > 2 ? "s" : "") +
-                  ")";
+        reason +=
+            " (and " + std::to_string(failures.size() - 1) + " more node" + (failures.size() > 2 ? "s" : "") + ")";
     return reason;
 }
 
@@ -292,7 +294,8 @@ std::vector<JobSelector> parse_job_list(std::string_view list)
             if (underscore == std::string::npos)
                 selectors.push_back({slurm_number(item), ""});
             else
-                selectors.push_back({slurm_number(item.substr(0, underscore)), std::to_string(parse_count(item.substr(underscore + 1), 0, kMaxSlurmNumber))});
+                selectors.push_back({slurm_number(item.substr(0, underscore)),
+                                     std::to_string(parse_count(item.substr(underscore + 1), 0, kMaxSlurmNumber))});
         } catch (const Error&) {
             throw Error(quoted(item) + " is not a job id (123, or 123_4 for an array task)");
         }

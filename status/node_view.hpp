@@ -1,6 +1,7 @@
 // What `dlstage status --node` shows of one tier, as this node sees it:
 // its file system's size and use, dlstage's byte limit there, what the tier
-// root holds and the node cache's entries (both: tier/tier_contents).  Node-local tiers are seen only on the node itself.
+// root holds and the node cache's entries (both: tier/tier_contents).  Node-local tiers are seen only on the node
+// itself.
 #pragma once
 
 #include <cstdint>

@@ -36,8 +36,9 @@ std::string rate_cell(const StatusRow& r)
 
 std::string eta_cell(const StatusRow& r)
 {
-    return r.state == StagingState::Staging && r.eta_s > 0 ? elapsed_text(static_cast<std::int64_t>(std::min(r.eta_s, 1e12)))
-                                                           : "-";
+    return r.state == StagingState::Staging && r.eta_s > 0
+               ? elapsed_text(static_cast<std::int64_t>(std::min(r.eta_s, 1e12)))
+               : "-";
 }
 
 std::string reason_or_nodes(const StatusRow& r)
@@ -171,7 +172,9 @@ toml::table row_json(const StatusRow& r)
     t.insert("nodelist", r.nodelist);
     t.insert("state", state_word(r.state));
     t.insert("reason", r.reason);
-    const auto clamp64 = [](std::uint64_t v) { return static_cast<std::int64_t>(std::min<std::uint64_t>(v, INT64_MAX)); };
+    const auto clamp64 = [](std::uint64_t v) {
+        return static_cast<std::int64_t>(std::min<std::uint64_t>(v, INT64_MAX));
+    };
     t.insert("bytes_total", clamp64(r.bytes_total));
     t.insert("bytes_done", clamp64(r.bytes_done));
     t.insert("percent", static_cast<std::int64_t>(r.percent()));

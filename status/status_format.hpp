@@ -10,8 +10,8 @@
 
 #include <toml++/toml.h>
 
-#include "status/job_status.hpp"
 #include "job/slurm_jobs.hpp"
+#include "status/job_status.hpp"
 
 namespace dlstage {
 

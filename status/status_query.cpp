@@ -22,7 +22,8 @@ bool wanted(const StatusRow& row, const StatusQuery& query, bool explicit_jobs)
         return query.users.count(row.user) > 0;
     // Your own unless asked for more (what a user can read is theirs
     // anyway); --dataset, like its copies, shows root every user's.
-    return explicit_jobs || query.all || query.dataset || !row.uid || *row.uid == static_cast<std::int64_t>(::geteuid());
+    return explicit_jobs || query.all || query.dataset || !row.uid ||
+           *row.uid == static_cast<std::int64_t>(::geteuid());
 }
 
 // The jobs whose records are read: only those named, unless one may be an

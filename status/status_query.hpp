@@ -23,8 +23,7 @@ struct StatusQuery {
 
 // The rows wanted, as squeue lists jobs: by job id, an array's tasks under
 // its id in task order, then by dataset.
-std::vector<StatusRow> find_status_rows(const std::string& state_dir, const StatusQuery& query,
-                                        const SlurmJobs& slurm);
+std::vector<StatusRow> find_status_rows(const std::string& state_dir, const StatusQuery& query, const SlurmJobs& slurm);
 
 // The selectors no row matched, for the error.
 std::vector<std::string> unmatched(const std::vector<JobSelector>& jobs, const std::vector<StatusRow>& rows);

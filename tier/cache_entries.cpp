@@ -7,22 +7,21 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <map>
-#include <optional>
-#include <set>
 #include <mutex>
+#include <optional>
 #include <pwd.h>
+#include <set>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
 
-#include "lib/contract.hpp"
-#include "lib/error.hpp"
+#include "dataset/source_probe.hpp"
 #include "job/job_layout.hpp"
 #include "job/record_field.hpp"
-#include "tier/safe_fs.hpp"
-#include "dataset/source_probe.hpp"
 #include "job/state_record.hpp"
+#include "lib/contract.hpp"
+#include "lib/error.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/bounded.hpp"
 #include "lib/sys/dataset_walk.hpp"
@@ -31,6 +30,7 @@
 #include "lib/sys/mount_table.hpp"
 #include "lib/sys/sys_error.hpp"
 #include "lib/sys/tree_remover.hpp"
+#include "tier/safe_fs.hpp"
 
 namespace dlstage {
 
@@ -65,8 +65,7 @@ void record_cache_use(const std::string& state_dir, const std::string& node, con
                                    {"uid", static_cast<std::int64_t>(use.uid)},
                                    {"dataset", use.dataset}});
     const Fd jobs = open_state_subdir(state_dir, base + "/jobs", true);
-    write_record_at(jobs.get(), base + "/jobs", job + kRecordSuffix, toml::table{{"job", job}, {"uses", list}},
-                    0644);
+    write_record_at(jobs.get(), base + "/jobs", job + kRecordSuffix, toml::table{{"job", job}, {"uses", list}}, 0644);
     const Fd last = open_state_subdir(state_dir, base + "/last-use", true);
     for (const CacheUse& use : uses) {
         const std::string name = last_use_name(use.tier, use.uid, use.dataset);
@@ -173,8 +172,8 @@ void act_as(uid_t uid, gid_t gid, const std::string& user = "")
         return;
     const std::vector<gid_t> groups = user.empty() ? std::vector<gid_t>{} : group_list(user, gid);
     const auto keep = static_cast<uid_t>(-1);
-    if (::setgroups(groups.size(), groups.data()) != 0 || ::setresgid(static_cast<gid_t>(-1), gid, static_cast<gid_t>(-1)) != 0 ||
-        ::setresuid(keep, uid, keep) != 0)
+    if (::setgroups(groups.size(), groups.data()) != 0 ||
+        ::setresgid(static_cast<gid_t>(-1), gid, static_cast<gid_t>(-1)) != 0 || ::setresuid(keep, uid, keep) != 0)
         throw_cannot("act as uid " + std::to_string(uid) + " for", "the node cache", errno);
 }
 
@@ -366,11 +365,10 @@ struct MountsInCache {
 std::string not_entered(const std::string& shown, const MountEntry& mount)
 {
     // A FUSE type holds the user's own subtype: quoted unless it is plain.
-    const bool plain = mount.fstype.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
-                       std::string::npos;
+    const bool plain = mount.fstype.find_first_not_of(
+                           "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == std::string::npos;
     return shown_path(shown) + ": a mount (" + (plain ? mount.fstype : quoted(mount.fstype)) + ") at " +
-           shown_path(mount.point) +
-           "; not entered: neither measured nor evicted";
+           shown_path(mount.point) + "; not entered: neither measured nor evicted";
 }
 
 MountsInCache mounts_in(const MountTable& mounts, const std::string& real_dir, const std::string& dir)
@@ -397,9 +395,8 @@ void add_root_records(std::vector<NodeCacheEntry>& entries, const Tier& tier, co
     OpenResult last = open_trusted_dir(state_dir, base + "/last-use", false);
     for (NodeCacheEntry& entry : entries) {
         struct stat st {};
-        if (last.dir.valid() &&
-            ::fstatat(last.dir.get(), last_use_name(tier.name, entry.uid, entry.dataset).c_str(), &st,
-                      AT_SYMLINK_NOFOLLOW) == 0)
+        if (last.dir.valid() && ::fstatat(last.dir.get(), last_use_name(tier.name, entry.uid, entry.dataset).c_str(),
+                                          &st, AT_SYMLINK_NOFOLLOW) == 0)
             entry.last_use = static_cast<std::int64_t>(st.st_mtim.tv_sec);
     }
     for (const std::string& job : cache_use_jobs(state_dir, node)) {
@@ -489,8 +486,7 @@ std::string evict_cache_entry(const Tier& tier, const NodeCacheEntry& entry, dou
     if (users.real_parent.empty())
         return problems.empty() ? dir + ": not found" : problems.front();
     try {
-        const MountsInCache mounted =
-            mounts_in(MountTable::current(), users.real_parent + "/" + entry.user, dir);
+        const MountsInCache mounted = mounts_in(MountTable::current(), users.real_parent + "/" + entry.user, dir);
         if (mounted.whole)
             return *mounted.whole;
         if (const auto it = mounted.datasets.find(entry.dataset); it != mounted.datasets.end())
@@ -510,11 +506,8 @@ std::string evict_cache_entry(const Tier& tier, const NodeCacheEntry& entry, dou
         const std::string contents = kContentsPrefix + name;
         if (::unlinkat(opened.dir.get(), contents.c_str(), 0) != 0 && errno != ENOENT)
             throw_cannot("remove", dir + "/" + contents, errno);
-        std::vector<std::string> trees{name,
-                                       std::string(kPartialPrefix) + name,
-                                       std::string(kIncomingPrefix) + name,
-                                       std::string(kImagePrefix) + name,
-                                       std::string(kStagedPrefix) + name};
+        std::vector<std::string> trees{name, std::string(kPartialPrefix) + name, std::string(kIncomingPrefix) + name,
+                                       std::string(kImagePrefix) + name, std::string(kStagedPrefix) + name};
         const Fd reading = reopen_for_reading(opened.dir);
         DirStream stream(reading.get());
         while (const dirent* e = stream.valid() ? stream.next() : nullptr)

@@ -66,8 +66,7 @@ Fd make_leaf(const Level& parent, const std::string& name, uid_t uid, gid_t gid,
             continue;
         }
         if (f.dev != parent.facts.dev) {
-            TierWalk::move_aside(parent, name, label, "is on another file system than the tier root", true,
-                                 &repairs);
+            TierWalk::move_aside(parent, name, label, "is on another file system than the tier root", true, &repairs);
             continue;
         }
         Fd fd = reopen_for_reading(passage);

@@ -38,11 +38,11 @@ namespace dlstage {
 
 // Preparing a job's directory in a tier (the prolog).
 struct PrepareResult {
-    std::string problem;          // one line; empty: the directory is ready
-    int err = 0;                  // the errno behind problem, 0 if something was found as it must not be
-    bool at_tier_parent = false;  // the failure is in the admin's part, above the tier root
+    std::string problem;               // one line; empty: the directory is ready
+    int err = 0;                       // the errno behind problem, 0 if something was found as it must not be
+    bool at_tier_parent = false;       // the failure is in the admin's part, above the tier root
     std::vector<std::string> repairs;  // untrusted entries moved aside, mounts detached: for the log
-    Fd dir;                       // the job directory, open for reading, when ready
+    Fd dir;                            // the job directory, open for reading, when ready
 
     bool ok() const { return problem.empty(); }
 };

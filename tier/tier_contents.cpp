@@ -5,13 +5,13 @@
 #include <algorithm>
 #include <sys/stat.h>
 
-#include "lib/error.hpp"
 #include "job/identity.hpp"
-#include "tier/safe_fs.hpp"
+#include "lib/error.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/dir_fd.hpp"
 #include "lib/sys/mount_table.hpp"
 #include "lib/sys/quick_stat.hpp"
+#include "tier/safe_fs.hpp"
 
 namespace dlstage {
 

@@ -19,14 +19,14 @@ namespace dlstage {
 struct TierEntry {
     std::string name;  // shown with printable(): users choose names too
     uid_t uid = 0;
-    std::string owner;  // user name, or the uid as digits
-    std::string kind;   // "directory", "file", "symlink", "other"
+    std::string owner;     // user name, or the uid as digits
+    std::string kind;      // "directory", "file", "symlink", "other"
     bool mounted = false;  // something is mounted on it (never entered)
 };
 
 struct TierContents {
-    bool exists = false;  // the tier root is there (the prolog makes it)
-    TierSpace space;      // its file system, when it exists
+    bool exists = false;             // the tier root is there (the prolog makes it)
+    TierSpace space;                 // its file system, when it exists
     std::vector<TierEntry> entries;  // by name
 };
 

@@ -100,9 +100,11 @@ std::optional<Level> TierWalk::open_tier_parent(const TierPath& tp, bool missing
         if (err == ENOENT && !missing_is_failure)
             return std::nullopt;
         if (err == ENOENT)
-            fail_walk("tier root " + shown_path(tp.root) + " is missing and so is its parent " + shown_path(tp.parent_path),
+            fail_walk("tier root " + shown_path(tp.root) + " is missing and so is its parent " +
+                          shown_path(tp.parent_path),
                       err, true);
-        fail_walk(cannot("open", shown_path(tp.parent_path), err) + " (the parent of tier root " + shown_path(tp.root) + ")",
+        fail_walk(cannot("open", shown_path(tp.parent_path), err) + " (the parent of tier root " + shown_path(tp.root) +
+                      ")",
                   err, true);
     }
     if (!quick_stat(level.fd.get(), level.facts))
@@ -178,7 +180,7 @@ void TierWalk::make_level(const Level& parent, const std::string& name, const st
 }
 
 void TierWalk::untrusted(const Level& parent, const std::string& name, const std::string& label, const std::string& why,
-               bool mounted, const QuickStat* judged)
+                         bool mounted, const QuickStat* judged)
 {
     if (on_untrusted_ == Untrusted::Refuse)
         fail_walk(label + " " + why + "; refusing to use it");
@@ -186,8 +188,8 @@ void TierWalk::untrusted(const Level& parent, const std::string& name, const std
 }
 
 void TierWalk::move_aside(const Level& parent, const std::string& name, const std::string& label,
-                       const std::string& why, bool mounted, std::vector<std::string>* repairs,
-                       const QuickStat* judged)
+                          const std::string& why, bool mounted, std::vector<std::string>* repairs,
+                          const QuickStat* judged)
 {
     if (mounted) {
         const int err = detach_at(parent.fd.get(), name);
@@ -198,8 +200,8 @@ void TierWalk::move_aside(const Level& parent, const std::string& name, const st
     }
     const std::string stamp = utc_stamp(std::time(nullptr));
     for (int n = 0; n < 100; ++n) {
-        const std::string aside = name + ".untrusted-" + stamp + "-" + std::to_string(::getpid()) +
-                                  (n ? "-" + std::to_string(n) : "");
+        const std::string aside =
+            name + ".untrusted-" + stamp + "-" + std::to_string(::getpid()) + (n ? "-" + std::to_string(n) : "");
         if (::renameat2(parent.fd.get(), name.c_str(), parent.fd.get(), aside.c_str(), RENAME_NOREPLACE) == 0) {
             // The prologs of all a job's nodes walk a shared tier at once and
             // rename by name: each may have judged the same squatted entry,
@@ -210,9 +212,9 @@ void TierWalk::move_aside(const Level& parent, const std::string& name, const st
                 const bool back =
                     ::renameat2(parent.fd.get(), aside.c_str(), parent.fd.get(), name.c_str(), RENAME_NOREPLACE) == 0;
                 if (repairs)
-                    repairs->push_back(label + " was replaced meanwhile (by another node's prolog?); " +
-                                       (back ? "left in place" : "it stays at " +
-                                                                 shown_path(child_path(parent.shown, aside))));
+                    repairs->push_back(
+                        label + " was replaced meanwhile (by another node's prolog?); " +
+                        (back ? "left in place" : "it stays at " + shown_path(child_path(parent.shown, aside))));
                 return;  // the caller looks at the name again
             }
             if (repairs)

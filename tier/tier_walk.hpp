@@ -10,9 +10,9 @@
 #include <sys/types.h>
 #include <vector>
 
-#include "tier/safe_fs.hpp"
 #include "lib/sys/fd.hpp"
 #include "lib/sys/quick_stat.hpp"
+#include "tier/safe_fs.hpp"
 
 namespace dlstage::tier_walk {
 

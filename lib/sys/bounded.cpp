@@ -1,7 +1,7 @@
 #include "lib/sys/bounded.hpp"
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstring>
@@ -120,7 +120,8 @@ BoundedOutcome run_bounded(double seconds, const std::function<std::string()>& w
         return outcome;
     }
     Fd in(fds[0]), out(fds[1]);
-    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+    const auto deadline =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
     const pid_t pid = ::fork();
     if (pid < 0) {
         outcome.status = BoundedOutcome::Status::Failed;

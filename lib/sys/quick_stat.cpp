@@ -9,7 +9,8 @@ namespace dlstage {
 bool quick_stat(int dirfd, const char* name, int flags, QuickStat& out)
 {
     struct statx sx {};
-    if (::statx(dirfd, name, flags | AT_STATX_DONT_SYNC, STATX_TYPE | STATX_MODE | STATX_UID | STATX_GID | STATX_INO | STATX_MTIME | STATX_CTIME, &sx) != 0)
+    if (::statx(dirfd, name, flags | AT_STATX_DONT_SYNC,
+                STATX_TYPE | STATX_MODE | STATX_UID | STATX_GID | STATX_INO | STATX_MTIME | STATX_CTIME, &sx) != 0)
         return false;
     out.mode = sx.stx_mode;
     out.uid = sx.stx_uid;

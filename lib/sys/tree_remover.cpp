@@ -66,9 +66,9 @@ private:
         std::string name;
         dev_t dev = 0;
         ino_t ino = 0;
-        DIR* dir = nullptr;               // null while closed to bound the open fds
-        std::set<std::string> kept;       // entries given up on: skipped when read again
-        bool incomplete = false;          // something below stays, so rmdir cannot succeed
+        DIR* dir = nullptr;          // null while closed to bound the open fds
+        std::set<std::string> kept;  // entries given up on: skipped when read again
+        bool incomplete = false;     // something below stays, so rmdir cannot succeed
     };
 
     std::string current_path() const
@@ -252,7 +252,8 @@ private:
         Fd fd(::openat(::dirfd(child.dir), "..", kDirFlags));
         struct stat st {};
         if (!fd.valid() || ::fstat(fd.get(), &st) != 0 || st.st_dev != parent.dev || st.st_ino != parent.ino) {
-            result_.problems.push_back(shown_path(current_path()) + " was moved or replaced while being removed; stopped");
+            result_.problems.push_back(shown_path(current_path()) +
+                                       " was moved or replaced while being removed; stopped");
             return false;
         }
         parent.dir = ::fdopendir(fd.get());

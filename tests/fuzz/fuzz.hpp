@@ -21,8 +21,7 @@ inline void expect(bool holds, const char* what, std::string_view about)
 {
     if (holds)
         return;
-    std::fprintf(stderr, "invariant broken: %s\n  of: '%.*s'\n", what, static_cast<int>(about.size()),
-                 about.data());
+    std::fprintf(stderr, "invariant broken: %s\n  of: '%.*s'\n", what, static_cast<int>(about.size()), about.data());
     std::abort();
 }
 

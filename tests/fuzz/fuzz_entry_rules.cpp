@@ -53,8 +53,7 @@ void check_path(const std::string& path)
     const auto slashes = static_cast<std::size_t>(std::count(normalized.begin(), normalized.end(), '/'));
     expect(depth_of(normalized) == (normalized.empty() ? 0 : 1 + slashes), "depth counts the components", path);
     std::string again;
-    expect(inside_path(normalized, again) == PathIssue::none && again == normalized, "normalizing is idempotent",
-           path);
+    expect(inside_path(normalized, again) == PathIssue::none && again == normalized, "normalizing is idempotent", path);
 }
 
 // Resolves target from dir (both relative to the destination) lexically;

@@ -1,8 +1,8 @@
 // parse_manifest (dataset/manifest.hpp): any text is a manifest or a one-line
 // dlstage::Error; no path it yields leaves the dataset, and what parses
 // prints back to text that parses to the same.
-#include "lib/error.hpp"
 #include "dataset/manifest.hpp"
+#include "lib/error.hpp"
 #include "tests/fuzz/fuzz.hpp"
 
 using namespace dlstage;

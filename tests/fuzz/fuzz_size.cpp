@@ -91,8 +91,8 @@ void check_numbers(const std::string& text)
     if (const auto d = scan_decimal(text)) {
         const std::size_t dot = text.find('.');
         expect(!text.empty() && text.find_first_not_of("0123456789.") == std::string::npos &&
-                   text.find('.', dot == std::string::npos ? dot : dot + 1) == std::string::npos &&
-                   dot != 0 && (dot == std::string::npos || dot + 1 < text.size()),
+                   text.find('.', dot == std::string::npos ? dot : dot + 1) == std::string::npos && dot != 0 &&
+                   (dot == std::string::npos || dot + 1 < text.size()),
                "a decimal is digits, or digits '.' digits", text);
         expect(d->fraction_digits <= Decimal::kMaxFractionDigits, "fraction digits are capped", text);
     }

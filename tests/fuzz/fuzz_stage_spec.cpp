@@ -5,8 +5,8 @@
 #include <algorithm>
 
 #include "config/config.hpp"
-#include "lib/error.hpp"
 #include "config/stage_spec.hpp"
+#include "lib/error.hpp"
 #include "lib/strings.hpp"
 #include "tests/fuzz/fuzz.hpp"
 

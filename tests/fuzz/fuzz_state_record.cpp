@@ -1,10 +1,10 @@
 // parse_record (job/state_record.hpp): any text is a table or a one-line
 // dlstage::Error; nothing else escapes, and reading its fields is defined
 // behaviour whatever they hold.
-#include "lib/error.hpp"
 #include "job/job_layout.hpp"
 #include "job/record_field.hpp"
 #include "job/state_record.hpp"
+#include "lib/error.hpp"
 #include "tests/fuzz/fuzz.hpp"
 
 using namespace dlstage;

@@ -9,15 +9,18 @@
 
 namespace pfssim {
 
-int64_t now_ns() {
+int64_t now_ns()
+{
     timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
-int64_t sleep_until(int64_t t_ns) {
+int64_t sleep_until(int64_t t_ns)
+{
     int64_t start = now_ns();
-    if (t_ns <= start) return 0;
+    if (t_ns <= start)
+        return 0;
     timespec ts;
     ts.tv_sec = t_ns / 1000000000;
     ts.tv_nsec = t_ns % 1000000000;
@@ -36,19 +39,23 @@ namespace {
 std::mutex g_stats_write_mutex;
 }  // namespace
 
-void atomic_max(std::atomic<uint64_t>& a, uint64_t v) {
+void atomic_max(std::atomic<uint64_t>& a, uint64_t v)
+{
     uint64_t cur = a.load(std::memory_order_relaxed);
     while (v > cur && !a.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
     }
 }
-void atomic_max(std::atomic<int64_t>& a, int64_t v) {
+void atomic_max(std::atomic<int64_t>& a, int64_t v)
+{
     int64_t cur = a.load(std::memory_order_relaxed);
     while (v > cur && !a.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
     }
 }
 
-bool write_stats(bool final_dump) {
-    if (g_cfg.stats.empty()) return true;
+bool write_stats(bool final_dump)
+{
+    if (g_cfg.stats.empty())
+        return true;
     std::lock_guard<std::mutex> lk(g_stats_write_mutex);
     uint64_t seq = ++g_stats.dumps;
     double elapsed = double(now_ns() - g_stats.start_ns) / 1e9;
@@ -59,7 +66,8 @@ bool write_stats(bool final_dump) {
     if (!f) {
         renamed = false;
         f = std::fopen(g_cfg.stats.c_str(), "w");
-        if (!f) return false;
+        if (!f)
+            return false;
     }
     std::fprintf(f, "backing=%s\n", g_cfg.backing.c_str());
     std::fprintf(f, "mountpoint=%s\n", g_cfg.mountpoint.c_str());
@@ -73,11 +81,9 @@ bool write_stats(bool final_dump) {
     std::fprintf(f, "attr_timeout_s=%g\n", g_cfg.attr_timeout);
     std::fprintf(f, "elapsed_s=%.6f\n", elapsed);
     std::fprintf(f, "bytes_read=%llu\n", (unsigned long long)g_stats.bytes_read.load());
-    std::fprintf(f, "bytes_requested=%llu\n",
-                 (unsigned long long)g_stats.bytes_requested.load());
+    std::fprintf(f, "bytes_requested=%llu\n", (unsigned long long)g_stats.bytes_requested.load());
     std::fprintf(f, "read_calls=%llu\n", (unsigned long long)calls);
-    std::fprintf(f, "read_req_max_bytes=%llu\n",
-                 (unsigned long long)g_stats.read_req_max.load());
+    std::fprintf(f, "read_req_max_bytes=%llu\n", (unsigned long long)g_stats.read_req_max.load());
     std::fprintf(f, "read_req_mean_bytes=%llu\n",
                  (unsigned long long)(calls ? g_stats.bytes_requested.load() / calls : 0));
     std::fprintf(f, "read_throttle_s=%.6f\n", double(g_stats.read_throttle_ns.load()) / 1e9);

@@ -19,20 +19,20 @@ int64_t now_ns();
 int64_t sleep_until(int64_t t_ns);
 
 struct Config {
-    std::string backing;       // absolute path
-    std::string mountpoint;    // as given (libfuse resolves it)
-    std::string stats;         // absolute path or empty
+    std::string backing;                 // absolute path
+    std::string mountpoint;              // as given (libfuse resolves it)
+    std::string stats;                   // absolute path or empty
     double bandwidth_mbps = 300;         // aggregate, 1 MB = 1e6 bytes; 0 = unlimited
     double stream_bandwidth_mbps = 100;  // per open file handle; 0 = unlimited
     double meta_latency_ms = 1;
     int meta_slots = 4;
     int64_t burst_bytes = 1 << 20;
-    double attr_timeout = 0;             // kernel attribute cache, seconds
-    double entry_timeout = 0;            // kernel name (dentry) cache, seconds
+    double attr_timeout = 0;   // kernel attribute cache, seconds
+    double entry_timeout = 0;  // kernel name (dentry) cache, seconds
     unsigned max_read = 1 << 20;
     unsigned max_threads = 64;
-    long read_ahead_kb = 1024;           // kernel readahead for the mount; -1 = leave
-    bool direct_io = false;              // opt-in: no page cache, breaks MAP_SHARED mmap
+    long read_ahead_kb = 1024;  // kernel readahead for the mount; -1 = leave
+    bool direct_io = false;     // opt-in: no page cache, breaks MAP_SHARED mmap
 };
 
 extern Config g_cfg;
@@ -49,7 +49,8 @@ extern int g_root_fd;  // the backing directory; every operation resolves paths 
 
 class Bucket {
 public:
-    void configure(double bytes_per_s, int64_t burst_bytes) {
+    void configure(double bytes_per_s, int64_t burst_bytes)
+    {
         std::lock_guard<std::mutex> lk(m_);
         if (bytes_per_s <= 0) {
             ns_per_byte_ = 0;
@@ -63,9 +64,11 @@ public:
 
     // Reserve n bytes arriving at `now`; returns the time the caller may
     // proceed (<= now means immediately).
-    int64_t reserve(int64_t now, int64_t n) {
+    int64_t reserve(int64_t now, int64_t n)
+    {
         std::lock_guard<std::mutex> lk(m_);
-        if (ns_per_byte_ == 0) return now;
+        if (ns_per_byte_ == 0)
+            return now;
         if (tat_ns_ < now) {
             tat_ns_ = now;
             frac_ = 0;
@@ -96,13 +99,16 @@ extern Bucket g_global_bucket;
 
 class MetaSlots {
 public:
-    void configure(int slots, double latency_ms) {
+    void configure(int slots, double latency_ms)
+    {
         free_at_.assign(size_t(std::max(slots, 1)), 0);
         latency_ns_ = int64_t(latency_ms * 1e6);
     }
     // Returns the completion time of an operation arriving at `now`.
-    int64_t reserve(int64_t now) {
-        if (latency_ns_ <= 0) return now;
+    int64_t reserve(int64_t now)
+    {
+        if (latency_ns_ <= 0)
+            return now;
         std::lock_guard<std::mutex> lk(m_);
         auto it = std::min_element(free_at_.begin(), free_at_.end());
         int64_t start = std::max(now, *it);

@@ -21,17 +21,20 @@ namespace {
 // One metadata operation: wait for a slot, hold it for the latency.
 class MetaOp {
 public:
-    explicit MetaOp(std::atomic<uint64_t>& counter) {
+    explicit MetaOp(std::atomic<uint64_t>& counter)
+    {
         std::call_once(g_read_ahead_once, set_read_ahead);
         counter.fetch_add(1, std::memory_order_relaxed);
         g_stats.meta_ops.fetch_add(1, std::memory_order_relaxed);
         arrival_ = now_ns();
         done_ = g_meta.reserve(arrival_);
     }
-    ~MetaOp() {
+    ~MetaOp()
+    {
         sleep_until(done_);
         int64_t queued = done_ - arrival_ - g_meta.latency_ns();
-        if (queued > 0) g_stats.meta_queue_ns.fetch_add(uint64_t(queued), std::memory_order_relaxed);
+        if (queued > 0)
+            g_stats.meta_queue_ns.fetch_add(uint64_t(queued), std::memory_order_relaxed);
     }
     MetaOp(const MetaOp&) = delete;
     MetaOp& operator=(const MetaOp&) = delete;
@@ -52,25 +55,31 @@ struct DirHandle {
 };
 
 // Paths from libfuse start with '/'; make them relative to the backing fd.
-const char* rel(const char* path) {
-    if (path == nullptr || path[0] == '\0') return ".";
-    while (*path == '/') ++path;
+const char* rel(const char* path)
+{
+    if (path == nullptr || path[0] == '\0')
+        return ".";
+    while (*path == '/')
+        ++path;
     return *path ? path : ".";
 }
 
-int fail(int err) {
+int fail(int err)
+{
     g_stats.errors.fetch_add(1, std::memory_order_relaxed);
     return -err;
 }
 
 // ---------------------------------------------------------- operations ----
 
-void* op_init(fuse_conn_info* conn, fuse_config* cfg) {
+void* op_init(fuse_conn_info* conn, fuse_config* cfg)
+{
     // Each open must re-read from the "PFS": no data-cache revalidation
     // through GETATTR on every read (auto_inval_data would turn each read
     // into an extra metadata op with attr_timeout=0), no kernel_cache.
     conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
-    if (conn->capable & FUSE_CAP_ASYNC_READ) conn->want |= FUSE_CAP_ASYNC_READ;
+    if (conn->capable & FUSE_CAP_ASYNC_READ)
+        conn->want |= FUSE_CAP_ASYNC_READ;
     // The kernel's default of 12 background (readahead) requests, congested
     // at 9, starves some streams once ~5 readers each keep two reads in
     // flight: they lose their readahead and get a smaller share.
@@ -89,7 +98,8 @@ void* op_init(fuse_conn_info* conn, fuse_config* cfg) {
     return nullptr;
 }
 
-int op_getattr(const char* path, struct stat* st, fuse_file_info* fi) {
+int op_getattr(const char* path, struct stat* st, fuse_file_info* fi)
+{
     MetaOp m(g_stats.getattrs);
     int r;
     if (fi != nullptr && fi->fh != 0) {
@@ -101,23 +111,28 @@ int op_getattr(const char* path, struct stat* st, fuse_file_info* fi) {
     return r == 0 ? 0 : fail(errno);
 }
 
-int op_readlink(const char* path, char* buf, size_t size) {
+int op_readlink(const char* path, char* buf, size_t size)
+{
     MetaOp m(g_stats.readlinks);
-    if (size == 0) return -EINVAL;
+    if (size == 0)
+        return -EINVAL;
     ssize_t n = readlinkat(g_root_fd, rel(path), buf, size - 1);
-    if (n < 0) return fail(errno);
+    if (n < 0)
+        return fail(errno);
     buf[n] = '\0';
     return 0;
 }
 
-int op_open(const char* path, fuse_file_info* fi) {
+int op_open(const char* path, fuse_file_info* fi)
+{
     MetaOp m(g_stats.opens);
     if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
         g_stats.erofs.fetch_add(1, std::memory_order_relaxed);
         return -EROFS;
     }
     int fd = openat(g_root_fd, rel(path), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) return fail(errno);
+    if (fd < 0)
+        return fail(errno);
     auto* h = new FileHandle;
     h->fd = fd;
     h->stream.configure(g_cfg.stream_bandwidth_mbps * 1e6, g_cfg.burst_bytes);
@@ -131,7 +146,8 @@ int op_open(const char* path, fuse_file_info* fi) {
     return 0;
 }
 
-int op_read(const char*, char* buf, size_t size, off_t off, fuse_file_info* fi) {
+int op_read(const char*, char* buf, size_t size, off_t off, fuse_file_info* fi)
+{
     auto* h = reinterpret_cast<FileHandle*>(fi->fh);
     g_stats.read_calls.fetch_add(1, std::memory_order_relaxed);
     g_stats.bytes_requested.fetch_add(size, std::memory_order_relaxed);
@@ -140,11 +156,14 @@ int op_read(const char*, char* buf, size_t size, off_t off, fuse_file_info* fi) 
     while (got < size) {
         ssize_t n = pread(h->fd, buf + got, size - got, off + off_t(got));
         if (n < 0) {
-            if (errno == EINTR) continue;
-            if (got == 0) return fail(errno);
+            if (errno == EINTR)
+                continue;
+            if (got == 0)
+                return fail(errno);
             break;
         }
-        if (n == 0) break;
+        if (n == 0)
+            break;
         got += size_t(n);
     }
     if (got > 0) {
@@ -156,14 +175,14 @@ int op_read(const char*, char* buf, size_t size, off_t off, fuse_file_info* fi) 
         int64_t t1 = std::max(ready, now_ns());
         ready = g_global_bucket.reserve(t1, int64_t(got));
         sleep_until(ready);
-        g_stats.read_throttle_ns.fetch_add(uint64_t(std::max<int64_t>(0, now_ns() - t0)),
-                                           std::memory_order_relaxed);
+        g_stats.read_throttle_ns.fetch_add(uint64_t(std::max<int64_t>(0, now_ns() - t0)), std::memory_order_relaxed);
         g_stats.bytes_read.fetch_add(got, std::memory_order_relaxed);
     }
     return int(got);
 }
 
-int op_release(const char*, fuse_file_info* fi) {
+int op_release(const char*, fuse_file_info* fi)
+{
     auto* h = reinterpret_cast<FileHandle*>(fi->fh);
     if (h) {
         close(h->fd);
@@ -174,10 +193,12 @@ int op_release(const char*, fuse_file_info* fi) {
     return 0;
 }
 
-int op_opendir(const char* path, fuse_file_info* fi) {
+int op_opendir(const char* path, fuse_file_info* fi)
+{
     MetaOp m(g_stats.opendirs);
     int fd = openat(g_root_fd, rel(path), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return fail(errno);
+    if (fd < 0)
+        return fail(errno);
     DIR* d = fdopendir(fd);
     if (!d) {
         int e = errno;
@@ -190,8 +211,8 @@ int op_opendir(const char* path, fuse_file_info* fi) {
     return 0;
 }
 
-int op_readdir(const char*, void* buf, fuse_fill_dir_t filler, off_t offset,
-               fuse_file_info* fi, fuse_readdir_flags) {
+int op_readdir(const char*, void* buf, fuse_fill_dir_t filler, off_t offset, fuse_file_info* fi, fuse_readdir_flags)
+{
     MetaOp m(g_stats.readdirs);
     auto* h = reinterpret_cast<DirHandle*>(fi->fh);
     if (offset != h->offset) {
@@ -202,7 +223,8 @@ int op_readdir(const char*, void* buf, fuse_fill_dir_t filler, off_t offset,
         errno = 0;
         dirent* e = readdir(h->dir);
         if (!e) {
-            if (errno) return fail(errno);
+            if (errno)
+                return fail(errno);
             break;
         }
         struct stat st;
@@ -222,7 +244,8 @@ int op_readdir(const char*, void* buf, fuse_fill_dir_t filler, off_t offset,
     return 0;
 }
 
-int op_releasedir(const char*, fuse_file_info* fi) {
+int op_releasedir(const char*, fuse_file_info* fi)
+{
     auto* h = reinterpret_cast<DirHandle*>(fi->fh);
     if (h) {
         closedir(h->dir);
@@ -231,11 +254,13 @@ int op_releasedir(const char*, fuse_file_info* fi) {
     return 0;
 }
 
-int op_statfs(const char*, struct statvfs* sv) {
+int op_statfs(const char*, struct statvfs* sv)
+{
     return fstatvfs(g_root_fd, sv) == 0 ? 0 : fail(errno);
 }
 
-int op_access(const char* path, int mask) {
+int op_access(const char* path, int mask)
+{
     // Only reached without default_permissions; we always set it, but be
     // correct anyway.
     if (mask & W_OK) {
@@ -245,31 +270,81 @@ int op_access(const char* path, int mask) {
     return faccessat(g_root_fd, rel(path), mask, AT_SYMLINK_NOFOLLOW) == 0 ? 0 : -errno;
 }
 
-int erofs() {
+int erofs()
+{
     g_stats.erofs.fetch_add(1, std::memory_order_relaxed);
     return -EROFS;
 }
-int op_mknod(const char*, mode_t, dev_t) { return erofs(); }
-int op_mkdir(const char*, mode_t) { return erofs(); }
-int op_unlink(const char*) { return erofs(); }
-int op_rmdir(const char*) { return erofs(); }
-int op_symlink(const char*, const char*) { return erofs(); }
-int op_rename(const char*, const char*, unsigned int) { return erofs(); }
-int op_link(const char*, const char*) { return erofs(); }
-int op_chmod(const char*, mode_t, fuse_file_info*) { return erofs(); }
-int op_chown(const char*, uid_t, gid_t, fuse_file_info*) { return erofs(); }
-int op_truncate(const char*, off_t, fuse_file_info*) { return erofs(); }
-int op_write(const char*, const char*, size_t, off_t, fuse_file_info*) { return erofs(); }
-int op_create(const char*, mode_t, fuse_file_info*) { return erofs(); }
-int op_utimens(const char*, const timespec*, fuse_file_info*) { return erofs(); }
-int op_setxattr(const char*, const char*, const char*, size_t, int) { return erofs(); }
-int op_removexattr(const char*, const char*) { return erofs(); }
-int op_fallocate(const char*, int, off_t, off_t, fuse_file_info*) { return erofs(); }
+int op_mknod(const char*, mode_t, dev_t)
+{
+    return erofs();
+}
+int op_mkdir(const char*, mode_t)
+{
+    return erofs();
+}
+int op_unlink(const char*)
+{
+    return erofs();
+}
+int op_rmdir(const char*)
+{
+    return erofs();
+}
+int op_symlink(const char*, const char*)
+{
+    return erofs();
+}
+int op_rename(const char*, const char*, unsigned int)
+{
+    return erofs();
+}
+int op_link(const char*, const char*)
+{
+    return erofs();
+}
+int op_chmod(const char*, mode_t, fuse_file_info*)
+{
+    return erofs();
+}
+int op_chown(const char*, uid_t, gid_t, fuse_file_info*)
+{
+    return erofs();
+}
+int op_truncate(const char*, off_t, fuse_file_info*)
+{
+    return erofs();
+}
+int op_write(const char*, const char*, size_t, off_t, fuse_file_info*)
+{
+    return erofs();
+}
+int op_create(const char*, mode_t, fuse_file_info*)
+{
+    return erofs();
+}
+int op_utimens(const char*, const timespec*, fuse_file_info*)
+{
+    return erofs();
+}
+int op_setxattr(const char*, const char*, const char*, size_t, int)
+{
+    return erofs();
+}
+int op_removexattr(const char*, const char*)
+{
+    return erofs();
+}
+int op_fallocate(const char*, int, off_t, off_t, fuse_file_info*)
+{
+    return erofs();
+}
 
 
 }  // namespace
 
-fuse_operations make_ops() {
+fuse_operations make_ops()
+{
     fuse_operations ops;
     std::memset(&ops, 0, sizeof ops);
     ops.init = op_init;

@@ -14,7 +14,8 @@ namespace {
 
 // Find our mount in /proc/self/mountinfo (no FUSE request: the loop is not
 // running yet) and set /sys/class/bdi/MAJ:MIN/read_ahead_kb.
-std::string unescape_mountinfo(const std::string& s) {
+std::string unescape_mountinfo(const std::string& s)
+{
     std::string out;
     for (size_t i = 0; i < s.size(); ++i) {
         if (s[i] == '\\' && i + 3 < s.size()) {
@@ -22,8 +23,10 @@ std::string unescape_mountinfo(const std::string& s) {
             bool ok = true;
             for (size_t k = 1; k <= 3; ++k) {
                 char c = s[i + k];
-                if (c < '0' || c > '7') ok = false;
-                else v = v * 8 + (c - '0');
+                if (c < '0' || c > '7')
+                    ok = false;
+                else
+                    v = v * 8 + (c - '0');
             }
             if (ok) {
                 out += char(v);
@@ -40,18 +43,24 @@ std::string g_bdi_path;  // /sys/class/bdi/MAJ:MIN/read_ahead_kb of our mount
 
 }  // namespace
 
-void find_bdi() {
-    if (g_cfg.read_ahead_kb < 0) return;
+void find_bdi()
+{
+    if (g_cfg.read_ahead_kb < 0)
+        return;
     FILE* mi = std::fopen("/proc/self/mountinfo", "r");
-    if (!mi) return;
+    if (!mi)
+        return;
     char line[8192];
     std::string dev;
     while (std::fgets(line, sizeof line, mi)) {
         char majmin[64], mnt[4096];
-        if (std::sscanf(line, "%*d %*d %63s %*s %4095s", majmin, mnt) != 2) continue;
+        if (std::sscanf(line, "%*d %*d %63s %*s %4095s", majmin, mnt) != 2)
+            continue;
         const char* sep = std::strstr(line, " - ");
-        if (!sep || std::strncmp(sep + 3, "fuse.pfssim ", 12) != 0) continue;
-        if (unescape_mountinfo(mnt) == g_cfg.mountpoint) dev = majmin;  // last one wins
+        if (!sep || std::strncmp(sep + 3, "fuse.pfssim ", 12) != 0)
+            continue;
+        if (unescape_mountinfo(mnt) == g_cfg.mountpoint)
+            dev = majmin;  // last one wins
     }
     std::fclose(mi);
     if (dev.empty())
@@ -65,8 +74,10 @@ void find_bdi() {
 // the first request after INIT (the kernel sends none before INIT is done).
 std::once_flag g_read_ahead_once;
 
-void set_read_ahead() {
-    if (g_bdi_path.empty()) return;
+void set_read_ahead()
+{
+    if (g_bdi_path.empty())
+        return;
     FILE* f = std::fopen(g_bdi_path.c_str(), "w");
     if (!f || std::fprintf(f, "%ld\n", g_cfg.read_ahead_kb) < 0 || std::fclose(f) != 0) {
         std::fprintf(stderr, "pfssim: cannot set %s: %s (reads stay at the kernel's readahead size)\n",

@@ -98,7 +98,8 @@ source = "/data/a"
 tiers = ["ssd"]
 immutable = "yes"
 )");
-    BOOST_TEST(has_problem(problems, 15, "datasets.a.immutable", "must be true or false, not a string"), dump(problems));
+    BOOST_TEST(has_problem(problems, 15, "datasets.a.immutable", "must be true or false, not a string"),
+               dump(problems));
 }
 
 BOOST_AUTO_TEST_CASE(unknown_keys_are_errors_with_a_suggestion)
@@ -208,7 +209,8 @@ purge_days = 90
 purge_by = "ctime"
 warn_days = 14
 refresh_on_use = true
-)", "t.toml");
+)",
+                                       "t.toml");
     const Tier& s = config.tiers.at("s");
     BOOST_TEST(s.purge.days == 90);
     BOOST_TEST(s.purge.warn_days == 14);
@@ -229,7 +231,8 @@ low_watermark = "60%"
 [tiers.ssd]
 path = "/local/dlstage/cache/%j"
 cleanup = "cache"
-)", "t.toml");
+)",
+                                       "t.toml");
     BOOST_TEST(config.tiers.at("shm").watermarks.high == 0.85);
     BOOST_TEST(config.tiers.at("shm").watermarks.low == 0.60);
     BOOST_TEST(config.tiers.at("ssd").watermarks.high == 0.90);  // the defaults
@@ -495,8 +498,7 @@ BOOST_AUTO_TEST_CASE(a_directory_fifo_or_huge_file_is_refused_without_blocking)
     BOOST_TEST(error_of([&] { load_config(fifo); }) ==
                "configuration file " + fifo + " is not a regular file: give the path of the TOML file");
     const std::string huge = dir.write("huge.toml", "# " + std::string(16 << 20, 'x') + "\n");
-    BOOST_TEST(error_of([&] { load_config(huge); }) ==
-               "configuration file " + huge + " is larger than 16777216 bytes");
+    BOOST_TEST(error_of([&] { load_config(huge); }) == "configuration file " + huge + " is larger than 16777216 bytes");
 }
 
 BOOST_AUTO_TEST_CASE(env_names)

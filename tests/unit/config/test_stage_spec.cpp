@@ -1,7 +1,7 @@
 #include <boost/test/unit_test.hpp>
 
-#include "lib/error.hpp"
 #include "config/stage_spec.hpp"
+#include "lib/error.hpp"
 #include "tests/unit/support/error_of.hpp"
 
 using namespace dlstage;
@@ -87,9 +87,9 @@ BOOST_AUTO_TEST_CASE(tiers_are_checked_against_the_dataset)
 BOOST_AUTO_TEST_CASE(default_tier_is_the_site_default_when_allowed_else_the_first)
 {
     const auto items = resolve_stage_data(catalog(), "imagenet,coco,cifar");
-    BOOST_TEST(items[0].tier.name == "shm");      // site default, allowed
-    BOOST_TEST(items[1].tier.name == "ssd");      // site default not allowed: first
-    BOOST_TEST(items[2].tier.name == "shm");      // site default wins over the first
+    BOOST_TEST(items[0].tier.name == "shm");  // site default, allowed
+    BOOST_TEST(items[1].tier.name == "ssd");  // site default not allowed: first
+    BOOST_TEST(items[2].tier.name == "shm");  // site default wins over the first
     BOOST_TEST(items[0].env_name == "DLSTAGE_IMAGENET");
     const auto no_site_default = resolve_stage_data(catalog(""), "cifar");
     BOOST_TEST(no_site_default[0].tier.name == "scratch");

@@ -2,8 +2,8 @@
 
 #include <string>
 
-#include "lib/error.hpp"
 #include "config/stager_tuning.hpp"
+#include "lib/error.hpp"
 #include "tests/unit/support/error_of.hpp"
 
 using namespace dlstage;

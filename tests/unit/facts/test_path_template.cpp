@@ -3,8 +3,8 @@
 #include <string>
 #include <vector>
 
-#include "lib/error.hpp"
 #include "facts/path_template.hpp"
+#include "lib/error.hpp"
 #include "tests/unit/support/error_of.hpp"
 
 using namespace dlstage;
@@ -53,8 +53,7 @@ BOOST_AUTO_TEST_CASE(values_that_would_escape_the_root_are_refused)
     BOOST_TEST(message_of(t, {"1", "..", "n"}).find("%u (user name) value '..'") != std::string::npos);
     BOOST_TEST(message_of(t, {"1", "a/b", "n"}).find("contains '/'") != std::string::npos);
     BOOST_TEST(message_of(t, {"", "alice", "n"}).find("%j (job id) value '' is empty") != std::string::npos);
-    BOOST_TEST(message_of(t, {".", "alice", "n"}).find("escape the tier root /dev/shm/dlstage") !=
-               std::string::npos);
+    BOOST_TEST(message_of(t, {".", "alice", "n"}).find("escape the tier root /dev/shm/dlstage") != std::string::npos);
     BOOST_TEST(message_of(t, {"1", std::string("a\0b", 3), "n"}).find("NUL") != std::string::npos);
     // Escapes the template does not use need no value.
     BOOST_TEST(PathTemplate::parse("/x/%j").expand({"5", "", ""}) == "/x/5");

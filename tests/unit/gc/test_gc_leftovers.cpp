@@ -28,8 +28,10 @@ std::string listing(const Found& found)
 {
     std::string text;
     for (const Leftover& l : found.leftovers)
-        text += std::string(l.kind == GcKind::JobDir ? "dir" : l.kind == GcKind::Claim ? "claim" : "records") + " " +
-                l.job_id + " " + std::string(base_name(l.path)) + (l.mounted ? " mounted" : "") + "\n";
+        text += std::string(l.kind == GcKind::JobDir  ? "dir"
+                            : l.kind == GcKind::Claim ? "claim"
+                                                      : "records") +
+                " " + l.job_id + " " + std::string(base_name(l.path)) + (l.mounted ? " mounted" : "") + "\n";
     for (const std::string& line : found.skipped)
         text += "skipped: " + line + "\n";
     return text;
@@ -55,7 +57,8 @@ BOOST_AUTO_TEST_CASE(a_node_tier_holds_job_directories_and_nothing_else_counts)
     make_file(tier.root + "/14");
     make_dir(tier.root + "/13/.partial-imagenet");
     const Found found = find_tier_leftovers(tier_at(tier.root + "/%j"), "n1");
-    BOOST_TEST(listing(found) == "dir 12 12\ndir 13 13\nskipped: " + tier.root + "/14 is not a directory; left in place\n");
+    BOOST_TEST(listing(found) ==
+               "dir 12 12\ndir 13 13\nskipped: " + tier.root + "/14 is not a directory; left in place\n");
     const Leftover& l = named(found, "13");
     BOOST_TEST(l.root == tier.root);
     BOOST_TEST(!l.shared);
@@ -176,18 +179,19 @@ BOOST_AUTO_TEST_CASE(a_stopped_fuse_mount_in_an_orphan_neither_hangs_gc_nor_stay
     make_dir(tier.root + "/13", 0700);
     make_dir(tier.tmp / "content");
     make_file(tier.tmp / "content/f");
-    const std::string text = test::with_stopped_fuse(tier.tmp / "content", tier.tmp / "image.sqfs", tier.root + "/13", [&] {
-        ::alarm(10);  // a hang ends the child: "ended abnormally"
-        // A second mount, deeper, in the other orphan.
-        test::StoppedFuse inner(tier.tmp / "content", tier.tmp / "image2.sqfs", tier.root + "/12/mnt");
-        if (!inner.problem.empty())
-            return inner.problem;
-        const Found found = find_tier_leftovers(tier_at(tier.root + "/%j"), "n1");
-        std::string out = listing(found);
-        for (const Leftover& l : found.leftovers)
-            out += std::string(base_name(l.path)) + ": " + outcome(remove_leftover(l, "n1")) + "\n";
-        return out;
-    });
+    const std::string text =
+        test::with_stopped_fuse(tier.tmp / "content", tier.tmp / "image.sqfs", tier.root + "/13", [&] {
+            ::alarm(10);  // a hang ends the child: "ended abnormally"
+            // A second mount, deeper, in the other orphan.
+            test::StoppedFuse inner(tier.tmp / "content", tier.tmp / "image2.sqfs", tier.root + "/12/mnt");
+            if (!inner.problem.empty())
+                return inner.problem;
+            const Found found = find_tier_leftovers(tier_at(tier.root + "/%j"), "n1");
+            std::string out = listing(found);
+            for (const Leftover& l : found.leftovers)
+                out += std::string(base_name(l.path)) + ": " + outcome(remove_leftover(l, "n1")) + "\n";
+            return out;
+        });
     if (test::skipped(text))
         return;
     BOOST_TEST(text == "dir 12 12\ndir 13 13 mounted\n12: removed=2\n13: removed=1\n");

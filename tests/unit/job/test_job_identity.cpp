@@ -7,8 +7,8 @@
 #include <map>
 
 #include "config/config.hpp"
-#include "job/job_identity.hpp"
 #include "config/stage_spec.hpp"
+#include "job/job_identity.hpp"
 #include "policies/admission.hpp"
 
 using namespace dlstage;
@@ -75,12 +75,12 @@ BOOST_AUTO_TEST_CASE(what_fits_passes_and_the_sum_counts)
 
 BOOST_AUTO_TEST_CASE(uncharged_tiers_unknown_sizes_and_unknown_memory_pass)
 {
-    BOOST_TEST(fits_in_memory(config(), resolve_stage_data(config(), "imagenet:ssd"),
-                              sizes({{"imagenet", 150 * GiB}}), mem(64))
+    BOOST_TEST(fits_in_memory(config(), resolve_stage_data(config(), "imagenet:ssd"), sizes({{"imagenet", 150 * GiB}}),
+                              mem(64))
                    .allowed);
     BOOST_TEST(fits_in_memory(config(), resolve_stage_data(config(), "imagenet:shm"), {}, mem(64)).allowed);
-    BOOST_TEST(fits_in_memory(config(), resolve_stage_data(config(), "imagenet:shm"),
-                              sizes({{"imagenet", 150 * GiB}}), JobMemory{})
+    BOOST_TEST(fits_in_memory(config(), resolve_stage_data(config(), "imagenet:shm"), sizes({{"imagenet", 150 * GiB}}),
+                              JobMemory{})
                    .allowed);
 }
 

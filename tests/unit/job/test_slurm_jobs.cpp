@@ -16,7 +16,8 @@ using namespace dlstage;
 
 namespace {
 // What scontrol listpids says on a node that runs no job step.
-const char* const kNoSteps = "echo 'PID      JOBID    STEPID   LOCALID GLOBALID'; echo 'No job steps exist on this node.'; exit 1";
+const char* const kNoSteps =
+    "echo 'PID      JOBID    STEPID   LOCALID GLOBALID'; echo 'No job steps exist on this node.'; exit 1";
 
 // PATH set to a directory whose squeue and scontrol are these scripts, for one scope.
 struct FakeSqueue {
@@ -38,12 +39,14 @@ BOOST_AUTO_TEST_SUITE(slurm_jobs)
 
 BOOST_AUTO_TEST_CASE(the_answer_is_job_ids_and_states_or_nothing)
 {
-    const auto jobs = parse_squeue("12|N/A|N/A|RUNNING|n1\n13|N/A|N/A|COMPLETED|n[1-2]\n\n4294967294|N/A|N/A|PENDING|\n");
+    const auto jobs =
+        parse_squeue("12|N/A|N/A|RUNNING|n1\n13|N/A|N/A|COMPLETED|n[1-2]\n\n4294967294|N/A|N/A|PENDING|\n");
     BOOST_REQUIRE(jobs);
     BOOST_TEST(jobs->size() == 3u);
     BOOST_TEST(jobs->at("13").state == "COMPLETED");
-    for (const char* bad : {"12\n", "12|N/A|N/A|RUNNING|n1|extra\n", "1_2|N/A|N/A|RUNNING|n1\n", "x|N/A|N/A|RUNNING|n1\n",
-                            "12|N/A|N/A||n1\n", "12|N/A|N/A|RUNNING|n1\nslurm_load_jobs error\n"})
+    for (const char* bad :
+         {"12\n", "12|N/A|N/A|RUNNING|n1|extra\n", "1_2|N/A|N/A|RUNNING|n1\n", "x|N/A|N/A|RUNNING|n1\n",
+          "12|N/A|N/A||n1\n", "12|N/A|N/A|RUNNING|n1\nslurm_load_jobs error\n"})
         BOOST_TEST(!parse_squeue(bad), bad);
     BOOST_TEST(parse_squeue("")->empty());
 }
@@ -77,7 +80,8 @@ BOOST_AUTO_TEST_CASE(the_jobs_with_processes_on_this_node_come_from_listpids)
     BOOST_TEST((*here == std::set<std::string>{"8", "12"}));
     BOOST_TEST(!parse_listpids("10870 8 batch 0 0\n"));  // no header
     BOOST_TEST(!parse_listpids("PID JOBID STEPID\n10870 x batch\n"));
-    FakeSqueue slurm("echo '8|N/A|N/A|COMPLETED|n1'", "echo 'PID JOBID STEPID LOCALID GLOBALID'; echo '77 8 batch 0 0'");
+    FakeSqueue slurm("echo '8|N/A|N/A|COMPLETED|n1'",
+                     "echo 'PID JOBID STEPID LOCALID GLOBALID'; echo '77 8 batch 0 0'");
     const SlurmJobs jobs = ask_slurm(10, true);
     BOOST_TEST(jobs.problem == "");
     BOOST_TEST(jobs.here.count("8") == 1u);

@@ -6,10 +6,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lib/error.hpp"
 #include "job/job_layout.hpp"
 #include "job/record_field.hpp"
 #include "job/state_record.hpp"
+#include "lib/error.hpp"
 #include "lib/sys/bounded.hpp"
 #include "tests/unit/support/error_of.hpp"
 #include "tests/unit/support/in_child.hpp"
@@ -52,8 +52,9 @@ BOOST_AUTO_TEST_CASE(round_trip_replaces_whole_and_leaves_no_temporary)
 BOOST_AUTO_TEST_CASE(records_are_parsed_from_text_and_files_alike)
 {
     BOOST_TEST(parse_record("state = 'ready'\n", "r.toml")["state"].value_or(std::string()) == "ready");
-    BOOST_TEST(test::error_of([] { parse_record("state = [", "r.toml"); }).rfind("cannot read state record r.toml: ", 0) ==
-               0u);
+    BOOST_TEST(test::error_of([] {
+                   parse_record("state = [", "r.toml");
+               }).rfind("cannot read state record r.toml: ", 0) == 0u);
     test::TempDir dir;
     BOOST_TEST(read_record(dir.write("empty.toml", "")).empty());
     const std::string broken = dir.write("broken.toml", "garbage [");
@@ -224,11 +225,11 @@ BOOST_AUTO_TEST_CASE(a_first_run_is_told_what_to_check)
 BOOST_AUTO_TEST_CASE(a_run_after_a_requeue_is_told_slurms_part_and_what_to_do)
 {
     for (const char* restarts : {"1", "12"}) {
-        const std::string message =
-            unprepared_dir("the node cache directory", "/dev/shm/dlstage/.cache/alice", kMissing, restarts,
-                           "is the plugin loaded on this node?");
+        const std::string message = unprepared_dir("the node cache directory", "/dev/shm/dlstage/.cache/alice",
+                                                   kMissing, restarts, "is the plugin loaded on this node?");
         BOOST_TEST(message.rfind("the node cache directory /dev/shm/dlstage/.cache/alice was not prepared by the "
-                                 "prolog: " + kMissing + " (this run follows a requeue: Slurm before 23.11 skips",
+                                 "prolog: " +
+                                     kMissing + " (this run follows a requeue: Slurm before 23.11 skips",
                                  0) == 0);
         BOOST_TEST(message.find("requeue the job again)") == message.size() - 22);
         BOOST_TEST(message.find("plugin loaded") == std::string::npos);

@@ -6,10 +6,10 @@
 #include <optional>
 #include <sys/stat.h>
 
-#include "launch/job_step.hpp"
-#include "launch/stager_step.hpp"
 #include "job/job_layout.hpp"
 #include "job/state_record.hpp"
+#include "launch/job_step.hpp"
+#include "launch/stager_step.hpp"
 #include "tests/unit/support/error_of.hpp"
 #include "tests/unit/support/tmpdir.hpp"
 
@@ -106,10 +106,10 @@ private:
 BOOST_AUTO_TEST_CASE(the_step_comes_from_the_jobs_environment_checked)
 {
     Environment env;
-    for (const char* name : {"SLURM_JOB_ID", "SLURM_JOB_NUM_NODES", "SLURM_NNODES", "DLSTAGE_STAGE_DATA",
-                             "DLSTAGE_WINDOW", "DLSTAGE_CHUNK_SIZE", "DLSTAGE_READERS", "DLSTAGE_WRITERS",
-                             "DLSTAGE_RATE_LIMIT", "DLSTAGE_PROGRESS", "DLSTAGE_EXCHANGE", "DLSTAGE_OPENS",
-                             "SLURM_SPANK_OPTION_dlstage_stage_data"})
+    for (const char* name :
+         {"SLURM_JOB_ID", "SLURM_JOB_NUM_NODES", "SLURM_NNODES", "DLSTAGE_STAGE_DATA", "DLSTAGE_WINDOW",
+          "DLSTAGE_CHUNK_SIZE", "DLSTAGE_READERS", "DLSTAGE_WRITERS", "DLSTAGE_RATE_LIMIT", "DLSTAGE_PROGRESS",
+          "DLSTAGE_EXCHANGE", "DLSTAGE_OPENS", "SLURM_SPANK_OPTION_dlstage_stage_data"})
         env.set(name, nullptr);
     BOOST_TEST(!inside_job());
     env.set("SLURM_JOB_ID", "0042");

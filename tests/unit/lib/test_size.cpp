@@ -35,15 +35,15 @@ BOOST_AUTO_TEST_CASE(decimals_are_exact_and_rounded_to_whole_bytes)
 {
     BOOST_TEST(parse_size("1.1K") == 1126u);  // 1126.4
     BOOST_TEST(parse_size("0.5K") == 512u);
-    BOOST_TEST(parse_size("0.0001K") == 0u);  // 0.1024 bytes
-    BOOST_TEST(parse_size("0.0005K") == 1u);  // 0.512 bytes
+    BOOST_TEST(parse_size("0.0001K") == 0u);                         // 0.1024 bytes
+    BOOST_TEST(parse_size("0.0005K") == 1u);                         // 0.512 bytes
     BOOST_TEST(parse_size("1.000000000000000000000001K") == 1024u);  // digits past 64 bits are dropped
     // 2^64 - 1 bytes exactly, and one byte more.
     BOOST_TEST(parse_size("18446744073709551615") == kMax);
     BOOST_TEST(parse_size("16383.999999999999P") == 18446744073709550490u);
     BOOST_TEST(parse_size("16383P") == 16383ull << 50);
-    for (const char* big : {"18446744073709551616", "16384P", "16383.9999999999999999P", "99999999999999999999999G",
-                            "17179869184T"}) {
+    for (const char* big :
+         {"18446744073709551616", "16384P", "16383.9999999999999999P", "99999999999999999999999G", "17179869184T"}) {
         BOOST_TEST_CONTEXT(big)
         {
             BOOST_TEST(error_of([&] { parse_size(big); }) ==
@@ -54,9 +54,9 @@ BOOST_AUTO_TEST_CASE(decimals_are_exact_and_rounded_to_whole_bytes)
 
 BOOST_AUTO_TEST_CASE(rejects_garbage_with_a_helpful_message)
 {
-    for (const char* bad : {"", "G", "abc", "10X", "10GX", "1.2.3", "-5", "0.5", "4Mx", "1e3", "-1", "0x10", "1..5",
-                            ".", "nan", "inf", "+5", "1 0G", "10 G B", "5.G", ".5G", "1,5G", "1.5", "4 M x", "4MiBB",
-                            "4Ki", "1\n0"}) {
+    for (const char* bad :
+         {"",    "G",   "abc", "10X",  "10GX",   "1.2.3", "-5",  "0.5",  "4Mx", "1e3",   "-1",    "0x10", "1..5", ".",
+          "nan", "inf", "+5",  "1 0G", "10 G B", "5.G",   ".5G", "1,5G", "1.5", "4 M x", "4MiBB", "4Ki",  "1\n0"}) {
         BOOST_TEST_CONTEXT(bad)
         {
             BOOST_CHECK_THROW(parse_size(bad), Error);

@@ -49,11 +49,14 @@ BOOST_AUTO_TEST_CASE(simple_names)
 
 BOOST_AUTO_TEST_CASE(printable_escapes_what_a_terminal_would_act_on)
 {
-    BOOST_TEST(printable("plain text, caf\xc3\xa9, \xe6\x97\xa5\xe6\x9c\xac") == "plain text, caf\xc3\xa9, \xe6\x97\xa5\xe6\x9c\xac");
+    BOOST_TEST(printable("plain text, caf\xc3\xa9, \xe6\x97\xa5\xe6\x9c\xac") ==
+               "plain text, caf\xc3\xa9, \xe6\x97\xa5\xe6\x9c\xac");
     BOOST_TEST(printable("a\nb\x1b[2J\x7f") == "a\\x0ab\\x1b[2J\\x7f");
-    BOOST_TEST(printable("x\xc2\x9b" "2J") == "x\\xc2\\x9b2J");                     // U+009B, CSI
-    BOOST_TEST(printable("\xe2\x80\xae" "evil") == "\\xe2\\x80\\xaeevil");          // U+202E, right-to-left override
-    BOOST_TEST(printable("\xe2\x81\xa6x") == "\\xe2\\x81\\xa6x");                  // U+2066
+    BOOST_TEST(printable("x\xc2\x9b"
+                         "2J") == "x\\xc2\\x9b2J");  // U+009B, CSI
+    BOOST_TEST(printable("\xe2\x80\xae"
+                         "evil") == "\\xe2\\x80\\xaeevil");        // U+202E, right-to-left override
+    BOOST_TEST(printable("\xe2\x81\xa6x") == "\\xe2\\x81\\xa6x");  // U+2066
     BOOST_TEST(printable("raw \x9b byte, cut \xe2\x80") == "raw \\x9b byte, cut \\xe2\\x80");
     BOOST_TEST(printable("overlong \xc0\xaf") == "overlong \\xc0\\xaf");
     BOOST_TEST(quoted("a\nb") == "'a\\x0ab'");

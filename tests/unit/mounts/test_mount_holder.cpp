@@ -53,9 +53,22 @@ BOOST_AUTO_TEST_CASE(the_holder_step_is_no_mpi_program_and_shares_the_job)
 {
     const Config config = catalog();
     const Lines argv = holder_command(config, "/etc/dlstage/dlstage.toml", "7", "2", "cifar");
-    const Lines expected = {"srun", "--mpi=none", "--jobid=7", "--nodes=2", "--ntasks=2", "--kill-on-bad-exit=0",
-                            "--job-name=dlstage-mount", "--overlap", "--input=none", launch::sibling_program("dlstage"),
-                            "--config", "/etc/dlstage/dlstage.toml", "hold-mounts", "--job", "7", "cifar"};
+    const Lines expected = {"srun",
+                            "--mpi=none",
+                            "--jobid=7",
+                            "--nodes=2",
+                            "--ntasks=2",
+                            "--kill-on-bad-exit=0",
+                            "--job-name=dlstage-mount",
+                            "--overlap",
+                            "--input=none",
+                            launch::sibling_program("dlstage"),
+                            "--config",
+                            "/etc/dlstage/dlstage.toml",
+                            "hold-mounts",
+                            "--job",
+                            "7",
+                            "cifar"};
     BOOST_TEST(argv == expected, boost::test_tools::per_element());
 }
 

@@ -70,7 +70,8 @@ std::map<std::string, std::size_t> shard_of_paths(const std::vector<PackEntry>& 
     return where;
 }
 
-std::set<std::size_t> shards_of(const std::vector<PackEntry>& entries, const ShardLayout& layout, const std::string& path)
+std::set<std::size_t> shards_of(const std::vector<PackEntry>& entries, const ShardLayout& layout,
+                                const std::string& path)
 {
     std::set<std::size_t> found;
     for (std::size_t s = 0; s < layout.shards.size(); ++s)
@@ -306,7 +307,8 @@ BOOST_AUTO_TEST_CASE(by_size_uses_few_shards_none_too_large)
         // Not wasteful: the balance bound (largest <= average + largest
         // sample) says this many shards always fit; one more for the
         // directories each shard repeats.
-        const std::uint64_t enough = (total + limit - layout.largest_sample_bytes - 1) / (limit - layout.largest_sample_bytes);
+        const std::uint64_t enough =
+            (total + limit - layout.largest_sample_bytes - 1) / (limit - layout.largest_sample_bytes);
         BOOST_TEST(layout.shards.size() >= (total + limit - 1) / limit, limit);
         BOOST_TEST(layout.shards.size() <= enough + 1, limit);
     }

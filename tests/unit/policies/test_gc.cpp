@@ -147,8 +147,8 @@ BOOST_AUTO_TEST_CASE(only_final_states_end_a_job)
     for (const char* state : {"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL",
                               "DEADLINE", "OUT_OF_MEMORY"})
         BOOST_TEST((job_state_from_slurm(state) == JobState::Ended), state);
-    for (const char* state : {"PENDING", "RUNNING", "SUSPENDED", "COMPLETING", "CONFIGURING", "REQUEUED",
-                              "RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED", "SOMETHING_NEW", "", "completed"})
+    for (const char* state : {"PENDING", "RUNNING", "SUSPENDED", "COMPLETING", "CONFIGURING", "REQUEUED", "RESIZING",
+                              "SIGNALING", "STAGE_OUT", "STOPPED", "SOMETHING_NEW", "", "completed"})
         BOOST_TEST((job_state_from_slurm(state) == JobState::Present), state);
 }
 

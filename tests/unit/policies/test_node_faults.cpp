@@ -12,7 +12,8 @@ BOOST_AUTO_TEST_CASE(what_users_can_cause_fails_the_job_only)
 {
     for (const int err : {ENOSPC, EDQUOT, EMLINK, EMFILE, ENFILE, ENOMEM, ENAMETOOLONG, 0, EINVAL, EEXIST})
         BOOST_TEST((blame_for_tier_error(TierPlace::Inside, err).blame == Blame::Job), "errno " << err);
-    BOOST_TEST(blame_for_tier_error(TierPlace::Inside, ENOSPC).reason == "the tier is full (no space or no inodes left)");
+    BOOST_TEST(blame_for_tier_error(TierPlace::Inside, ENOSPC).reason ==
+               "the tier is full (no space or no inodes left)");
     BOOST_TEST(blame_for_tier_error(TierPlace::Inside, EINVAL).reason == "unexpected error (Invalid argument)");
 }
 

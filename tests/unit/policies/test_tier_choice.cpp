@@ -9,7 +9,10 @@ namespace {
 // site with tiers scratch, shm and ssd.
 TierRequest asking(const std::string& requested, const std::string& site_default, bool is_path = false)
 {
-    return {is_path ? "/p/x" : "cifar", requested, is_path, site_default,
+    return {is_path ? "/p/x" : "cifar",
+            requested,
+            is_path,
+            site_default,
             is_path ? std::vector<std::string>{"scratch", "shm", "ssd"} : std::vector<std::string>{"scratch", "shm"},
             {"scratch", "shm", "ssd"}};
 }

@@ -33,15 +33,15 @@ BOOST_AUTO_TEST_CASE(anything_else_has_no_version)
 
 BOOST_AUTO_TEST_CASE(before_4_5_1_is_refused_naming_the_version_and_the_fix)
 {
-    for (const char* ok : {"unsquashfs version 4.5.1 (2022/03/17)", "unsquashfs version 4.6 (2023/03/18)",
-                           "unsquashfs version 5.0"})
+    for (const char* ok :
+         {"unsquashfs version 4.5.1 (2022/03/17)", "unsquashfs version 4.6 (2023/03/18)", "unsquashfs version 5.0"})
         BOOST_TEST(unsquashfs_usable(ok).allowed, ok);
     BOOST_TEST(unsquashfs_usable("unsquashfs version 4.5 (2021/07/22)").reason ==
                "unsquashfs '4.5' can be made to write outside the destination by a crafted image (CVE-2021-40153, "
                "CVE-2021-41072; fixed in 4.5.1); install squashfs-tools >= 4.5.1 on the compute nodes, or stage the "
                "image with mode = \"mount\"");
-    for (const char* old : {"unsquashfs version 4.4 (2019/08/29)", "unsquashfs version 4.3-git (2014/09/12)",
-                            "unsquashfs version 3.4"})
+    for (const char* old :
+         {"unsquashfs version 4.4 (2019/08/29)", "unsquashfs version 4.3-git (2014/09/12)", "unsquashfs version 3.4"})
         BOOST_TEST(!unsquashfs_usable(old).allowed, old);
     BOOST_TEST(unsquashfs_usable("unsquashfs: no such option\nmore").reason ==
                "cannot tell the version of unsquashfs from 'unsquashfs: no such option' (unsquashfs -version), and "

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <sys/stat.h>
 
-#include "lib/contract.hpp"
 #include "job/job_layout.hpp"
+#include "lib/contract.hpp"
 #include "spank/prolog_epilog.hpp"
 #include "spank/slurmstepd.hpp"
 #include "spank/srun.hpp"
@@ -137,7 +137,8 @@ BOOST_AUTO_TEST_CASE(a_stager_that_cannot_start_is_named_with_its_plugstack_key)
     node.api.run_status = 127;
     BOOST_TEST(spank::task_init(node.api, node.args) == -1);
     BOOST_REQUIRE(node.api.errors.size() == 2u);
-    BOOST_TEST(node.api.errors[0] == "cannot run /opt/dlstage/bin/dlstage (plugstack.conf dlstage=): staging did not start");
+    BOOST_TEST(node.api.errors[0] ==
+               "cannot run /opt/dlstage/bin/dlstage (plugstack.conf dlstage=): staging did not start");
 }
 
 BOOST_AUTO_TEST_CASE(a_config_root_code_refuses_stops_the_task_with_that_reason)

@@ -11,8 +11,8 @@
 #include "lib/sys/mount_table.hpp"
 #include "spank/prolog_epilog.hpp"
 #include "spank/source_facts_env.hpp"
-#include "tests/unit/support/spank_node.hpp"
 #include "tests/unit/support/in_child.hpp"
+#include "tests/unit/support/spank_node.hpp"
 #include "tests/unit/support/stopped_fuse.hpp"
 #include "tests/unit/support/tmpdir.hpp"
 
@@ -103,10 +103,11 @@ BOOST_AUTO_TEST_CASE(a_missing_tier_parent_is_a_node_fault_and_drains)
 {
     Node node;
     node.api.stage_data = "imagenet";
-    node.args.config_path = node.dir.write("gone.toml", "[site]\nstate_dir = \"" + node.dir / "state" +
-                                                            "\"\n[tiers.shm]\npath = \"" + node.dir / "unmounted/tier/%j" +
-                                                            "\"\n[datasets.imagenet]\nsource = \"/p/imagenet\"\n"
-                                                            "tiers = [\"shm\"]\n");
+    node.args.config_path =
+        node.dir.write("gone.toml", "[site]\nstate_dir = \"" + node.dir / "state" + "\"\n[tiers.shm]\npath = \"" +
+                                        node.dir / "unmounted/tier/%j" +
+                                        "\"\n[datasets.imagenet]\nsource = \"/p/imagenet\"\n"
+                                        "tiers = [\"shm\"]\n");
     BOOST_TEST(spank::job_prolog(node.api, node.args) == -1);
     BOOST_TEST(status_of(node.record("prolog")) == "broken");
     BOOST_TEST(node.record("prolog")["message"].value_or(std::string()).find("a node fault") != std::string::npos);
@@ -241,13 +242,14 @@ BOOST_AUTO_TEST_CASE(a_fuse_mount_on_a_squatted_tier_root_is_detached_and_never_
     mkdir((node.dir / "content").c_str(), 0755);
     // A FUSE file system on the tier root, its server stopped: any stat
     // of it would hang, and a refusing one would answer EACCES or EIO.
-    const std::string text = test::with_stopped_fuse(node.dir / "content", node.dir / "image.sqfs", node.dir / "tier", [&] {
-        const int rc = spank::job_prolog(node.api, node.args);
-        struct stat st {};
-        return std::to_string(rc) + " " + status_of(node.record("prolog")) +
-               (lstat(node.job_dir().c_str(), &st) == 0 && S_ISDIR(st.st_mode) ? " made" : " missing") +
-               (MountTable::current().at(node.dir / "tier").has_value() ? " mounted" : " detached");
-    });
+    const std::string text =
+        test::with_stopped_fuse(node.dir / "content", node.dir / "image.sqfs", node.dir / "tier", [&] {
+            const int rc = spank::job_prolog(node.api, node.args);
+            struct stat st {};
+            return std::to_string(rc) + " " + status_of(node.record("prolog")) +
+                   (lstat(node.job_dir().c_str(), &st) == 0 && S_ISDIR(st.st_mode) ? " made" : " missing") +
+                   (MountTable::current().at(node.dir / "tier").has_value() ? " mounted" : " detached");
+        });
     if (test::skipped(text))
         return;
     BOOST_TEST(text == "0 ready made detached");
@@ -263,15 +265,17 @@ BOOST_AUTO_TEST_CASE(epilog_detaches_a_stopped_fuse_mount_and_removes_the_job_di
     mkdir((node.job_dir() + "/mnt").c_str(), 0755);
     mkdir((node.dir / "content").c_str(), 0755);
     node.dir.write("content/file", "data");
-    const std::string text = test::with_stopped_fuse(node.dir / "content", node.dir / "image.sqfs", node.job_dir() + "/mnt", [&] {
-        const auto start = std::chrono::steady_clock::now();
-        const int rc = spank::job_epilog(node.api, node.args);
-        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        struct stat st {};
-        return std::to_string(rc) + " " + status_of(node.record("epilog")) + " unmounted=" +
-               std::to_string(node.record("epilog")["unmounted"].value_or(0)) +
-               (lstat(node.job_dir().c_str(), &st) == 0 ? " left" : " removed") + (seconds < 5 ? " quick" : " slow");
-    });
+    const std::string text =
+        test::with_stopped_fuse(node.dir / "content", node.dir / "image.sqfs", node.job_dir() + "/mnt", [&] {
+            const auto start = std::chrono::steady_clock::now();
+            const int rc = spank::job_epilog(node.api, node.args);
+            const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            struct stat st {};
+            return std::to_string(rc) + " " + status_of(node.record("epilog")) +
+                   " unmounted=" + std::to_string(node.record("epilog")["unmounted"].value_or(0)) +
+                   (lstat(node.job_dir().c_str(), &st) == 0 ? " left" : " removed") +
+                   (seconds < 5 ? " quick" : " slow");
+        });
     if (test::skipped(text))
         return;
     BOOST_TEST(text == "0 cleaned unmounted=1 removed quick");
@@ -293,13 +297,14 @@ BOOST_AUTO_TEST_CASE(epilog_stuck_on_a_hung_file_system_gives_up_in_time_and_nev
                                                             node.dir / "hung/tier/%j" +
                                                             "\"\n[datasets.imagenet]\nsource = \"/p/imagenet\"\n"
                                                             "tiers = [\"shm\"]\n");
-    const std::string text = test::with_stopped_fuse(node.dir / "content", node.dir / "image.sqfs", node.dir / "hung", [&] {
-        const auto start = std::chrono::steady_clock::now();
-        const int rc = spank::job_epilog(node.api, node.args);
-        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        return std::to_string(rc) + (seconds < 8 ? " in time: " : " too slow: ") +
-               (node.api.errors.empty() ? "" : node.api.errors.front());
-    });
+    const std::string text =
+        test::with_stopped_fuse(node.dir / "content", node.dir / "image.sqfs", node.dir / "hung", [&] {
+            const auto start = std::chrono::steady_clock::now();
+            const int rc = spank::job_epilog(node.api, node.args);
+            const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            return std::to_string(rc) + (seconds < 8 ? " in time: " : " too slow: ") +
+                   (node.api.errors.empty() ? "" : node.api.errors.front());
+        });
     if (test::skipped(text))
         return;
     BOOST_TEST(text == "0 in time: job 42 on n2: the epilog did not finish within 1 s (a hung mount or file system?); "
@@ -311,7 +316,8 @@ BOOST_AUTO_TEST_CASE(epilog_stuck_on_a_hung_file_system_gives_up_in_time_and_nev
 
 BOOST_AUTO_TEST_CASE(epilog_keeps_data_of_keep_tiers)
 {
-    Node node("[datasets.imagenet]\nsource = \"/p/imagenet\"\ntiers = [\"keep\"]\n[tiers.keep]\npath = \"/never/used/%j\"\ncleanup = \"keep\"\n");
+    Node node("[datasets.imagenet]\nsource = \"/p/imagenet\"\ntiers = [\"keep\"]\n[tiers.keep]\npath = "
+              "\"/never/used/%j\"\ncleanup = \"keep\"\n");
     node.api.stage_data = "imagenet";
     BOOST_TEST(spank::job_epilog(node.api, node.args) == 0);
     BOOST_TEST(node.record("epilog")["removed"].value_or(-1) == 0);

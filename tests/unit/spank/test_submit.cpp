@@ -4,9 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dataset/manifest.hpp"
 #include "job/copy_record.hpp"
 #include "job/identity.hpp"
-#include "dataset/manifest.hpp"
 #include "job/state_record.hpp"
 #include "lib/strings.hpp"
 #include "policies/purge.hpp"
@@ -281,13 +281,15 @@ BOOST_AUTO_TEST_CASE(a_copy_near_its_purge_date_gets_a_warning_with_the_date_and
     test::TempDir scratch;
     Site site(R"(
 [tiers.scratch]
-path = ")" + scratch.path() + R"(/%u"
+path = ")" + scratch.path() +
+              R"(/%u"
 scope = "shared"
 cleanup = "keep"
 purge_days = 90
 warn_days = 14
 [datasets.kept]
-source = ")" + scratch.path() + R"("
+source = ")" + scratch.path() +
+              R"("
 tiers = ["scratch"]
 )");
     const std::string user = this_user_name();

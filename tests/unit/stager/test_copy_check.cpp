@@ -101,7 +101,8 @@ BOOST_AUTO_TEST_CASE(missing_truncated_and_retyped_entries_are_found)
     BOOST_TEST(c.missing == 2u);
     BOOST_TEST(c.wrong_size == 1u);
     const std::set<std::size_t> bad(c.bad.begin(), c.bad.end());
-    BOOST_TEST(bad == (std::set<std::size_t>{index_of(plan, "d/c.bin"), index_of(plan, "d/b.bin"), index_of(plan, "l")}));
+    BOOST_TEST(bad ==
+               (std::set<std::size_t>{index_of(plan, "d/c.bin"), index_of(plan, "d/b.bin"), index_of(plan, "l")}));
 }
 
 BOOST_AUTO_TEST_CASE(the_oldest_file_counts_by_the_sites_clock_and_a_refresh_moves_atimes)
@@ -136,8 +137,9 @@ BOOST_AUTO_TEST_CASE(a_file_is_fetched_again_whole_and_a_changed_source_is_refus
     BOOST_TEST(st.st_size == 8);
     BOOST_TEST(st.st_mtim.tv_sec == plan.entries[index_of(plan, "d/b.bin")].mtime_sec);
     t.dir.write("src/d/b.bin", "changed!!");
-    BOOST_TEST(error_of([&] { fetch_again(plan, index_of(plan, "d/b.bin"), copy.get(), t.dir / "copy", true); })
-                   .find("changed") != std::string::npos);
+    BOOST_TEST(error_of([&] {
+                   fetch_again(plan, index_of(plan, "d/b.bin"), copy.get(), t.dir / "copy", true);
+               }).find("changed") != std::string::npos);
     BOOST_TEST(access((t.dir / "copy/d/b.bin.dlstage-fetch").c_str(), F_OK) != 0);
 }
 

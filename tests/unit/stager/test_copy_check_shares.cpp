@@ -3,13 +3,13 @@
 // threads, and what is missing or truncated is reported by index.
 #include <boost/test/unit_test.hpp>
 
-#include <fcntl.h>
 #include <algorithm>
+#include <fcntl.h>
 #include <set>
 #include <string>
-#include <vector>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <vector>
 
 #include "lib/sys/fd.hpp"
 #include "stager/copy_check.hpp"

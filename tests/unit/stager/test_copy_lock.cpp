@@ -60,7 +60,8 @@ BOOST_AUTO_TEST_CASE(a_second_job_waits_for_a_live_holder_and_gets_the_lock_afte
     TempDir dir;
     const Fd fd(::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY));
     std::vector<std::string> said_first, said_second;
-    auto first = std::make_unique<CopyLock>(fd.get(), ".lock-x", dir / ".lock-x", holder("7"), quick(&said_first, true));
+    auto first =
+        std::make_unique<CopyLock>(fd.get(), ".lock-x", dir / ".lock-x", holder("7"), quick(&said_first, true));
     std::atomic<bool> got{false};
     std::thread second([&] {
         CopyLock lock(fd.get(), ".lock-x", dir / ".lock-x", holder("8", "n2"), quick(&said_second, true));
@@ -154,7 +155,7 @@ BOOST_AUTO_TEST_CASE(the_holder_beats_and_release_leaves_a_lock_that_is_no_longe
     usleep(200000);
     struct stat st {};
     stat((dir / ".lock-x").c_str(), &st);
-    BOOST_TEST(st.st_mtim.tv_sec > 1000);  // touched again by the heartbeat
+    BOOST_TEST(st.st_mtim.tv_sec > 1000);                      // touched again by the heartbeat
     dir.write(".lock-x", "job 9\nhost n3\npid 1\nsince 1\n");  // another took it over
     lock.release();
     BOOST_TEST(parse_lock(content_of(dir / ".lock-x"))->job == "9");

@@ -60,7 +60,8 @@ BOOST_AUTO_TEST_CASE(squashfs_symlink_out_is_refused_and_dest_removed)
         s.make_file("data/f", "x");
         s.make_symlink("data/passwd", "/etc/passwd");
         s.make_image();
-        BOOST_TEST(s.error_extracting() == s.unsafe("data/passwd", "it is a symlink to '/etc/passwd', an absolute path"));
+        BOOST_TEST(s.error_extracting() ==
+                   s.unsafe("data/passwd", "it is a symlink to '/etc/passwd', an absolute path"));
         BOOST_TEST(!exists(s.dest));
     }
     {

@@ -81,7 +81,9 @@ BOOST_AUTO_TEST_CASE(compressed_and_plain_archives_all_extract)
         {"plain", Filter::none, ""},
         {"gzip", Filter::gzip, "\x1f\x8b"},
         {"zstd", Filter::zstd, "\x28\xb5\x2f\xfd"},
-        {"xz", Filter::xz, "\xfd" "7zXZ"},
+        {"xz", Filter::xz,
+         "\xfd"
+         "7zXZ"},
         {"bzip2", Filter::bzip2, "BZh"},
     };
     for (const auto& [name, filter, magic] : filters) {
@@ -208,10 +210,10 @@ BOOST_AUTO_TEST_CASE(symlink_climbing_out_is_refused)
 BOOST_AUTO_TEST_CASE(symlink_climbing_after_a_name_is_refused)
 {
     Staging s;
-    BOOST_TEST(s.error_extracting({dir("q/"), dir("q/r/"), symlink_to("q/r/s", "../.."),
-                                   symlink_to("q/r/l", "s/../../..")}) ==
-               s.unsafe("q/r/l", "it is a symlink to 's/../../..', which has '..' after a name; "
-                                 "use a plain relative target"));
+    BOOST_TEST(
+        s.error_extracting({dir("q/"), dir("q/r/"), symlink_to("q/r/s", "../.."), symlink_to("q/r/l", "s/../../..")}) ==
+        s.unsafe("q/r/l", "it is a symlink to 's/../../..', which has '..' after a name; "
+                          "use a plain relative target"));
     BOOST_TEST(!exists(s.in_dest("q/r/l")));
 }
 
@@ -244,9 +246,11 @@ BOOST_AUTO_TEST_CASE(hardlink_to_anything_but_an_extracted_file_is_refused)
     BOOST_TEST(s.error_extracting({hardlink_to("h", "earlier")}) ==
                s.unsafe("h", "it is a hard link to 'earlier', " + why));
     // A hard link to a symlink would resolve from another directory.
-    BOOST_TEST(s.error_extracting({dir("a/"), dir("a/b/"), symlink_to("a/b/l", "../../x"), hardlink_to("h", "a/b/l")}) ==
-               s.unsafe("h", "it is a hard link to 'a/b/l', " + why));
-    BOOST_TEST(s.error_extracting({dir("d/"), hardlink_to("h", "d")}) == s.unsafe("h", "it is a hard link to 'd', " + why));
+    BOOST_TEST(
+        s.error_extracting({dir("a/"), dir("a/b/"), symlink_to("a/b/l", "../../x"), hardlink_to("h", "a/b/l")}) ==
+        s.unsafe("h", "it is a hard link to 'a/b/l', " + why));
+    BOOST_TEST(s.error_extracting({dir("d/"), hardlink_to("h", "d")}) ==
+               s.unsafe("h", "it is a hard link to 'd', " + why));
     BOOST_TEST(!exists(s.in_dest("h")));
 }
 

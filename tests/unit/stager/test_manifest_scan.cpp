@@ -99,14 +99,18 @@ BOOST_AUTO_TEST_CASE(a_broken_manifest_is_refused_naming_the_line)
     BOOST_TEST(parse_error("something else\n").find("m:1: not a dlstage manifest") == 0u);
     BOOST_TEST(parse_error(kHeader).find("m:11: the counts in the header do not match") == 0u);
     BOOST_TEST(parse_error(kHeader + entry.substr(0, entry.size() - 1)).find("no newline") != std::string::npos);
-    BOOST_TEST(parse_error(kHeader + "f\t644\t5\t1.000000000\t-\t00000000000000ab\t../a\n").find("leaves the dataset") !=
-               std::string::npos);
+    BOOST_TEST(
+        parse_error(kHeader + "f\t644\t5\t1.000000000\t-\t00000000000000ab\t../a\n").find("leaves the dataset") !=
+        std::string::npos);
     BOOST_TEST(parse_error(kHeader + "f\t644\t5\t1.000000000\t-\t00000000000000ab\ta\\q\n").find("unknown escape") !=
                std::string::npos);
-    BOOST_TEST(parse_error(kHeader + "x\t644\t5\t1.000000000\t-\t-\ta\n").find("unknown entry type") != std::string::npos);
-    BOOST_TEST(parse_error(kHeader + "f\t999\t5\t1.000000000\t-\t00000000000000ab\ta\n").find("octal") != std::string::npos);
+    BOOST_TEST(parse_error(kHeader + "x\t644\t5\t1.000000000\t-\t-\ta\n").find("unknown entry type") !=
+               std::string::npos);
+    BOOST_TEST(parse_error(kHeader + "f\t999\t5\t1.000000000\t-\t00000000000000ab\ta\n").find("octal") !=
+               std::string::npos);
     BOOST_TEST(parse_error(kHeader + "f\t644\t5\t1.5\t-\t00000000000000ab\ta\n").find("9 digits") != std::string::npos);
-    BOOST_TEST(parse_error("dlstage-manifest 2\ndataset d\n").find("run 'dlstage catalog scan d' again") != std::string::npos);
+    BOOST_TEST(parse_error("dlstage-manifest 2\ndataset d\n").find("run 'dlstage catalog scan d' again") !=
+               std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(the_header_alone_is_read_however_long_the_rest)
@@ -124,8 +128,9 @@ BOOST_AUTO_TEST_CASE(the_header_alone_is_read_however_long_the_rest)
     BOOST_TEST(test::error_of([&] { read_manifest_header(dir / "nohead.manifest"); }).find("longer than 65536 bytes") !=
                std::string::npos);
     dir.write("old.manifest", "dlstage-manifest 1\ndataset d\n");
-    BOOST_TEST(test::error_of([&] { read_manifest_header(dir / "old.manifest"); })
-                   .find("a manifest of an older dlstage") != std::string::npos);
+    BOOST_TEST(test::error_of([&] {
+                   read_manifest_header(dir / "old.manifest");
+               }).find("a manifest of an older dlstage") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(a_manifest_others_can_write_is_not_trusted)
@@ -134,8 +139,8 @@ BOOST_AUTO_TEST_CASE(a_manifest_others_can_write_is_not_trusted)
     write_manifest(dir / "d.manifest", scanned_tree(dir));
     BOOST_TEST(untrusted_manifest_reason(dir / "d.manifest") == "");
     chmod((dir / "d.manifest").c_str(), 0664);
-    BOOST_TEST(untrusted_manifest_reason(dir / "d.manifest").find("manifest '" + dir / "d.manifest" +
-                                                                  "' is writable by group or others") == 0u);
+    BOOST_TEST(untrusted_manifest_reason(dir / "d.manifest")
+                   .find("manifest '" + dir / "d.manifest" + "' is writable by group or others") == 0u);
     chmod((dir / "d.manifest").c_str(), 0644);
     chmod(dir.path().c_str(), 0777);
     BOOST_TEST(untrusted_manifest_reason(dir / "d.manifest").find("directory") == 0u);

@@ -69,7 +69,8 @@ BOOST_AUTO_TEST_CASE(disjoint_shards_in_parallel_keep_directory_times)
     mkdir((dir / "out").c_str(), 0755);
     bool cleared = false;
     ExtractBudget unlimited;
-    const ShardsResult result = extract_shards(shards, dir / "out", 4, [&] { cleared = true; }, unlimited);
+    const ShardsResult result = extract_shards(
+        shards, dir / "out", 4, [&] { cleared = true; }, unlimited);
     BOOST_TEST(!result.sequential_fallback);
     BOOST_TEST(!cleared);
     BOOST_TEST(result.stats.entries == 6u * 51u);
@@ -88,7 +89,8 @@ BOOST_AUTO_TEST_CASE(overlapping_shards_fall_back_to_tar_order)
     mkdir((dir / "out").c_str(), 0755);
     bool cleared = false;
     ExtractBudget unlimited;
-    const ShardsResult result = extract_shards({a, b, c}, dir / "out", 3, [&] { cleared = true; }, unlimited);
+    const ShardsResult result = extract_shards(
+        {a, b, c}, dir / "out", 3, [&] { cleared = true; }, unlimited);
     BOOST_TEST(result.sequential_fallback);
     BOOST_TEST(cleared);
     BOOST_TEST(content_of(dir / "out/same.txt") == "last");
@@ -103,7 +105,10 @@ BOOST_AUTO_TEST_CASE(a_failing_shard_fails_the_whole_extraction)
     write_tar(bad, {{"../escape", "2"}});
     mkdir((dir / "out").c_str(), 0755);
     ExtractBudget unlimited;
-    const std::string message = test::error_of([&] { extract_shards({good, bad}, dir / "out", 2, [] {}, unlimited); });
+    const std::string message = test::error_of([&] {
+        extract_shards(
+            {good, bad}, dir / "out", 2, [] {}, unlimited);
+    });
     BOOST_TEST(message.find("unsafe entry '../escape'") != std::string::npos);
     struct stat st {};
     BOOST_TEST(stat((dir / "escape").c_str(), &st) != 0);
@@ -123,13 +128,18 @@ BOOST_AUTO_TEST_CASE(shards_that_pass_the_limit_together_are_stopped_in_parallel
         const std::string out = dir / ("out" + std::to_string(threads));
         mkdir(out.c_str(), 0755);
         ExtractBudget budget(test::limits(80 * test::kMiB, std::nullopt));
-        const std::string message = test::error_of([&] { extract_shards(shards, out, threads, [] {}, budget); });
+        const std::string message = test::error_of([&] {
+            extract_shards(
+                shards, out, threads, [] {}, budget);
+        });
         BOOST_TEST(message.compare(0, expected.size(), expected) == 0, message);
         BOOST_TEST(budget.bytes() <= 80 * test::kMiB);
     }
     ExtractBudget one(test::limits(80 * test::kMiB, std::nullopt));
     mkdir((dir / "alone").c_str(), 0755);
-    BOOST_TEST(extract_shards({shards[0]}, dir / "alone", 4, [] {}, one).stats.bytes == 30 * test::kMiB);
+    BOOST_TEST(extract_shards(
+                   {shards[0]}, dir / "alone", 4, [] {}, one)
+                   .stats.bytes == 30 * test::kMiB);
 }
 
 // The fallback extracts into an emptied directory: what the parallel try
@@ -142,7 +152,8 @@ BOOST_AUTO_TEST_CASE(the_fallback_counts_from_zero_again)
     write_tar(b, {{"same.txt", std::string(1000, 'b')}});
     mkdir((dir / "out").c_str(), 0755);
     ExtractBudget budget(test::limits(3000, 3));
-    const ShardsResult result = extract_shards({a, b}, dir / "out", 2, [] {}, budget);
+    const ShardsResult result = extract_shards(
+        {a, b}, dir / "out", 2, [] {}, budget);
     BOOST_TEST(result.sequential_fallback);
     BOOST_TEST(budget.bytes() == 3000u);
     BOOST_TEST(content_of(dir / "out/same.txt") == std::string(1000, 'b'));

@@ -9,8 +9,8 @@
 #include "stager/plan.hpp"
 #include "stager/source_reader.hpp"
 #include "stager/tree_writer.hpp"
-#include "tests/unit/support/error_of.hpp"
 #include "tests/unit/support/dataset_at.hpp"
+#include "tests/unit/support/error_of.hpp"
 #include "tests/unit/support/files.hpp"
 #include "tests/unit/support/tmpdir.hpp"
 
@@ -72,7 +72,8 @@ BOOST_AUTO_TEST_CASE(single_file_and_shards)
     BOOST_TEST(shards.entries.size() == 2u);
     BOOST_TEST(shards.entries[0].path == "s-0.tar");
     BOOST_TEST(test::error_of([&] { build_plan(dataset_at(dir / "none-*.tar")); }).find("no tar shards match") == 0u);
-    BOOST_TEST(test::error_of([&] { build_plan(dataset_at(dir / "missing")); }).find("No such file") != std::string::npos);
+    BOOST_TEST(test::error_of([&] { build_plan(dataset_at(dir / "missing")); }).find("No such file") !=
+               std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(special_files_are_refused)
@@ -151,8 +152,9 @@ BOOST_AUTO_TEST_CASE(a_plan_of_another_version_or_with_entries_outside_its_paths
     BOOST_TEST(test::error_of([&] { in.adopt_blocks(); }).find("outside its paths") != std::string::npos);
     BOOST_TEST(test::error_of([&] { plan.entries.add(EntryType::File, "", 0644, 1, 0, 1); }).find("without a path") !=
                std::string::npos);
-    BOOST_TEST(test::error_of([&] { plan.entries.add(EntryType::File, std::string(5000, 'a'), 0644, 1, 0, 1); })
-                   .find("longer than PATH_MAX") != std::string::npos);
+    BOOST_TEST(test::error_of([&] {
+                   plan.entries.add(EntryType::File, std::string(5000, 'a'), 0644, 1, 0, 1);
+               }).find("longer than PATH_MAX") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(chunks_pack_small_files_and_split_large_ones)

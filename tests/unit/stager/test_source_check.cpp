@@ -25,7 +25,8 @@ Plan make_source(const test::TempDir& dir, int files)
     for (int d = 0; d < 4; ++d)
         ::mkdir((dir / ("d" + std::to_string(d))).c_str(), 0755);
     for (int i = 0; i < files; ++i)
-        dir.write("d" + std::to_string(i % 4) + "/f" + std::to_string(i), std::string(static_cast<std::size_t>(i % 5), 'x'));
+        dir.write("d" + std::to_string(i % 4) + "/f" + std::to_string(i),
+                  std::string(static_cast<std::size_t>(i % 5), 'x'));
     BOOST_REQUIRE(::symlink("d0/f0", (dir / "link").c_str()) == 0);
     return build_plan(test::dataset_at(dir.path()));
 }

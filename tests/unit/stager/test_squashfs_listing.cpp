@@ -9,14 +9,13 @@ using dlstage::stager::superblock_inodes;
 
 namespace {
 // As unsquashfs 4.5.1 -lln prints them.
-const std::string kListing =
-    "drwxr-xr-x 0/0                      76 2024-05-21 10:00 squashfs-root\n"
-    "drwxr-xr-x 0/0                     128 2024-05-21 10:00 squashfs-root/d\n"
-    "-rw-r--r-- 1000/1000           1048576 2024-05-21 10:00 squashfs-root/d/f\n"
-    "-rwsr-xr-x 0/0                       5 2024-05-21 10:00 squashfs-root/d/tool\n"
-    "lrwxrwxrwx 0/0                       8 2024-05-21 10:00 squashfs-root/link -> zero.bin\n"
-    "crw-r--r-- 0/0                   1,  3 2024-05-21 10:00 squashfs-root/null\n"
-    "-rw-r--r-- 0/0               314572800 2024-05-21 10:00 squashfs-root/zero.bin\n";
+const std::string kListing = "drwxr-xr-x 0/0                      76 2024-05-21 10:00 squashfs-root\n"
+                             "drwxr-xr-x 0/0                     128 2024-05-21 10:00 squashfs-root/d\n"
+                             "-rw-r--r-- 1000/1000           1048576 2024-05-21 10:00 squashfs-root/d/f\n"
+                             "-rwsr-xr-x 0/0                       5 2024-05-21 10:00 squashfs-root/d/tool\n"
+                             "lrwxrwxrwx 0/0                       8 2024-05-21 10:00 squashfs-root/link -> zero.bin\n"
+                             "crw-r--r-- 0/0                   1,  3 2024-05-21 10:00 squashfs-root/null\n"
+                             "-rw-r--r-- 0/0               314572800 2024-05-21 10:00 squashfs-root/zero.bin\n";
 
 ListingTotals totals_of(const std::string& listing, std::size_t chunk)
 {
@@ -46,12 +45,11 @@ BOOST_AUTO_TEST_CASE(names_with_newlines_can_only_add)
 {
     // A name ending in a newline and a made-up entry, one with a very long
     // second line, and one that only looks like a line start.
-    const std::string listing =
-        "-rw-r--r-- 0/0                       1 2024-05-21 10:00 squashfs-root/evil\n"
-        "-rw-r--r-- 0/0 999 2020-01-01 00:00 fake\n"
-        "-rw-r--r-- 0/0                       2 2024-05-21 10:00 squashfs-root/long\n" +
-        std::string(100000, 'x') + "\n" +
-        "-rw-r--r-- 0/0                       4 2024-05-21 10:00 squashfs-root/x\ndrwx------\n";
+    const std::string listing = "-rw-r--r-- 0/0                       1 2024-05-21 10:00 squashfs-root/evil\n"
+                                "-rw-r--r-- 0/0 999 2020-01-01 00:00 fake\n"
+                                "-rw-r--r-- 0/0                       2 2024-05-21 10:00 squashfs-root/long\n" +
+                                std::string(100000, 'x') + "\n" +
+                                "-rw-r--r-- 0/0                       4 2024-05-21 10:00 squashfs-root/x\ndrwx------\n";
     const ListingTotals totals = totals_of(listing, 4096);
     BOOST_TEST(totals.entries() == 4u);
     BOOST_TEST(totals.file_bytes() == 1u + 999u + 2u + 4u);
@@ -60,9 +58,9 @@ BOOST_AUTO_TEST_CASE(names_with_newlines_can_only_add)
 
 BOOST_AUTO_TEST_CASE(a_file_line_without_a_readable_size_is_reported_not_skipped)
 {
-    for (const std::string line : {"-rw-r--r-- 0/0 lots 2024-05-21 10:00 squashfs-root/f",
-                                   "-rw-r--r-- 0/0 99999999999999999999999 2024-05-21 10:00 squashfs-root/f",
-                                   "-rw-r--r-- 0/0"}) {
+    for (const std::string line :
+         {"-rw-r--r-- 0/0 lots 2024-05-21 10:00 squashfs-root/f",
+          "-rw-r--r-- 0/0 99999999999999999999999 2024-05-21 10:00 squashfs-root/f", "-rw-r--r-- 0/0"}) {
         const ListingTotals totals = totals_of(kListing + line + "\n", 4096);
         BOOST_TEST(totals.unreadable_line() == line);
     }
@@ -76,7 +74,7 @@ BOOST_AUTO_TEST_CASE(superblock_inode_count)
     std::string head(96, '\0');
     head.replace(0, 4, "hsqs");
     head[4] = '\x07';
-    head[5] = '\x01';  // 263 inodes
+    head[5] = '\x01';   // 263 inodes
     head[28] = '\x04';  // version 4.0
     BOOST_TEST(*superblock_inodes(head) == 263u);
     BOOST_TEST(!superblock_inodes(head.substr(0, 95)));

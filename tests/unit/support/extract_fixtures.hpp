@@ -73,20 +73,11 @@ enum class Filter { none, gzip, zstd, xz, bzip2 };
 inline void add_filter(archive* a, Filter filter)
 {
     switch (filter) {
-    case Filter::none:
-        break;
-    case Filter::gzip:
-        BOOST_REQUIRE(archive_write_add_filter_gzip(a) == ARCHIVE_OK);
-        break;
-    case Filter::zstd:
-        BOOST_REQUIRE(archive_write_add_filter_zstd(a) == ARCHIVE_OK);
-        break;
-    case Filter::xz:
-        BOOST_REQUIRE(archive_write_add_filter_xz(a) == ARCHIVE_OK);
-        break;
-    case Filter::bzip2:
-        BOOST_REQUIRE(archive_write_add_filter_bzip2(a) == ARCHIVE_OK);
-        break;
+    case Filter::none: break;
+    case Filter::gzip: BOOST_REQUIRE(archive_write_add_filter_gzip(a) == ARCHIVE_OK); break;
+    case Filter::zstd: BOOST_REQUIRE(archive_write_add_filter_zstd(a) == ARCHIVE_OK); break;
+    case Filter::xz: BOOST_REQUIRE(archive_write_add_filter_xz(a) == ARCHIVE_OK); break;
+    case Filter::bzip2: BOOST_REQUIRE(archive_write_add_filter_bzip2(a) == ARCHIVE_OK); break;
     }
 }
 
@@ -114,7 +105,7 @@ inline void add_entry(archive* a, const Entry& e)
 }
 
 inline void write_archive(const std::string& path, const std::vector<Entry>& entries, Filter filter = Filter::none,
-                   int format = ARCHIVE_FORMAT_TAR_PAX_RESTRICTED)
+                          int format = ARCHIVE_FORMAT_TAR_PAX_RESTRICTED)
 {
     archive* a = archive_write_new();
     BOOST_REQUIRE(archive_write_set_format(a, format) == ARCHIVE_OK);
@@ -134,15 +125,24 @@ inline bool exists(const std::string& path)
 
 inline struct stat stat_of(const std::string& path)
 {
-    struct stat st{};
+    struct stat st {};
     BOOST_REQUIRE_MESSAGE(lstat(path.c_str(), &st) == 0, "missing " + path);
     return st;
 }
 
-inline mode_t mode_of(const std::string& path) { return stat_of(path).st_mode & 07777; }
-inline time_t mtime_of(const std::string& path) { return stat_of(path).st_mtime; }
+inline mode_t mode_of(const std::string& path)
+{
+    return stat_of(path).st_mode & 07777;
+}
+inline time_t mtime_of(const std::string& path)
+{
+    return stat_of(path).st_mtime;
+}
 
-inline bool is_symlink(const std::string& path) { return S_ISLNK(stat_of(path).st_mode); }
+inline bool is_symlink(const std::string& path)
+{
+    return S_ISLNK(stat_of(path).st_mode);
+}
 
 inline std::string link_of(const std::string& path)
 {

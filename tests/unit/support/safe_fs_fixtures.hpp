@@ -14,8 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tier/safe_fs.hpp"
 #include "tests/unit/support/tmpdir.hpp"
+#include "tier/safe_fs.hpp"
 
 namespace dlstage::test {
 

@@ -8,16 +8,16 @@
 #include <chrono>
 #include <dirent.h>
 #include <fstream>
-#include <thread>
 #include <pwd.h>
 #include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 
 #include "config/config.hpp"
-#include "tier/cache_entries.hpp"
 #include "tests/unit/support/error_of.hpp"
 #include "tests/unit/support/safe_fs_fixtures.hpp"
 #include "tests/unit/support/stopped_fuse.hpp"
+#include "tier/cache_entries.hpp"
 
 using namespace dlstage;
 
@@ -45,7 +45,10 @@ struct Cache {
         tier.cleanup = Cleanup::Cache;
     }
 
-    void give(const std::string& path) const { BOOST_REQUIRE(::chown(path.c_str(), nobody->pw_uid, nobody->pw_gid) == 0); }
+    void give(const std::string& path) const
+    {
+        BOOST_REQUIRE(::chown(path.c_str(), nobody->pw_uid, nobody->pw_gid) == 0);
+    }
 
     // A dataset's copy: a directory holding one file.
     void entry(const std::string& name) const
@@ -136,7 +139,8 @@ BOOST_AUTO_TEST_CASE(a_stopped_fuse_mount_in_a_users_cache_directory_is_neither_
         true);
     if (test::skipped(text))
         return;
-    const std::string why = point + ": a mount (fuse.squashfuse) at " + point + "; not entered: neither measured nor evicted";
+    const std::string why =
+        point + ": a mount (fuse.squashfuse) at " + point + "; not entered: neither measured nor evicted";
     BOOST_TEST(text == "imagenet 1\nproblem: " + why + "\nevict zz: " + why + "\n");
 }
 
@@ -244,8 +248,9 @@ BOOST_AUTO_TEST_CASE(the_lock_is_waited_for_with_a_deadline)
         const auto start = std::chrono::steady_clock::now();
         const std::string error = test::error_of([&] { const CacheLock second(c.state, "n1", 1); });
         const double waited = seconds_since(start);
-        BOOST_TEST(error == "the node cache lock " + c.state + "/cache/n1/lock is still held after 1 s (a prolog, an "
-                               "epilog or another gc on this node)");
+        BOOST_TEST(error == "the node cache lock " + c.state +
+                                "/cache/n1/lock is still held after 1 s (a prolog, an "
+                                "epilog or another gc on this node)");
         BOOST_TEST(waited >= 0.9);
         BOOST_TEST(waited < 5.0);
     }
@@ -280,13 +285,11 @@ BOOST_AUTO_TEST_CASE(a_source_is_sized_as_the_jobs_user_sees_it)
     Dataset dataset;
     dataset.name = "blob";
     dataset.source = file;
-    const ProbedSource seen =
-        probe_source_as(dataset, c.state, "nobody", c.nobody->pw_uid, c.nobody->pw_gid, 10);
+    const ProbedSource seen = probe_source_as(dataset, c.state, "nobody", c.nobody->pw_uid, c.nobody->pw_gid, 10);
     BOOST_TEST(seen.problem == "");
     BOOST_TEST(seen.bytes.value_or(0) == 12345u);
     BOOST_REQUIRE(::chmod(file.c_str(), 0600) == 0);  // root's alone now
-    const ProbedSource hidden =
-        probe_source_as(dataset, c.state, "nobody", c.nobody->pw_uid, c.nobody->pw_gid, 10);
+    const ProbedSource hidden = probe_source_as(dataset, c.state, "nobody", c.nobody->pw_uid, c.nobody->pw_gid, 10);
     BOOST_TEST(!hidden.bytes.has_value());
 }
 

@@ -12,12 +12,12 @@
 #include <unistd.h>
 
 #include "config/config.hpp"
-#include "tier/kept_copies.hpp"
 #include "tests/unit/support/error_of.hpp"
 #include "tests/unit/support/in_child.hpp"
 #include "tests/unit/support/safe_fs_fixtures.hpp"
 #include "tests/unit/support/stopped_fuse.hpp"
 #include "tests/unit/support/tmpdir.hpp"
+#include "tier/kept_copies.hpp"
 
 using namespace dlstage;
 using dlstage::test::kOtherGid;

@@ -5,9 +5,9 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <functional>
-#include <regex>
 #include <grp.h>
 #include <linux/fs.h>
+#include <regex>
 #include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
@@ -16,11 +16,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "tier/safe_fs.hpp"
-#include "tier/tier_walk.hpp"
 #include "tests/unit/support/in_child.hpp"
 #include "tests/unit/support/safe_fs_fixtures.hpp"
 #include "tests/unit/support/tmpdir.hpp"
+#include "tier/safe_fs.hpp"
+#include "tier/tier_walk.hpp"
 
 using namespace dlstage;
 using namespace dlstage::test;
@@ -221,8 +221,7 @@ BOOST_AUTO_TEST_CASE(refuses_paths_not_strictly_below_the_root)
     }
     BOOST_TEST(outcome(prepare_job_dir("tier", "tier/42", geteuid(), getegid())) ==
                "Failed: tier root tier" + rule + " below /");
-    BOOST_TEST(outcome(prepare_job_dir("/", "/42", geteuid(), getegid())) ==
-               "Failed: tier root /" + rule + " below /");
+    BOOST_TEST(outcome(prepare_job_dir("/", "/42", geteuid(), getegid())) == "Failed: tier root /" + rule + " below /");
     BOOST_TEST(is_real_dir(r));
     BOOST_TEST(entries_in(r) == 0);
 }
@@ -277,9 +276,8 @@ BOOST_AUTO_TEST_CASE(unprivileged_caller_cannot_give_leaf_away_and_leaves_nothin
         BOOST_REQUIRE(::chown(tier.root.c_str(), caller, caller_gid) == 0);
     }
     const std::string dir = tier.root + "/42";
-    const std::string text = in_child(
-        [&] { return outcome(prepare_job_dir(tier.root, dir, caller + 1, caller_gid)); },
-        is_root() ? caller : kSameUid, caller_gid);
+    const std::string text = in_child([&] { return outcome(prepare_job_dir(tier.root, dir, caller + 1, caller_gid)); },
+                                      is_root() ? caller : kSameUid, caller_gid);
     BOOST_TEST(text == "Failed: cannot give " + dir + " to uid " + std::to_string(caller + 1) + " gid " +
                            std::to_string(caller_gid) + ": Operation not permitted");
     BOOST_TEST(!exists(dir));  // so that a retry does not find a leftover
@@ -307,8 +305,8 @@ BOOST_AUTO_TEST_CASE(a_full_tier_is_a_failure_with_its_errno)
     });
     if (skipped(text))
         return;
-    BOOST_TEST(text == "Failed: cannot create " + mnt + "/dlstage/42: No space left on device err=" +
-                           std::to_string(ENOSPC));
+    BOOST_TEST(text ==
+               "Failed: cannot create " + mnt + "/dlstage/42: No space left on device err=" + std::to_string(ENOSPC));
 }
 
 BOOST_AUTO_TEST_CASE(the_stager_opens_only_a_job_dir_below_root_owned_levels)

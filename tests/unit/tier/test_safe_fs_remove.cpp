@@ -5,9 +5,9 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <functional>
-#include <regex>
 #include <grp.h>
 #include <linux/fs.h>
+#include <regex>
 #include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
@@ -16,11 +16,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "tier/safe_fs.hpp"
 #include "tests/unit/support/deep_tree.hpp"
 #include "tests/unit/support/in_child.hpp"
 #include "tests/unit/support/safe_fs_fixtures.hpp"
 #include "tests/unit/support/tmpdir.hpp"
+#include "tier/safe_fs.hpp"
 
 using namespace dlstage;
 using namespace dlstage::test;
@@ -37,22 +37,22 @@ BOOST_AUTO_TEST_CASE(removes_tree_but_never_what_symlinks_point_to)
     make_file(tier.tmp / "precious-file");
 
     const std::string job = tier.root + "/42";
-    make_dir(job);                                         // 1
-    make_file(job + "/file");                              // 2
-    make_dir(job + "/empty");                              // 3
-    make_dir(job + "/a");                                  // 4
-    make_dir(job + "/a/b");                                // 5
-    make_dir(job + "/a/b/c");                              // 6
-    make_file(job + "/a/b/c/deep");                        // 7
-    make_link(outside, job + "/link-to-dir");              // 8
+    make_dir(job);                                                   // 1
+    make_file(job + "/file");                                        // 2
+    make_dir(job + "/empty");                                        // 3
+    make_dir(job + "/a");                                            // 4
+    make_dir(job + "/a/b");                                          // 5
+    make_dir(job + "/a/b/c");                                        // 6
+    make_file(job + "/a/b/c/deep");                                  // 7
+    make_link(outside, job + "/link-to-dir");                        // 8
     make_link(tier.tmp / "precious-file", job + "/a/link-to-file");  // 9
-    make_link("/nonexistent", job + "/dangling");          // 10
-    make_file(job + "/with space");                        // 11
-    make_dir(job + "/new\nline");                          // 12
-    make_file(job + "/new\nline/\xff\xfe\x80 not utf-8");  // 13
-    BOOST_REQUIRE(::mkfifo((job + "/fifo").c_str(), 0600) == 0);  // 14
+    make_link("/nonexistent", job + "/dangling");                    // 10
+    make_file(job + "/with space");                                  // 11
+    make_dir(job + "/new\nline");                                    // 12
+    make_file(job + "/new\nline/\xff\xfe\x80 not utf-8");            // 13
+    BOOST_REQUIRE(::mkfifo((job + "/fifo").c_str(), 0600) == 0);     // 14
     // A symlink to a directory, deep down where the walk descends.
-    make_link(outside, job + "/a/b/c/outside");            // 15
+    make_link(outside, job + "/a/b/c/outside");  // 15
 
     BOOST_TEST(outcome(remove_tree_within(tier.root, job)) == "removed=15");
     BOOST_TEST(!exists(job));
@@ -160,8 +160,7 @@ BOOST_AUTO_TEST_CASE(keeps_going_after_an_entry_that_cannot_be_removed)
 
     // One problem, for the file only (not for its directories, which merely
     // cannot be empty), with the newline escaped to keep it one line.
-    BOOST_TEST(outcome(result) ==
-               "removed=3\ncannot remove '" + job + "/a/stuck\\x0aname': Operation not permitted");
+    BOOST_TEST(outcome(result) == "removed=3\ncannot remove '" + job + "/a/stuck\\x0aname': Operation not permitted");
     BOOST_TEST(exists(stuck));
     BOOST_TEST(!exists(job + "/b"));
     BOOST_TEST(!exists(job + "/z"));
@@ -186,8 +185,9 @@ BOOST_AUTO_TEST_CASE(owner_removes_read_only_directories)
     BOOST_REQUIRE(::chmod(tier.root.c_str(), is_root() ? 0711 : 0311) == 0);
     if (is_root()) {
         BOOST_REQUIRE(::chmod(tier.tmp.path().c_str(), 0711) == 0);
-        for (const char* p : {"", "/.partial-data", "/.partial-data/ro", "/.partial-data/ro/f", "/.partial-data/ro/inner",
-                              "/.partial-data/ro/inner/g", "/.partial-data/closed", "/.partial-data/closed/h"})
+        for (const char* p :
+             {"", "/.partial-data", "/.partial-data/ro", "/.partial-data/ro/f", "/.partial-data/ro/inner",
+              "/.partial-data/ro/inner/g", "/.partial-data/closed", "/.partial-data/closed/h"})
             BOOST_REQUIRE(::lchown((job + p).c_str(), kOtherUid, kOtherGid) == 0);
     }
     BOOST_REQUIRE(::chmod((partial + "/ro/inner").c_str(), 0500) == 0);
@@ -225,8 +225,7 @@ BOOST_AUTO_TEST_CASE(the_epilog_removes_as_the_jobs_user_and_leaves_what_others_
         BOOST_REQUIRE(::lchown(p.c_str(), kOtherUid + 1, kOtherGid + 1) == 0);
 
     const RemoveResult result = remove_tree_within(tier.root, job, Owner{kOtherUid, kOtherGid});
-    BOOST_TEST(outcome(result) == "removed=3\ncannot remove " + job +
-                                      "/team/victim/results.txt: Permission denied");
+    BOOST_TEST(outcome(result) == "removed=3\ncannot remove " + job + "/team/victim/results.txt: Permission denied");
     BOOST_TEST(exists(job + "/team/victim/results.txt"));
     BOOST_TEST(!exists(job + "/mine"));
     BOOST_TEST(!exists(job + "/b"));
@@ -344,9 +343,8 @@ BOOST_AUTO_TEST_CASE(mount_points_are_left_in_place)
         return;
     const std::string other_fs = " is on another file system than the tier root (a mount point?); ";
     BOOST_TEST(text == "removed=0\n" + job + "/mnt is a mount point (tmpfs); refusing to use it; nothing removed\n" +
-                           "removed=0\n" + job + "/mnt" + other_fs + "nothing removed\n" +
-                           "removed=3\n" + job + "/mnt" + other_fs + "left in place\n" +
-                           "inside kept");
+                           "removed=0\n" + job + "/mnt" + other_fs + "nothing removed\n" + "removed=3\n" + job +
+                           "/mnt" + other_fs + "left in place\n" + "inside kept");
     BOOST_TEST(is_real_dir(job + "/mnt"));  // the directory under the mount, now unmounted
     BOOST_TEST(!exists(job + "/a"));
     BOOST_TEST(!exists(job + "/z"));
@@ -354,8 +352,9 @@ BOOST_AUTO_TEST_CASE(mount_points_are_left_in_place)
 
 std::string mount_tmpfs(const std::string& where)
 {
-    return ::mount("tmpfs", where.c_str(), "tmpfs", 0, "size=1m") == 0 ? "" : "skip: mount tmpfs: " +
-                                                                                 std::string(std::strerror(errno));
+    return ::mount("tmpfs", where.c_str(), "tmpfs", 0, "size=1m") == 0
+               ? ""
+               : "skip: mount tmpfs: " + std::string(std::strerror(errno));
 }
 
 std::string detached(const DetachResult& r)
@@ -368,7 +367,8 @@ std::string detached(const DetachResult& r)
 
 bool mounted(const std::string& path)
 {
-    struct stat here {}, up {};
+    struct stat here {
+    }, up{};
     return ::stat(path.c_str(), &here) == 0 && ::stat((path + "/..").c_str(), &up) == 0 && here.st_dev != up.st_dev;
 }
 
@@ -394,14 +394,14 @@ BOOST_AUTO_TEST_CASE(detach_unmounts_what_is_below_but_never_through_a_symlink)
         make_dir(job + "/image/inner");
         mount_tmpfs(job + "/image/inner");  // nested: goes with its outer mount
         mount_tmpfs(job + "/plain");
-        mount_tmpfs(job + "/plain");        // stacked: two rounds
+        mount_tmpfs(job + "/plain");  // stacked: two rounds
         std::string out;
         out += detached(detach_mounts_within(tier.root, job + "/link"));   // the symlink is not followed
         out += detached(detach_mounts_within(tier.root, job + "/gone"));   // nothing there
         out += detached(detach_mounts_within(tier.root, job + "/image"));  // it, and what is inside along
         out += detached(detach_mounts_within(tier.root, job + "/image"));  // again: harmless
-        out += detached(detach_mounts_within(tier.root, "/etc/x"));         // outside the tier
-        out += detached(detach_mounts_within(tier.root, job));              // the rest below the job dir
+        out += detached(detach_mounts_within(tier.root, "/etc/x"));        // outside the tier
+        out += detached(detach_mounts_within(tier.root, job));             // the rest below the job dir
         out += mounted(outside / "target") ? "target still mounted\n" : "target unmounted\n";
         out += mounted(job + "/plain") || mounted(job + "/image") ? "job mounts left" : "job mounts gone";
         return out;
@@ -409,7 +409,8 @@ BOOST_AUTO_TEST_CASE(detach_unmounts_what_is_below_but_never_through_a_symlink)
     if (skipped(text))
         return;
     BOOST_TEST(text == "detached=0\ndetached=0\ndetached=1\ndetached=0\ndetached=0\ndirectory /etc/x is not below "
-                       "tier root " + tier.root + "; nothing unmounted\ndetached=2\ntarget still mounted\njob mounts gone");
+                       "tier root " +
+                           tier.root + "; nothing unmounted\ndetached=2\ntarget still mounted\njob mounts gone");
 }
 
 BOOST_AUTO_TEST_CASE(a_mount_on_the_leaf_is_detached_and_moved_aside)

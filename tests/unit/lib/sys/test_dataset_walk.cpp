@@ -9,8 +9,8 @@
 
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
-#include "lib/sys/fd.hpp"
 #include "lib/sys/dataset_walk.hpp"
+#include "lib/sys/fd.hpp"
 #include "tests/unit/support/deep_tree.hpp"
 #include "tests/unit/support/error_of.hpp"
 #include "tests/unit/support/in_child.hpp"
@@ -84,8 +84,7 @@ BOOST_AUTO_TEST_CASE(special_files_are_refused_by_name_and_kind)
     mkdir((dir / "d").c_str(), 0755);
     mkfifo((dir / "d/pipe").c_str(), 0644);
     const std::string message = test::error_of([&] { walk_dataset(dir.path()); });
-    BOOST_TEST(message.find("'" + dir.path() + "/d/pipe' is a fifo, not a file, directory or symlink") == 0u,
-               message);
+    BOOST_TEST(message.find("'" + dir.path() + "/d/pipe' is a fifo, not a file, directory or symlink") == 0u, message);
 }
 
 BOOST_AUTO_TEST_CASE(what_cannot_be_read_is_an_error_now)
@@ -180,8 +179,9 @@ BOOST_AUTO_TEST_CASE(the_first_failure_names_its_entry_and_stops_the_walk)
     mkfifo((dir / "class2/pipe").c_str(), 0644);
     for (unsigned threads : {1u, 16u})
         BOOST_TEST(test::error_of([&] { walk_dataset(dir.path(), threads); }) ==
-                   "'" + dir.path() + "/class2/pipe' is a fifo, not a file, directory or symlink; "
-                   "datasets cannot hold devices, fifos or sockets");
+                   "'" + dir.path() +
+                       "/class2/pipe' is a fifo, not a file, directory or symlink; "
+                       "datasets cannot hold devices, fifos or sockets");
 }
 
 BOOST_AUTO_TEST_CASE(every_entry_found_is_counted_for_progress)

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <vector>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -12,13 +11,14 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <vector>
 
 #include "lib/sys/bounded.hpp"
 #include "lib/sys/dir_fd.hpp"
 #include "lib/sys/fd.hpp"
 #include "lib/sys/group_list.hpp"
-#include "lib/sys/parallel.hpp"
 #include "lib/sys/mount_table.hpp"
+#include "lib/sys/parallel.hpp"
 #include "lib/sys/process.hpp"
 #include "tests/unit/support/error_of.hpp"
 #include "tests/unit/support/tmpdir.hpp"
@@ -82,7 +82,10 @@ BOOST_AUTO_TEST_CASE(an_exception_or_a_crash_is_a_failure_with_its_reason)
     BoundedOutcome outcome = run_bounded(10, []() -> std::string { throw std::runtime_error("no room"); });
     BOOST_TEST((outcome.status == BoundedOutcome::Status::Failed));
     BOOST_TEST(outcome.problem == "no room");
-    outcome = run_bounded(10, []() -> std::string { std::signal(SIGABRT, SIG_DFL); std::abort(); });
+    outcome = run_bounded(10, []() -> std::string {
+        std::signal(SIGABRT, SIG_DFL);
+        std::abort();
+    });
     BOOST_TEST((outcome.status == BoundedOutcome::Status::Failed));
     BOOST_TEST(outcome.problem == "killed by signal 6 (Aborted)");
 }
@@ -132,7 +135,8 @@ BOOST_AUTO_TEST_CASE(the_child_holds_no_descriptor_of_its_parents)
             const std::string link = std::string("/proc/self/fd/") + e->d_name;
             if (::readlink(link.c_str(), target, sizeof target - 1) < 0)
                 continue;
-            open += std::string(e->d_name) + " " + (std::string(target).rfind("pipe:", 0) == 0 ? "pipe" : target) + "\n";
+            open +=
+                std::string(e->d_name) + " " + (std::string(target).rfind("pipe:", 0) == 0 ? "pipe" : target) + "\n";
         }
         if (fds)
             ::closedir(fds);
@@ -225,9 +229,9 @@ BOOST_AUTO_TEST_CASE(a_program_that_cannot_run_is_reported_to_the_caller)
 BOOST_AUTO_TEST_CASE(stderr_lines_come_one_by_one_and_the_status_at_the_end)
 {
     std::vector<std::string> lines;
-    const int status = run_reading_stderr({"sh", "-c", "echo out; echo one >&2; printf two >&2; exit 4"},
-                                          [&](const std::string& line) { lines.push_back(line); },
-                                          StderrRunOptions{true, {}});
+    const int status = run_reading_stderr(
+        {"sh", "-c", "echo out; echo one >&2; printf two >&2; exit 4"},
+        [&](const std::string& line) { lines.push_back(line); }, StderrRunOptions{true, {}});
     BOOST_TEST(describe_exit(status) == "exited with status 4");
     BOOST_TEST((lines == std::vector<std::string>{"one", "two"}));
 }

@@ -75,7 +75,8 @@ BOOST_AUTO_TEST_CASE(a_symlink_at_the_top_is_not_followed)
     BOOST_REQUIRE(::mkdir(outside.c_str(), 0755) == 0);
     std::ofstream(outside + "/keep") << "mine";
     BOOST_REQUIRE(::symlink(outside.c_str(), (tmp / "link").c_str()) == 0);
-    BOOST_TEST(outcome(remove_tree(tmp / "link")) == "removed=0\n" + tmp.path() + "/link is a symlink; nothing removed");
+    BOOST_TEST(outcome(remove_tree(tmp / "link")) ==
+               "removed=0\n" + tmp.path() + "/link is a symlink; nothing removed");
     BOOST_TEST(exists(outside + "/keep"));
 }
 
