@@ -3,18 +3,20 @@
 #include <sstream>
 #include <sys/stat.h>
 
-#include "lib/error.hpp"
-#include "status/job_status.hpp"
-#include "lib/size.hpp"
 #include "job/slurm_jobs.hpp"
 #include "job/state_record.hpp"
-#include "status/status_format.hpp"
+#include "lib/error.hpp"
+#include "lib/size.hpp"
 #include "lib/strings.hpp"
+#include "status/job_status.hpp"
+#include "status/status_format.hpp"
 #include "tests/unit/support/error_of.hpp"
+#include "tests/unit/support/slurm_says.hpp"
 #include "tests/unit/support/tmpdir.hpp"
 
 using namespace dlstage;
 using test::error_of;
+using test::slurm_says;
 
 BOOST_AUTO_TEST_SUITE(job_status)
 
@@ -57,14 +59,6 @@ BOOST_AUTO_TEST_CASE(squeue_output_parsed)
 }
 
 namespace {
-SlurmJobs slurm_says(const std::string& text)
-{
-    SlurmJobs slurm;
-    slurm.jobs = parse_squeue(text).value();
-    slurm.asked = true;
-    return slurm;
-}
-
 SlurmJobs slurm_silent()
 {
     SlurmJobs none;
@@ -74,16 +68,15 @@ SlurmJobs slurm_silent()
 
 toml::table progress(const std::string& dataset, const std::string& state, std::int64_t done, std::int64_t total)
 {
-    return toml::table{{"dataset", dataset},  {"tier", "shm"},          {"state", state},
-                       {"nodes", 3},          {"bytes_total", total},   {"bytes_done", done},
-                       {"files_total", 10},   {"elapsed_s", 75.0},      {"bytes_per_s", 1048576.0},
-                       {"eta_s", 30.0},       {"time", 1700000000}};
+    return toml::table{{"dataset", dataset},       {"tier", "shm"},      {"state", state},    {"nodes", 3},
+                       {"bytes_total", total},     {"bytes_done", done}, {"files_total", 10}, {"elapsed_s", 75.0},
+                       {"bytes_per_s", 1048576.0}, {"eta_s", 30.0},      {"time", 1700000000}};
 }
 
 toml::table outcome(const std::string& node, const std::string& status, const std::string& message = "")
 {
-    return toml::table{{"node", node}, {"status", status}, {"message", message}, {"user", "alice"},
-                       {"uid", 1234},  {"time", 1700000100}};
+    return toml::table{{"node", node},    {"status", status}, {"message", message},
+                       {"user", "alice"}, {"uid", 1234},      {"time", 1700000100}};
 }
 
 JobRecords job(const std::string& id)
