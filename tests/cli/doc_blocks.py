@@ -1,6 +1,6 @@
 """The code blocks of dlstage's documentation, for the tests that check
-them (doc-toml-examples, doc-transcript, doc-coverage): the README's fenced
-blocks and a man page's .nf/.fi blocks, the latter as plain text; and the
+them (doc-toml-examples, doc-transcript, doc-coverage): the fenced blocks
+of the README and the guides (Markdown) and a man page's .nf/.fi blocks, the latter as plain text; and the
 messages the prose quotes inline."""
 import re
 import sys
@@ -12,7 +12,7 @@ ROFF_ESCAPES = (("\\(dq", '"'), ("\\-", "-"), ("\\e", "\\"), ("\\&", ""), ("\\(a
 # of a staging summary ("staged NAME to TIER ..."), or the end of a line
 # ("... 2 entries changed since it was cached").
 QUOTED_MESSAGE = re.compile(r"^(sbatch: )?(dlstage: )?[\w-]+: \S+( \S+){2,}|^staged \S+ to |^\.\.\. \S+( \S+){2,}")
-# A README code span: a run of backticks, text within one paragraph, a run
+# A Markdown code span: a run of backticks, text within one paragraph, a run
 # as long (`` `a quote` `` holds backticks).
 CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)((?:(?!\n[ \t]*\n).)+?)(?<!`)\1(?!`)", re.S)
 ROFF_FONT = re.compile(r"\\f(\[[^]]*\]|\(..|.)")
@@ -54,7 +54,7 @@ def man_blocks(text):
 
 
 def code_blocks(path):
-    """Every block's text of a README (.md) or a man page."""
+    """Every block's text of a Markdown doc (.md) or a man page."""
     text = open(path, encoding="utf-8").read()
     if path.endswith(".md"):
         return [body for _, body in markdown_blocks(text)]
@@ -62,7 +62,7 @@ def code_blocks(path):
 
 
 def inline_quotes(path):
-    """What the prose of path quotes: the README's `code spans` outside its
+    """What the prose of path quotes: a Markdown doc's `code spans` outside its
     fenced blocks (a span broken over lines joined with one space), a man
     page's quoted macro arguments (.B "dlstage: ...", .BR "..." ,) outside
     .nf/.fi, font changes dropped.  A backtick left unpaired would pair

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# Every example message of the README and the man pages is checked by a
+# Every example message of the README, the guides and the man pages is checked by a
 # test (tests/cli/doc-coverage): one a test holds to a run with doc_says or
 # doc-transcript --message, the output of a transcript a test runs, or the
 # version line the unit test finds.
@@ -14,10 +14,10 @@ coverage() {
 # A copy of the docs and the tests in $work/src, for a test to add to.
 copy_sources() {
     mkdir -p "$work/src"
-    cp -r "$top_srcdir/README.md" "$top_srcdir/man" "$top_srcdir/tests" "$work/src/"
+    cp -r "$top_srcdir/README.md" "$top_srcdir/docs" "$top_srcdir/man" "$top_srcdir/tests" "$work/src/"
 }
 
-@test "every example message of the README and the man pages is checked by a test" {
+@test "every example message of the README, the guides and the man pages is checked by a test" {
     coverage "$top_srcdir"
     expect_status 0
 }
@@ -33,6 +33,31 @@ copy_sources() {
     echo "doc_says \"\$README\" 'no test provokes'" >"$work/src/tests/cli/extra.bats"
     coverage "$work/src"
     expect_status 0
+}
+
+@test "a guide's example message no test checks is named too, and a doc_says naming the guide checks it" {
+    copy_sources
+    printf '\n```\ndlstage: a guide message no test provokes\n```\n' >>"$work/src/docs/user-guide.md"
+    coverage "$work/src"
+    expect_status 1
+    [ "$out" = "doc-coverage: no test checks this example: docs/user-guide.md: dlstage: a guide message no test provokes" ] ||
+        fail "not named alone"
+    # a doc_says naming another document is no check of it
+    echo "doc_says \"\$README\" 'guide message no test'" >"$work/src/tests/cli/extra.bats"
+    coverage "$work/src"
+    expect_status 1
+    echo "doc_says \"\$USER_GUIDE\" 'guide message no test'" >"$work/src/tests/cli/extra.bats"
+    coverage "$work/src"
+    expect_status 0
+}
+
+@test "a Markdown doc in docs/ that doc-coverage does not read fails the check" {
+    copy_sources
+    printf '# A new guide\n' >"$work/src/docs/new-guide.md"
+    coverage "$work/src"
+    expect_status 1
+    [ "$out" = "doc-coverage: docs/new-guide.md is not in DOCS: add it, with its variable in tests/integration/helpers.bash" ] ||
+        fail "not named"
 }
 
 @test "a message the prose quotes (README \`...\`, a man page's .BR \"...\") no test checks is named too" {

@@ -1,14 +1,14 @@
 #!/usr/bin/env bats
 # The documentation's examples work: every configuration example of the
-# README, dlstage.toml(5) and etc/dlstage.toml passes check-config, and
-# every `dlstage SUB --opt` line of the README uses options SUB has
-# (tests/cli/doc-toml-examples).
+# README, the guides (docs/*.md), dlstage.toml(5) and etc/dlstage.toml passes
+# check-config, and every `dlstage SUB --opt` line of the README and the
+# guides uses options SUB has (tests/cli/doc-toml-examples).
 load helpers
 
 checker() { "$top_srcdir/tests/cli/doc-toml-examples" "$DLSTAGE" "$work" "$@"; }
 
 @test "every configuration example and every command line of the docs" {
-    out=$(checker "$top_srcdir/README.md" "$top_srcdir/man/dlstage.toml.5" "$top_srcdir/man/spank-dlstage.8" \
+    out=$(checker "$top_srcdir/README.md" "$top_srcdir"/docs/*.md "$top_srcdir/man/dlstage.toml.5" "$top_srcdir/man/spank-dlstage.8" \
         "$top_srcdir/man/dlstage.1" "$top_srcdir/etc/dlstage.toml" 2>&1) && status=0 || status=$?
     expect_status 0
     grep -Eq '^[0-9]+ configuration examples, 0 refused; [0-9]+ command lines, 0 with unknown options$' <<<"$out" ||

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # The transcripts of the docs ("$ command" and what it prints) are what
-# the command prints: each is read from the README or the man page with
+# the command prints: each is read from the README, a guide or a man page with
 # tests/cli/doc-transcript and compared with a run of the command.  Those
 # that need Slurm (sbatch, dlstage status) are in
 # tests/integration/56-doc-transcripts.bats.
@@ -10,12 +10,12 @@ load helpers
 # by '|', for tables whose widths follow their content.
 columns() { sed -E 's/ {2,}/|/g'; }
 
-@test "README: a mistyped command gets the did-you-mean line and the usage line" {
-    expected=$(doc_transcript "$top_srcdir/README.md" 'dlstage stauts') || fail "$expected"
+@test "user guide: a mistyped command gets the did-you-mean line and the usage line" {
+    expected=$(doc_transcript "$top_srcdir/docs/user-guide.md" 'dlstage stauts') || fail "$expected"
     "$DLSTAGE" stauts >"$work/out" 2>&1 && status=0 || status=$?
     expect_status 2
     out=$(cat "$work/out")
-    [ "$out" = "$expected" ] || fail "README shows: $expected"
+    [ "$out" = "$expected" ] || fail "the user guide shows: $expected"
 }
 
 @test "dlstage(1): check-config names a mistyped key of the example configuration, line and all" {
@@ -90,10 +90,11 @@ same_message_doc() {
     [ "$status" -eq 1 ]
 }
 
-# readme_lines FIRST_LINE_REGEX: the README code block whose first line
-# matches, its comments dropped and /p/data under $work: the lines to run.
-readme_lines() {
-    doc_transcript --commands "$top_srcdir/README.md" "$1" | sed -e "s|/p/data/|$work/p/data/|g"
+# admin_guide_lines FIRST_LINE_REGEX: the admin guide's code block whose
+# first line matches, its comments dropped and /p/data under $work: the
+# lines to run.
+admin_guide_lines() {
+    doc_transcript --commands "$top_srcdir/docs/admin-guide.md" "$1" | sed -e "s|/p/data/|$work/p/data/|g"
 }
 
 # A small ImageFolder-like tree at $work/p/data/imagenet: 300 files in 3
@@ -106,9 +107,9 @@ make_imagenet() {
     done
 }
 
-@test "README: the dlstage pack lines, run as written with /p/data under a test directory" {
+@test "admin guide: the dlstage pack lines, run as written with /p/data under a test directory" {
     make_imagenet
-    lines=$(readme_lines '^dlstage pack ')
+    lines=$(admin_guide_lines '^dlstage pack ')
     [ "$(wc -l <<<"$lines")" -eq 2 ] || fail "the pack block: $lines"
     while IFS= read -r line; do
         # shellcheck disable=SC2086
@@ -120,7 +121,7 @@ make_imagenet() {
     [ -f "$work/p/data/imagenet-000000.tar" ] || fail "no imagenet-000000.tar"
 }
 
-@test "README: the catalog scan and show lines, run as written for an imagenet of the catalog" {
+@test "admin guide: the catalog scan and show lines, run as written for an imagenet of the catalog" {
     make_imagenet
     cat >"$work/dlstage.toml" <<TOML
 [site]
@@ -133,7 +134,7 @@ source = "$work/p/data/imagenet"
 tiers  = ["shm"]
 TOML
     mkdir -p "$work/manifests"
-    lines=$(readme_lines '^dlstage catalog scan ')
+    lines=$(admin_guide_lines '^dlstage catalog scan ')
     [ "$(wc -l <<<"$lines")" -eq 3 ] || fail "the catalog block: $lines"
     while IFS= read -r line; do
         # shellcheck disable=SC2086

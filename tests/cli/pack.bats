@@ -53,7 +53,7 @@ pack_four() {
     grep -Eq '^dlstage: packed 40 files \(320\.0 MiB\) into 2 shards of .* in [0-9.]+ s \([0-9.]+ GB/s\)$' <<<"$err" ||
         fail "no summary with time and rate"
     doc_says man/dlstage.1 '^dlstage: packed .* shards' <<<"$err" || fail "dlstage(1) shows another summary"
-    doc_says README.md '^dlstage: packed .* shards' <<<"$err" || fail "the README shows another summary"
+    doc_says docs/admin-guide.md '^dlstage: packed .* shards' <<<"$err" || fail "the admin guide shows another summary"
     DLSTAGE_PROGRESS=0.1 run_dlstage pack "$work/big" "$work/big.sqfs"
     expect_status 0
     grep -Eq '^dlstage: packed 40 files \(320\.0 MiB\) into .*big\.sqfs \(.*\) in [0-9.]+ s \([0-9.]+ GB/s\)$' <<<"$err" ||

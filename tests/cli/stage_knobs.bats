@@ -50,10 +50,10 @@ refused() {
     [ ! -e "$launched" ] || fail "$1=$2: the launcher ran"
 }
 
-@test "DLSTAGE_WINDOW=4x is refused, with the line the README and dlstage(1) show" {
+@test "DLSTAGE_WINDOW=4x is refused, with the line the user guide and dlstage(1) show" {
     refused DLSTAGE_WINDOW 4x "invalid value '4x': expected a whole number from 1 to 256"
-    expected=$(doc_transcript --message "$top_srcdir/README.md" '^dlstage: DLSTAGE_WINDOW: invalid value')
-    [ "$err" = "$expected" ] || fail "the README shows: $expected"
+    expected=$(doc_transcript --message "$top_srcdir/docs/user-guide.md" '^dlstage: DLSTAGE_WINDOW: invalid value')
+    [ "$err" = "$expected" ] || fail "the user guide shows: $expected"
     expected=$(doc_transcript --message "$top_srcdir/man/dlstage.1" '^dlstage: DLSTAGE_WINDOW: invalid value')
     [ "$err" = "$expected" ] || fail "dlstage(1) shows: $expected"
 }

@@ -62,8 +62,8 @@ expect_on_all_nodes() {
 @test "every staging read the source once (1.00x) whatever the node count" {
     out=$(cat "$(matrix_file out.txt)")
     [ "$(grep '^dlstage: staged ' <<<"$out" | grep -c 'on 3 nodes .*(1.00x); peak memory per rank [0-9.]* MiB; cpu [0-9.]* s over all nodes$')" -eq 6 ]
-    # as the README and dlstage(1) show them
-    for doc in "$README" "$MAN1"; do
+    # as the user guide and dlstage(1) show them
+    for doc in "$USER_GUIDE" "$MAN1"; do
         doc_says "$doc" '^dlstage: staging tree ' <<<"$out"
         doc_says "$doc" '^dlstage: staged tree ' <<<"$out"
     done

@@ -51,8 +51,8 @@ SCRIPT
     out=$(cat "$work/out.txt")
     grep -q '^dlstage: staged image-m to shm on 3 nodes .*(1.00x)' <<<"$out"
     grep -q '^dlstage: mounted image-m on 3 nodes in [0-9.]* s' <<<"$out"
-    doc_says "$README" '^dlstage: staged imagenet to shm on 4' imagenet=image-m <<<"$out"
-    doc_says "$README" '^dlstage: mounted imagenet' imagenet=image-m <<<"$out"
+    doc_says "$USER_GUIDE" '^dlstage: staged imagenet to shm on 4' imagenet=image-m <<<"$out"
+    doc_says "$USER_GUIDE" '^dlstage: mounted imagenet' imagenet=image-m <<<"$out"
     # mounted before the script's first line
     [ "$(grep -n -m1 SCRIPT-START <<<"$out" | cut -d: -f1)" -gt "$(grep -n '^dlstage: mounted ' <<<"$out" | cut -d: -f1)" ]
     grep -qx 'SCRIPT-START DATASETS=image-m' <<<"$out"
@@ -101,7 +101,7 @@ SCRIPT
     ! grep -q TASK-RAN <<<"$output" || false
     grep -q "^dlstage: mounting broken-m failed on n[123]: squashfuse[_a-z]* cannot mount the image $DLSTAGE_TEST_DIR/data/broken.sqfs: .*(rebuild it with 'dlstage pack')$" <<<"$output"
     grep -q "^dlstage: mounting broken-m failed; see the messages above" <<<"$output"
-    doc_says "$README" 'mounting imagenet failed' imagenet=broken-m imagenet.sqfs=broken.sqfs <<<"$output"
+    doc_says "$USER_GUIDE" 'mounting imagenet failed' imagenet=broken-m imagenet.sqfs=broken.sqfs <<<"$output"
     job=$(squeue -h -t all -o '%i %j' | sort -n | tail -n1 | cut -d' ' -f1)
     assert_cleaned "$job"
 }

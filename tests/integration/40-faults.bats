@@ -25,7 +25,7 @@ start_slow_staging() {
     echo "$output"
     [ "$status" -ne 0 ]
     [[ "$output" == *"dlstage: staging hostile to shm failed on n"*": unsafe entry '../escape.txt' in $DATA/hostile.tar: its path leaves the destination"* ]]
-    doc_says "$README" "unsafe entry '../escape.txt'" <<<"$output"
+    doc_says "$USER_GUIDE" "unsafe entry '../escape.txt'" <<<"$output"
     [ ! -e /etc/dlstage-hostile.txt ]
     for node in n1 n2 n3; do
         ! on_node "$node" sh -c 'ls /dev/shm/escape.txt /dev/shm/dlstage/escape.txt /etc/dlstage-hostile.txt' 2>/dev/null || false
@@ -61,7 +61,7 @@ start_slow_staging() {
     echo "$output"
     [ "$status" -ne 0 ]
     grep -q "dlstage: staging big to shm failed on n3: dataset 'big' needs 64.0 MiB but tier 'shm' has only" <<<"$output"
-    doc_says "$README" "staging big to shm failed on n3: .* has only" 'ssd=ssd, scratch' <<<"$output"  # this site has scratch too
+    doc_says "$USER_GUIDE" "staging big to shm failed on n3: .* has only" 'ssd=ssd, scratch' <<<"$output"  # this site has scratch too
     ! grep -q "failed on n[12]" <<<"$output" || false
     assert_no_leftovers
     assert_healthy

@@ -46,7 +46,7 @@ assert_bomb_stopped() {
     echo "$output"
     [ "$status" -ne 0 ]
     grep -q "^dlstage: staging bomb-tar to shm failed on n[12]: dataset 'bomb-tar' expands to more than 80.0 MiB in tier 'shm' (max_bytes = 80.0 MiB) while extracting $DLSTAGE_TEST_DIR/data/bomb.tar.gz; check the archive, or ask your admins for a larger max_bytes$" <<<"$output"
-    doc_says "$README" "staging bomb to shm failed" bomb=bomb-tar <<<"$output"
+    doc_says "$ARCHITECTURE_DOC" "staging bomb to shm failed" bomb=bomb-tar <<<"$output"
     assert_no_leftovers
     assert_healthy
 }

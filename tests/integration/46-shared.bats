@@ -37,7 +37,7 @@ copy_value() { record_value "$(mine)/.ready-$1.toml" "$2"; }
     [ "$status" -eq 0 ]
     each_node_says "$output" "$(mine)/tree $("$DIGEST" "$DATA/tree")"
     grep -q "staged tree to scratch (one shared copy) by 3 nodes" <<<"$output"
-    doc_says "$README" 'staged imagenet to scratch' imagenet=tree <<<"$output"
+    doc_says "$USER_GUIDE" 'staged imagenet to scratch' imagenet=tree <<<"$output"
     doc_says "$MAN1" 'staged imagenet to scratch' imagenet=tree <<<"$output"
     grep -Eq "source bytes read [^ ]+ [^ ]+ \(1\.00x\)" <<<"$output"
     [ "$(stat -c '%U %a' "$(mine)")" = "$VCLUSTER_USER 700" ]
@@ -59,7 +59,7 @@ copy_value() { record_value "$(mine)/.ready-$1.toml" "$2"; }
     [ "$status" -eq 0 ]
     each_node_says "$output" "$(mine)/mutable $want"
     grep -q "mutable: reused the copy in $(mine)/mutable" <<<"$output"
-    doc_says "$README" 'imagenet: reused the copy' imagenet=mutable <<<"$output"
+    doc_says "$USER_GUIDE" 'imagenet: reused the copy' imagenet=mutable <<<"$output"
     doc_says "$MAN1" 'imagenet: reused the copy' imagenet=mutable <<<"$output"
     ! grep -q "staging mutable" <<<"$output" || false
     diff <(echo "$before") <(find "$MUTABLE" -type f -printf "%A@ %p\n" | sort)
@@ -101,14 +101,14 @@ copy_value() { record_value "$(mine)/.ready-$1.toml" "$2"; }
     echo "$output"
     [ "$status" -eq 0 ]
     grep -q "dlstage: warning: the copy of 'mutable' in tier 'scratch' will be purged from $date" <<<"$output"
-    doc_says "$README" "warning: the copy of 'imagenet'" imagenet=mutable <<<"$output"
+    doc_says "$USER_GUIDE" "warning: the copy of 'imagenet'" imagenet=mutable <<<"$output"
     doc_says "$MAN5" "warning: the copy of 'imagenet'" imagenet=mutable <<<"$output"
     run as_user "$DLSTAGE_BIN" --config "$DLSTAGE_TEST_DIR/dlstage.toml" status --dataset mutable
     echo "$output"
     [ "$status" -eq 0 ]
     grep -Eq "^mutable +scratch +$VCLUSTER_USER .* $date +$(mine)/mutable$" <<<"$output"
-    # The columns the README and dlstage(1) show.
-    for doc in "$README" "$MAN1"; do
+    # The columns the user guide and dlstage(1) show.
+    for doc in "$USER_GUIDE" "$MAN1"; do
         shown=$(doc_transcript "$doc" 'dlstage status --dataset imagenet')
         [ "$(head -n1 <<<"$shown" | tr -s ' ')" = "$(head -n1 <<<"$output" | tr -s ' ')" ] || { echo "$doc shows: $shown"; false; }
     done
@@ -137,7 +137,7 @@ copy_value() { record_value "$(mine)/.ready-$1.toml" "$2"; }
     grep -q "staged big to scratch" "$(user_workdir)/first.txt"
     grep -q "big: waiting: job $first on n[0-9] (pid [0-9]*) is staging it" "$(user_workdir)/second.txt"
     doc_says "$MAN1" 'imagenet: waiting: job' imagenet=big <"$(user_workdir)/second.txt"
-    doc_says "$README" 'imagenet: waiting: job' imagenet=big <"$(user_workdir)/second.txt"
+    doc_says "$USER_GUIDE" 'imagenet: waiting: job' imagenet=big <"$(user_workdir)/second.txt"
     grep -q "big: reused the copy" "$(user_workdir)/second.txt"
     ! grep -q "staged big" "$(user_workdir)/second.txt" || false
     [ "$(copy_value big 'r["uses"]')" = 2 ]

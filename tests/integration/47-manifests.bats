@@ -55,7 +55,7 @@ teardown_file() {
     echo "$output"
     [ "$status" -eq 0 ]
     [[ "$output" == *"dlstage: mlocked: planned from its manifest (no walk of the source)"* ]]
-    doc_says "$README" 'planned from its manifest' tree=mlocked <<<"$output"
+    doc_says "$ADMIN_GUIDE" 'planned from its manifest' tree=mlocked <<<"$output"
     [ "$(grep -c '^two$' <<<"$output")" -eq 2 ]
     assert_healthy
 }
@@ -76,7 +76,7 @@ teardown_file() {
     echo "$output"
     [ "$status" -eq 0 ]
     [[ "$output" == *"dlstage: manifest of mstale is older than its source ($DATA/mstale/sub changed at "*"): planning from a walk; run 'dlstage catalog scan mstale'"* ]]
-    doc_says "$README" "manifest of imagenet is older than its source \\(/p" imagenet=mstale <<<"$output"
+    doc_says "$ADMIN_GUIDE" "manifest of imagenet is older than its source \\(/p" imagenet=mstale <<<"$output"
     [[ "$output" != *"planned from its manifest"* ]]
     [ "$(grep -c '^four$' <<<"$output")" -eq 2 ]
 }
@@ -99,6 +99,6 @@ teardown_file() {
     echo "$output"
     [ "$status" -eq 0 ]
     [[ "$output" == *"dlstage: not using the manifest of mhuge: manifest '$STATE/manifests/mhuge.manifest' is writable by group or others (mode 0666)"* ]]
-    doc_says "$README" 'not using the manifest of' imagenet=mhuge <<<"$output"
+    doc_says "$ADMIN_GUIDE" 'not using the manifest of' imagenet=mhuge <<<"$output"
     scancel "${lines[-1]%%;*}" || true
 }

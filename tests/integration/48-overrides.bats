@@ -102,7 +102,7 @@ table_line() {
 @test "a partition submit does not know: the prolog applies the override, the job fails with the reason, no drain" {
     fails_before_script as_other -w n1 --stage-data=big:shm
     grep -qF "dataset 'big' needs 64.0 MiB but tier 'shm' allows at most 10.0 MiB (max_bytes = 10.0 MiB, set by overrides[1] (partition=debug, user=$OTHER_USER, line $(table_line 1)))" <<<"$joblog"
-    doc_says "$README" "allows at most 10.0 MiB .*overrides\[1\]" bob="$OTHER_USER" <<<"$joblog"
+    doc_says "$ADMIN_GUIDE" "allows at most 10.0 MiB .*overrides\[1\]" bob="$OTHER_USER" <<<"$joblog"
     assert_healthy
 }
 

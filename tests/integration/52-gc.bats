@@ -140,7 +140,7 @@ running_job() {
     on_node n1 rm -rf "/dev/shm/dlstage/$ended"
 }
 
-@test "README: gc --dry-run -v says what the example shows, line by line" {
+@test "admin guide: gc --dry-run -v says what the example shows, line by line" {
     local jobs="$DLSTAGE_TEST_DIR/scratch/jobs" printed
     running_job
     ended_job
@@ -151,21 +151,21 @@ running_job() {
     gc_on n1 --dry-run -v
     [ "$status" -eq 0 ]
     printed=$output
-    doc_says "$README" '^keep /dev/shm/dlstage/' <<<"$printed"
-    doc_says "$README" '^would remove /dev/shm/dlstage/' <<<"$printed"
-    doc_says "$README" '^would remove .*\.removing-' <<<"$printed"
-    doc_says "$README" '^would remove .*, records\)' <<<"$printed"
-    doc_says "$README" '^gc on n12 \(dry run\)' <<<"$printed"
+    doc_says "$ADMIN_GUIDE" '^keep /dev/shm/dlstage/' <<<"$printed"
+    doc_says "$ADMIN_GUIDE" '^would remove /dev/shm/dlstage/' <<<"$printed"
+    doc_says "$ADMIN_GUIDE" '^would remove .*\.removing-' <<<"$printed"
+    doc_says "$ADMIN_GUIDE" '^would remove .*, records\)' <<<"$printed"
+    doc_says "$ADMIN_GUIDE" '^gc on n12 \(dry run\)' <<<"$printed"
     # and each line of the example is one of those
-    [ "$(doc_transcript --block "$README" '^# dlstage gc --dry-run -v' | wc -l)" -eq 6 ]
+    [ "$(doc_transcript --block "$ADMIN_GUIDE" '^# dlstage gc --dry-run -v' | wc -l)" -eq 6 ]
     gc_on n1
     [ "$status" -eq 0 ]
     ! on_node n1 test -e "/dev/shm/dlstage/$ended"
 }
 
-@test "README: the cron line, run as written (this install's dlstage and configuration)" {
+@test "admin guide: the cron line, run as written (this install's dlstage and configuration)" {
     local line command
-    line=$(doc_transcript --block "$README" '^[0-9]+ \* \* \* \* +root ')
+    line=$(doc_transcript --block "$ADMIN_GUIDE" '^[0-9]+ \* \* \* \* +root ')
     [ "$(wc -l <<<"$line")" -eq 1 ]
     read -r minute hour day month weekday user command <<<"$line"
     [ "$minute" -ge 0 ] && [ "$minute" -le 59 ]

@@ -100,7 +100,7 @@ tree_size() { find "$SRC/tree" -type f -printf '%s\n' | awk '{ n += $1 } END { p
     [ "$status" -eq 0 ]
     each_node_says "$output" "$(cache_of "$VCLUSTER_USER")/cached $want"
     grep -q "cached: cache hit on 3 of 3 nodes" <<<"$output"
-    doc_says "$README" 'imagenet: cache hit on 4 of 4' imagenet=cached <<<"$output"
+    doc_says "$USER_GUIDE" 'imagenet: cache hit on 4 of 4' imagenet=cached <<<"$output"
     ! grep -q "staging cached" <<<"$output" || false
     after=$(pfs_bytes_read)
     [ "$after" -eq "$before" ] || { echo "read $((after - before)) bytes on a cache hit"; false; }
@@ -129,8 +129,8 @@ tree_size() { find "$SRC/tree" -type f -printf '%s\n' | awk '{ n += $1 } END { p
     each_node_says "$output" "$(cache_of "$VCLUSTER_USER")/cached $(cached_digest "$SRC/tree")"
     grep -q "cached: cache hit on 1 of 3 nodes" <<<"$output"
     grep -q "staged cached to cache on 2 nodes" <<<"$output"
-    doc_says "$README" 'imagenet: cache hit on 3 of 4' imagenet=cached <<<"$output"
-    doc_says "$README" '^staged imagenet to ssd' imagenet=cached ssd=cache <<<"$output"
+    doc_says "$USER_GUIDE" 'imagenet: cache hit on 3 of 4' imagenet=cached <<<"$output"
+    doc_says "$USER_GUIDE" '^staged imagenet to ssd' imagenet=cached ssd=cache <<<"$output"
     after=$(pfs_bytes_read)
     [ "$((after - before))" -eq "$(tree_size)" ] || { echo "read $((after - before)) of $(tree_size)"; false; }
 }
@@ -149,7 +149,7 @@ tree_size() { find "$SRC/tree" -type f -printf '%s\n' | awk '{ n += $1 } END { p
     rm -f "$keep"
     [ "$status_changed" -eq 0 ]
     grep -q "the source changed since it was cached" <<<"$out"
-    doc_says "$README" '\.\.\. the source changed since' <<<"$out"
+    doc_says "$USER_GUIDE" '\.\.\. the source changed since' <<<"$out"
     grep -q "staged cached to cache on 2 nodes" <<<"$out"
     # The new copy holds the changed file: restaging again now gives the original back.
     on_nodes n1,n2 CACHED cached
@@ -181,7 +181,7 @@ tree_size() { find "$SRC/tree" -type f -printf '%s\n' | awk '{ n += $1 } END { p
     on_nodes n1 CACHED cached
     [ "$status" -eq 0 ]
     grep -q "cached: staging it on n1: 1 entries changed since it was cached" <<<"$output"
-    doc_says "$README" 'entries changed since it was cached' <<<"$output"
+    doc_says "$USER_GUIDE" 'entries changed since it was cached' <<<"$output"
     grep -Eqx "n1 .* $want" <<<"$output"
     # Another user gets the source's exact bytes, in an entry of their own.
     forget_everywhere "$OTHER_USER" cached
@@ -288,7 +288,7 @@ entries_on() { on_node "$1" ls "$(cache_of "$VCLUSTER_USER")"; }
         sleep 1.1  # last uses a second apart
     done
     grep -q "lru3: staging it on n1: not in the node cache" <<<"$output"
-    doc_says "$README" 'staging it on n7' imagenet=lru3 <<<"$output"
+    doc_says "$USER_GUIDE" 'staging it on n7' imagenet=lru3 <<<"$output"
     entries=$(entries_on n1)
     echo "$entries"
     grep -qx lru1 <<<"$entries"
@@ -363,5 +363,5 @@ PY
     echo "$output"
     [ "$status" -eq 0 ]
     grep -Eq "^dlstage: cached: walking $PFS/tree: [0-9]+ entries found so far$" <<<"$output"
-    doc_says "$README" 'walking .* entries found so far' imagenet=cached <<<"$output"
+    doc_says "$USER_GUIDE" 'walking .* entries found so far' imagenet=cached <<<"$output"
 }

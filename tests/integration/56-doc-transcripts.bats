@@ -1,21 +1,22 @@
 #!/usr/bin/env bats
-# The README's and dlstage(1)'s transcripts that need Slurm, as written:
-# each is read from the doc (tests/cli/doc-transcript) and compared with
-# what the real sbatch or dlstage status prints on the test cluster.  The
-# submission examples run against the README's own little site: a copy of
+# The transcripts of the README, the guides and dlstage(1) that need
+# Slurm, as written: each is read from the doc (tests/cli/doc-transcript)
+# and compared with what the real sbatch or dlstage status prints on the
+# test cluster.  The submission examples run against the guides' own little
+# site: a copy of
 # the cluster's slurm.conf whose plugstack.conf loads the same plugin with
 # a configuration of two datasets, imagenet (a sparse 140 GiB file, so its
 # size is known at submission) and coco (ssd only), on the tiers shm, ssd and
 # scratch.  The examples that stage (the quick start, the shared tier, the
 # node cache, dlstage(1)'s sbatch line) run on the test cluster itself,
-# with its node count and tier names where the README's differ.
+# with its node count and tier names where the docs' differ.
 
 load helpers
 
-# readme_block FIRST_LINE_REGEX: the README code block whose first line
+# block_of DOC FIRST_LINE_REGEX: the code block of DOC whose first line
 # matches, without its fences.
-readme_block() {
-    doc_transcript --block "$README" "$1"
+block_of() {
+    doc_transcript --block "$1" "$2"
 }
 
 setup_file() {
@@ -56,14 +57,14 @@ TOML
     chmod 0644 "$site/dlstage.toml" "$site/plugstack.conf" "$site/slurm.conf"
 }
 
-# as_readme_user CMD...: as_user, with the README's site.
+# as_readme_user CMD...: as_user, with the guides' site (readme-site).
 as_readme_user() {
     (cd "$(user_workdir)" && printf '#!/bin/sh\ntrue\n' >job.sh && cp job.sh train.sh && chmod 0644 job.sh train.sh &&
         runuser -u "$VCLUSTER_USER" -- env SLURM_CONF="$DLSTAGE_TEST_DIR/readme-site/slurm.conf" PATH="$PATH" "$@")
 }
 
 # same_transcript DOC COMMAND: COMMAND (as the doc writes it, run as the
-# test user against the README's site) prints what DOC shows, and submits
+# test user against the guides' site) prints what DOC shows, and submits
 # nothing.
 same_transcript() {
     local expected before
@@ -84,7 +85,7 @@ readme_training_dir() {
     mkdir -p "$dir/bin"
     ln -sf /usr/bin/python3 "$dir/bin/python"
     ln -sf "$DLSTAGE_BIN" "$dir/bin/dlstage"
-    readme_block '^#!/bin/bash' >"$dir/train.sh"
+    block_of "$README" '^#!/bin/bash' >"$dir/train.sh"
     sed -n 2p "$dir/train.sh" | grep -qx '# train.sh'
     grep -q 'python train.py --data "$DLSTAGE_IMAGENET"' "$dir/train.sh"
     printf '%s\n' 'import os, sys' \
@@ -96,13 +97,13 @@ readme_training_dir() {
     chown -R "$VCLUSTER_USER" "$dir"
 }
 
-# two_jobs_as_written DIR BLOCK_REGEX SED: the README's block of two sbatch
+# two_jobs_as_written DIR BLOCK_REGEX SED: the user guide's block of two sbatch
 # lines (comments dropped, SED applied: this cluster's node count and
 # tier names), from DIR: the "first job", and once it has ended the
 # "later" one; sets first and second (job ids).
 two_jobs_as_written() {
     local dir=$1 block line job
-    block=$(doc_transcript --commands "$README" "$2")
+    block=$(doc_transcript --commands "$USER_GUIDE" "$2")
     [ "$(wc -l <<<"$block")" -eq 2 ] || { echo "no longer two lines: $block"; return 1; }
     first= second=
     while read -r line; do
@@ -117,28 +118,28 @@ two_jobs_as_written() {
     cat "$dir/slurm-$first.out" "$dir/slurm-$second.out"
 }
 
-@test "README and spank-dlstage(8): an unknown dataset is refused at submission with the line shown" {
-    same_transcript "$README" 'sbatch --stage-data=imagnet job.sh'
+@test "user guide and spank-dlstage(8): an unknown dataset is refused at submission with the line shown" {
+    same_transcript "$USER_GUIDE" 'sbatch --stage-data=imagnet job.sh'
     doc_says "$MAN8" "unknown dataset 'imagnet'" <<<"$output"
 }
 
-@test "README: a tier the dataset does not allow is refused with the line shown" {
-    same_transcript "$README" 'sbatch --stage-data=coco:shm job.sh'
+@test "user guide: a tier the dataset does not allow is refused with the line shown" {
+    same_transcript "$USER_GUIDE" 'sbatch --stage-data=coco:shm job.sh'
 }
 
-@test "README: a dataset larger than the job's memory on /dev/shm is refused with the line shown" {
-    same_transcript "$README" 'sbatch --mem=64G --stage-data=imagenet:shm train.sh'
+@test "admin guide: a dataset larger than the job's memory on /dev/shm is refused with the line shown" {
+    same_transcript "$ADMIN_GUIDE" 'sbatch --mem=64G --stage-data=imagenet:shm train.sh'
 }
 
-@test "README: sbatch --stage-data=help job.sh prints the header, the imagenet row's columns and the shm tier shown" {
-    expected=$(doc_transcript "$README" 'sbatch --stage-data=help job.sh')
+@test "user guide: sbatch --stage-data=help job.sh prints the header, the imagenet row's columns and the shm tier shown" {
+    expected=$(doc_transcript "$USER_GUIDE" 'sbatch --stage-data=help job.sh')
     run as_readme_user sbatch --stage-data=help job.sh
     [ "$status" -eq 0 ]
     [ "$(sed -n 1p <<<"$output")" = "$(sed -n 1p <<<"$expected")" ]
     columns() { sed -E 's/ {2,}/|/g'; }
     [ "$(sed -n 2p <<<"$output" | columns)" = "$(sed -n 2p <<<"$expected" | columns)" ]
     # NAME, TIERS and DESCRIPTION of the row (FORMAT, SIZE and FILES are the
-    # README's tree, here a file).
+    # guide's tree, here a file).
     doc_row=$(grep '^imagenet ' <<<"$expected" | columns)
     row=$(grep '^imagenet ' <<<"$output" | columns)
     [ "$(cut -d'|' -f1,2 <<<"$row")|$(awk -F'|' '{print $NF}' <<<"$row")" = \
@@ -147,7 +148,7 @@ two_jobs_as_written() {
     grep -qxF "$(grep '^  shm: ' <<<"$expected")" <<<"$output"
 }
 
-@test "README and dlstage(1): dlstage status has the columns shown" {
+@test "user guide and dlstage(1): dlstage status has the columns shown" {
     run as_user sbatch --parsable -N1 --stage-data=sample --wrap true
     [ "$status" -eq 0 ]
     job=${output%%;*}
@@ -157,7 +158,7 @@ two_jobs_as_written() {
         sleep 1
     done
     header=$(head -n1 <<<"$output" | tr -s ' ')
-    for doc in "$README" "$MAN1"; do
+    for doc in "$USER_GUIDE" "$MAN1"; do
         expected=$(doc_transcript "$doc" 'dlstage status')
         [ "$(head -n1 <<<"$expected" | tr -s ' ')" = "$header" ] || { echo "$doc: $expected / $header"; false; }
     done
@@ -222,56 +223,56 @@ two_jobs_as_written() {
     assert_healthy
 }
 
-@test "README: check-config --explain of the site example with its two overrides, for alice in group vision (dlstest here)" {
+@test "admin guide: check-config --explain of the site example with its two overrides, for alice in group vision (dlstest here)" {
     local config="$DLSTAGE_TEST_DIR/readme-site/explain.toml" expected
-    # The README's first TOML example (the site) and its third (the
-    # overrides), as one file: the line numbers the transcript names.
-    { readme_block '^\[site\]$' && echo && readme_block '^\[\[overrides\]\]$'; } >"$config"
+    # The admin guide's site example and its overrides example, as one
+    # file: the line numbers the transcript names.
+    { block_of "$ADMIN_GUIDE" '^\[site\]$' && echo && block_of "$ADMIN_GUIDE" '^\[\[overrides\]\]$'; } >"$config"
     chmod 0644 "$config"
-    expected=$(doc_transcript "$README" 'dlstage check-config --explain --partition gpu --user alice')
+    expected=$(doc_transcript "$ADMIN_GUIDE" 'dlstage check-config --explain --partition gpu --user alice')
     run as_user env DLSTAGE_CONFIG="$config" "$DLSTAGE_BIN" check-config --explain --partition gpu --user "$VCLUSTER_USER"
     [ "$status" -eq 0 ]
     output=$(sed -e "s|$config|/etc/dlstage/dlstage.toml|" -e "s/user=$VCLUSTER_USER, groups=$VCLUSTER_USER,/user=alice, groups=alice,/" <<<"$output")
     [ "$output" = "$expected" ] || { printf 'prints:\n%s\ndoc shows:\n%s\n' "$output" "$expected"; false; }
 }
 
-@test "README: the shared-tier example (3 nodes for 8): the first job copies once, the next reuses the copy" {
+@test "user guide: the shared-tier example (3 nodes for 8): the first job copies once, the next reuses the copy" {
     local dir copy="$DLSTAGE_TEST_DIR/scratch/dlstage/$VCLUSTER_USER"
     dir=$(user_workdir)
     readme_training_dir "$dir"
     forget_kept_copy "$copy" imagenet
     two_jobs_as_written "$dir" '^sbatch -N8 --stage-data=imagenet:scratch' 's/-N8/-N3/'
-    doc_says "$README" 'staged imagenet to scratch' <"$dir/slurm-$first.out"
-    doc_says "$README" 'imagenet: reused the copy' <"$dir/slurm-$second.out"
+    doc_says "$USER_GUIDE" 'staged imagenet to scratch' <"$dir/slurm-$first.out"
+    doc_says "$USER_GUIDE" 'imagenet: reused the copy' <"$dir/slurm-$second.out"
     grep -q "^train.py on n[123]: $copy/imagenet holds 24 files; staged: imagenet$" "$dir/slurm-$second.out"
     ! grep -q "staged imagenet" "$dir/slurm-$second.out" || false
     assert_healthy
 }
 
-@test "README: the node-cache example (3 nodes for 4, its ssd is cache here): the second job hits on every node" {
+@test "user guide: the node-cache example (3 nodes for 4, its ssd is cache here): the second job hits on every node" {
     local dir entry=/local/dlcache/.cache/$VCLUSTER_USER
     dir=$(user_workdir)
     readme_training_dir "$dir"
     forget_kept_copy "$entry" imagenet n1 n2 n3
     two_jobs_as_written "$dir" '^sbatch -N4 --stage-data=imagenet:ssd' 's/-N4/-N3/; s/imagenet:ssd/imagenet:cache/'
     grep -q "staged imagenet to cache on 3 nodes" "$dir/slurm-$first.out"
-    doc_says "$README" 'imagenet: cache hit on 4 of 4' <"$dir/slurm-$second.out"
+    doc_says "$USER_GUIDE" 'imagenet: cache hit on 4 of 4' <"$dir/slurm-$second.out"
     grep -q "cache hit on 3 of 3 nodes" "$dir/slurm-$second.out"
     grep -q "^train.py on n[123]: $entry/imagenet holds 24 files; staged: imagenet$" "$dir/slurm-$second.out"
     forget_kept_copy "$entry" imagenet n1 n2 n3   # the cache as 54-cache left it
     assert_healthy
 }
 
-@test "README: the test cluster by hand, line by line (in a directory of this test for /tmp/vc)" {
+@test "testing.md: the test cluster by hand, line by line (in a directory of this test for /tmp/vc)" {
     local first='^eval "\$\(tests/cluster/vcluster up ' block script dir="$DLSTAGE_TEST_DIR/by-hand" ctlds
     rm -rf "$dir"
-    block=$(readme_block "$first")
+    block=$(block_of "$TESTING_DOC" "$first")
     [ "$(wc -l <<<"$block")" -eq 4 ] || { echo "no longer 4 lines: $block"; false; }
     grep -q '# n1 n2 n3$' <<<"$block"   # what the test checks below
-    script=$(doc_transcript --commands "$README" "$first" | sed -E "s|/tmp/vc\\b|$dir|g")
+    script=$(doc_transcript --commands "$TESTING_DOC" "$first" | sed -E "s|/tmp/vc\\b|$dir|g")
     live_slurmctlds() { ps -C slurmctld -o stat= | grep -vc '^Z'; }  # a zombie has stopped too
     ctlds=$(live_slurmctlds)
-    # From the source tree, whose _build the README's line names; the
+    # From the source tree, whose _build the doc's line names; the
     # second cluster's own SLURM_CONF, not this one's.
     run env -u SLURM_CONF -u VCLUSTER_DIR bash -ec "cd '$BATS_TEST_DIRNAME/../..' && $script"
     echo "$output"

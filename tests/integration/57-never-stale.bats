@@ -135,7 +135,7 @@ in_place_line() {
     stage_on n1,n2 NS_CACHE ns-cache
     [ "$status" -eq 0 ]
     [[ "$output" == *"$(in_place_line ns-cache "$f" "$old" "$new")"* ]]
-    doc_says "$README" 'files changed in place' imagenet=ns-cache <<<"$output"
+    doc_says "$ADMIN_GUIDE" 'files changed in place' imagenet=ns-cache <<<"$output"
     ! grep -q "cache hit" <<<"$output" || false
     for n in n1 n2; do grep -q "ns-cache: staging it on $n: the source changed since it was cached" <<<"$output"; done
     # Every node has the new bytes.
@@ -224,7 +224,7 @@ change_copy() {
     grep -q "dlstage: ns-added: repaired and reused the copy in $(mine)/ns-added " <<<"$output"
     grep -q "; found 0 missing, 20 changed and 2 added entries: 20 fetched again, 2 removed" <<<"$output"
     doc_says "$MAN1" 'repaired and reused the copy' imagenet=ns-added <<<"$output"
-    doc_says "$README" 'repaired and reused the copy' imagenet=ns-added <<<"$output"
+    doc_says "$USER_GUIDE" 'repaired and reused the copy' imagenet=ns-added <<<"$output"
     ! grep -q "staging ns-added\|staging it again" <<<"$output" || false
     each_node_says "$output" "$(mine)/ns-added $want 30"
     [ ! -e "$(mine)/ns-added/extra" ] && [ ! -e "$(mine)/ns-added/d2/planted.bin" ]

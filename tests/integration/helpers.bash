@@ -15,8 +15,15 @@ user_workdir() {
     echo "$d"
 }
 
-# The docs whose examples the tests hold to what the programs print.
+# The docs whose examples the tests hold to what the programs print
+# (tests/cli/doc-coverage names each by its variable here).
 README="$BATS_TEST_DIRNAME/../../README.md"
+USER_GUIDE="$BATS_TEST_DIRNAME/../../docs/user-guide.md"
+ADMIN_GUIDE="$BATS_TEST_DIRNAME/../../docs/admin-guide.md"
+SECURITY_DOC="$BATS_TEST_DIRNAME/../../docs/security.md"
+PERFORMANCE_DOC="$BATS_TEST_DIRNAME/../../docs/performance.md"
+ARCHITECTURE_DOC="$BATS_TEST_DIRNAME/../../docs/ARCHITECTURE.md"
+TESTING_DOC="$BATS_TEST_DIRNAME/../../docs/testing.md"
 MAN1="$BATS_TEST_DIRNAME/../../man/dlstage.1"
 MAN5="$BATS_TEST_DIRNAME/../../man/dlstage.toml.5"
 MAN8="$BATS_TEST_DIRNAME/../../man/spank-dlstage.8"

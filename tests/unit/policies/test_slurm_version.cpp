@@ -28,9 +28,10 @@ BOOST_AUTO_TEST_CASE(only_the_release_it_was_built_for_loads_it)
     BOOST_TEST(other.reason ==
                "dlstage.so was built for Slurm 22.05.8 but is loaded into Slurm 23.02.1: rebuild and reinstall "
                "dlstage against Slurm 23.02.1 (see spank-dlstage(8), Slurm versions)");
-    // The docs show this very line (README: as sbatch prints it).
-    BOOST_TEST(content_of(source_path("README.md")).find("\nsbatch: error: dlstage: " + other.reason + "\n") !=
-               std::string::npos);
+    // The docs show this very line (the admin guide: as sbatch prints it).
+    BOOST_TEST(
+        content_of(source_path("docs/admin-guide.md")).find("\nsbatch: error: dlstage: " + other.reason + "\n") !=
+        std::string::npos);
     BOOST_TEST(content_of(source_path("man/spank-dlstage.8")).find("\ndlstage: " + other.reason + "\n") !=
                std::string::npos);
     BOOST_TEST(!plugin_fits_slurm("22.05.8", "21.08.8").allowed);
