@@ -69,6 +69,13 @@ pick_ports() {
     die "no block of $count free TCP ports found in 20000-32500"
 }
 
+# node_range nA ... nB: consecutive nodes as Slurm writes them, nA or n[A-B].
+node_range() {
+    local last=${!#}
+    (($# > 1)) || { echo "$1"; return; }
+    echo "n[${1#n}-${last#n}]"
+}
+
 write_slurm_conf() {
     local ctld_port=$1 node_port=$2 nn=${#NODES[@]} cpus mem
     # Every slurmd checks the host against its node's line: promising more
@@ -131,11 +138,15 @@ MinJobAge=300
 $(for ((i = 1; i <= nn; i++)); do
     echo "NodeName=n$i NodeHostname=n$i NodeAddr=127.0.0.1 Port=$((node_port + i - 1)) CPUs=$cpus RealMemory=$mem"
 done)
-PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+PartitionName=debug Nodes=$(node_range "${NODES[@]:0:NODE_COUNT}") Default=YES MaxTime=INFINITE State=UP
 # A second partition on the same nodes, for per-partition [[overrides]]
 # (48-overrides.bats). Hidden: a user's sinfo lists each node once (root's
 # lists it once per partition).
-PartitionName=small Nodes=ALL MaxTime=INFINITE State=UP Hidden=YES
+PartitionName=small Nodes=$(node_range "${NODES[@]:0:NODE_COUNT}") MaxTime=INFINITE State=UP Hidden=YES
+$( ((${#MOVER_NODES[@]})) || exit 0
+    echo "# The mover nodes (--mover-nodes), in no other partition: jobs that do not"
+    echo "# ask for partition mover never land there."
+    echo "PartitionName=mover Nodes=$(node_range "${MOVER_NODES[@]}") MaxTime=INFINITE State=UP")
 EOF
     chmod 0644 "$(conf)"
 }
@@ -178,10 +189,17 @@ write_hosts() {
 # holder, `sleep infinity`), so that slurmd can be restarted inside it while
 # the node's jobs, /dev/shm and mounts live on.  The holder's shell sets the
 # hostname and mounts before it execs; `unshare` does not fork, so the pid
-# the shell writes is the holder's.
+# the shell writes is the holder's.  The node's --node-mount pairs (SRC DST
+# after the fixed arguments) are bound there last: private propagation keeps
+# them out of the host and every other node.
 start_node_namespace() {
-    local n=$1 size=$2 pidf=$DIR/run/holder-$1.pid fuse_conf=""
+    local n=$1 size=$2 pidf=$DIR/run/holder-$1.pid fuse_conf="" m node src dst
+    local binds=()
     [[ $ALLOW_OTHER == 1 ]] && fuse_conf=$DIR/fuse.conf
+    for m in "${NODE_MOUNTS[@]}"; do
+        IFS=: read -r node src dst <<<"$m"
+        [[ $node == "$n" ]] && binds+=("$src" "$dst")
+    done
     # shellcheck disable=SC2016  # expanded by the inner shell
     spawn "$DIR/log/holder-$n.out" unshare --uts --mount --propagation private \
         bash -c 'set -e
@@ -190,9 +208,12 @@ start_node_namespace() {
             mount --bind "$4" /local
             if [ -n "$5" ]; then mount --bind "$5" /etc/fuse.conf; fi
             mount --bind "$6" /etc/hosts
-            echo $$ >"$1"
+            pidf=$1
+            shift 6
+            while [ $# -ge 2 ]; do mount --bind "$1" "$2"; shift 2; done
+            echo $$ >"$pidf"
             exec sleep infinity' \
-        vc-holder "$pidf" "$n" "$size" "$DIR/nodes/$n/local" "$fuse_conf" "$DIR/hosts"
+        vc-holder "$pidf" "$n" "$size" "$DIR/nodes/$n/local" "$fuse_conf" "$DIR/hosts" ${binds[@]+"${binds[@]}"}
     wait_pidfile "$pidf" 10 || die "node $n: its namespace did not start"
     local i
     for ((i = 0; i < 100; i++)); do    # until the shell has become the holder
@@ -318,7 +339,7 @@ cmd_up() {
     done
     for n in "${NODES[@]}"; do record_namespaces "$n"; done
     for n in "${NODES[@]}"; do start_slurmd "$n"; done
-    say "slurmctld on 127.0.0.1:$base, slurmd n1..n${#NODES[@]} on :$((base + 1))-$((base + ${#NODES[@]}))"
+    say "slurmctld on 127.0.0.1:$base, slurmd n1..n${#NODES[@]} on :$((base + 1))-$((base + ${#NODES[@]}))${MOVER_NODES[*]+ (mover: ${MOVER_NODES[*]})}"
     wait_for_nodes || die "cluster did not come up"
     ensure_test_user
     trap - EXIT
