@@ -8,8 +8,12 @@ load helpers
     run bash -c "sinfo -h -N -o '%N %T' | sort -u"
     echo "$output"
     [ "$status" -eq 0 ]
-    [ "${#lines[@]}" -eq "${DLSTAGE_TEST_NODES:-3}" ]
+    # every node the cluster has: the compute nodes and the mover node
+    [ "${#lines[@]}" -eq "$(wc -l <"$VCLUSTER_DIR/run/nodes")" ]
     ! grep -Eiq 'drain|down|fail' <<<"$output" || false
+    # and the compute nodes are still all of the default partition
+    run sinfo -h -N -p debug -o %N
+    [ "${#lines[@]}" -eq "${DLSTAGE_TEST_NODES:-3}" ]
 }
 
 @test "no job is left pending or running" {
