@@ -133,7 +133,7 @@ int cmd_check_config(const GlobalOptions& options, const std::vector<std::string
         }
         std::cout << file << ": OK (" << config.tiers.size() << " tiers, " << config.datasets.size() << " datasets"
                   << (config.overrides.empty() ? "" : ", " + std::to_string(config.overrides.size()) + " overrides")
-                  << ")\n";
+                  << (config.mover.configured() ? ", mover partition " + config.mover.partition : "") << ")\n";
         return kExitOk;
     } catch (const ConfigError& e) {
         for (const ConfigProblem& problem : e.problems())

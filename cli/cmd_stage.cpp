@@ -15,6 +15,7 @@
 #include "config/stage_spec.hpp"
 #include "job/identity.hpp"
 #include "job/job_identity.hpp"
+#include "launch/mover_outcome.hpp"
 #include "launch/stager_step.hpp"
 #include "lib/contract.hpp"
 #include "lib/error.hpp"
@@ -86,9 +87,20 @@ int cmd_stage(const GlobalOptions& options, const std::vector<std::string>& args
                                            spank::decode_facts(process_env(std::string(kJobEnvPrefix) + kFactsVar)),
                                            memory_from_slurm(process_env)));
     const std::string& job_id = step.job_id;
+    // A mover job that fails or is cancelled ends the jobs that wait for it.
+    const bool mover =
+        launch::is_mover_job(config, items, identity_from_slurm(process_env, this_user_name(), false).partition);
+    if (mover)
+        launch::note_cancellation();
     if (const launch::LauncherReport report = launch::run_stager_step(config, step); report.exit_code != 0) {
         for (const std::string& line : launch::staging_failure(config, step, report))
             say(line);
+        if (mover) {
+            const std::string reason = launch::cancelled() ? "it was cancelled or reached its time limit"
+                                                           : launch::failure_reason(config, step, report);
+            for (const std::string& line : launch::end_waiting_jobs(items, job_id, reason))
+                say(line);
+        }
         return kExitFailure;
     }
     if (!mounts::start_mount_holder(config, step.config_path, job_id, step.nodes, step.spec))

@@ -32,6 +32,7 @@ int print_copies(const Config& config, const std::string& dataset, bool json, co
 int print_node(const Config& config, const std::string& node, bool json);
 int cmd_pack(const GlobalOptions& options, const std::vector<std::string>& args);
 int cmd_gc(const GlobalOptions& options, const std::vector<std::string>& args);
+int cmd_prefetch(const GlobalOptions& options, const std::vector<std::string>& args);
 // Internal: the mount holder on one node, started by stage as a job step.
 int cmd_hold_mounts(const GlobalOptions& options, const std::vector<std::string>& args);
 

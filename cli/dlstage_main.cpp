@@ -32,6 +32,7 @@ std::string synopsis(const std::string& command)
         {"pack",
          "dlstage pack [--format squashfs|tar] [--shards N | --shard-size SIZE] [--block-size SIZE] [--force] DIR OUT"},
         {"gc", "dlstage gc [--dry-run] [--node NAME] [--tier NAME] [-v]"},
+        {"prefetch", "dlstage prefetch NAME"},
     };
     for (const auto& [name, line] : lines)
         if (name == command)
@@ -61,6 +62,7 @@ void print_help()
                  "  stage [SPEC...]        stage datasets to every node of the current job\n"
                  "  status [JOBID...]      show staging as squeue shows jobs (--node, --dataset)\n"
                  "  pack DIR OUT           pack a directory into a squashfs image or tar shards\n"
+                 "  prefetch NAME          copy a dataset only mover nodes see to its shared tier\n"
                  "  gc [--dry-run]         remove what ended jobs left on this node (root)\n"
                  "\n"
                  "Options:\n"
@@ -91,6 +93,7 @@ const std::vector<CommandRow>& commands()
         {"stage", cmd_stage},
         {"status", cmd_status},
         {"pack", cmd_pack},
+        {"prefetch", cmd_prefetch},
         {"gc", cmd_gc},
         {kHoldMountsCommand, cmd_hold_mounts, true},  // started by stage
     };

@@ -51,13 +51,15 @@ public:
     {
         Config config;
         config.file = file_;
-        check_keys(root, "", {"site", "tiers", "datasets", "overrides"});
+        check_keys(root, "", {"site", "tiers", "datasets", "overrides", "mover"});
         if (const auto* site = table_at(root, "site", "site"))
             load_site(*site, config.site);
         if (const auto* tiers = table_at(root, "tiers", "tiers"))
             load_tiers(*tiers, config);
         if (config.tiers.empty() && !has_problem_under("tiers"))
             problem(root.source(), "tiers", "no tiers defined: add a [tiers.NAME] table with a path");
+        if (const auto* mover = table_at(root, "mover", "mover"))
+            load_mover(*mover, config.mover);
         if (const auto* datasets = table_at(root, "datasets", "datasets"))
             load_datasets(*datasets, config);
         check_site_against_tiers(config);
@@ -70,6 +72,7 @@ public:
 private:
     std::string file_;
     toml::source_region default_tier_where_;
+    bool mover_given_ = false;
 
     void problem(const toml::source_region& where, const std::string& key, const std::string& message)
     {
@@ -494,7 +497,7 @@ private:
     std::optional<Dataset> load_dataset(const std::string& name, const toml::table& table, const std::string& prefix,
                                         const Config& config)
     {
-        check_keys(table, prefix, {"source", "format", "mode", "tiers", "description", "immutable"});
+        check_keys(table, prefix, {"source", "format", "mode", "tiers", "description", "immutable", "reach", "via"});
         Dataset dataset;
         dataset.name = name;
         dataset.format = choice_at<Format>(table, "format", prefix + ".format",
@@ -521,7 +524,72 @@ private:
         }
         dataset.source = *source;
         check_mode_fits_format(table, prefix, dataset);
+        load_reach(table, prefix, config, dataset);
         return dataset;
+    }
+
+    // reach = "mover" needs a shared tier to pass through (via, one of the
+    // dataset's tiers) and a partition for the mover jobs; via alone means
+    // nothing.
+    void load_reach(const toml::table& table, const std::string& prefix, const Config& config, Dataset& dataset)
+    {
+        dataset.reach = choice_at<Reach>(table, "reach", prefix + ".reach",
+                                         {{"compute", Reach::Compute}, {"mover", Reach::Mover}}, Reach::Compute);
+        const auto via = string_at(table, "via", prefix + ".via", false);
+        const toml::node* where = table.get("reach") ? table.get("reach") : &table;
+        if (dataset.reach != Reach::Mover) {
+            if (via)
+                problem(table.get("via")->source(), prefix + ".via",
+                        "only a dataset with reach = \"mover\" passes through a tier: remove via, or add reach = "
+                        "\"mover\"");
+            return;
+        }
+        if (!config.mover.configured() && !mover_given_)
+            problem(where->source(), prefix + ".reach",
+                    "reach = \"mover\" needs a [mover] table with the partition mover jobs run on, e.g. partition = "
+                    "\"xfer\"");
+        if (!via) {
+            problem(where->source(), prefix + ".via",
+                    "reach = \"mover\" needs via, the shared tier the mover job copies into, e.g. via = \"scratch\"");
+            return;
+        }
+        const Tier* tier = config.find_tier(*via);
+        if (!tier || tier->scope != Scope::Shared)
+            problem(table.get("via")->source(), prefix + ".via",
+                    "must name a tier with scope = \"shared\", not " + quoted(*via) +
+                        (tier ? "" : " (known: " + join(config.tier_names(), ", ") + ")"));
+        else if (std::find(dataset.tiers.begin(), dataset.tiers.end(), *via) == dataset.tiers.end())
+            problem(table.get("via")->source(), prefix + ".via",
+                    "tier " + quoted(*via) + " must also be one of the dataset's tiers: add it to tiers");
+        dataset.via = *via;
+    }
+
+    // [mover]: the partition is required; account, qos and time_limit are
+    // passed to sbatch as they are, nodes is how many read in parallel.
+    void load_mover(const toml::table& table, MoverSettings& mover)
+    {
+        mover_given_ = true;  // a broken [mover] is reported once, not again by each dataset
+        check_keys(table, "mover", {"partition", "account", "qos", "time_limit", "nodes"});
+        for (const auto& [key, into] : {std::pair{"partition", &mover.partition},
+                                        {"account", &mover.account},
+                                        {"qos", &mover.qos},
+                                        {"time_limit", &mover.time_limit}}) {
+            const std::string where = std::string("mover.") + key;
+            if (auto value = string_at(table, key, where, std::string_view(key) == "partition")) {
+                if (value->empty() || value->find_first_of(" \t\n,=") != std::string::npos)
+                    problem(table.get(key)->source(), where,
+                            "must be one Slurm name or value without blanks, commas or '=', not " + quoted(*value));
+                else
+                    *into = *value;
+            }
+        }
+        if (const toml::node* node = node_at(table, "nodes", "mover.nodes", false)) {
+            const auto count = node->value<std::int64_t>();
+            if (!node->is_integer() || !count || *count < 1 || *count > 1024)
+                problem(node->source(), "mover.nodes", "must be a whole number of nodes from 1 to 1024, e.g. 1");
+            else
+                mover.nodes = static_cast<int>(*count);
+        }
     }
 
     void load_dataset_tiers(const toml::table& table, const std::string& prefix, const Config& config, Dataset& dataset)

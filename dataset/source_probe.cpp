@@ -143,4 +143,27 @@ SourceFacts probe_source(const Dataset& dataset, const std::string& manifest_dir
     return facts;
 }
 
+SourceFacts probe_far_source(const Dataset& dataset, const std::string& manifest_dir)
+{
+    SourceFacts facts;
+    facts.format = dataset.known_format();
+    const std::string path = manifest_path(manifest_dir, dataset.name);
+    struct stat st {};
+    if (manifest_dir.empty() || ::lstat(path.c_str(), &st) != 0 || !untrusted_manifest_reason(path).empty())
+        return facts;
+    try {
+        const ManifestHeader header = read_manifest_header(path);
+        facts.manifest_scanned = header.scanned;
+        if (header.format == Format::Dir) {
+            facts.format = Format::Dir;
+            facts.bytes = header.bytes;
+            facts.files = header.entries;
+            facts.from_manifest = true;
+        }
+    } catch (const Error& e) {
+        facts.note = unused_manifest_line(dataset.name, e.what(), "its size is known once its mover job reads it");
+    }
+    return facts;
+}
+
 }  // namespace dlstage

@@ -19,6 +19,13 @@ namespace dlstage {
 // manifest_dir: site.manifest_dir, where a catalog dataset's manifest may be.
 SourceFacts probe_source(const Dataset& dataset, const std::string& manifest_dir = "");
 
+// A reach = "mover" dataset's source as submit knows it without looking
+// (the compute side, and perhaps this host, cannot see it): present, of
+// the format its name says, and of the size its manifest's header says
+// when there is a trusted one (with the manifest's scan time); size
+// unknown otherwise.  The mover job finds what is really there.
+SourceFacts probe_far_source(const Dataset& dataset, const std::string& manifest_dir);
+
 // The files a glob of tar shards matches, sorted bytewise: the order they
 // are staged in.  err: why the glob failed (no match is not a failure).
 struct ShardMatches {

@@ -52,6 +52,11 @@ std::string to_string(PurgeBy purge_by)
     return "?";
 }
 
+std::string to_string(Reach reach)
+{
+    return reach == Reach::Mover ? "mover" : "compute";
+}
+
 bool Tier::charged_by_default() const
 {
     const std::string& root = path.root();

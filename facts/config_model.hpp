@@ -23,11 +23,16 @@ enum class Mode { Copy, Extract, Mount };
 // Which of a file's times the site's purge tool counts its age from; Max:
 // the latest of atime, mtime and ctime.
 enum class PurgeBy { Atime, Mtime, Ctime, Max };
+// Where a dataset's source can be read: on the compute nodes (the stager
+// reads it in the job), or only on the mover partition's nodes (LARGEDATA),
+// from where a mover job copies it into a shared tier first.
+enum class Reach { Compute, Mover };
 
 std::string to_string(Scope scope);
 std::string to_string(Cleanup cleanup);
 std::string to_string(Mode mode);
 std::string to_string(PurgeBy purge_by);
+std::string to_string(Reach reach);
 
 // A site's purge of a file system (SCRATCH): files whose age passes `days`
 // are deleted by the site's own tool, not by dlstage.
@@ -108,6 +113,10 @@ struct Dataset {
     // place: a kept copy planned from a current manifest is then reused
     // without a stat of every source file (stager/source_check).
     bool immutable = false;
+    // reach = "mover": the compute nodes cannot see the source; a mover job
+    // copies it into the shared tier `via`, and jobs stage from that copy.
+    Reach reach = Reach::Compute;
+    std::string via;  // a tier with scope = "shared"; reach = "mover" only
 
     // The format once "auto" is decided from the source name
     // (format_from_name): Auto when only a stat can tell.
@@ -138,9 +147,22 @@ struct SiteSettings {
     std::string manifests() const;
 };
 
+// [mover]: where mover jobs run (two-hop staging of reach = "mover"
+// datasets).  The mover job is submitted as the user with these options.
+struct MoverSettings {
+    std::string partition;   // "": no mover partition configured
+    std::string account;     // "": the user's default
+    std::string qos;         // "": the partition's default
+    std::string time_limit;  // "": the partition's default; Slurm's time format
+    int nodes = 1;           // mover nodes that read the source in parallel
+
+    bool configured() const { return !partition.empty(); }
+};
+
 struct Config {
     std::string file;  // where it was loaded from
     SiteSettings site;
+    MoverSettings mover;
     std::map<std::string, Tier> tiers;
     std::map<std::string, Dataset> datasets;
     std::vector<Override> overrides;  // in file order

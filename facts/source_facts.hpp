@@ -18,6 +18,7 @@ struct SourceFacts {
     std::optional<std::uint64_t> bytes;  // source bytes, when known
     std::optional<std::uint64_t> files;  // entries (inodes) the source holds, when known
     bool from_manifest = false;          // bytes and files are the manifest's
+    std::int64_t manifest_scanned = 0;   // probe_far_source: the manifest's scan time (0: none)
     std::string note;                    // why a manifest there was not used: a line for the user
 };
 

@@ -20,6 +20,10 @@ struct StageItem {
     Dataset dataset;  // from the catalog, or made up for a path
     Tier tier;
     std::string env_name;  // DLSTAGE_<NAME>
+    // Two-hop staging: a mover job made the copy in this shared tier (the
+    // dataset's via); the job's nodes, which cannot see the source, only
+    // check that the copy is there (mover/two_hop).
+    bool copy_only = false;
 };
 
 }  // namespace dlstage

@@ -50,6 +50,7 @@ toml::table copy_record_table(const CopyRecord& r)
         {"oldest", r.oldest},
         {"repaired", signed_of(r.repaired)},
         {"sealed_ns", r.sealed_ns},
+        {"checked_scan", r.checked_scan},
     };
 }
 
@@ -70,6 +71,7 @@ CopyRecord copy_record_of(const toml::table& table, const std::string& name)
     r.oldest = number_field(table, "oldest", name);
     r.repaired = static_cast<std::uint64_t>(integer_field(table, "repaired").value_or(0));
     r.sealed_ns = integer_field(table, "sealed_ns").value_or(0);
+    r.checked_scan = integer_field(table, "checked_scan").value_or(0);
     return r;
 }
 

@@ -38,6 +38,10 @@ struct CopyRecord {
     // later ctime, and no user can set a ctime back: one that is later was
     // written, chmod'ed, or had entries added or removed since.  0: none.
     std::int64_t sealed_ns = 0;
+    // The scan time of the manifest the copy was last made or checked from
+    // (0: from a walk of the source).  Submit compares it with the manifest
+    // now, to tell a copy of a source scanned again (policies/two_hop).
+    std::int64_t checked_scan = 0;
 };
 
 toml::table copy_record_table(const CopyRecord& record);

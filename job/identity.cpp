@@ -32,4 +32,11 @@ std::string user_name_of(uid_t uid)
     return std::to_string(uid);
 }
 
+std::optional<uid_t> uid_of(const std::string& user)
+{
+    if (const passwd* pw = getpwnam(user.c_str()))
+        return pw->pw_uid;
+    return std::nullopt;
+}
+
 }  // namespace dlstage

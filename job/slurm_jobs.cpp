@@ -78,15 +78,15 @@ std::optional<std::set<std::string>> parse_listpids(std::string_view text)
     return jobs;
 }
 
-namespace {
-// Runs a bounded command: its stdout, or a problem.
-std::optional<std::string> answer_of(const std::vector<std::string>& argv, const std::string& name, int timeout_seconds,
-                                     std::string& problem, const char* quiet_failure = nullptr)
+std::optional<std::string> slurm_answer(const std::vector<std::string>& argv, const std::string& name,
+                                        int timeout_seconds, std::string& problem, const char* quiet_failure,
+                                        const std::vector<std::string>* env)
 {
     std::string answer;  // all of it: run.output keeps only the tail of stderr
     CapturedRun run;
     try {
-        run = run_capturing(argv, [&](std::string_view more) { answer += more; });
+        run = run_capturing(
+            argv, [&](std::string_view more) { answer += more; }, env);
     } catch (const Error& e) {
         problem = e.what();
         return std::nullopt;
@@ -105,13 +105,12 @@ std::optional<std::string> answer_of(const std::vector<std::string>& argv, const
     }
     return answer;
 }
-}  // namespace
 
 SlurmJobs ask_slurm(int timeout_seconds, bool with_local_pids)
 {
     SlurmJobs slurm;
     slurm.asked_at = static_cast<std::int64_t>(std::time(nullptr));
-    const auto listed = answer_of(squeue_command(timeout_seconds), "squeue", timeout_seconds, slurm.problem);
+    const auto listed = slurm_answer(squeue_command(timeout_seconds), "squeue", timeout_seconds, slurm.problem);
     if (!listed)
         return slurm;
     auto jobs = parse_squeue(*listed);
@@ -122,8 +121,8 @@ SlurmJobs ask_slurm(int timeout_seconds, bool with_local_pids)
     }
     slurm.jobs = std::move(*jobs);
     if (with_local_pids) {
-        const auto local = answer_of(listpids_command(timeout_seconds), "scontrol listpids", timeout_seconds,
-                                     slurm.problem, "No job steps exist on this node");
+        const auto local = slurm_answer(listpids_command(timeout_seconds), "scontrol listpids", timeout_seconds,
+                                        slurm.problem, "No job steps exist on this node");
         if (!local)
             return slurm;
         const auto here = parse_listpids(*local);

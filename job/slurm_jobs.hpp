@@ -55,6 +55,15 @@ std::vector<std::string> listpids_command(int timeout_seconds);
 // the job ids; nothing if a row has no job id where it should.
 std::optional<std::set<std::string>> parse_listpids(std::string_view text);
 
+// Runs a Slurm command under timeout(1) (argv starts with it): its
+// stdout, or nothing with `problem` set (one line: it failed, or did not
+// answer within timeout_seconds).  A status 1 whose output holds
+// quiet_failure counts as an empty answer.  The command gets `env` if
+// given, else our environment.
+std::optional<std::string> slurm_answer(const std::vector<std::string>& argv, const std::string& name,
+                                        int timeout_seconds, std::string& problem, const char* quiet_failure = nullptr,
+                                        const std::vector<std::string>* env = nullptr);
+
 // Asks squeue (and, with_local_pids, scontrol listpids on this node).
 SlurmJobs ask_slurm(int timeout_seconds, bool with_local_pids = false);
 

@@ -163,4 +163,10 @@ std::vector<std::string> staging_failure(const Config& config, const StagerStep&
     return lines;
 }
 
+std::string failure_reason(const Config& config, const StagerStep& step, const LauncherReport& report)
+{
+    const auto recorded = recorded_failures(config, step.job_id);
+    return recorded.empty() ? staging_failure(config, step, report).back() : recorded.front();
+}
+
 }  // namespace dlstage::launch

@@ -49,4 +49,7 @@ LauncherReport run_stager_step(const Config& config, const StagerStep& step);
 // (unless they said it already), then one summary line.
 std::vector<std::string> staging_failure(const Config& config, const StagerStep& step, const LauncherReport& report);
 
+// One line for why: the first failure a rank recorded, else the summary.
+std::string failure_reason(const Config& config, const StagerStep& step, const LauncherReport& report);
+
 }  // namespace dlstage::launch

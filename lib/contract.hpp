@@ -70,6 +70,15 @@ inline constexpr const char* kRecordSuffix = ".toml";         // markers and sta
 inline constexpr const char* kLockPrefix = ".lock-";          // who is staging it now
 inline constexpr const char* kContentsPrefix = ".contents-";  // what the copy holds (a plan)
 inline constexpr const char* kRetiredPrefix = ".retired-";    // a replaced copy, being removed
+inline constexpr const char* kMoverOutputPrefix = ".mover-";  // .mover-NAME.out: the last mover job's output
+
+// --- mover jobs (two-hop staging, mover/mover_job.hpp) ------------------------
+// A user's mover job for a dataset is named kMoverJobPrefix + NAME; a job
+// that waits for one carries kWaitsComment in its comment, one that a
+// failed mover ended kMoverFailedComment.
+inline constexpr const char* kMoverJobPrefix = "dlstage-mover-";
+inline constexpr const char* kWaitsComment = "dlstage: waits for mover job ";
+inline constexpr const char* kMoverFailedComment = "dlstage: mover job ";
 
 // --- state records (job/state_record.hpp) -------------------------------------
 inline constexpr const char* kJobsDir = "jobs";                 // state_dir/jobs/<job>

@@ -73,6 +73,24 @@ std::optional<std::string> SlurmSpankApi::client_option(const std::string& name)
     return text;
 }
 
+// slurm_option_set (src/common/slurm_opt.c, 22.05) changes the client's
+// global `opt` as the command line would: what slurm_opt_create_job_desc
+// then sends.  Its set function for an option another client owns returns
+// an error, as does a value the option refuses.
+bool SlurmSpankApi::set_client_option(const std::string& name, const std::string& value)
+{
+    if (spank_context() != S_CTX_ALLOCATOR && spank_context() != S_CTX_LOCAL)
+        return false;
+    if (!policy::client_options_checked(policy::release_of(policy::version_text(SLURM_VERSION_NUMBER))))
+        return false;
+    using OptionSet = int (*)(void*, const char*, const char*, bool);
+    void* opt = dlsym(RTLD_DEFAULT, "opt");
+    const auto set = reinterpret_cast<OptionSet>(dlsym(RTLD_DEFAULT, "slurm_option_set"));
+    if (!opt || !set)
+        return false;
+    return set(opt, name.c_str(), value.c_str(), false) == 0;
+}
+
 Context SlurmSpankApi::context() const
 {
     switch (spank_context()) {

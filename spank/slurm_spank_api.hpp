@@ -37,6 +37,7 @@ public:
     bool setenv(const std::string& name, const std::string& value) override;
     bool unsetenv(const std::string& name) override;
     std::optional<std::string> client_option(const std::string& name) override;
+    bool set_client_option(const std::string& name, const std::string& value) override;
     bool job_control_setenv(const std::string& name, const std::string& value) override;
     int run(const std::vector<std::string>& argv, const std::vector<std::string>& env) override;
     void error(const std::string& message) override;

@@ -48,6 +48,12 @@ public:
     // variables.  Nothing when not given, or when this Slurm does not let a
     // plugin ask (the node then decides alone).
     virtual std::optional<std::string> client_option(const std::string& name) = 0;
+    // Client side, before the job is sent: sets one of the job's own
+    // options ("dependency", "comment") as if the user had given it.
+    // False when Slurm refused the value, the option is not this client's
+    // (kill-on-invalid-dep is sbatch's), or this Slurm does not let a
+    // plugin set it.
+    virtual bool set_client_option(const std::string& name, const std::string& value) = 0;
 
     // Client side: a variable that reaches job_prolog/job_epilog as
     // SPANK_<name> (how submit-time facts travel to the nodes).

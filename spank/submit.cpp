@@ -15,6 +15,7 @@
 #include "spank/purge_notice.hpp"
 #include "spank/source_facts_env.hpp"
 #include "spank/stage_command.hpp"
+#include "spank/wait_for_mover.hpp"
 
 namespace dlstage::spank {
 
@@ -23,10 +24,14 @@ namespace {
 // a source they cannot read is refused here, before any root code runs.
 // A tree's size and entries come from its manifest in site.manifest_dir
 // (header only, one stat of the root: no walk of the parallel file system).
+// A reach = "mover" dataset's source is not looked at: this host may not
+// see it; only the mover job's nodes do (probe_far_source).
 SourceFacts check_source(SpankApi& api, const Config& config, const StageItem& item)
 {
     policy::require(policy::supported(item.dataset, item.tier));
-    const SourceFacts facts = probe_source(item.dataset, config.site.manifests());
+    const SourceFacts facts = item.dataset.reach == Reach::Mover
+                                  ? probe_far_source(item.dataset, config.site.manifests())
+                                  : probe_source(item.dataset, config.site.manifests());
     if (!facts.note.empty())
         api.info(facts.note);
     if (facts.state != SourceFacts::State::Present)
@@ -52,9 +57,10 @@ int validate_submission(SpankApi& api, const PluginArgs& args)
         // The tiers as this job gets them, as far as its options tell
         // (policies/overrides); the prolog decides again with what slurmd knows.
         const std::string user = this_user_name();
-        const Config config = policy::config_for_job(load_trusted_config(choose_config_path(args.config_path, false)),
-                                                     identity_from_options(api.client_option("partition"),
-                                                                           api.client_option("account"), user));
+        const std::optional<std::string> partition = api.client_option("partition");
+        const Config config =
+            policy::config_for_job(load_trusted_config(choose_config_path(args.config_path, false)),
+                                   identity_from_options(partition, api.client_option("account"), user));
         std::map<std::string, SourceFacts> facts;
         const std::vector<StageItem> items = resolve_stage_data(config, *value);
         for (const StageItem& item : items) {
@@ -62,6 +68,10 @@ int validate_submission(SpankApi& api, const PluginArgs& args)
             warn_of_purge(api, item, user);
         }
         policy::require(policy::fits_in_memory(config, items, facts, memory_from_option(api.client_option("mem"))));
+        // Last: nothing is submitted for a job refused above.  An srun
+        // inside a job (SLURM_JOB_ID set) starts a step, not a job to wait.
+        if (api.context() == Context::Allocator || api.getenv(kJobIdVar).empty())
+            wait_for_movers(api, config, items, user, partition);
         // For the prolog's space check on each node; and the configuration
         // for `dlstage stage` in the job (SLURM_SPANK_DLSTAGE_CONFIG).
         api.job_control_setenv(kFactsVar, encode_facts(facts));

@@ -73,6 +73,7 @@ CopyRecord new_record(const StageItem& item, const DatasetLayout& layout, const 
     r.made = seconds_now();
     r.made_by = ctx.values.job_id;
     r.oldest = r.made;
+    r.checked_scan = plan.manifest_scanned;
     return r;
 }
 

@@ -142,6 +142,7 @@ std::optional<Plan> manifest_plan(const std::string& path, const Dataset& datase
         plan.format = Format::Dir;
         plan.entries = std::move(manifest.entries);
         plan.from_manifest = true;
+        plan.manifest_scanned = manifest.header.scanned;
         return plan;
     } catch (const Error& e) {
         note = unused_manifest_line(dataset.name, e.what(), kWalkInstead);

@@ -25,11 +25,12 @@ using dlstage::Entry;
 using dlstage::EntryType;
 
 struct Plan {
-    std::string source_root;       // where entry paths are read from
-    Format format = Format::Auto;  // File, Dir, Tar or Squashfs
-    bool single_file = false;      // the job sees the one file, not the directory
-    EntryList entries;             // directories before their contents
-    bool from_manifest = false;    // rank 0 only: planned from a manifest, not a walk
+    std::string source_root;            // where entry paths are read from
+    Format format = Format::Auto;       // File, Dir, Tar or Squashfs
+    bool single_file = false;           // the job sees the one file, not the directory
+    EntryList entries;                  // directories before their contents
+    bool from_manifest = false;         // rank 0 only: planned from a manifest, not a walk
+    std::int64_t manifest_scanned = 0;  // rank 0 only: that manifest's scan time
 
     std::uint64_t total_bytes() const { return entries.total_file_bytes(); }
     std::uint64_t file_count() const { return entries.non_dir_count(); }  // files and symlinks

@@ -331,6 +331,7 @@ void use_or_stage(const StageItem& item, const NodeContext& ctx, const ExchangeO
             const std::uint64_t fixed = checked.facts.missing + checked.facts.wrong_size;
             const std::uint64_t found_any = fixed + checked.facts.added;
             record.repaired += fixed;
+            record.checked_scan = plan.manifest_scanned;  // checked against this scan now
             // Files fetched again, or every file when the site refreshes
             // access times on use, count from now.
             const std::int64_t oldest = item.tier.purge.refresh_on_use ? seconds_now()

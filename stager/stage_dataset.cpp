@@ -8,6 +8,7 @@
 #include "job/state_record.hpp"
 #include "lib/contract.hpp"
 #include "lib/error.hpp"
+#include "lib/log.hpp"
 #include "lib/sys/sys_error.hpp"
 #include "policies/staging_mode.hpp"
 #include "stager/cache_tier.hpp"
@@ -55,6 +56,11 @@ Error in_job_dir(const Error& e, const DatasetLayout& layout)
 void stage_dataset(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options)
 {
     policy::require(policy::supported(item.dataset, item.tier));
+    if (item.copy_only) {  // the mover job's copy, checked by mover/two_hop: nothing to move here
+        if (ctx.rank == 0)
+            say(item.dataset.name + ": using the copy in " + item.tier.name + " its mover job made");
+        return;
+    }
     const DatasetLayout layout = dataset_layout(item, ctx.values);
     const Fd job_dir = enter_job_dir(layout, ctx);
     try {

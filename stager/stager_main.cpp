@@ -30,6 +30,7 @@
 #include "lib/error.hpp"
 #include "lib/log.hpp"
 #include "lib/number.hpp"
+#include "mover/two_hop.hpp"
 #include "stager/stage_dataset.hpp"
 
 namespace {
@@ -120,7 +121,11 @@ int main(int argc, char** argv)
         ctx.state_dir = config.site.state_dir;
         ctx.manifest_dir = config.site.manifests();
         ctx.values = {args.job_id, this_user_name(), ctx.node};
-        for (const StageItem& item : resolve_stage_data(config, args.spec)) {
+        // A reach = "mover" dataset is staged from its mover job's copy here
+        // (mover/two_hop), unless this job runs on the mover partition.
+        const auto partition = identity_from_slurm(process_env, ctx.values.user, false).partition;
+        for (const StageItem& item :
+             mover::as_staged_here(config, resolve_stage_data(config, args.spec), partition, ctx.values.user)) {
             what = "staging " + item.dataset.name + " to " + item.tier.name;
             stager::stage_dataset(item, ctx, args.tuning);
         }

@@ -5,6 +5,7 @@
 
 #include "job/job_records.hpp"
 #include "lib/number.hpp"
+#include "status/mover_rows.hpp"
 
 namespace dlstage {
 
@@ -50,18 +51,26 @@ std::vector<std::string> jobs_to_read(const std::string& state_dir, const Status
 
 }  // namespace
 
-std::vector<StatusRow> find_status_rows(const std::string& state_dir, const StatusQuery& query, const SlurmJobs& slurm)
+std::vector<StatusRow> find_status_rows(const std::string& state_dir, const StatusQuery& query, const SlurmJobs& slurm,
+                                        const std::vector<mover::MoverWait>& waits)
 {
     std::vector<StatusRow> rows;
+    std::set<std::string> recorded;
     const bool explicit_jobs = !query.jobs.empty();
     for (const std::string& job_id : jobs_to_read(state_dir, query, slurm)) {
         const JobRecords job = read_job_records(state_dir, job_id);
         if (job.empty())
             continue;
+        recorded.insert(job_id);
         for (StatusRow& row : status_rows(job, slurm))
             if (wanted(row, query, explicit_jobs))
                 rows.push_back(std::move(row));
     }
+    // Jobs waiting for a mover job have no records yet (one whose records
+    // were not read is not among the jobs asked for).
+    for (StatusRow& row : mover_wait_rows(state_dir, waits, recorded, slurm))
+        if (wanted(row, query, explicit_jobs))
+            rows.push_back(std::move(row));
     // As squeue lists them: by job id, an array's tasks under its id in task order.
     std::sort(rows.begin(), rows.end(), [](const StatusRow& a, const StatusRow& b) {
         const std::string& a_job = a.array_job_id.empty() ? a.job_id : a.array_job_id;

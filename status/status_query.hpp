@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "job/slurm_jobs.hpp"
+#include "mover/mover_waits.hpp"
 #include "status/job_status.hpp"
 
 namespace dlstage {
@@ -23,7 +24,10 @@ struct StatusQuery {
 
 // The rows wanted, as squeue lists jobs: by job id, an array's tasks under
 // its id in task order, then by dataset.
-std::vector<StatusRow> find_status_rows(const std::string& state_dir, const StatusQuery& query, const SlurmJobs& slurm);
+// `waits`: jobs that wait for a mover job, or that a failed one ended
+// (mover/mover_waits), shown while they have no records.
+std::vector<StatusRow> find_status_rows(const std::string& state_dir, const StatusQuery& query, const SlurmJobs& slurm,
+                                        const std::vector<mover::MoverWait>& waits = {});
 
 // The selectors no row matched, for the error.
 std::vector<std::string> unmatched(const std::vector<JobSelector>& jobs, const std::vector<StatusRow>& rows);

@@ -252,7 +252,8 @@ int run_reading_stderr(const std::vector<std::string>& argv,
     return wait_for(pid, argv[0]);
 }
 
-CapturedRun run_capturing(const std::vector<std::string>& args, const OutputSink& on_stdout)
+CapturedRun run_capturing(const std::vector<std::string>& args, const OutputSink& on_stdout,
+                          const std::vector<std::string>* env)
 {
     const std::string& program = args.front();
     int output[2];
@@ -265,7 +266,7 @@ CapturedRun run_capturing(const std::vector<std::string>& args, const OutputSink
     Fd stdout_read(listing[0]), stdout_write(listing[1]);
     const int child_stdout = on_stdout ? stdout_write.get() : out_write.get();
     const Fd null = open_dev_null(O_RDONLY);
-    const pid_t pid = spawn(args, SpawnIo{null.get(), child_stdout, out_write.get(), false});
+    const pid_t pid = spawn(args, SpawnIo{null.get(), child_stdout, out_write.get(), false}, env);
     out_write.reset();
     stdout_write.reset();
 

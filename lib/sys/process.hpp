@@ -80,8 +80,10 @@ struct CapturedRun {
 using OutputSink = std::function<void(std::string_view)>;
 
 // Runs args (as spawn) with stdin from /dev/null and its stdout and stderr
-// captured, or stdout passed to on_stdout as it comes, and waits.
-CapturedRun run_capturing(const std::vector<std::string>& args, const OutputSink& on_stdout = {});
+// captured, or stdout passed to on_stdout as it comes, and waits.  The
+// program gets `env` if given, else our environment.
+CapturedRun run_capturing(const std::vector<std::string>& args, const OutputSink& on_stdout = {},
+                          const std::vector<std::string>* env = nullptr);
 
 // How a process ended, from its wait status: "exited with status N" or
 // "killed by signal N (NAME)".

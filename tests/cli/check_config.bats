@@ -95,3 +95,38 @@ copy_example() {
     DLSTAGE_CONFIG="$top_srcdir/etc/dlstage.toml" run_dlstage check-config
     expect_status 0
 }
+
+@test "a dataset only mover nodes reach needs a shared via tier and a mover partition, one line each" {
+    mkdir "$work/etc"
+    cat >"$work/etc/mover.toml" <<'TOML'
+[tiers.shm]
+path = "/dev/shm/dlstage/%j"
+
+[tiers.scratch]
+path = "/p/scratch/dlstage/%u"
+scope = "shared"
+cleanup = "keep"
+
+[datasets.in21k]
+source = "/p/largedata/in21k"
+tiers = ["shm", "scratch"]
+reach = "mover"
+
+[datasets.far]
+source = "/p/largedata/far"
+tiers = ["shm", "scratch"]
+reach = "mover"
+via = "shm"
+TOML
+    run_dlstage check-config "$work/etc/mover.toml"
+    expect_status 1
+    expect_err "mover.toml:12: datasets.in21k.reach: reach = \"mover\" needs a [mover] table with the partition mover jobs run on, e.g. partition = \"xfer\""
+    expect_err "mover.toml:12: datasets.in21k.via: reach = \"mover\" needs via, the shared tier the mover job copies into, e.g. via = \"scratch\""
+    expect_err "mover.toml:18: datasets.far.via: must name a tier with scope = \"shared\", not 'shm'"
+    sed -i 's/^via = "shm"/via = "scratch"/; s/^reach = "mover"$/reach = "mover"\nvia = "scratch"/' "$work/etc/mover.toml"
+    sed -i '0,/^via = "scratch"$/!{/^via = "scratch"$/{N;/\nvia = "scratch"/s/\n.*//}}' "$work/etc/mover.toml"
+    printf '\n[mover]\npartition = "xfer"\n' >>"$work/etc/mover.toml"
+    run_dlstage check-config "$work/etc/mover.toml"
+    expect_status 0
+    expect_out "OK (2 tiers, 2 datasets, mover partition xfer)"
+}

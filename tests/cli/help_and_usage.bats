@@ -27,7 +27,7 @@ load helpers
 @test "a mistyped command or option gets a did-you-mean and one usage line" {
     run_dlstage stauts
     expect_status 2
-    expect_err "dlstage: unknown command 'stauts' (did you mean 'status'?) (commands: check-config, catalog, stage, status, pack, gc)"
+    expect_err "dlstage: unknown command 'stauts' (did you mean 'status'?) (commands: check-config, catalog, stage, status, pack, prefetch, gc)"
     [ "$(printf '%s\n' "$err" | wc -l)" -eq 2 ] || fail "not two lines: $err"
     run_dlstage --verison
     expect_status 2

@@ -507,4 +507,81 @@ BOOST_AUTO_TEST_CASE(env_names)
     BOOST_TEST(dataset_env_name("coco.2017-val") == "DLSTAGE_COCO_2017_VAL");
 }
 
+BOOST_AUTO_TEST_CASE(a_dataset_only_mover_nodes_reach)
+{
+    const std::string tiers = R"([tiers.shm]
+path = "/dev/shm/dlstage/%j"
+
+[tiers.scratch]
+path = "/p/scratch/dlstage/%u"
+scope = "shared"
+cleanup = "keep"
+)";
+    const Config config = parse_config(tiers + R"(
+[mover]
+partition = "xfer"
+time_limit = "2:00:00"
+nodes = 2
+
+[datasets.in21k]
+source = "/p/largedata/in21k"
+tiers = ["shm", "scratch"]
+reach = "mover"
+via = "scratch"
+)",
+                                       "t.toml");
+    const Dataset& in21k = *config.find_dataset("in21k");
+    BOOST_TEST(to_string(in21k.reach) == "mover");
+    BOOST_TEST(in21k.via == "scratch");
+    BOOST_TEST(config.mover.partition == "xfer");
+    BOOST_TEST(config.mover.time_limit == "2:00:00");
+    BOOST_TEST(config.mover.nodes == 2);
+    BOOST_TEST(config.mover.account.empty());
+
+    // Lines: 1-7 the tiers, 8 blank, then the text below from line 9.
+    const auto no_mover = problems_of(tiers + R"(
+[datasets.a]
+source = "/p/largedata/a"
+tiers = ["shm", "scratch"]
+reach = "mover"
+)");
+    BOOST_TEST(has_problem(no_mover, 12, "datasets.a.reach", "needs a [mover] table with the partition"),
+               dump(no_mover));
+    BOOST_TEST(has_problem(no_mover, 12, "datasets.a.via", "needs via, the shared tier"), dump(no_mover));
+
+    const auto bad = problems_of(tiers + R"(
+[mover]
+partition = "x fer"
+nodes = 0
+qos = ""
+
+[datasets.a]
+source = "/p/largedata/a"
+tiers = ["shm"]
+reach = "mover"
+via = "shm"
+
+[datasets.b]
+source = "/p/largedata/b"
+tiers = ["shm"]
+reach = "mover"
+via = "scratch"
+
+[datasets.c]
+source = "/data/c"
+tiers = ["shm"]
+via = "scratch"
+)");
+    BOOST_TEST(has_problem(bad, 10, "mover.partition", "without blanks, commas or '='"), dump(bad));
+    BOOST_TEST(has_problem(bad, 11, "mover.nodes", "from 1 to 1024"), dump(bad));
+    BOOST_TEST(has_problem(bad, 12, "mover.qos", "not ''"), dump(bad));
+    BOOST_TEST(has_problem(bad, 18, "datasets.a.via", "must name a tier with scope = \"shared\", not 'shm'"),
+               dump(bad));
+    BOOST_TEST(has_problem(bad, 24, "datasets.b.via", "tier 'scratch' must also be one of the dataset's tiers"),
+               dump(bad));
+    BOOST_TEST(!has_problem(bad, 17, "datasets.a.reach", "needs a [mover] table"), dump(bad));  // there is one
+    BOOST_TEST(has_problem(bad, 29, "datasets.c.via", "only a dataset with reach = \"mover\" passes through"),
+               dump(bad));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -75,6 +75,11 @@ public:
         const auto it = client_options.find(name);
         return it == client_options.end() ? std::nullopt : std::optional<std::string>(it->second);
     }
+    bool set_client_option(const std::string& name, const std::string& value) override
+    {
+        client_options[name] = value;
+        return true;
+    }
     void error(const std::string& message) override { errors.push_back(message); }
     void info(const std::string& message) override { infos.push_back(message); }
     std::string printed;

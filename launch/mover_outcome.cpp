@@ -1,0 +1,64 @@
+#include "launch/mover_outcome.hpp"
+
+#include <csignal>
+
+#include "lib/error.hpp"
+#include "mover/mover_job.hpp"
+#include "policies/two_hop.hpp"
+
+namespace dlstage::launch {
+
+namespace {
+volatile std::sig_atomic_t g_terminated = 0;
+
+extern "C" void on_term(int)
+{
+    g_terminated = 1;
+}
+}  // namespace
+
+bool is_mover_job(const Config& config, const std::vector<StageItem>& items,
+                  const std::optional<std::string>& partition)
+{
+    for (const StageItem& item : items)
+        if (item.dataset.reach == Reach::Mover && item.tier.name == item.dataset.via &&
+            policy::reads_source_here(item.dataset, partition, config.mover))
+            return true;
+    return false;
+}
+
+void note_cancellation()
+{
+    struct sigaction action {};
+    action.sa_handler = on_term;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = 0;  // no SA_RESTART: waits see EINTR and retry, the flag is set
+    sigaction(SIGTERM, &action, nullptr);
+}
+
+bool cancelled()
+{
+    return g_terminated != 0;
+}
+
+std::vector<std::string> end_waiting_jobs(const std::vector<StageItem>& items, const std::string& job_id,
+                                          const std::string& reason)
+{
+    std::vector<std::string> lines;
+    for (const StageItem& item : items) {
+        if (item.dataset.reach != Reach::Mover || item.tier.name != item.dataset.via)
+            continue;
+        try {
+            const std::size_t ended = mover::end_waiting_jobs(job_id, item.dataset.name, reason);
+            if (ended > 0)
+                lines.push_back(item.dataset.name + ": " + std::to_string(ended) +
+                                (ended == 1 ? " job that waited" : " jobs that waited") +
+                                " for this mover job ended: the copy failed");
+        } catch (const Error& e) {
+            lines.push_back(item.dataset.name + ": the jobs waiting for this mover job were not ended: " + e.what());
+        }
+    }
+    return lines;
+}
+
+}  // namespace dlstage::launch

@@ -1,0 +1,33 @@
+// A mover job's end as its `dlstage stage` sees it (two-hop staging): when
+// the copy fails, or the job is cancelled or reaches its time limit while
+// copying (Slurm sends SIGTERM, then SIGKILL after KillWait), the jobs
+// that wait for it are ended with the reason in their comment
+// (mover::end_waiting_jobs): a job waiting on a failed afterok would
+// otherwise stay pending for ever (salloc and srun have no
+// --kill-on-invalid-dep).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "facts/stage_item.hpp"
+
+namespace dlstage::launch {
+
+// Is this job, on `partition`, a mover job for any of items (a reach =
+// "mover" dataset it reads itself, to that dataset's via tier)?
+bool is_mover_job(const Config& config, const std::vector<StageItem>& items,
+                  const std::optional<std::string>& partition);
+
+// From now on SIGTERM only marks the job as ending (the launcher, which
+// Slurm signals too, ends the stager); cancelled() tells.
+void note_cancellation();
+bool cancelled();
+
+// Ends the jobs waiting for mover job `job_id`; one line per dataset for
+// the job's output (how many were ended, or why not).
+std::vector<std::string> end_waiting_jobs(const std::vector<StageItem>& items, const std::string& job_id,
+                                          const std::string& reason);
+
+}  // namespace dlstage::launch

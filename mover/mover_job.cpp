@@ -1,0 +1,206 @@
+#include "mover/mover_job.hpp"
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <thread>
+#include <unistd.h>
+
+#include "job/slurm_jobs.hpp"
+#include "lib/contract.hpp"
+#include "lib/error.hpp"
+#include "lib/number.hpp"
+#include "lib/strings.hpp"
+#include "lib/sys/fd.hpp"
+#include "lib/sys/process.hpp"
+
+extern char** environ;
+
+namespace dlstage::mover {
+
+namespace {
+std::vector<std::string> bounded(std::vector<std::string> argv)
+{
+    argv.insert(argv.begin(), {"timeout", "--kill-after=5", std::to_string(kSlurmTimeout)});
+    return argv;
+}
+
+// A Slurm command's answer, or Error naming it and why not.
+std::string ask(const std::vector<std::string>& argv, const std::string& what)
+{
+    const std::vector<std::string> env = submit_environment(environ);
+    std::string problem;
+    const auto answer = slurm_answer(bounded(argv), argv.front(), kSlurmTimeout, problem, nullptr, &env);
+    if (!answer)
+        throw Error("cannot " + what + ": " + problem);
+    return *answer;
+}
+
+std::vector<std::string> live_movers(const std::string& dataset)
+{
+    return parse_job_ids(ask({"squeue", "--me", "--noheader", "--name=" + mover_job_name(dataset),
+                              "--states=PENDING,CONFIGURING,RUNNING,REQUEUED,RESIZING,SUSPENDED", "--format=%A"},
+                             "ask squeue for mover jobs of " + quoted(dataset)));
+}
+
+// Submits from one host take turns: a lock file of the user's own in
+// XDG_RUNTIME_DIR (or /tmp), held until the mover job is queued.  One that
+// is not the user's (planted in /tmp) or cannot be had in time is done
+// without: a second mover job then finds the copy made and reuses it.
+class SubmitTurn {
+public:
+    SubmitTurn()
+    {
+        const char* runtime = std::getenv("XDG_RUNTIME_DIR");
+        const std::string dir = runtime && *runtime == '/' ? runtime : "/tmp";
+        const std::string path = dir + "/dlstage-movers-" + std::to_string(::geteuid()) + ".lock";
+        Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600));
+        struct stat st {};
+        if (!fd.valid() || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid())
+            return;
+        for (int i = 0; i < 100; ++i) {
+            if (::flock(fd.get(), LOCK_EX | LOCK_NB) == 0) {
+                fd_ = std::move(fd);
+                return;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+    }
+
+private:
+    Fd fd_;  // closing it unlocks
+};
+}  // namespace
+
+std::string mover_job_name(const std::string& dataset)
+{
+    return kMoverJobPrefix + dataset;
+}
+
+std::string mover_output_path(const Tier& via, const std::string& dataset, const std::string& user)
+{
+    return via.path.expand({"", user, ""}) + "/" + kMoverOutputPrefix + dataset + ".out";
+}
+
+std::vector<std::string> submit_environment(const char* const* env)
+{
+    std::vector<std::string> kept;
+    for (; env && *env; ++env) {
+        const std::string entry = *env;
+        const bool slurms = starts_with(entry, "SLURM_") && !starts_with(entry, "SLURM_CONF=");
+        if (slurms || starts_with(entry, "SBATCH_") || starts_with(entry, "SALLOC_") || starts_with(entry, "SRUN_") ||
+            starts_with(entry, kPrologEnvPrefix))
+            continue;
+        kept.push_back(entry);
+    }
+    return kept;
+}
+
+std::vector<std::string> mover_sbatch_argv(const MoverSettings& mover, const Dataset& dataset,
+                                           const std::string& output)
+{
+    std::vector<std::string> argv = {"sbatch",
+                                     "--parsable",
+                                     "--job-name=" + mover_job_name(dataset.name),
+                                     "--partition=" + mover.partition,
+                                     "--nodes=" + std::to_string(mover.nodes),
+                                     "--ntasks-per-node=1",
+                                     "--output=" + output,
+                                     "--open-mode=truncate",
+                                     "--stage-data=" + dataset.name + ":" + dataset.via};
+    if (!mover.account.empty())
+        argv.push_back("--account=" + mover.account);
+    if (!mover.qos.empty())
+        argv.push_back("--qos=" + mover.qos);
+    if (!mover.time_limit.empty())
+        argv.push_back("--time=" + mover.time_limit);
+    // The copy is made before the script runs (the plugin stages in the
+    // batch step); the script only says so.
+    argv.push_back("--wrap=echo dlstage: " + dataset.name + " is in " + dataset.via);
+    return argv;
+}
+
+std::vector<std::string> parse_job_ids(std::string_view squeue)
+{
+    std::vector<std::string> ids;
+    for (const std::string& line : split(squeue, '\n')) {
+        const std::string id = trim(line);
+        if (id.empty())
+            continue;
+        if (!is_job_id(id))
+            throw Error("squeue's answer is not job ids (it begins: " + first_line(std::string(squeue)) + ")");
+        ids.push_back(id);
+    }
+    return ids;
+}
+
+std::vector<std::string> parse_waiting_jobs(std::string_view squeue, const std::string& mover_id)
+{
+    std::vector<std::string> waiting;
+    for (const std::string& line : split(squeue, '\n')) {
+        const std::vector<std::string> f = split(trim(line), '|');
+        if (f.size() != 2 || !is_job_id(f[0]))
+            continue;
+        // "afterok:123(unfulfilled),afterany:7" or "afterok:123_*(failed)"
+        for (const std::string& term : split(f[1], ',')) {
+            for (const std::string& part : split(term, ':')) {
+                const std::string id = part.substr(0, part.find_first_of("(_+"));
+                if (id == mover_id && starts_with(term, "afterok:")) {
+                    waiting.push_back(f[0]);
+                    break;
+                }
+            }
+            if (!waiting.empty() && waiting.back() == f[0])
+                break;
+        }
+    }
+    return waiting;
+}
+
+MoverJob ensure_mover(const Config& config, const Dataset& dataset, const std::string& user)
+{
+    const Tier* via = config.find_tier(dataset.via);
+    if (!via || !config.mover.configured())
+        throw Error(quoted(dataset.name) + " has no mover partition or via tier: ask your site admins");
+    const SubmitTurn turn;
+    if (const auto live = live_movers(dataset.name); !live.empty())
+        return {live.front(), false};
+    const std::string answer =
+        ask(mover_sbatch_argv(config.mover, dataset, mover_output_path(*via, dataset.name, user)),
+            "submit a mover job for " + quoted(dataset.name));
+    // --parsable: "ID" or "ID;CLUSTER"
+    const std::string id = trim(split(trim(answer), ';').front());
+    if (!is_job_id(id))
+        throw Error("cannot submit a mover job for " + quoted(dataset.name) + ": sbatch answered " +
+                    quoted(first_line(answer)));
+    return {id, true};
+}
+
+std::size_t end_waiting_jobs(const std::string& mover_id, const std::string& dataset, const std::string& reason)
+{
+    const std::vector<std::string> waiting =
+        parse_waiting_jobs(ask({"squeue", "--me", "--noheader", "--states=PENDING", "--format=%A|%E"},
+                               "ask squeue for waiting jobs"),
+                           mover_id);
+    const std::string comment = kMoverFailedComment + mover_id + " for " + dataset + " failed: " + reason;
+    for (const std::string& job : waiting) {
+        std::string problem;
+        const std::vector<std::string> env = submit_environment(environ);
+        // The comment first: once cancelled, the job's comment is the
+        // reason `dlstage status` shows.
+        slurm_answer(bounded({"scontrol", "update", "JobId=" + job, "Comment=" + comment.substr(0, 400)}), "scontrol",
+                     kSlurmTimeout, problem, nullptr, &env);
+        slurm_answer(bounded({"scancel", job}), "scancel", kSlurmTimeout, problem, nullptr, &env);
+    }
+    return waiting.size();
+}
+
+void cancel_job(const std::string& job_id)
+{
+    ask({"scancel", job_id}, "cancel job " + job_id);
+}
+
+}  // namespace dlstage::mover

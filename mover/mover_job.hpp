@@ -1,0 +1,66 @@
+// Mover jobs (two-hop staging): a job the user submits, through dlstage,
+// on the site's mover partition, whose nodes see a reach = "mover"
+// dataset's source.  It stages the dataset to its shared tier `via` with
+// dlstage's own --stage-data (the prolog, the stager and its shared-copy
+// lock as for any job), and the user's jobs wait for it with Slurm's
+// dependencies (afterok).  Here: finding a user's mover job, submitting
+// one, and ending the jobs that wait for one that failed.  Every Slurm
+// command runs as the caller, bounded in time.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "facts/config_model.hpp"
+
+namespace dlstage::mover {
+
+// Seconds a Slurm command (sbatch, squeue, scontrol, scancel) may take.
+inline constexpr int kSlurmTimeout = 30;
+
+// "dlstage-mover-NAME": how a user's mover job for a dataset is found.
+std::string mover_job_name(const std::string& dataset);
+
+// Where the mover job's output goes: .mover-NAME.out in the user's
+// directory of the via tier (made by the mover job's prolog).
+std::string mover_output_path(const Tier& via, const std::string& dataset, const std::string& user);
+
+// The environment a mover job is submitted with: `environ` without
+// Slurm's input and job variables (SBATCH_*, SALLOC_*, SRUN_*, SLURM_*
+// except SLURM_CONF, SPANK_*), so that neither what the user set for
+// their own job nor the variables of a job we run in change the mover's.
+std::vector<std::string> submit_environment(const char* const* environ);
+
+// sbatch's argv for a user's mover job of `dataset` (pure).
+std::vector<std::string> mover_sbatch_argv(const MoverSettings& mover, const Dataset& dataset,
+                                           const std::string& output);
+
+// squeue's "%A" lines: job ids; an unreadable line is an error.
+std::vector<std::string> parse_job_ids(std::string_view squeue);
+
+// squeue's "%A|%E" lines: the jobs whose dependency names mover_id
+// ("afterok:123(unfulfilled)", "afterok:123_*(failed)").
+std::vector<std::string> parse_waiting_jobs(std::string_view squeue, const std::string& mover_id);
+
+struct MoverJob {
+    std::string job_id;
+    bool submitted = false;  // false: one already queued or running
+};
+
+// The user's mover job for `dataset`: one already pending or running, else
+// a new one.  Two submits at once on one host take turns (a lock of the
+// user's); a second mover job elsewhere finds the copy made and reuses it.
+// Throws Error with one line naming what failed.
+MoverJob ensure_mover(const Config& config, const Dataset& dataset, const std::string& user);
+
+// A mover job that failed: every job of the caller's that waits for it
+// gets a comment naming the mover job and `reason`, and is cancelled (a
+// job waiting for a failed afterok never starts).  How many it ended.
+std::size_t end_waiting_jobs(const std::string& mover_id, const std::string& dataset, const std::string& reason);
+
+// Cancels a job (a mover job submitted for a job that was refused after all).
+void cancel_job(const std::string& job_id);
+
+}  // namespace dlstage::mover

@@ -1,0 +1,70 @@
+#include "policies/two_hop.hpp"
+
+
+namespace dlstage::policy {
+
+bool reads_source_here(const Dataset& dataset, const std::optional<std::string>& partition, const MoverSettings& mover)
+{
+    if (dataset.reach != Reach::Mover)
+        return true;
+    return partition && mover.configured() && *partition == mover.partition;
+}
+
+Dataset second_hop(const Dataset& dataset, const std::string& copy)
+{
+    Dataset hop = dataset;
+    hop.from_catalog = false;
+    hop.reach = Reach::Compute;
+    hop.immutable = false;  // no manifest vouches for the copy
+    if (dataset.mode == Mode::Extract) {
+        hop.source = copy;  // the archives, unpacked
+        hop.format = Format::Dir;
+        hop.mode = Mode::Copy;
+        return hop;
+    }
+    const std::string& source = dataset.source;
+    const bool glob = source.find_first_of("*?[") != std::string::npos;
+    // Shards matched by a glob sit in the copy's directory under their names.
+    hop.source = glob ? copy + source.substr(source.rfind('/')) : copy;
+    hop.format = dataset.known_format();
+    return hop;
+}
+
+Verdict via_copy_usable(const ViaCopyFacts& facts, const std::string& tier)
+{
+    if (!facts.has_record || !facts.in_place)
+        return Verdict::refuse("there is no complete copy in " + tier + " yet");
+    if (!facts.same_mode)
+        return Verdict::refuse("the copy in " + tier + " was made in another mode");
+    if (facts.manifest_scanned != 0 && facts.manifest_scanned != facts.checked_scan)
+        return Verdict::refuse("the source was scanned again since the copy in " + tier + " was checked");
+    if (facts.purge_date && *facts.purge_date <= facts.now)
+        return Verdict::refuse("the site's purge may have taken files of the copy in " + tier);
+    return Verdict::allow();
+}
+
+Verdict hop_supported(const Dataset& dataset, const Tier& tier)
+{
+    if (dataset.reach == Reach::Mover && tier.cleanup == Cleanup::Cache)
+        return Verdict::refuse(dataset.name + " is read only on the mover nodes, and the node cache " + tier.name +
+                               " cannot take it yet: choose another of its tiers");
+    return Verdict::allow();
+}
+
+Verdict dependency_with_movers(const std::vector<std::string>& movers, const std::optional<std::string>& theirs,
+                               std::string& merged)
+{
+    merged = "afterok";
+    for (const std::string& id : movers)
+        merged += ":" + id;
+    if (!theirs || theirs->empty())
+        return Verdict::allow();
+    if (theirs->find('?') != std::string::npos)
+        return Verdict::refuse("--dependency=" + *theirs +
+                               " lets the job start when any one is satisfied, before the copy its mover job makes: "
+                               "join them with ',' instead");
+    merged += "," + *theirs;
+    return Verdict::allow();
+}
+
+}  // namespace dlstage::policy

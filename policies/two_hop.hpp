@@ -1,0 +1,62 @@
+// Two-hop staging (a dataset with reach = "mover"): the compute nodes
+// cannot see its source, so a mover job on the mover partition copies it
+// into the shared tier `via` (hop 1), and jobs stage from that copy (hop 2).
+// Who reads the source, what hop 2 stages from, and whether the copy found
+// at submit is good enough that no mover job is needed.  Facts in, decision
+// out; mover/ gathers the facts and submits the mover job.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "facts/config_model.hpp"
+#include "policies/verdict.hpp"
+
+namespace dlstage::policy {
+
+// Does a job on `partition` read the dataset's source itself?  Yes for a
+// dataset the compute nodes reach, and for any job on the mover partition
+// (a mover job, or a user's job there).  An unknown partition is not the
+// mover's: Slurm's default partition is the compute one.
+bool reads_source_here(const Dataset& dataset, const std::optional<std::string>& partition, const MoverSettings& mover);
+
+// The dataset as hop 2 stages it: from `copy`, the user's copy in the via
+// tier (a directory, or the file itself), as the copy holds it: extracted
+// archives are a tree, copied shards a directory of the same shards, a
+// copied image the same image.  Not from the catalog: the dataset's
+// manifest describes the source, not the copy.
+Dataset second_hop(const Dataset& dataset, const std::string& copy);
+
+// What submit finds of the user's copy in the via tier.
+struct ViaCopyFacts {
+    bool has_record = false;  // the copy's record, whole and the user's
+    bool same_mode = false;   // ... of a copy made in the dataset's mode
+    bool in_place = false;    // the copy itself (file or directory) is there
+    // The scan time of the dataset's manifest now, and of the one the copy
+    // was last checked against (0: none; a walk).  A new scan may describe
+    // a changed source: the mover checks the copy against it.
+    std::int64_t manifest_scanned = 0;
+    std::int64_t checked_scan = 0;
+    std::optional<std::int64_t> purge_date;  // when the site's purge may start taking files
+    std::int64_t now = 0;
+};
+
+// Allowed: the copy serves the job, no mover job (nothing reads the
+// source).  Refused: why a mover job copies (or checks and repairs) it
+// first, e.g. "there is no copy in scratch yet".
+Verdict via_copy_usable(const ViaCopyFacts& facts, const std::string& tier);
+
+// Whether hop 2 can go to `tier`: not to a node cache (the prolog looks at
+// a cache entry's source, which the compute nodes cannot see).
+Verdict hop_supported(const Dataset& dataset, const Tier& tier);
+
+// The dependency of a job that waits for mover jobs: afterok on each,
+// then the user's own (`theirs`, as Slurm prints it).  Refused for a list
+// of the user's joined by '?' (any one satisfied): the job could then
+// start before its copy is made.
+Verdict dependency_with_movers(const std::vector<std::string>& movers, const std::optional<std::string>& theirs,
+                               std::string& merged);
+
+}  // namespace dlstage::policy

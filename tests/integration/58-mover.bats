@@ -1,0 +1,215 @@
+#!/usr/bin/env bats
+# Two-hop staging: datasets with reach = "mover" live on LARGEDATA, which
+# only the mover node (n4, partition mover) sees.  A job asking for one
+# waits (Slurm's afterok, holding no nodes) for a mover job that copies it
+# into scratch; then the job's own nodes stage from that copy.  LARGEDATA
+# is served on n4 by pfssim here, so that what the mover reads is counted.
+
+load helpers
+
+SCRATCH="$DLSTAGE_TEST_DIR/scratch/dlstage"
+PFS="$DLSTAGE_TEST_DIR/largedata"
+SRC="$DLSTAGE_TEST_DIR/largedata-src/data"
+PFSSIM="$DLSTAGE_TEST_DIR/bin/pfssim"
+MOVER_NODE=${DLSTAGE_TEST_MOVER_NODE:-n4}
+
+stats_of() { echo "$DLSTAGE_TEST_DIR/pfs-stats-mover-$1"; }
+
+setup_file() {
+    mount_pfs "$MOVER_NODE"
+}
+
+teardown_file() {
+    unmount_pfs "$MOVER_NODE"
+}
+
+teardown() {
+    scancel -u "$VCLUSTER_USER" 2>/dev/null || true
+}
+
+mine() { echo "$SCRATCH/$VCLUSTER_USER"; }
+
+dlstage() { as_user "$DLSTAGE_BIN" --config "$DLSTAGE_TEST_DIR/dlstage.toml" "$@"; }
+
+forget() { forget_kept_copy "$(mine)" "$1"; }
+
+# Bytes the mover node's pfssim has served so far.
+pfs_bytes_read() {
+    local pid
+    pid=$(pgrep -f -- "--stats $(stats_of "$MOVER_NODE")" | head -n1)
+    [ -n "$pid" ] || { echo "no pfssim on $MOVER_NODE" >&2; return 1; }
+    kill -USR1 "$pid"
+    sleep 0.3
+    sed -n 's/^bytes_read=//p' "$(stats_of "$MOVER_NODE")"
+}
+
+# The user's mover jobs Slurm knows of, for a dataset (live: queued or running).
+movers_of() { squeue -h -t all -u "$VCLUSTER_USER" -n "dlstage-mover-$1" -o %i | sort -n | tr '\n' ' '; }
+live_movers_of() { squeue -h -t pending,running,configuring -u "$VCLUSTER_USER" -n "dlstage-mover-$1" -o %i | tr '\n' ' '; }
+
+# A job that prints, on each of its 3 nodes, "NODE DIGEST" of $DLSTAGE_<NAME>.
+digest_job() {
+    cat >"$(user_workdir)/digest.sh" <<SH
+#!/bin/bash
+srun -N3 --ntasks-per-node=1 bash -c 'p=DLSTAGE_$1; echo "\$(hostname) \$("$DIGEST" "\${!p}")"'
+SH
+    chmod 0755 "$(user_workdir)/digest.sh"
+    echo "$(user_workdir)/digest.sh"
+}
+
+# submit ENV... -- SBATCH ARGS...: sbatch as the user, keeping stderr (the
+# plugin's lines) in $submitted and the job id in $job.
+submit() {
+    local env=()
+    while [ "$1" != "--" ]; do env+=("$1"); shift; done
+    shift
+    submitted=$(as_user env "${env[@]}" sbatch --parsable "$@" 2>&1)
+    job=$(grep -E '^[0-9]+$' <<<"$submitted")
+    [ -n "$job" ] || { echo "no job id from sbatch: $submitted"; return 1; }
+}
+
+mover_in() { grep -oE 'mover job [0-9]+' <<<"$1" | head -n1 | grep -oE '[0-9]+'; }
+
+@test "the compute nodes cannot see LARGEDATA; the mover node can" {
+    for node in n1 n2 n3; do
+        [ -z "$(on_node "$node" ls -A "$PFS")" ]
+    done
+    on_node "$MOVER_NODE" test -d "$PFS/in21k"
+    ! as_user ls "$SRC"
+}
+
+@test "a job waits for its mover job, then every node holds the exact bytes, read once on the mover node" {
+    forget in21k
+    want=$("$DIGEST" "$SRC/in21k")
+    files_bytes=$(find "$SRC/in21k" -type f -printf '%s\n' | awk '{ s += $1 } END { print s }')
+    before=$(pfs_bytes_read)
+    script=$(digest_job IN21K)
+    submit DLSTAGE_RATE_LIMIT=2M -- -N3 --stage-data=in21k:shm -o "$(user_workdir)/w-%j.out" "$script"
+    mover=$(mover_in "$submitted")
+    [ -n "$mover" ]
+    grep -q "in21k: there is no complete copy in scratch yet: mover job $mover copies it there; this job waits for it" <<<"$submitted"
+    doc_says "$USER_GUIDE" 'mover job [0-9]+ copies it there' <<<"$submitted"
+    # Slurm's own dependency: the job holds no nodes while it waits.
+    [[ "$(squeue -h -j "$job" -o '%T %E')" == "PENDING afterok:$mover"* ]]
+    [ "$(squeue -h -j "$mover" -o '%P %j')" = "mover dlstage-mover-in21k" ]
+    run dlstage status -j "$job"
+    [[ "$output" == *"waits for mover job $mover"* ]]
+    wait_job_gone "$job" 120
+    [ "$(job_state "$mover")" = COMPLETED ]
+    [ "$(job_state "$job")" = COMPLETED ]
+    out=$(cat "$(user_workdir)/w-$job.out")
+    each_node_says "$out" "$want"
+    grep -q "from $(mine)/in21k to shm on 3 nodes" <<<"$out"
+    # Read once, on the mover node alone (the compute nodes see no source):
+    # every byte, and not 1% more (pfssim counts what the kernel asked for).
+    after=$(pfs_bytes_read)
+    read=$((after - before))
+    [ "$read" -ge "$files_bytes" ] && [ "$read" -le $((files_bytes * 101 / 100)) ] ||
+        { echo "read $read of $files_bytes"; false; }
+    grep -q "staged in21k to scratch (one shared copy) by 1 nodes" "$(mine)/.mover-in21k.out"
+    assert_healthy
+    assert_no_leftovers
+    [ -z "$(on_node "$MOVER_NODE" find /dev/shm/dlstage /local/dlstage -mindepth 1 -maxdepth 2 2>/dev/null)" ]
+}
+
+@test "a later job uses the copy: no mover job, nothing read from LARGEDATA" {
+    movers=$(movers_of in21k)
+    before=$(pfs_bytes_read)
+    script=$(digest_job IN21K)
+    submit -- -N3 --stage-data=in21k:ssd -o "$(user_workdir)/w-%j.out" "$script"
+    grep -q "in21k: its copy in scratch is current: no mover job needed" <<<"$submitted"
+    doc_says "$USER_GUIDE" 'no mover job needed' <<<"$submitted"
+    wait_job_gone "$job" 60
+    [ "$(job_state "$job")" = COMPLETED ]
+    each_node_says "$(cat "$(user_workdir)/w-$job.out")" "$("$DIGEST" "$SRC/in21k")"
+    [ "$(movers_of in21k)" = "$movers" ]
+    [ "$(pfs_bytes_read)" -eq "$before" ]
+    # The via tier itself: the job uses the mover's copy, stages nothing.
+    run as_user srun -N1 --stage-data=in21k:scratch bash -c 'echo "path $DLSTAGE_IN21K"'
+    [ "$status" -eq 0 ]
+    grep -qx "path $(mine)/in21k" <<<"$output"
+    grep -q "in21k: using the copy in scratch its mover job made" <<<"$output"
+    [ "$(movers_of in21k)" = "$movers" ]
+}
+
+@test "two jobs submitted together share one mover job" {
+    forget far-file
+    submit DLSTAGE_RATE_LIMIT=1M -- -N1 --stage-data=far-file:shm --wrap 'cmp "$DLSTAGE_FAR_FILE" /dev/null || true'
+    first=$job
+    mover=$(mover_in "$submitted")
+    submit -- -N2 --stage-data=far-file:shm --wrap 'test -s "$DLSTAGE_FAR_FILE"'
+    second=$job
+    grep -q "mover job $mover is already copying it there; this job waits for it" <<<"$submitted"
+    doc_says "$USER_GUIDE" 'is already copying it there' <<<"$submitted"
+    [[ "$(squeue -h -j "$second" -o %E)" == "afterok:$mover"* ]]
+    [ "$(live_movers_of far-file)" = "$mover " ]
+    wait_job_gone "$first" 60
+    wait_job_gone "$second" 60
+    [ "$(job_state "$first")" = COMPLETED ]
+    [ "$(job_state "$second")" = COMPLETED ]
+    cmp "$(mine)/far-file/one.bin" "$SRC/one.bin"
+}
+
+@test "a mover job that cannot read the source ends the waiting job, and status says why" {
+    forget far-bad
+    submit -- -N3 --stage-data=far-bad:shm --wrap true
+    mover=$(mover_in "$submitted")
+    wait_job_gone "$mover" 60
+    wait_job_gone "$job" 30
+    [ "$(job_state "$mover")" = FAILED ]
+    [ "$(job_state "$job")" = CANCELLED ]
+    [[ "$(squeue -h -t all -j "$job" -o %k)" == "dlstage: mover job $mover for far-bad failed: "*"locked.bin: Permission denied" ]]
+    run dlstage status -j "$job"
+    [[ "$output" == *"failed"*"(mover job $mover failed: staging far-bad to scratch failed on $MOVER_NODE: cannot read"*"Permission denied)"* ]]
+    [ ! -e "$(mine)/.ready-far-bad.toml" ]
+    assert_healthy
+}
+
+@test "a cancelled mover job ends the jobs waiting for it (salloc too) and leaves no copy a job trusts" {
+    forget in21k
+    submit DLSTAGE_RATE_LIMIT=300K -- -N3 --stage-data=in21k:shm --wrap true
+    mover=$(mover_in "$submitted")
+    as_user salloc -N1 --stage-data=in21k:shm true >"$(user_workdir)/salloc.out" 2>&1 &
+    salloc_pid=$!
+    for _ in $(seq 100); do [ -e "$(mine)/.partial-in21k" ] && break; sleep 0.2; done
+    [ -e "$(mine)/.partial-in21k" ]
+    waiting=$(squeue -h -t pending -o '%i %E' | awk -v m="afterok:$mover" 'index($2, m) == 1 { print $1 }' | sort -n)
+    [ "$(wc -l <<<"$waiting")" -eq 2 ]
+    scancel "$mover"
+    wait_job_gone "$mover" 60
+    for w in $waiting; do
+        wait_job_gone "$w" 30
+        [ "$(job_state "$w")" = CANCELLED ]
+        [ "$(squeue -h -t all -j "$w" -o %k)" = "dlstage: mover job $mover for in21k failed: it was cancelled or reached its time limit" ]
+    done
+    wait "$salloc_pid" || true
+    grep -q "Job allocation .* has been revoked" "$(user_workdir)/salloc.out"
+    [ ! -e "$(mine)/.ready-in21k.toml" ]
+    # The next job does not trust the half copy: a new mover job makes it.
+    submit -- -N1 --stage-data=in21k:shm --wrap true
+    grep -q "there is no complete copy in scratch yet" <<<"$submitted"
+    wait_job_gone "$job" 60
+    [ "$(job_state "$job")" = COMPLETED ]
+    [ "$("$DIGEST" "$(mine)/in21k")" = "$("$DIGEST" "$SRC/in21k")" ]
+}
+
+@test "dlstage prefetch: the mover job ahead of time, its id for --dependency" {
+    forget far-file
+    run dlstage prefetch far-file
+    [ "$status" -eq 0 ]
+    id=$(grep -E '^[0-9]+$' <<<"$output")
+    [ -n "$id" ]
+    grep -q "far-file: there is no complete copy in scratch yet: mover job $id copies it there" <<<"$output"
+    doc_says "$MAN1" 'mover job [0-9]+ copies it there' in21k=far-file <<<"$output"
+    run dlstage prefetch far-file
+    [ "$status" -eq 0 ]
+    grep -qx "$id" <<<"$output" || [ -z "$(grep -E '^[0-9]+$' <<<"$output")" ]
+    wait_job_gone "$id" 60
+    [ "$(job_state "$id")" = COMPLETED ]
+    run dlstage prefetch far-file
+    [ "$status" -eq 0 ]
+    [ "$output" = "dlstage: far-file: your copy in scratch is current: no mover job needed" ]
+    run dlstage prefetch sample
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"'sample' is read on the compute nodes"* ]]
+}

@@ -1,0 +1,124 @@
+#include <boost/test/unit_test.hpp>
+
+#include "policies/two_hop.hpp"
+
+using namespace dlstage;
+using namespace dlstage::policy;
+
+namespace {
+Dataset far(const std::string& source, Mode mode = Mode::Copy)
+{
+    Dataset d;
+    d.name = "in21k";
+    d.source = source;
+    d.mode = mode;
+    d.reach = Reach::Mover;
+    d.via = "scratch";
+    d.tiers = {"shm", "scratch"};
+    return d;
+}
+
+MoverSettings mover_on(const std::string& partition)
+{
+    MoverSettings m;
+    m.partition = partition;
+    return m;
+}
+
+ViaCopyFacts good_copy()
+{
+    ViaCopyFacts f;
+    f.has_record = f.same_mode = f.in_place = true;
+    f.now = 1000;
+    f.purge_date = 5000;
+    return f;
+}
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(two_hop)
+
+BOOST_AUTO_TEST_CASE(only_the_mover_partition_reads_a_far_source)
+{
+    const Dataset d = far("/p/largedata/in21k");
+    BOOST_TEST(!reads_source_here(d, std::string("gpu"), mover_on("xfer")));
+    BOOST_TEST(!reads_source_here(d, std::nullopt, mover_on("xfer")));  // the default partition is not the mover's
+    BOOST_TEST(reads_source_here(d, std::string("xfer"), mover_on("xfer")));
+    BOOST_TEST(!reads_source_here(d, std::string("xfer"), MoverSettings{}));
+    Dataset near = d;
+    near.reach = Reach::Compute;
+    BOOST_TEST(reads_source_here(near, std::string("gpu"), mover_on("xfer")));
+}
+
+BOOST_AUTO_TEST_CASE(hop_two_stages_from_the_copy_as_the_copy_holds_it)
+{
+    const Dataset tree = second_hop(far("/p/largedata/in21k"), "/scratch/alice/in21k");
+    BOOST_TEST(tree.source == "/scratch/alice/in21k");
+    BOOST_TEST(!tree.from_catalog);  // its manifest describes the source, not the copy
+    BOOST_TEST(to_string(tree.reach) == "compute");
+
+    const Dataset extracted = second_hop(far("/p/largedata/shards/s-*.tar", Mode::Extract), "/scratch/alice/in21k");
+    BOOST_TEST(extracted.source == "/scratch/alice/in21k");
+    BOOST_TEST((extracted.format == Format::Dir));
+    BOOST_TEST((extracted.mode == Mode::Copy));
+
+    const Dataset shards = second_hop(far("/p/largedata/shards/s-*.tar"), "/scratch/alice/in21k");
+    BOOST_TEST(shards.source == "/scratch/alice/in21k/s-*.tar");
+    BOOST_TEST((shards.format == Format::Tar));
+
+    const Dataset image = second_hop(far("/p/largedata/in21k.sqfs", Mode::Mount), "/scratch/alice/in21k/in21k.sqfs");
+    BOOST_TEST(image.source == "/scratch/alice/in21k/in21k.sqfs");
+    BOOST_TEST((image.format == Format::Squashfs));
+    BOOST_TEST((image.mode == Mode::Mount));
+}
+
+BOOST_AUTO_TEST_CASE(a_copy_serves_without_a_mover_only_when_whole_current_and_unpurged)
+{
+    BOOST_TEST(via_copy_usable(good_copy(), "scratch").allowed);
+
+    ViaCopyFacts none;
+    BOOST_TEST(via_copy_usable(none, "scratch").reason == "there is no complete copy in scratch yet");
+    ViaCopyFacts gone = good_copy();
+    gone.in_place = false;
+    BOOST_TEST(!via_copy_usable(gone, "scratch").allowed);
+    ViaCopyFacts other_mode = good_copy();
+    other_mode.same_mode = false;
+    BOOST_TEST(via_copy_usable(other_mode, "scratch").reason == "the copy in scratch was made in another mode");
+
+    ViaCopyFacts rescanned = good_copy();
+    rescanned.manifest_scanned = 900;
+    rescanned.checked_scan = 800;
+    BOOST_TEST(via_copy_usable(rescanned, "scratch").reason ==
+               "the source was scanned again since the copy in scratch was checked");
+    rescanned.checked_scan = 900;
+    BOOST_TEST(via_copy_usable(rescanned, "scratch").allowed);
+
+    ViaCopyFacts purged = good_copy();
+    purged.purge_date = 1000;
+    BOOST_TEST(via_copy_usable(purged, "scratch").reason ==
+               "the site's purge may have taken files of the copy in scratch");
+}
+
+BOOST_AUTO_TEST_CASE(the_job_waits_for_every_mover_and_what_the_user_asked)
+{
+    std::string merged;
+    BOOST_TEST(dependency_with_movers({"7"}, std::nullopt, merged).allowed);
+    BOOST_TEST(merged == "afterok:7");
+    BOOST_TEST(dependency_with_movers({"7", "9"}, std::string("afterany:3"), merged).allowed);
+    BOOST_TEST(merged == "afterok:7:9,afterany:3");
+    const Verdict any = dependency_with_movers({"7"}, std::string("afterok:3?afterok:4"), merged);
+    BOOST_TEST(!any.allowed);
+    BOOST_TEST(any.reason.find("join them with ','") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(no_node_cache_for_a_far_dataset_yet)
+{
+    Tier cache;
+    cache.name = "cache";
+    cache.cleanup = Cleanup::Cache;
+    BOOST_TEST(!hop_supported(far("/p/x"), cache).allowed);
+    Tier shm;
+    shm.name = "shm";
+    BOOST_TEST(hop_supported(far("/p/x"), shm).allowed);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
