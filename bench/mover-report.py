@@ -3,7 +3,7 @@
 
 usage: mover-report.py CSV OUT_MD SETUP_LINE
 
-CSV rows: dataset,round,what,seconds,pfs_bytes,note (round 0: the dataset's
+CSV rows: dataset,round,what,seconds,pfs_bytes,load1,note (round 0: the dataset's
 size, in pfs_bytes, and file count, in note; "all,0,bench-seconds": the run's
 length).  Each figure is the median over the rounds; each ratio the median
 of the rounds' own ratios (the measurements of one round ran minutes apart,
@@ -33,7 +33,7 @@ def main():
     path, out, setup = sys.argv[1], sys.argv[2], sys.argv[3]
     runs = defaultdict(dict)  # (dataset, what) -> round -> seconds
     served = defaultdict(dict)  # (dataset, what) -> round -> pfssim bytes
-    size, files, took = {}, {}, None
+    size, files, took, loads = {}, {}, None, []
     for row in csv.DictReader(open(path)):
         ds, rnd, what = row["dataset"], int(row["round"]), row["what"]
         if what == "size":
@@ -47,6 +47,10 @@ def main():
         except ValueError:
             seconds = float("nan")
         runs[(ds, what)][rnd] = seconds
+        try:
+            loads.append(float(row["load1"]))
+        except (KeyError, ValueError):
+            pass
         if row["pfs_bytes"] not in ("", "-"):
             served[(ds, what)][rnd] = int(row["pfs_bytes"])
 
@@ -119,7 +123,9 @@ def main():
                             f"{'met' if h1 <= TARGET_HOP1 else 'NOT met'} (target: at most {TARGET_HOP1}x)")
     L += ["", f"## Target: hop 1 within {TARGET_HOP1}x of the mover node's read-once limit", ""]
     L += verdicts or ["- no hop 1 measured"]
-    L += ["", f"{nrounds} rounds" + (f"; the whole run took {took} s" if took else "") + "."]
+    L += ["", f"{nrounds} rounds" + (f"; the whole run took {took} s" if took else "")
+          + (f"; the machine's 1-minute load average after each measurement: {min(loads):.2f} to {max(loads):.2f} "
+             f"(median {median(loads):.2f}; 2 cores)" if loads else "") + "."]
     open(out, "w").write("\n".join(L) + "\n")
     print("\n".join(L))
 
