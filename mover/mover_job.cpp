@@ -110,6 +110,7 @@ std::vector<std::string> mover_sbatch_argv(const MoverSettings& mover, const Dat
                                      "--ntasks-per-node=1",
                                      "--output=" + output,
                                      "--open-mode=truncate",
+                                     "--requeue",  // a node lost: Slurm runs it again, the copy resumes
                                      "--stage-data=" + dataset.name + ":" + dataset.via};
     if (!mover.account.empty())
         argv.push_back("--account=" + mover.account);
@@ -196,6 +197,29 @@ std::size_t end_waiting_jobs(const std::string& mover_id, const std::string& dat
         slurm_answer(bounded({"scancel", job}), "scancel", kSlurmTimeout, problem, nullptr, &env);
     }
     return waiting.size();
+}
+
+std::optional<int> restarts_in(std::string_view scontrol)
+{
+    for (const std::string& field : split(trim(std::string(scontrol)), ' '))
+        if (starts_with(field, "Restarts=")) {
+            try {
+                return static_cast<int>(parse_count(field.substr(9), 0, 1000000));
+            } catch (const Error&) {
+                return std::nullopt;
+            }
+        }
+    return std::nullopt;
+}
+
+bool requeued_since(const std::string& job_id, int restarts)
+{
+    try {
+        const auto now = restarts_in(ask({"scontrol", "show", "job", "-o", job_id}, "ask scontrol for job " + job_id));
+        return now && *now > restarts;
+    } catch (const Error&) {
+        return false;
+    }
 }
 
 void cancel_job(const std::string& job_id)

@@ -150,6 +150,28 @@ mover_in() { grep -oE 'mover job [0-9]+' <<<"$1" | head -n1 | grep -oE '[0-9]+';
     cmp "$(mine)/far-file/one.bin" "$SRC/one.bin"
 }
 
+@test "an srun that creates its job waits too, its own --dependency kept beside the mover's" {
+    forget in21k
+    first=$(as_user sbatch --parsable -N1 --wrap 'sleep 8')
+    as_user env DLSTAGE_RATE_LIMIT=2M srun -N2 --dependency=afterany:"$first" --stage-data=in21k:shm \
+        bash -c 'echo "$(hostname) $(find "$DLSTAGE_IN21K" -type f | wc -l)"' >"$(user_workdir)/srun.out" 2>&1 &
+    srun_pid=$!
+    mover=""
+    for _ in $(seq 100); do mover=$(live_movers_of in21k); [ -n "$mover" ] && break; sleep 0.2; done
+    mover=${mover% }
+    [ -n "$mover" ]
+    waiting=""
+    for _ in $(seq 50); do
+        waiting=$(squeue -h -t pending -u "$VCLUSTER_USER" -o '%i %E' | grep "afterok:$mover" || true)
+        [ -n "$waiting" ] && break
+        sleep 0.2
+    done
+    [[ "$waiting" == *"afterok:$mover"*"afterany:$first"* ]] || { echo "waiting: $waiting"; false; }
+    wait "$srun_pid"
+    grep -q "mover job $mover copies it there; this job waits for it" "$(user_workdir)/srun.out"
+    [ "$(grep -cE '^n[123] 301$' "$(user_workdir)/srun.out")" -eq 2 ] || { cat "$(user_workdir)/srun.out"; false; }
+}
+
 @test "a mover job that cannot read the source ends the waiting job, and status says why" {
     forget far-bad
     submit -- -N3 --stage-data=far-bad:shm --wrap true
@@ -212,4 +234,47 @@ mover_in() { grep -oE 'mover job [0-9]+' <<<"$1" | head -n1 | grep -oE '[0-9]+';
     run dlstage prefetch sample
     [ "$status" -eq 1 ]
     [[ "$output" == *"'sample' is read on the compute nodes"* ]]
+}
+
+@test "a mover job that reaches its time limit mid-copy ends the waiting job and leaves no trusted copy" {
+    forget in21k
+    submit DLSTAGE_RATE_LIMIT=200K -- -N3 --stage-data=in21k:shm --wrap true
+    mover=$(mover_in "$submitted")
+    for _ in $(seq 100); do [ -e "$(mine)/.partial-in21k" ] && break; sleep 0.2; done
+    [ -e "$(mine)/.partial-in21k" ]
+    # The limit ends now (slurmctld checks every 30 s), as in 44-lifecycle.
+    scontrol update jobid="$mover" EndTime=now
+    wait_job_gone "$mover" 120
+    wait_job_gone "$job" 30
+    [ "$(job_state "$mover")" = TIMEOUT ]
+    [ "$(job_state "$job")" = CANCELLED ]
+    [ "$(squeue -h -t all -j "$job" -o %k)" = "dlstage: mover job $mover for in21k failed: it was cancelled or reached its time limit" ]
+    [ ! -e "$(mine)/.ready-in21k.toml" ]
+    assert_healthy
+}
+
+@test "a requeued mover job runs again, and the job waiting for it starts after the second run" {
+    forget in21k
+    submit DLSTAGE_RATE_LIMIT=1M -- -N1 --stage-data=in21k:shm --wrap true
+    mover=$(mover_in "$submitted")
+    for _ in $(seq 100); do [ -e "$(mine)/.partial-in21k" ] && break; sleep 0.2; done
+    [ -e "$(mine)/.partial-in21k" ]
+    scontrol requeue "$mover"
+    for _ in $(seq 600); do
+        [ "$(job_state "$job")" = COMPLETED ] && break
+        # Slurm holds a requeued job back for cred_expire (120 s): let the
+        # mover go once its first run's epilog is 3 s old (44-lifecycle).
+        epilog="$STATE/jobs/$mover/$MOVER_NODE.epilog.toml"
+        if [ "$(job_state "$mover")" = PENDING ] && [ -e "$epilog" ] &&
+            (($(date +%s) >= $(record_value "$epilog" 'r["time"]') + 3)); then
+            scontrol update jobid="$mover" starttime=now 2>/dev/null || true
+        fi
+        sleep 0.5
+    done
+    [ "$(job_state "$job")" = COMPLETED ]
+    [ "$(job_state "$mover")" = COMPLETED ]
+    scontrol show job "$mover" | grep -q 'Restarts=1'
+    [ "$(squeue -h -t all -j "$job" -o %k)" = "dlstage: waits for mover job $mover (in21k:shm)" ]
+    [ "$("$DIGEST" "$(mine)/in21k")" = "$("$DIGEST" "$SRC/in21k")" ]
+    assert_healthy
 }
