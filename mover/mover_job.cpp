@@ -199,26 +199,33 @@ std::size_t end_waiting_jobs(const std::string& mover_id, const std::string& dat
     return waiting.size();
 }
 
-std::optional<int> restarts_in(std::string_view scontrol)
+std::optional<JobNow> job_now_in(std::string_view scontrol)
 {
-    for (const std::string& field : split(trim(std::string(scontrol)), ' '))
-        if (starts_with(field, "Restarts=")) {
+    JobNow job;
+    bool restarts = false;
+    for (const std::string& field : split(trim(std::string(scontrol)), ' ')) {
+        if (starts_with(field, "JobState="))
+            job.state = field.substr(9);
+        else if (starts_with(field, "Restarts=")) {
             try {
-                return static_cast<int>(parse_count(field.substr(9), 0, 1000000));
+                job.restarts = static_cast<int>(parse_count(field.substr(9), 0, 1000000));
+                restarts = true;
             } catch (const Error&) {
                 return std::nullopt;
             }
         }
-    return std::nullopt;
+    }
+    if (job.state.empty() || !restarts)
+        return std::nullopt;
+    return job;
 }
 
-bool requeued_since(const std::string& job_id, int restarts)
+std::optional<JobNow> job_now(const std::string& job_id)
 {
     try {
-        const auto now = restarts_in(ask({"scontrol", "show", "job", "-o", job_id}, "ask scontrol for job " + job_id));
-        return now && *now > restarts;
+        return job_now_in(ask({"scontrol", "show", "job", "-o", job_id}, "ask scontrol for job " + job_id));
     } catch (const Error&) {
-        return false;
+        return std::nullopt;
     }
 }
 

@@ -61,13 +61,16 @@ MoverJob ensure_mover(const Config& config, const Dataset& dataset, const std::s
 // job waiting for a failed afterok never starts).  How many it ended.
 std::size_t end_waiting_jobs(const std::string& mover_id, const std::string& dataset, const std::string& reason);
 
-// `scontrol show job -o`'s Restarts=N: how often Slurm requeued the job.
-std::optional<int> restarts_in(std::string_view scontrol);
+// A job as `scontrol show job -o` shows it now: JobState= and Restarts=
+// (how often Slurm requeued it).
+struct JobNow {
+    std::string state;  // RUNNING, COMPLETING, TIMEOUT, CANCELLED, ...
+    int restarts = 0;
+};
+std::optional<JobNow> job_now_in(std::string_view scontrol);
 
-// Has Slurm requeued job_id since this run of it began (`restarts`: this
-// run's SLURM_RESTART_COUNT)?  A requeued mover job runs again: the jobs
-// waiting for it must go on waiting.  Unknown (Slurm did not answer): no.
-bool requeued_since(const std::string& job_id, int restarts);
+// Asks scontrol; nothing when it did not answer.
+std::optional<JobNow> job_now(const std::string& job_id);
 
 // Cancels a job (a mover job submitted for a job that was refused after all).
 void cancel_job(const std::string& job_id);

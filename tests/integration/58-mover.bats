@@ -70,6 +70,18 @@ submit() {
 
 mover_in() { grep -oE 'mover job [0-9]+' <<<"$1" | head -n1 | grep -oE '[0-9]+'; }
 
+# slow_mover NAME RATE SBATCH_ARGS...: no copy of NAME; a job (SBATCH_ARGS)
+# whose mover job reads at RATE; $job, $mover; returns once it writes.
+slow_mover() {
+    local name=$1 rate=$2
+    shift 2
+    forget "$name"
+    submit DLSTAGE_RATE_LIMIT="$rate" -- "$@" --stage-data="$name:shm" --wrap true
+    mover=$(mover_in "$submitted")
+    for _ in $(seq 100); do [ -e "$(mine)/.partial-$name" ] && break; sleep 0.2; done
+    [ -e "$(mine)/.partial-$name" ] || { echo "the mover job $mover of $name did not begin to write"; return 1; }
+}
+
 @test "the compute nodes cannot see LARGEDATA; the mover node can" {
     for node in n1 n2 n3; do
         [ -z "$(on_node "$node" ls -A "$PFS")" ]
@@ -188,13 +200,10 @@ mover_in() { grep -oE 'mover job [0-9]+' <<<"$1" | head -n1 | grep -oE '[0-9]+';
 }
 
 @test "a cancelled mover job ends the jobs waiting for it (salloc too) and leaves no copy a job trusts" {
-    forget in21k
-    submit DLSTAGE_RATE_LIMIT=300K -- -N3 --stage-data=in21k:shm --wrap true
-    mover=$(mover_in "$submitted")
+    slow_mover in21k 300K -N3
     as_user salloc -N1 --stage-data=in21k:shm true >"$(user_workdir)/salloc.out" 2>&1 &
     salloc_pid=$!
-    for _ in $(seq 100); do [ -e "$(mine)/.partial-in21k" ] && break; sleep 0.2; done
-    [ -e "$(mine)/.partial-in21k" ]
+    for _ in $(seq 50); do [ -n "$(squeue -h -t pending -n interactive -o %i)" ] && break; sleep 0.2; done
     waiting=$(squeue -h -t pending -o '%i %E' | awk -v m="afterok:$mover" 'index($2, m) == 1 { print $1 }' | sort -n)
     [ "$(wc -l <<<"$waiting")" -eq 2 ]
     scancel "$mover"
@@ -202,7 +211,7 @@ mover_in() { grep -oE 'mover job [0-9]+' <<<"$1" | head -n1 | grep -oE '[0-9]+';
     for w in $waiting; do
         wait_job_gone "$w" 30
         [ "$(job_state "$w")" = CANCELLED ]
-        [ "$(squeue -h -t all -j "$w" -o %k)" = "dlstage: mover job $mover for in21k failed: it was cancelled or reached its time limit" ]
+        [[ "$(squeue -h -t all -j "$w" -o %k)" == "dlstage: mover job $mover for in21k failed: it was cancelled"* ]]
     done
     wait "$salloc_pid" || true
     grep -q "Job allocation .* has been revoked" "$(user_workdir)/salloc.out"
@@ -237,28 +246,20 @@ mover_in() { grep -oE 'mover job [0-9]+' <<<"$1" | head -n1 | grep -oE '[0-9]+';
 }
 
 @test "a mover job that reaches its time limit mid-copy ends the waiting job and leaves no trusted copy" {
-    forget in21k
-    submit DLSTAGE_RATE_LIMIT=200K -- -N3 --stage-data=in21k:shm --wrap true
-    mover=$(mover_in "$submitted")
-    for _ in $(seq 100); do [ -e "$(mine)/.partial-in21k" ] && break; sleep 0.2; done
-    [ -e "$(mine)/.partial-in21k" ]
+    slow_mover in21k 200K -N3
     # The limit ends now (slurmctld checks every 30 s), as in 44-lifecycle.
     scontrol update jobid="$mover" EndTime=now
     wait_job_gone "$mover" 120
     wait_job_gone "$job" 30
     [ "$(job_state "$mover")" = TIMEOUT ]
     [ "$(job_state "$job")" = CANCELLED ]
-    [ "$(squeue -h -t all -j "$job" -o %k)" = "dlstage: mover job $mover for in21k failed: it was cancelled or reached its time limit" ]
+    [[ "$(squeue -h -t all -j "$job" -o %k)" == "dlstage: mover job $mover for in21k failed: "*"reached its time limit" ]]
     [ ! -e "$(mine)/.ready-in21k.toml" ]
     assert_healthy
 }
 
 @test "a requeued mover job runs again, and the job waiting for it starts after the second run" {
-    forget in21k
-    submit DLSTAGE_RATE_LIMIT=1M -- -N1 --stage-data=in21k:shm --wrap true
-    mover=$(mover_in "$submitted")
-    for _ in $(seq 100); do [ -e "$(mine)/.partial-in21k" ] && break; sleep 0.2; done
-    [ -e "$(mine)/.partial-in21k" ]
+    slow_mover in21k 1M -N1
     scontrol requeue "$mover"
     for _ in $(seq 600); do
         [ "$(job_state "$job")" = COMPLETED ] && break
