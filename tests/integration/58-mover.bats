@@ -144,6 +144,28 @@ slow_mover() {
     [ "$(movers_of in21k)" = "$movers" ]
 }
 
+@test "a copy the purge may have reached is checked and repaired by a mover job, never read as complete" {
+    # A complete copy, then the site's purge: the copy's files unused for
+    # 95 days (its record says so), one of them gone.
+    run dlstage prefetch in21k
+    [ "$status" -eq 0 ]
+    id=$(grep -E '^[0-9]+$' <<<"$output" || true)
+    [ -z "$id" ] || wait_job_gone "$id" 60
+    old=$(($(date +%s) - 95 * 86400))
+    as_user sed -i "s/^oldest = .*/oldest = $old/" "$(mine)/.ready-in21k.toml"
+    victim=$(find "$(mine)/in21k" -type f -size +1k | sort | head -n1)
+    rm "$victim"
+    script=$(digest_job IN21K)
+    submit -- -N3 --stage-data=in21k:shm -o "$(user_workdir)/w-%j.out" "$script"
+    grep -q "in21k: the site's purge may have taken files of the copy in scratch: mover job [0-9]* copies it there" <<<"$submitted"
+    mover=$(mover_in "$submitted")
+    wait_job_gone "$job" 60
+    [ "$(job_state "$job")" = COMPLETED ]
+    grep -q "repaired and reused the copy" "$(mine)/.mover-in21k.out"
+    each_node_says "$(cat "$(user_workdir)/w-$job.out")" "$("$DIGEST" "$SRC/in21k")"
+    [ -f "$victim" ]
+}
+
 @test "two jobs submitted together share one mover job" {
     forget far-file
     submit DLSTAGE_RATE_LIMIT=1M -- -N1 --stage-data=far-file:shm --wrap 'cmp "$DLSTAGE_FAR_FILE" /dev/null || true'
