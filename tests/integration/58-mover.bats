@@ -166,8 +166,11 @@ slow_mover() {
     [ -f "$victim" ]
 }
 
-@test "two jobs submitted together share one mover job" {
+@test "two jobs submitted together share one mover job (and --test-only submits none)" {
     forget far-file
+    run as_user sbatch --test-only -N1 --stage-data=far-file:shm --wrap true
+    [[ "$output" == *"far-file: --test-only: no mover job is submitted"* ]]
+    [ -z "$(live_movers_of far-file)" ]
     submit DLSTAGE_RATE_LIMIT=1M -- -N1 --stage-data=far-file:shm --wrap 'cmp "$DLSTAGE_FAR_FILE" /dev/null || true'
     first=$job
     mover=$(mover_in "$submitted")
