@@ -12,6 +12,7 @@
 #include "job/slurm_jobs.hpp"
 #include "lib/contract.hpp"
 #include "lib/error.hpp"
+#include "lib/log.hpp"
 #include "lib/number.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/fd.hpp"
@@ -39,11 +40,13 @@ std::string ask(const std::vector<std::string>& argv, const std::string& what)
     return *answer;
 }
 
+constexpr const char* kLiveStates = "--states=PENDING,CONFIGURING,RUNNING,REQUEUED,RESIZING,SUSPENDED";
+
 std::vector<std::string> live_movers(const std::string& dataset)
 {
-    return parse_job_ids(ask({"squeue", "--me", "--noheader", "--name=" + mover_job_name(dataset),
-                              "--states=PENDING,CONFIGURING,RUNNING,REQUEUED,RESIZING,SUSPENDED", "--format=%A"},
-                             "ask squeue for mover jobs of " + quoted(dataset)));
+    return parse_job_ids(
+        ask({"squeue", "--me", "--noheader", "--name=" + mover_job_name(dataset), kLiveStates, "--format=%A"},
+            "ask squeue for mover jobs of " + quoted(dataset)));
 }
 
 // Submits from one host take turns: a lock file of the user's own in
@@ -159,6 +162,18 @@ std::vector<std::string> parse_waiting_jobs(std::string_view squeue, const std::
         }
     }
     return waiting;
+}
+
+std::vector<std::string> live_mover_jobs(const std::string& dataset)
+{
+    std::vector<std::string> jobs;
+    for (const std::string& line :
+         split(ask({"squeue", "--me", "--noheader", "--name=" + mover_job_name(dataset), kLiveStates, "--format=%A %T"},
+                   "ask squeue for mover jobs of " + quoted(dataset)),
+               '\n'))
+        if (!trim(line).empty())
+            jobs.push_back(printable(trim(line)));
+    return jobs;
 }
 
 MoverJob ensure_mover(const Config& config, const Dataset& dataset, const std::string& user)

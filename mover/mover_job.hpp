@@ -45,6 +45,11 @@ std::vector<std::string> parse_job_ids(std::string_view squeue);
 // ("afterok:123(unfulfilled)", "afterok:123_*(failed)").
 std::vector<std::string> parse_waiting_jobs(std::string_view squeue, const std::string& mover_id);
 
+// The caller's mover jobs for `dataset` that are queued or running
+// ("ID STATE" each, e.g. "4242 RUNNING"), for status; throws Error when
+// squeue does not answer.
+std::vector<std::string> live_mover_jobs(const std::string& dataset);
+
 struct MoverJob {
     std::string job_id;
     bool submitted = false;  // false: one already queued or running

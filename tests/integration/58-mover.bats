@@ -106,6 +106,8 @@ slow_mover() {
     [ "$(squeue -h -j "$mover" -o '%P %j')" = "mover dlstage-mover-in21k" ]
     run dlstage status -j "$job"
     [[ "$output" == *"waits for mover job $mover"* ]]
+    run dlstage status --dataset in21k
+    grep -Eq "^mover job $mover (PENDING|RUNNING|CONFIGURING): copying in21k to scratch \(output: $(mine)/.mover-in21k.out\)$" <<<"$output"
     wait_job_gone "$job" 120
     [ "$(job_state "$mover")" = COMPLETED ]
     [ "$(job_state "$job")" = COMPLETED ]
