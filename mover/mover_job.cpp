@@ -114,6 +114,7 @@ std::vector<std::string> mover_sbatch_argv(const MoverSettings& mover, const Dat
                                      "--output=" + output,
                                      "--open-mode=truncate",
                                      "--requeue",  // a node lost: Slurm runs it again, the copy resumes
+                                     "--chdir=/",  // the submit directory may not exist on the mover nodes
                                      "--stage-data=" + dataset.name + ":" + dataset.via};
     if (!mover.account.empty())
         argv.push_back("--account=" + mover.account);
