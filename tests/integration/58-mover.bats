@@ -143,6 +143,9 @@ slow_mover() {
     [ "$status" -eq 0 ]
     grep -qx "path $(mine)/in21k" <<<"$output"
     grep -q "in21k: using the copy in scratch its mover job made" <<<"$output"
+    srun_job=$(squeue -h -t all -u "$VCLUSTER_USER" -n bash -o %i | sort -n | tail -n1)
+    run dlstage status -j "$srun_job" -h -o '%T %f'
+    [[ "$output" == "cleaned 301" || "$output" == "reused 301" ]] || { echo "status: $output"; false; }
     [ "$(movers_of in21k)" = "$movers" ]
 }
 
