@@ -95,12 +95,9 @@ int cmd_stage(const GlobalOptions& options, const std::vector<std::string>& args
     if (const launch::LauncherReport report = launch::run_stager_step(config, step); report.exit_code != 0) {
         for (const std::string& line : launch::staging_failure(config, step, report))
             say(line);
-        if (mover) {
-            const std::string reason = launch::cancelled() ? "it was cancelled or reached its time limit"
-                                                           : launch::failure_reason(config, step, report);
-            for (const std::string& line : launch::end_waiting_jobs(items, job_id, reason))
+        if (mover)
+            for (const std::string& line : launch::mover_ended(config, step, report, items))
                 say(line);
-        }
         return kExitFailure;
     }
     if (!mounts::start_mount_holder(config, step.config_path, job_id, step.nodes, step.spec))

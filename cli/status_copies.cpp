@@ -11,9 +11,11 @@
 #include "cli/commands.hpp"
 #include "cli/table.hpp"
 #include "job/identity.hpp"
+#include "lib/error.hpp"
 #include "lib/log.hpp"
 #include "lib/size.hpp"
 #include "lib/strings.hpp"
+#include "mover/mover_job.hpp"
 #include "policies/purge.hpp"
 #include "tier/kept_copies.hpp"
 
@@ -48,21 +50,45 @@ toml::table copy_json(const Tier& tier, const FoundCopy& copy)
         t.insert("purge_date", *date);
     return t;
 }
+// A reach = "mover" dataset: the caller's mover jobs copying it now, and
+// where their output goes.
+std::vector<std::string> mover_lines(const Config& config, const std::string& name)
+{
+    const Dataset* dataset = config.find_dataset(name);
+    const Tier* via = dataset ? config.find_tier(dataset->via) : nullptr;
+    if (!dataset || dataset->reach != Reach::Mover || !via)
+        return {};
+    std::vector<std::string> lines;
+    try {
+        for (const std::string& job : mover::live_mover_jobs(name))
+            lines.push_back("mover job " + job + ": copying " + name + " to " + dataset->via +
+                            " (output: " + mover::mover_output_path(*via, name, this_user_name()) + ")");
+    } catch (const Error& e) {
+        lines.push_back("mover jobs unknown: " + printable(e.what()));
+    }
+    return lines;
+}
 }  // namespace
 
 int print_copies(const Config& config, const std::string& dataset, bool json, const toml::array* jobs)
 {
     const std::vector<FoundCopy> copies = find_copies(config, dataset, this_user_name(), ::geteuid() == 0);
+    const std::vector<std::string> movers = mover_lines(config, dataset);
     if (json) {
         toml::array list;
         for (const FoundCopy& copy : copies)
             list.push_back(copy_json(config.tiers.at(copy.tier), copy));
-        toml::table object{{"dataset", dataset}, {"copies", list}};
+        toml::array mover_list;
+        for (const std::string& line : movers)
+            mover_list.push_back(line);
+        toml::table object{{"dataset", dataset}, {"copies", list}, {"movers", mover_list}};
         if (jobs)
             object.insert("jobs", *jobs);
         std::cout << toml::json_formatter{object} << "\n";
         return kExitOk;
     }
+    for (const std::string& line : movers)
+        std::cout << line << "\n";
     if (copies.empty()) {
         std::cout << "no copies of " << quoted(dataset) << " in shared tiers\n";
         return kExitOk;

@@ -2,7 +2,10 @@
 
 #include <csignal>
 
+#include "job/job_identity.hpp"
+#include "lib/contract.hpp"
 #include "lib/error.hpp"
+#include "lib/number.hpp"
 #include "mover/mover_job.hpp"
 #include "policies/two_hop.hpp"
 
@@ -41,10 +44,27 @@ bool cancelled()
     return g_terminated != 0;
 }
 
-std::vector<std::string> end_waiting_jobs(const std::vector<StageItem>& items, const std::string& job_id,
-                                          const std::string& reason)
+std::vector<std::string> mover_ended(const Config& config, const StagerStep& step, const LauncherReport& report,
+                                     const std::vector<StageItem>& items)
 {
+    const std::string& job_id = step.job_id;
     std::vector<std::string> lines;
+    int restarts = 0;
+    try {
+        restarts = static_cast<int>(parse_count(process_env(kRestartCountVar), 0, 1000000));
+    } catch (const Error&) {
+        // unset on a first run
+    }
+    // Slurm may end the job's steps before it signals this process: its
+    // state tells too.  A requeued mover job runs again: its jobs wait on.
+    const std::optional<mover::JobNow> now = mover::job_now(job_id);
+    if (now && now->restarts > restarts)
+        return {"this mover job was requeued: the jobs waiting for it wait for its next run"};
+    const bool ended_by_slurm = cancelled() || (now && now->state != "RUNNING");
+    const std::string reason = !ended_by_slurm                    ? failure_reason(config, step, report)
+                               : now && now->state == "TIMEOUT"   ? "it reached its time limit"
+                               : now && now->state == "CANCELLED" ? "it was cancelled"
+                                                                  : "it was cancelled or reached its time limit";
     for (const StageItem& item : items) {
         if (item.dataset.reach != Reach::Mover || item.tier.name != item.dataset.via)
             continue;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "facts/stage_item.hpp"
+#include "launch/stager_step.hpp"
 
 namespace dlstage::launch {
 
@@ -25,9 +26,10 @@ bool is_mover_job(const Config& config, const std::vector<StageItem>& items,
 void note_cancellation();
 bool cancelled();
 
-// Ends the jobs waiting for mover job `job_id`; one line per dataset for
-// the job's output (how many were ended, or why not).
-std::vector<std::string> end_waiting_jobs(const std::vector<StageItem>& items, const std::string& job_id,
-                                          const std::string& reason);
+// A mover job's staging failed (or was ended by SIGTERM): unless Slurm
+// requeued it (it runs again), the jobs waiting for it are ended with the
+// reason.  Lines for the job's output (how many were ended, or why not).
+std::vector<std::string> mover_ended(const Config& config, const StagerStep& step, const LauncherReport& report,
+                                     const std::vector<StageItem>& items);
 
 }  // namespace dlstage::launch

@@ -12,6 +12,7 @@
 #include "job/slurm_jobs.hpp"
 #include "lib/contract.hpp"
 #include "lib/error.hpp"
+#include "lib/log.hpp"
 #include "lib/number.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/fd.hpp"
@@ -39,11 +40,13 @@ std::string ask(const std::vector<std::string>& argv, const std::string& what)
     return *answer;
 }
 
+constexpr const char* kLiveStates = "--states=PENDING,CONFIGURING,RUNNING,REQUEUED,RESIZING,SUSPENDED";
+
 std::vector<std::string> live_movers(const std::string& dataset)
 {
-    return parse_job_ids(ask({"squeue", "--me", "--noheader", "--name=" + mover_job_name(dataset),
-                              "--states=PENDING,CONFIGURING,RUNNING,REQUEUED,RESIZING,SUSPENDED", "--format=%A"},
-                             "ask squeue for mover jobs of " + quoted(dataset)));
+    return parse_job_ids(
+        ask({"squeue", "--me", "--noheader", "--name=" + mover_job_name(dataset), kLiveStates, "--format=%A"},
+            "ask squeue for mover jobs of " + quoted(dataset)));
 }
 
 // Submits from one host take turns: a lock file of the user's own in
@@ -110,6 +113,8 @@ std::vector<std::string> mover_sbatch_argv(const MoverSettings& mover, const Dat
                                      "--ntasks-per-node=1",
                                      "--output=" + output,
                                      "--open-mode=truncate",
+                                     "--requeue",  // a node lost: Slurm runs it again, the copy resumes
+                                     "--chdir=/",  // the submit directory may not exist on the mover nodes
                                      "--stage-data=" + dataset.name + ":" + dataset.via};
     if (!mover.account.empty())
         argv.push_back("--account=" + mover.account);
@@ -160,6 +165,18 @@ std::vector<std::string> parse_waiting_jobs(std::string_view squeue, const std::
     return waiting;
 }
 
+std::vector<std::string> live_mover_jobs(const std::string& dataset)
+{
+    std::vector<std::string> jobs;
+    for (const std::string& line :
+         split(ask({"squeue", "--me", "--noheader", "--name=" + mover_job_name(dataset), kLiveStates, "--format=%A %T"},
+                   "ask squeue for mover jobs of " + quoted(dataset)),
+               '\n'))
+        if (!trim(line).empty())
+            jobs.push_back(printable(trim(line)));
+    return jobs;
+}
+
 MoverJob ensure_mover(const Config& config, const Dataset& dataset, const std::string& user)
 {
     const Tier* via = config.find_tier(dataset.via);
@@ -196,6 +213,36 @@ std::size_t end_waiting_jobs(const std::string& mover_id, const std::string& dat
         slurm_answer(bounded({"scancel", job}), "scancel", kSlurmTimeout, problem, nullptr, &env);
     }
     return waiting.size();
+}
+
+std::optional<JobNow> job_now_in(std::string_view scontrol)
+{
+    JobNow job;
+    bool restarts = false;
+    for (const std::string& field : split(trim(std::string(scontrol)), ' ')) {
+        if (starts_with(field, "JobState="))
+            job.state = field.substr(9);
+        else if (starts_with(field, "Restarts=")) {
+            try {
+                job.restarts = static_cast<int>(parse_count(field.substr(9), 0, 1000000));
+                restarts = true;
+            } catch (const Error&) {
+                return std::nullopt;
+            }
+        }
+    }
+    if (job.state.empty() || !restarts)
+        return std::nullopt;
+    return job;
+}
+
+std::optional<JobNow> job_now(const std::string& job_id)
+{
+    try {
+        return job_now_in(ask({"scontrol", "show", "job", "-o", job_id}, "ask scontrol for job " + job_id));
+    } catch (const Error&) {
+        return std::nullopt;
+    }
 }
 
 void cancel_job(const std::string& job_id)

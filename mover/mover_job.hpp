@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,6 +45,11 @@ std::vector<std::string> parse_job_ids(std::string_view squeue);
 // ("afterok:123(unfulfilled)", "afterok:123_*(failed)").
 std::vector<std::string> parse_waiting_jobs(std::string_view squeue, const std::string& mover_id);
 
+// The caller's mover jobs for `dataset` that are queued or running
+// ("ID STATE" each, e.g. "4242 RUNNING"), for status; throws Error when
+// squeue does not answer.
+std::vector<std::string> live_mover_jobs(const std::string& dataset);
+
 struct MoverJob {
     std::string job_id;
     bool submitted = false;  // false: one already queued or running
@@ -59,6 +65,17 @@ MoverJob ensure_mover(const Config& config, const Dataset& dataset, const std::s
 // gets a comment naming the mover job and `reason`, and is cancelled (a
 // job waiting for a failed afterok never starts).  How many it ended.
 std::size_t end_waiting_jobs(const std::string& mover_id, const std::string& dataset, const std::string& reason);
+
+// A job as `scontrol show job -o` shows it now: JobState= and Restarts=
+// (how often Slurm requeued it).
+struct JobNow {
+    std::string state;  // RUNNING, COMPLETING, TIMEOUT, CANCELLED, ...
+    int restarts = 0;
+};
+std::optional<JobNow> job_now_in(std::string_view scontrol);
+
+// Asks scontrol; nothing when it did not answer.
+std::optional<JobNow> job_now(const std::string& job_id);
 
 // Cancels a job (a mover job submitted for a job that was refused after all).
 void cancel_job(const std::string& job_id);

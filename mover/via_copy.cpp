@@ -34,8 +34,10 @@ ViaCopy look_at_via_copy(const Config& config, const Dataset& dataset, const std
     // The copy itself, the user's, below the user's directory of the tier.
     const std::string dir = via->path.expand({"", user, ""});
     struct stat st {};
-    copy.facts.in_place = starts_with(record.ready.path, dir + "/") && ::lstat(record.ready.path.c_str(), &st) == 0 &&
-                          st.st_uid == ::geteuid();
+    const std::string& path = record.ready.path;
+    const bool below = starts_with(path, dir + "/") && path.find("/../") == std::string::npos &&
+                       !ends_with(path, "/..");
+    copy.facts.in_place = below && ::lstat(path.c_str(), &st) == 0 && st.st_uid == ::geteuid();
     return copy;
 }
 

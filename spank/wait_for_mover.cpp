@@ -40,12 +40,19 @@ void wait_for_movers(SpankApi& api, const Config& config, const std::vector<Stag
                      const std::optional<std::string>& partition)
 {
     Waits waits;
+    // sbatch/srun --test-only submit nothing: neither does dlstage.
+    const bool test_only = api.client_option("test-only").value_or("unset") == "set";
     try {
         for (const StageItem& item : items) {
             const Dataset& dataset = item.dataset;
             if (policy::reads_source_here(dataset, partition, config.mover))
                 continue;
             policy::require(policy::hop_supported(dataset, item.tier));
+            if (test_only) {
+                api.info(dataset.name + ": --test-only: no mover job is submitted (its copy in " + dataset.via +
+                         " is not looked at)");
+                continue;
+            }
             const mover::HopOne hop = mover::prepare_copy(config, dataset, user);
             if (hop.copy_usable) {
                 api.info(dataset.name + ": its copy in " + dataset.via + " is current: no mover job needed");

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <unistd.h>
 
+#include "job/copy_record.hpp"
 #include "job/job_identity.hpp"
 #include "job/job_layout.hpp"
 #include "job/state_record.hpp"
@@ -12,6 +13,7 @@
 #include "lib/sys/sys_error.hpp"
 #include "policies/staging_mode.hpp"
 #include "stager/cache_tier.hpp"
+#include "stager/kept_copy.hpp"
 #include "stager/node_tier.hpp"
 #include "stager/shared_tier.hpp"
 #include "tier/safe_fs.hpp"
@@ -57,8 +59,12 @@ void stage_dataset(const StageItem& item, const NodeContext& ctx, const Exchange
 {
     policy::require(policy::supported(item.dataset, item.tier));
     if (item.copy_only) {  // the mover job's copy, checked by mover/two_hop: nothing to move here
-        if (ctx.rank == 0)
+        if (ctx.rank == 0) {
             say(item.dataset.name + ": using the copy in " + item.tier.name + " its mover job made");
+            // For status: the job's row says reused, with the copy's size.
+            if (const auto record = read_copy_record(dataset_layout(item, ctx.values).ready_marker))
+                record_job_state(item, *record, ctx, kReusedState);
+        }
         return;
     }
     const DatasetLayout layout = dataset_layout(item, ctx.values);

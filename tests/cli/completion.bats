@@ -44,6 +44,8 @@ complete_words() {
     [ "$out" = "--version" ] || fail "--v: $out"
     complete_words dlstage c
     [ "$out" = "$(printf 'catalog\ncheck-config')" ] || fail "c: $out"
+    complete_words dlstage pr
+    [ "$out" = "prefetch" ] || fail "pr: $out"
 }
 
 @test "completion: dataset names, and NAME:TIER with the tiers the catalog allows" {
@@ -57,6 +59,8 @@ complete_words() {
     [ "$out" = "coco" ] || fail "catalog show c: $out"
     complete_words dlstage status --dataset imagenet-
     [ "$out" = "imagenet-val" ] || fail "status --dataset: $out"
+    complete_words dlstage prefetch co
+    [ "$out" = "coco" ] || fail "prefetch co: $out"
 }
 
 @test "completion: a subcommand's options and their values" {

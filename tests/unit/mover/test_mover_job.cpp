@@ -91,4 +91,16 @@ BOOST_AUTO_TEST_CASE(comments_tell_who_waits_and_why_a_mover_failed)
     BOOST_TEST(waits[3].mover_id == "8");
 }
 
+BOOST_AUTO_TEST_CASE(scontrol_tells_a_requeue_and_how_the_job_ends)
+{
+    const auto now =
+        job_now_in("JobId=7 JobName=dlstage-mover-in21k UserId=alice(1000) JobState=TIMEOUT Reason=TimeLimit "
+                   "Dependency=(null) Requeue=1 Restarts=2 BatchFlag=1\n");
+    BOOST_TEST_REQUIRE(now.has_value());
+    BOOST_TEST(now->state == "TIMEOUT");
+    BOOST_TEST(now->restarts == 2);
+    BOOST_TEST(!job_now_in("slurm_load_jobs error: Invalid job id specified").has_value());
+    BOOST_TEST(!job_now_in("JobId=7 JobState=RUNNING Restarts=x").has_value());
+}
+
 BOOST_AUTO_TEST_SUITE_END()
