@@ -22,10 +22,16 @@ const SlurmJob* SlurmJobs::find(const std::string& job_id) const
     return found == jobs.end() ? nullptr : &found->second;
 }
 
+std::vector<std::string> bounded_command(std::vector<std::string> argv, int seconds)
+{
+    argv.insert(argv.begin(), {"timeout", "--kill-after=5", std::to_string(seconds)});
+    return argv;
+}
+
 std::vector<std::string> squeue_command(int timeout_seconds)
 {
-    return {"timeout", "--kill-after=5", std::to_string(timeout_seconds),         "squeue", "--noheader",
-            "--all",   "--states=all",   std::string("--format=") + kSqueueFormat};
+    return bounded_command({"squeue", "--noheader", "--all", "--states=all", std::string("--format=") + kSqueueFormat},
+                           timeout_seconds);
 }
 
 std::optional<std::map<std::string, SlurmJob>> parse_squeue(std::string_view text)
@@ -51,7 +57,7 @@ std::optional<std::map<std::string, SlurmJob>> parse_squeue(std::string_view tex
 
 std::vector<std::string> listpids_command(int timeout_seconds)
 {
-    return {"timeout", "--kill-after=5", std::to_string(timeout_seconds), "scontrol", "listpids"};
+    return bounded_command({"scontrol", "listpids"}, timeout_seconds);
 }
 
 std::optional<std::set<std::string>> parse_listpids(std::string_view text)

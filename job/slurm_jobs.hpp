@@ -39,6 +39,9 @@ struct SlurmJobs {
 // squeue's fields, as ask_slurm asks for them.
 inline constexpr const char* kSqueueFormat = "%A|%F|%K|%T|%N";
 
+// argv under coreutils' timeout: TERM after `seconds`, KILL 5 s later.
+std::vector<std::string> bounded_command(std::vector<std::string> argv, int seconds);
+
 // The argv of the question: squeue, every job of every partition (-a:
 // hidden ones too) and state (-t all: pending, completing, and ended jobs
 // Slurm still remembers), kSqueueFormat per line, under coreutils' timeout.

@@ -18,14 +18,19 @@ extern "C" void on_term(int)
 {
     g_terminated = 1;
 }
+
+// Does the item copy a reach = "mover" dataset to its via tier (hop 1)?
+bool copies_to_via(const StageItem& item)
+{
+    return item.dataset.reach == Reach::Mover && item.tier.name == item.dataset.via;
+}
 }  // namespace
 
 bool is_mover_job(const Config& config, const std::vector<StageItem>& items,
                   const std::optional<std::string>& partition)
 {
     for (const StageItem& item : items)
-        if (item.dataset.reach == Reach::Mover && item.tier.name == item.dataset.via &&
-            policy::reads_source_here(item.dataset, partition, config.mover))
+        if (copies_to_via(item) && policy::reads_source_here(item.dataset, partition, config.mover))
             return true;
     return false;
 }
@@ -66,7 +71,7 @@ std::vector<std::string> mover_ended(const Config& config, const StagerStep& ste
                                : now && now->state == "CANCELLED" ? "it was cancelled"
                                                                   : "it was cancelled or reached its time limit";
     for (const StageItem& item : items) {
-        if (item.dataset.reach != Reach::Mover || item.tier.name != item.dataset.via)
+        if (!copies_to_via(item))
             continue;
         try {
             const std::size_t ended = mover::end_waiting_jobs(job_id, item.dataset.name, reason);

@@ -1,5 +1,6 @@
 #include "mover/mover_job.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -23,30 +24,42 @@ extern char** environ;
 namespace dlstage::mover {
 
 namespace {
-std::vector<std::string> bounded(std::vector<std::string> argv)
-{
-    argv.insert(argv.begin(), {"timeout", "--kill-after=5", std::to_string(kSlurmTimeout)});
-    return argv;
-}
-
 // A Slurm command's answer, or Error naming it and why not.
 std::string ask(const std::vector<std::string>& argv, const std::string& what)
 {
     const std::vector<std::string> env = submit_environment(environ);
     std::string problem;
-    const auto answer = slurm_answer(bounded(argv), argv.front(), kSlurmTimeout, problem, nullptr, &env);
+    const auto answer =
+        slurm_answer(bounded_command(argv, kSlurmTimeout), argv.front(), kSlurmTimeout, problem, nullptr, &env);
     if (!answer)
         throw Error("cannot " + what + ": " + problem);
     return *answer;
 }
 
-constexpr const char* kLiveStates = "--states=PENDING,CONFIGURING,RUNNING,REQUEUED,RESIZING,SUSPENDED";
-
-std::vector<std::string> live_movers(const std::string& dataset)
+// The caller's queued or running mover jobs for dataset: "ID STATE" lines.
+std::vector<std::string> live_mover_lines(const std::string& dataset)
 {
-    return parse_job_ids(
-        ask({"squeue", "--me", "--noheader", "--name=" + mover_job_name(dataset), kLiveStates, "--format=%A"},
-            "ask squeue for mover jobs of " + quoted(dataset)));
+    std::vector<std::string> lines;
+    for (const std::string& line :
+         split(ask({"squeue", "--me", "--noheader", "--name=" + mover_job_name(dataset),
+                    "--states=PENDING,CONFIGURING,RUNNING,REQUEUED,RESIZING,SUSPENDED", "--format=%A %T"},
+                   "ask squeue for mover jobs of " + quoted(dataset)),
+               '\n'))
+        if (!trim(line).empty())
+            lines.push_back(trim(line));
+    return lines;
+}
+
+// Does a dependency term ("afterok:5:123(unfulfilled)", "afterok:123_*(failed)")
+// wait for mover_id's success?
+bool waits_on(const std::string& term, const std::string& mover_id)
+{
+    if (!starts_with(term, "afterok:"))
+        return false;
+    for (const std::string& part : split(term.substr(8), ':'))
+        if (part.substr(0, part.find_first_of("(_+")) == mover_id)
+            return true;
+    return false;
 }
 
 // Submits from one host take turns: a lock file of the user's own in
@@ -149,18 +162,9 @@ std::vector<std::string> parse_waiting_jobs(std::string_view squeue, const std::
         const std::vector<std::string> f = split(trim(line), '|');
         if (f.size() != 2 || !is_job_id(f[0]))
             continue;
-        // "afterok:123(unfulfilled),afterany:7" or "afterok:123_*(failed)"
-        for (const std::string& term : split(f[1], ',')) {
-            for (const std::string& part : split(term, ':')) {
-                const std::string id = part.substr(0, part.find_first_of("(_+"));
-                if (id == mover_id && starts_with(term, "afterok:")) {
-                    waiting.push_back(f[0]);
-                    break;
-                }
-            }
-            if (!waiting.empty() && waiting.back() == f[0])
-                break;
-        }
+        const std::vector<std::string> terms = split(f[1], ',');  // "afterok:123(unfulfilled),afterany:7"
+        if (std::any_of(terms.begin(), terms.end(), [&](const std::string& t) { return waits_on(t, mover_id); }))
+            waiting.push_back(f[0]);
     }
     return waiting;
 }
@@ -168,12 +172,8 @@ std::vector<std::string> parse_waiting_jobs(std::string_view squeue, const std::
 std::vector<std::string> live_mover_jobs(const std::string& dataset)
 {
     std::vector<std::string> jobs;
-    for (const std::string& line :
-         split(ask({"squeue", "--me", "--noheader", "--name=" + mover_job_name(dataset), kLiveStates, "--format=%A %T"},
-                   "ask squeue for mover jobs of " + quoted(dataset)),
-               '\n'))
-        if (!trim(line).empty())
-            jobs.push_back(printable(trim(line)));
+    for (const std::string& line : live_mover_lines(dataset))
+        jobs.push_back(printable(line));
     return jobs;
 }
 
@@ -183,8 +183,8 @@ MoverJob ensure_mover(const Config& config, const Dataset& dataset, const std::s
     if (!via || !config.mover.configured())
         throw Error(quoted(dataset.name) + " has no mover partition or via tier: ask your site admins");
     const SubmitTurn turn;
-    if (const auto live = live_movers(dataset.name); !live.empty())
-        return {live.front(), false};
+    if (const auto live = live_mover_lines(dataset.name); !live.empty())
+        return {parse_job_ids(split(live.front(), ' ').front()).front(), false};
     const std::string answer =
         ask(mover_sbatch_argv(config.mover, dataset, mover_output_path(*via, dataset.name, user)),
             "submit a mover job for " + quoted(dataset.name));
@@ -204,13 +204,17 @@ std::size_t end_waiting_jobs(const std::string& mover_id, const std::string& dat
                            mover_id);
     const std::string comment = kMoverFailedComment + mover_id + " for " + dataset + " failed: " + reason;
     for (const std::string& job : waiting) {
-        std::string problem;
-        const std::vector<std::string> env = submit_environment(environ);
         // The comment first: once cancelled, the job's comment is the
-        // reason `dlstage status` shows.
-        slurm_answer(bounded({"scontrol", "update", "JobId=" + job, "Comment=" + comment.substr(0, 400)}), "scontrol",
-                     kSlurmTimeout, problem, nullptr, &env);
-        slurm_answer(bounded({"scancel", job}), "scancel", kSlurmTimeout, problem, nullptr, &env);
+        // reason `dlstage status` shows.  A job that ended meanwhile
+        // refuses both; the others are still ended.
+        try {
+            ask({"scontrol", "update", "JobId=" + job, "Comment=" + comment.substr(0, 400)}, "comment job " + job);
+        } catch (const Error&) {
+        }
+        try {
+            ask({"scancel", job}, "cancel job " + job);
+        } catch (const Error&) {
+        }
     }
     return waiting.size();
 }

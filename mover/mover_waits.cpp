@@ -69,9 +69,10 @@ std::vector<MoverWait> parse_mover_waits(std::string_view squeue)
 
 std::vector<MoverWait> ask_mover_waits(std::string& problem)
 {
-    const auto answer = slurm_answer({"timeout", "--kill-after=5", std::to_string(kSlurmTimeout), "squeue",
-                                      "--noheader", "--all", "--states=all", "--format=%A|%u|%T|%k"},
-                                     "squeue", kSlurmTimeout, problem);
+    const auto answer =
+        slurm_answer(bounded_command({"squeue", "--noheader", "--all", "--states=all", "--format=%A|%u|%T|%k"},
+                                     kSlurmTimeout),
+                     "squeue", kSlurmTimeout, problem);
     return answer ? parse_mover_waits(*answer) : std::vector<MoverWait>{};
 }
 
