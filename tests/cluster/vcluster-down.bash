@@ -19,18 +19,21 @@ cancel_jobs() {
     say "jobs still listed after 15s: ${jobs//$'\n'/ }"
 }
 
-# Print the pids of all processes in this cluster's node namespaces.
+# namespace_pids [NODE]: print the pids of all processes in this cluster's node
+# namespaces (in NODE's alone if given; its holder is one of them).
 # Candidates are found by the namespace ids recorded at `up` (mount AND UTS
 # must match; one `find` rather than a readlink per process). Namespace ids are
 # reused once a namespace dies, so a record may be stale and now name another
 # cluster's node: a namespace only counts if the /local seen inside it is this
 # cluster's DIR/nodes/NODE/local (same device and inode).
+# shellcheck disable=SC2120  # reboot (vcluster-faults.bash) passes NODE
 namespace_pids() {
-    local f want="" pid node seen here
+    local only=${1:-} f want="" pid node seen here
     local -A verdict=()
     for f in "$DIR"/run/*.ns; do
         [[ -r $f ]] || continue
         node=${f##*/}
+        [[ -z $only || ${node%.ns} == "$only" ]] || continue
         want+="$(<"$f") ${node%.ns}"$'\n'
     done
     [[ -n $want ]] || return 0

@@ -164,6 +164,7 @@ write_plugstack() {
 # and execs: the pid file is right from the first moment, whatever setsid does.
 start_slurmctld() {
     local pidf=$DIR/run/slurmctld.pid
+    rm -f "$pidf"                      # a restart's old one
     # shellcheck disable=SC2016  # expanded by the inner shell
     spawn "$DIR/log/slurmctld.out" bash -c 'echo $$ >"$1"; exec slurmctld -D -f "$2"' \
         vc-slurmctld "$pidf" "$(conf)"
@@ -227,14 +228,20 @@ holder_pid() { live_pid "$DIR/run/holder-$1.pid" infinity; }
 
 # slurmd runs in the foreground (-D) as the last exec of a shell that writes
 # its own pid, then nsenter (which does not fork either) into the node's
-# namespace: the pid file is right from the first moment.
+# namespace: the pid file is right from the first moment.  A node that
+# `reboot` has rebooted has a boot clock, DIR/run/boot-NODE: the boottime
+# offset that makes its uptime count from that reboot.  Its slurmd (and all
+# it starts) runs in a time namespace of its own with that offset (`unshare`
+# does not fork either), so that slurmd reports the uptime of a node that has
+# just booted, and every later slurmd the same one.
 start_slurmd() {
-    local n=$1 pidf=$DIR/run/slurmd-$1.pid holder
+    local n=$1 pidf=$DIR/run/slurmd-$1.pid holder clock=()
     holder=$(holder_pid "$n") || die "node $n: no namespace to start slurmd in"
+    [[ -s $DIR/run/boot-$n ]] && clock=(unshare --time --boottime "$(<"$DIR/run/boot-$n")")
     rm -f "$pidf"
     # shellcheck disable=SC2016  # expanded by the inner shell
-    spawn "$DIR/log/slurmd-$n.out" bash -c 'echo $$ >"$1"; exec nsenter -t "$2" -m -u -- slurmd -D -f "$3" -N "$4"' \
-        vc-slurmd "$pidf" "$holder" "$(conf)" "$n"
+    spawn "$DIR/log/slurmd-$n.out" bash -c 'echo $$ >"$1"; shift; exec nsenter -t "$1" -m -u -- "${@:4}" slurmd -D -f "$2" -N "$3"' \
+        vc-slurmd "$pidf" "$holder" "$(conf)" "$n" ${clock[@]+"${clock[@]}"}
     wait_pidfile "$pidf" 10 || die "slurmd $n did not start"
 }
 
