@@ -4,7 +4,7 @@ namespace dlstage::policy {
 
 namespace {
 // "2 entries missing, 1 entries changed since it was cached", ...
-std::string miss_counts(const CacheEntryFacts& f)
+std::string miss_counts(const CacheHitFacts& f)
 {
     std::string text;
     const auto add = [&](std::uint64_t n, const char* what) {
@@ -20,7 +20,7 @@ std::string miss_counts(const CacheEntryFacts& f)
 }
 }  // namespace
 
-Verdict cache_entry_usable(const CacheEntryFacts& f)
+Verdict cache_entry_usable(const CacheHitFacts& f)
 {
     if (!f.record_problem.empty())
         return Verdict::refuse("its record is unreadable (" + f.record_problem + ")");

@@ -11,7 +11,8 @@
 
 namespace dlstage::policy {
 
-struct CacheEntryFacts {
+// (Not CacheEntryFacts: that is cache_eviction's type; one name, one type.)
+struct CacheHitFacts {
     bool has_record = false;     // .ready-NAME.toml there and readable
     std::string record_problem;  // ... or why it could not be read
     bool same_source = false;    // its source identity and mode are the plan's
@@ -27,6 +28,6 @@ struct CacheEntryFacts {
 };
 
 // Allowed: a hit.  Refused: the reason it is staged again on this node.
-Verdict cache_entry_usable(const CacheEntryFacts& facts);
+Verdict cache_entry_usable(const CacheHitFacts& facts);
 
 }  // namespace dlstage::policy

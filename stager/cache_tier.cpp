@@ -114,7 +114,7 @@ struct Look {
 Look look_here(const StageItem& item, const DatasetLayout& here, const Plan& plan, const std::string& identity)
 {
     Look look;
-    policy::CacheEntryFacts facts;
+    policy::CacheHitFacts facts;
     const auto decided = [&] {
         const policy::Verdict verdict = policy::cache_entry_usable(facts);
         look.hit = verdict.allowed;

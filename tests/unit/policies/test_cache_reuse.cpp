@@ -10,14 +10,14 @@ using namespace dlstage::policy;
 BOOST_AUTO_TEST_SUITE(cache_reuse)
 
 namespace {
-CacheEntryFacts whole()
+CacheHitFacts whole()
 {
-    CacheEntryFacts f;
+    CacheHitFacts f;
     f.has_record = f.same_source = f.sealed = f.listed = f.present = f.yours = f.top_unchanged = true;
     return f;
 }
 
-std::string why(const CacheEntryFacts& f)
+std::string why(const CacheHitFacts& f)
 {
     const Verdict v = cache_entry_usable(f);
     BOOST_TEST(!v.allowed);
@@ -32,8 +32,8 @@ BOOST_AUTO_TEST_CASE(a_whole_unchanged_entry_is_a_hit)
 
 BOOST_AUTO_TEST_CASE(a_miss_says_the_first_fact_that_fails)
 {
-    BOOST_TEST(why(CacheEntryFacts{}) == "not in the node cache");
-    CacheEntryFacts f = whole();
+    BOOST_TEST(why(CacheHitFacts{}) == "not in the node cache");
+    CacheHitFacts f = whole();
     f.record_problem = "not a regular file";
     BOOST_TEST(why(f) == "its record is unreadable (not a regular file)");
     f = whole();
@@ -56,7 +56,7 @@ BOOST_AUTO_TEST_CASE(a_miss_says_the_first_fact_that_fails)
 
 BOOST_AUTO_TEST_CASE(the_stat_of_every_entry_is_counted_by_kind)
 {
-    CacheEntryFacts f = whole();
+    CacheHitFacts f = whole();
     f.missing = 3;
     f.foreign = 1;
     f.wrong_size = 4;
