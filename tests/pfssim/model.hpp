@@ -2,7 +2,8 @@
 // sees it: an aggregate read bandwidth (one token bucket shared by every
 // reader), a per-stream cap (a bucket per open file handle), and metadata
 // operations served by a few slots with a fixed latency each.  Also the
-// parameters (Config) and the counters written to --stats (Stats).
+// parameters (Config), the counters written to --stats (Stats) and the
+// faults a control file switches on (Faults).
 #pragma once
 
 #include <algorithm>
@@ -22,6 +23,7 @@ struct Config {
     std::string backing;                 // absolute path
     std::string mountpoint;              // as given (libfuse resolves it)
     std::string stats;                   // absolute path or empty
+    std::string faults;                  // --faults control file: absolute path or empty
     double bandwidth_mbps = 300;         // aggregate, 1 MB = 1e6 bytes; 0 = unlimited
     double stream_bandwidth_mbps = 100;  // per open file handle; 0 = unlimited
     double meta_latency_ms = 1;
@@ -125,6 +127,57 @@ private:
 
 extern MetaSlots g_meta;
 
+// -------------------------------------------------------------- faults ----
+//
+// A soak test makes the data set source fail or go slow for a while, on
+// every node at once: all pfssim instances share one control file on the
+// host, and each re-reads it when it changes.  The operations ask for the
+// faults in force (poll), so no thread of our own is needed.
+
+struct FaultState {
+    int read_errno = 0;        // every read of file content fails with it
+    int open_errno = 0;        // every open of a file fails with it
+    int extra_latency_ms = 0;  // added to every read and metadata operation
+};
+
+class Faults {
+public:
+    void configure(const std::string& path) { path_ = path; }
+    // The faults in force.  At most every 100 ms one caller stats the
+    // control file and, if it changed, re-reads it before it answers; the
+    // others meanwhile get the state as it was, so a slow stat holds up one
+    // operation, not all.
+    FaultState poll();
+
+private:
+    // What stat says of the control file; a change means it was rewritten.
+    struct Signature {
+        bool exists = false;
+        uint64_t dev = 0, ino = 0;
+        int64_t size = 0, mtime_ns = 0, ctime_ns = 0;
+        bool operator==(const Signature& o) const
+        {
+            return exists == o.exists && dev == o.dev && ino == o.ino && size == o.size && mtime_ns == o.mtime_ns &&
+                   ctime_ns == o.ctime_ns;
+        }
+    };
+    void reload();  // with reload_mutex_ held
+
+    std::string path_;
+    std::atomic<int64_t> next_check_ns_{0};
+    std::mutex reload_mutex_;  // guards sig_, racy_, content_
+    Signature sig_;
+    // Changed less than a second ago: a rewrite of the same size within the
+    // same timestamp tick would leave the signature alone, so read it again.
+    bool racy_ = false;
+    std::string content_;
+    std::atomic<int> read_errno_{0};
+    std::atomic<int> open_errno_{0};
+    std::atomic<int> extra_latency_ms_{0};
+};
+
+extern Faults g_faults;
+
 // --------------------------------------------------------------- stats ----
 
 struct Stats {
@@ -142,7 +195,10 @@ struct Stats {
     std::atomic<uint64_t> meta_ops{0};
     std::atomic<uint64_t> meta_queue_ns{0};  // time waited beyond the latency
     std::atomic<uint64_t> erofs{0};
-    std::atomic<uint64_t> errors{0};
+    std::atomic<uint64_t> errors{0};  // the backing file system's; injected faults are not errors
+    std::atomic<uint64_t> fault_reads{0};
+    std::atomic<uint64_t> fault_opens{0};
+    std::atomic<uint64_t> fault_delays{0};
     std::atomic<int64_t> open_handles{0};
     std::atomic<int64_t> open_handles_max{0};
     std::atomic<uint64_t> dumps{0};

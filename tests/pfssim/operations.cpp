@@ -18,12 +18,27 @@ namespace pfssim {
 
 namespace {
 
-// One metadata operation: wait for a slot, hold it for the latency.
+// The faults in force for one operation (--faults), after sleeping their
+// extra latency.  The sleep holds no metadata slot and no bucket: a slow
+// source slows every operation without serializing them.
+FaultState faults_after_delay()
+{
+    FaultState f = g_faults.poll();
+    if (f.extra_latency_ms > 0) {
+        g_stats.fault_delays.fetch_add(1, std::memory_order_relaxed);
+        sleep_until(now_ns() + int64_t(f.extra_latency_ms) * 1000000);
+    }
+    return f;
+}
+
+// One metadata operation: the fault delay, then wait for a slot and hold it
+// for the latency.
 class MetaOp {
 public:
     explicit MetaOp(std::atomic<uint64_t>& counter)
     {
         std::call_once(g_read_ahead_once, set_read_ahead);
+        faults_ = faults_after_delay();
         counter.fetch_add(1, std::memory_order_relaxed);
         g_stats.meta_ops.fetch_add(1, std::memory_order_relaxed);
         arrival_ = now_ns();
@@ -38,8 +53,10 @@ public:
     }
     MetaOp(const MetaOp&) = delete;
     MetaOp& operator=(const MetaOp&) = delete;
+    const FaultState& faults() const { return faults_; }
 
 private:
+    FaultState faults_;
     int64_t arrival_;
     int64_t done_;
 };
@@ -130,6 +147,11 @@ int op_open(const char* path, fuse_file_info* fi)
         g_stats.erofs.fetch_add(1, std::memory_order_relaxed);
         return -EROFS;
     }
+    if (m.faults().open_errno != 0) {
+        // After the metadata latency, as a real server's refusal would be.
+        g_stats.fault_opens.fetch_add(1, std::memory_order_relaxed);
+        return -m.faults().open_errno;
+    }
     int fd = openat(g_root_fd, rel(path), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return fail(errno);
@@ -152,6 +174,12 @@ int op_read(const char*, char* buf, size_t size, off_t off, fuse_file_info* fi)
     g_stats.read_calls.fetch_add(1, std::memory_order_relaxed);
     g_stats.bytes_requested.fetch_add(size, std::memory_order_relaxed);
     atomic_max(g_stats.read_req_max, uint64_t(size));
+    FaultState f = faults_after_delay();
+    if (f.read_errno != 0) {
+        // Costs no bandwidth: nothing was delivered.
+        g_stats.fault_reads.fetch_add(1, std::memory_order_relaxed);
+        return -f.read_errno;
+    }
     size_t got = 0;
     while (got < size) {
         ssize_t n = pread(h->fd, buf + got, size - got, off + off_t(got));

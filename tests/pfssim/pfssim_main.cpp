@@ -76,6 +76,14 @@ void usage(FILE* out)
                       "                            byte, even concurrent readers of one file; mmap\n"
                       "                            MAP_SHARED then fails with ENODEV (breaks sbcast)\n"
                       "  --stats FILE              write key=value counters on unmount and SIGUSR1\n"
+                      "  --faults FILE             inject faults while FILE says so; re-read when it\n"
+                      "                            changes (checked at most every 100 ms), missing =\n"
+                      "                            none.  key=value lines, others ignored:\n"
+                      "                              read_errno=N        every read fails with errno N\n"
+                      "                              open_errno=N        every open fails with errno N\n"
+                      "                              extra_latency_ms=N  every read and metadata op\n"
+                      "                                                  takes N ms longer\n"
+                      "                            (0 = off; errno 1-511, open_errno not 38 = ENOSYS)\n"
                       "  -f                        stay in the foreground\n"
                       "  -d                        FUSE debug output (implies -f)\n"
                       "  -o OPT[,OPT...]           FUSE mount options, e.g. -o allow_other\n"
@@ -215,6 +223,11 @@ int main(int argc, char* argv[])
             if (!need("--stats"))
                 return 2;
             g_cfg.stats = absolute(value);
+        } else if (name == "--faults") {
+            if (!need("--faults"))
+                return 2;
+            // Absolute: the daemon changes to / when it detaches.
+            g_cfg.faults = absolute(value);
         } else if (a == "-o") {
             if (i + 1 >= argc) {
                 std::fprintf(stderr, "pfssim: -o needs a value\n");
@@ -255,6 +268,7 @@ int main(int argc, char* argv[])
 
     g_global_bucket.configure(g_cfg.bandwidth_mbps * 1e6, g_cfg.burst_bytes);
     g_meta.configure(g_cfg.meta_slots, g_cfg.meta_latency_ms);
+    g_faults.configure(g_cfg.faults);
 
     std::string forced =
         "ro,default_permissions,fsname=pfssim,subtype=pfssim,max_read=" + std::to_string(g_cfg.max_read);
@@ -265,12 +279,14 @@ int main(int argc, char* argv[])
     std::fprintf(stderr,
                  "pfssim: backing=%s mountpoint=%s bandwidth_mbps=%g stream_bandwidth_mbps=%g "
                  "meta_latency_ms=%g meta_slots=%d burst_bytes=%lld entry_timeout_s=%g attr_timeout_s=%g "
-                 "max_read=%u read_ahead_kb=%ld direct_io=%d max_threads=%u stats=%s fuse_opts=%s%s%s\n",
+                 "max_read=%u read_ahead_kb=%ld direct_io=%d max_threads=%u stats=%s faults=%s fuse_opts=%s%s%s\n",
                  g_cfg.backing.c_str(), g_cfg.mountpoint.c_str(), g_cfg.bandwidth_mbps, g_cfg.stream_bandwidth_mbps,
                  g_cfg.meta_latency_ms, g_cfg.meta_slots, (long long)g_cfg.burst_bytes, g_cfg.entry_timeout,
                  g_cfg.attr_timeout, g_cfg.max_read, g_cfg.read_ahead_kb, g_cfg.direct_io ? 1 : 0, g_cfg.max_threads,
-                 g_cfg.stats.empty() ? "-" : g_cfg.stats.c_str(), forced.c_str(), user_fuse_opts.empty() ? "" : ",",
-                 user_fuse_opts.c_str());
+                 g_cfg.stats.empty() ? "-" : g_cfg.stats.c_str(), g_cfg.faults.empty() ? "-" : g_cfg.faults.c_str(),
+                 forced.c_str(), user_fuse_opts.empty() ? "" : ",", user_fuse_opts.c_str());
+    // Faults already switched on show up in the log right after that line.
+    g_faults.poll();
 
     std::vector<char*> cargv;
     for (auto& s : fuse_argv)
