@@ -3,6 +3,7 @@
 // rules count per job.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "facts/config_model.hpp"
@@ -24,6 +25,11 @@ struct StageItem {
     // dataset's via); the job's nodes, which cannot see the source, only
     // check that the copy is there (mover/two_hop).
     bool copy_only = false;
+    // Two-hop staging, either way: the via tier the mover's copy is in, which
+    // the job checks against what the mover recorded it holds
+    // (stager/via_check), and whether the mover unpacked it (mode = "extract").
+    std::optional<Tier> via = std::nullopt;
+    bool via_unpacked = false;
 };
 
 }  // namespace dlstage

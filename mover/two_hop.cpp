@@ -21,6 +21,8 @@ std::vector<StageItem> as_staged_here(const Config& config, std::vector<StageIte
                         " is gone since the job was submitted (purged or removed" +
                         (copy.problem.empty() ? "" : ": " + copy.problem) +
                         "): submit the job again, and a mover job copies it again");
+        item.via = *config.find_tier(item.dataset.via);  // look_at_via_copy found its record there
+        item.via_unpacked = item.dataset.mode == Mode::Extract;
         if (item.tier.name == item.dataset.via)
             item.copy_only = true;
         else

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <ctime>
 #include <limits>
+#include <mpi.h>
 #include <sys/stat.h>
 
 #include "job/state_record.hpp"
@@ -10,6 +11,8 @@
 #include "lib/log.hpp"
 #include "lib/sys/sys_error.hpp"
 #include "lib/sys/tree_remover.hpp"
+#include "stager/collectives.hpp"
+#include "stager/copy_check.hpp"
 #include "stager/stage_steps.hpp"
 
 namespace dlstage::stager {
@@ -107,5 +110,43 @@ void clear_partial(const DatasetLayout& layout, const DatasetLayout& here, const
     }
 }
 
+
+// Rank 0 alone reads it: N ranks reading a file of some 100 MB (1.28 M
+// entries) from the shared file system would read it N times.
+std::optional<Plan> read_contents_once(const std::string& path, const NodeContext& ctx)
+{
+    std::string bytes;
+    unsigned long long size = 0;
+    if (ctx.rank == 0) {
+        try {
+            if (std::optional<std::string> file = read_contents_file(path)) {
+                bytes = std::move(*file);
+                size = bytes.size() + 1;  // 0: none
+            }
+        } catch (const Error&) {
+            size = 0;  // unreadable: staged again, as when there is none
+        }
+    }
+    MPI_Request request = MPI_REQUEST_NULL;
+    MPI_Ibcast(&size, 1, MPI_UNSIGNED_LONG_LONG, 0, ctx.comm, &request);
+    quiet_wait(request);
+    if (size == 0)
+        return std::nullopt;
+    bytes.resize(size - 1);
+    constexpr std::size_t kStep = 1u << 30;  // one MPI message holds at most INT_MAX bytes
+    for (std::size_t off = 0; off < bytes.size(); off += kStep) {
+        MPI_Ibcast(bytes.data() + off, static_cast<int>(std::min<std::size_t>(kStep, bytes.size() - off)), MPI_BYTE, 0,
+                   ctx.comm, &request);
+        quiet_wait(request);
+    }
+    int parsed = 1;
+    std::optional<Plan> contents;
+    try {
+        contents = deserialize(bytes);
+    } catch (const Error&) {
+        parsed = 0;
+    }
+    return all_ranks(ctx.comm, parsed != 0) ? std::move(contents) : std::nullopt;
+}
 
 }  // namespace dlstage::stager

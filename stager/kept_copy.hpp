@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
 
 #include "config/stage_spec.hpp"
 #include "job/copy_record.hpp"
@@ -15,6 +17,10 @@
 #include "stager/plan.hpp"
 
 namespace dlstage::stager {
+
+// A kept copy's contents file (stager/copy_check), broadcast from rank 0;
+// nothing on every rank when rank 0 could not read or parse it.
+std::optional<Plan> read_contents_once(const std::string& path, const NodeContext& ctx);
 
 // Seconds since the epoch, as records keep times.
 std::int64_t seconds_now();

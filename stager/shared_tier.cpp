@@ -59,45 +59,6 @@ struct Found {
     const Plan& contents(const Plan& plan) const { return listed ? *listed : plan; }
 };
 
-// The contents file, read by rank 0 alone and broadcast: N ranks reading a
-// file of some 100 MB (1.28 M entries) from the shared file system would
-// read it N times.  Nothing on every rank when rank 0 could not read it.
-std::optional<Plan> read_contents_once(const std::string& path, const NodeContext& ctx)
-{
-    std::string bytes;
-    unsigned long long size = 0;
-    if (ctx.rank == 0) {
-        try {
-            if (std::optional<std::string> file = read_contents_file(path)) {
-                bytes = std::move(*file);
-                size = bytes.size() + 1;  // 0: none
-            }
-        } catch (const Error&) {
-            size = 0;  // unreadable: staged again, as when there is none
-        }
-    }
-    MPI_Request request = MPI_REQUEST_NULL;
-    MPI_Ibcast(&size, 1, MPI_UNSIGNED_LONG_LONG, 0, ctx.comm, &request);
-    quiet_wait(request);
-    if (size == 0)
-        return std::nullopt;
-    bytes.resize(size - 1);
-    constexpr std::size_t kStep = 1u << 30;  // one MPI message holds at most INT_MAX bytes
-    for (std::size_t off = 0; off < bytes.size(); off += kStep) {
-        MPI_Ibcast(bytes.data() + off, static_cast<int>(std::min<std::size_t>(kStep, bytes.size() - off)), MPI_BYTE, 0,
-                   ctx.comm, &request);
-        quiet_wait(request);
-    }
-    int parsed = 1;
-    std::optional<Plan> contents;
-    try {
-        contents = deserialize(bytes);
-    } catch (const Error&) {
-        parsed = 0;
-    }
-    return all_ranks(ctx.comm, parsed != 0) ? std::move(contents) : std::nullopt;
-}
-
 Found look_for_copy(const StageItem& item, const DatasetLayout& here, const Plan& plan, const NodeContext& ctx)
 {
     Found found;

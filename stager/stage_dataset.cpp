@@ -16,6 +16,7 @@
 #include "stager/kept_copy.hpp"
 #include "stager/node_tier.hpp"
 #include "stager/shared_tier.hpp"
+#include "stager/via_check.hpp"
 #include "tier/safe_fs.hpp"
 
 namespace dlstage::stager {
@@ -58,7 +59,8 @@ Error in_job_dir(const Error& e, const DatasetLayout& layout)
 void stage_dataset(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options)
 {
     policy::require(policy::supported(item.dataset, item.tier));
-    if (item.copy_only) {  // the mover job's copy, checked by mover/two_hop: nothing to move here
+    check_via_copy(item, ctx);  // two-hop: the mover's copy as the mover left it
+    if (item.copy_only) {       // the mover job's copy, whole: nothing to move here
         if (ctx.rank == 0) {
             say(item.dataset.name + ": using the copy in " + item.tier.name + " its mover job made");
             // For status: the job's row says reused, with the copy's size.

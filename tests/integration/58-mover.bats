@@ -171,6 +171,37 @@ slow_mover() {
     [ -f "$victim" ]
 }
 
+@test "a copy its user changed is never staged: the job stops, saying so; the next one's mover job repairs it" {
+    run dlstage prefetch in21k
+    [ "$status" -eq 0 ]
+    id=$(grep -E '^[0-9]+$' <<<"$output" || true)
+    [ -z "$id" ] || wait_job_gone "$id" 60
+    # The user writes into the copy: same size, new bytes (submit's look at
+    # the record cannot tell; the job's nodes check the copy itself).
+    victim=$(find "$(mine)/in21k" -type f -size +1k | sort | head -n1)
+    as_user bash -c 'chmod u+w "$1" && printf XXXX | dd of="$1" conv=notrunc status=none' - "$victim"
+    script=$(digest_job IN21K)
+    for tier in shm scratch; do
+        submit -- -N3 --stage-data=in21k:$tier -o "$(user_workdir)/c-%j.out" "$script"
+        grep -q "in21k: its copy in scratch is current: no mover job needed" <<<"$submitted"
+        wait_job_gone "$job" 60
+        [ "$(job_state "$job")" = FAILED ]
+        out=$(cat "$(user_workdir)/c-$job.out")
+        grep -q "in21k: the copy in scratch its mover job made has changed since (1 entry written to): it is not used; submit the job again, and a mover job copies in21k again from its source" <<<"$out" || { echo "$out"; false; }
+        doc_says "$USER_GUIDE" 'has changed since' shm="$tier" <<<"$out"
+        ! grep -qE '^n[0-9] ' <<<"$out" || false  # the script never ran
+        [ ! -e "$(mine)/.ready-in21k.toml" ]  # the next submission finds no copy
+        # Submitted again: a mover job repairs the copy, and the job gets the source's bytes.
+        submit -- -N3 --stage-data=in21k:$tier -o "$(user_workdir)/c-%j.out" "$script"
+        grep -q "in21k: there is no complete copy in scratch yet: mover job [0-9]* copies it there" <<<"$submitted"
+        wait_job_gone "$job" 90
+        [ "$(job_state "$job")" = COMPLETED ]
+        each_node_says "$(cat "$(user_workdir)/c-$job.out")" "$("$DIGEST" "$SRC/in21k")"
+        # ... and the user changes it once more, for the next tier
+        as_user bash -c 'chmod u+w "$1" && printf YYYY | dd of="$1" conv=notrunc status=none' - "$victim"
+    done
+}
+
 @test "two jobs submitted together share one mover job (and --test-only submits none)" {
     forget far-file
     run as_user sbatch --test-only -N1 --stage-data=far-file:shm --wrap true
