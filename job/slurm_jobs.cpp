@@ -84,9 +84,26 @@ std::optional<std::set<std::string>> parse_listpids(std::string_view text)
     return jobs;
 }
 
+namespace {
+// Every non-empty line of text is line (and there is one).
+bool only_lines(const std::string& text, const char* line)
+{
+    bool any = false;
+    for (const std::string& l : split(text, '\n')) {
+        const std::string t = trim(l);
+        if (t.empty())
+            continue;
+        if (t != line)
+            return false;
+        any = true;
+    }
+    return any;
+}
+}  // namespace
+
 std::optional<std::string> slurm_answer(const std::vector<std::string>& argv, const std::string& name,
                                         int timeout_seconds, std::string& problem, const char* quiet_failure,
-                                        const std::vector<std::string>* env)
+                                        const std::vector<std::string>* env, const char* harmless_line)
 {
     std::string answer;  // all of it: run.output keeps only the tail of stderr
     CapturedRun run;
@@ -105,6 +122,8 @@ std::optional<std::string> slurm_answer(const std::vector<std::string>& argv, co
     if (quiet_failure && WIFEXITED(run.status) && WEXITSTATUS(run.status) == 1 &&
         (answer + run.output).find(quiet_failure) != std::string::npos)
         return std::string();
+    if (harmless_line && WIFEXITED(run.status) && WEXITSTATUS(run.status) == 1 && only_lines(run.output, harmless_line))
+        return answer;
     if (!exited_ok(run.status)) {
         problem = describe_failure(name, run.status, run.output);
         return std::nullopt;
@@ -128,7 +147,7 @@ SlurmJobs ask_slurm(int timeout_seconds, bool with_local_pids)
     slurm.jobs = std::move(*jobs);
     if (with_local_pids) {
         const auto local = slurm_answer(listpids_command(timeout_seconds), "scontrol listpids", timeout_seconds,
-                                        slurm.problem, "No job steps exist on this node");
+                                        slurm.problem, "No job steps exist on this node", nullptr, kStaleStepSocket);
         if (!local)
             return slurm;
         const auto here = parse_listpids(*local);

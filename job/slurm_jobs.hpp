@@ -61,11 +61,18 @@ std::optional<std::set<std::string>> parse_listpids(std::string_view text);
 // Runs a Slurm command under timeout(1) (argv starts with it): its
 // stdout, or nothing with `problem` set (one line: it failed, or did not
 // answer within timeout_seconds).  A status 1 whose output holds
-// quiet_failure counts as an empty answer.  The command gets `env` if
+// quiet_failure counts as an empty answer, and one whose every stderr
+// line is harmless_line counts as its stdout.  The command gets `env` if
 // given, else our environment.
 std::optional<std::string> slurm_answer(const std::vector<std::string>& argv, const std::string& name,
                                         int timeout_seconds, std::string& problem, const char* quiet_failure = nullptr,
-                                        const std::vector<std::string>* env = nullptr);
+                                        const std::vector<std::string>* env = nullptr,
+                                        const char* harmless_line = nullptr);
+
+// What scontrol listpids says of a step socket whose slurmstepd is gone (a
+// node that crashed leaves them in its spool directory): that step has no
+// processes here, and the others are listed.
+inline constexpr const char* kStaleStepSocket = "Unable to connect to slurmstepd: Connection refused";
 
 // Asks squeue (and, with_local_pids, scontrol listpids on this node).
 SlurmJobs ask_slurm(int timeout_seconds, bool with_local_pids = false);

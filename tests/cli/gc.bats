@@ -132,6 +132,22 @@ need_root() { [ "$(id -u)" -eq 0 ] || skip "gc needs root"; }
     [ -e "$tier/13/.partial-imagenet/a" ] || fail "13 went"
 }
 
+@test "gc: a step socket a crash left (slurmstepd gone) does not stop gc; a step that answers still keeps its job" {
+    need_root
+    # scontrol listpids exits 1 for the stale socket, and lists the live steps.
+    printf '#!/bin/sh\necho "PID JOBID STEPID LOCALID GLOBALID"\necho "4242 13 batch 0 0"\necho "Unable to connect to slurmstepd: Connection refused" >&2\nexit 1\n' > "$work/bin/scontrol"
+    gc -v --tier shm
+    expect_status 0
+    expect_out "keep $tier/13 (job 13, tier 'shm'): its job still has processes on this node (scontrol listpids)"
+    expect_out "removed $tier/14 (job 14, tier 'shm')"
+    # Any other failure of listpids still stops gc.
+    printf '#!/bin/sh\necho "PID JOBID STEPID LOCALID GLOBALID"\necho "Unable to connect to slurmstepd: Connection timed out" >&2\nexit 1\n' > "$work/bin/scontrol"
+    gc
+    expect_status 3
+    expect_err "dlstage: gc: cannot tell which jobs still run: scontrol listpids exited with status 1: Unable to connect to slurmstepd: Connection timed out; nothing removed"
+    [ -d "$tier/13" ] || fail "13 went"
+}
+
 @test "gc: without Slurm's answer nothing is removed" {
     need_root
     printf '#!/bin/sh\necho "squeue: error: Unable to contact slurm controller" >&2\nexit 1\n' > "$work/bin/squeue"
