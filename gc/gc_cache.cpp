@@ -114,6 +114,7 @@ GcOutcome gc_node_cache(const Tier& tier, const Config& config, const SlurmJobs&
         f.in_use = in_use(e, jobs);  // the uses read again under the lock
         f.over_watermark = std::find(plan.evict.begin(), plan.evict.end(), i) != plan.evict.end();
         f.idle = e.last_use ? jobs.asked_at - e.last_use : 0;
+        f.unfinished = !e.ready;
         const policy::Verdict verdict = policy::gc_may_remove(f, settings);
         const std::string what =
             "cache entry " + entry_name(e) + " (tier " + quoted(tier.name) + ", " + format_size(e.bytes) + ")";

@@ -20,6 +20,10 @@ Verdict cache_entry(const GcFacts& f, const GcSettings& s)
 {
     if (f.in_use)
         return Verdict::refuse("in use by a running job");
+    // Half-written data no job will finish (a job staging it uses it): the
+    // next job of its user stages it anew anyway.
+    if (f.unfinished)
+        return Verdict::allow("a staging that did not finish left it (no ready record)");
     if (f.over_watermark)
         return Verdict::allow("the tier is over its high watermark and this entry was used least recently (" +
                               age_text(f.idle) + " ago)");

@@ -55,6 +55,7 @@ struct GcFacts {
     bool in_use = false;          // a running job has it (its reference or lock)
     bool over_watermark = false;  // the tier is above its high watermark, this entry next in line
     std::int64_t idle = 0;        // seconds since a job last used it
+    bool unfinished = false;      // no ready record: a staging that did not finish left it
 };
 
 struct GcSettings {

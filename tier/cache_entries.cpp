@@ -210,20 +210,21 @@ bool is_retired_copy_of(const std::string& entry, const std::string& name)
            entry.find_first_not_of("0123456789", prefix.size()) == std::string::npos;
 }
 
-// The measuring child's answer: per dataset its name, bytes, inodes and
-// files, each field ended by a NUL.  Names are the user's (a directory
+// The measuring child's answer: per dataset its name, bytes, inodes, files
+// and whether its ready record is there (1, 0), each field ended by a NUL.  Names are the user's (a directory
 // called "x 999999999999 1 1\nother" is allowed), and NUL is the one byte
 // no name can hold, so no name can forge a field or an entry.
 struct Sum {
     std::uint64_t bytes = 0, inodes = 0, files = 0;
+    bool ready = false;
 };
 
 std::string encode_sums(const std::map<std::string, Sum>& sums)
 {
     std::string out;
     for (const auto& [dataset, sum] : sums)
-        for (const std::string& field :
-             {dataset, std::to_string(sum.bytes), std::to_string(sum.inodes), std::to_string(sum.files)})
+        for (const std::string& field : {dataset, std::to_string(sum.bytes), std::to_string(sum.inodes),
+                                         std::to_string(sum.files), std::string(sum.ready ? "1" : "0")})
             out.append(field).push_back('\0');
     return out;
 }
@@ -247,15 +248,17 @@ std::vector<NodeCacheEntry> decode_sums(const std::string& text, const NodeCache
         fields.push_back(text.substr(at, nul - at));
         at = nul + 1;
     }
-    if (fields.size() % 4 != 0)
-        throw Error("the measurement has " + std::to_string(fields.size()) + " fields, not a multiple of 4");
+    if (fields.size() % 5 != 0)
+        throw Error("the measurement has " + std::to_string(fields.size()) + " fields, not a multiple of 5");
     std::vector<NodeCacheEntry> entries;
-    for (std::size_t i = 0; i < fields.size(); i += 4) {
+    for (std::size_t i = 0; i < fields.size(); i += 5) {
         NodeCacheEntry entry = owner;
         entry.dataset = fields[i];
         if (entry.dataset.empty() || !parse_count(fields[i + 1], entry.bytes) ||
-            !parse_count(fields[i + 2], entry.inodes) || !parse_count(fields[i + 3], entry.files))
+            !parse_count(fields[i + 2], entry.inodes) || !parse_count(fields[i + 3], entry.files) ||
+            (fields[i + 4] != "0" && fields[i + 4] != "1"))
             throw Error("the measurement has an unreadable entry");
+        entry.ready = fields[i + 4] == "1";
         entries.push_back(entry);
     }
     return entries;
@@ -290,6 +293,8 @@ std::string measure_user_dir(const std::string& root, const std::string& dir, co
         if (::fstatat(opened.dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
             continue;
         Sum& sum = sums[dataset];
+        if (name == kReadyPrefix + dataset + kRecordSuffix)
+            sum.ready = true;
         if (!add(sum, st) || !S_ISDIR(st.st_mode))
             continue;
         Fd sub(::openat(opened.dir.get(), name.c_str(), kDirFlags));

@@ -76,6 +76,7 @@ struct NodeCacheEntry {
     std::uint64_t bytes = 0;  // allocated, of the copy and its files (record, list, partial data)
     std::uint64_t inodes = 0;
     std::uint64_t files = 0;        // files in the copy
+    bool ready = true;              // its ready record is there (false: a staging that did not finish)
     std::int64_t last_use = 0;      // root's record; 0: none
     std::vector<std::string> jobs;  // jobs on this node that use it, by root's records
 };

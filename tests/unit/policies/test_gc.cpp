@@ -128,6 +128,22 @@ BOOST_AUTO_TEST_CASE(cache_entries_in_use_stay_idle_ones_go)
     BOOST_TEST(!gc_may_remove(f, s).allowed);  // 0: only the watermark evicts
 }
 
+BOOST_AUTO_TEST_CASE(an_unfinished_cache_entry_goes_unless_a_job_stages_it)
+{
+    GcSettings s;  // cache_idle_days = 0: only the watermark would evict a finished one
+    GcFacts f;
+    f.kind = GcKind::CacheEntry;
+    f.idle = 60;
+    f.unfinished = true;
+    BOOST_TEST(gc_may_remove(f, s).allowed);
+    BOOST_TEST(gc_may_remove(f, s).reason == "a staging that did not finish left it (no ready record)");
+    f.in_use = true;  // the job staging it now
+    BOOST_TEST(!gc_may_remove(f, s).allowed);
+    f.in_use = false;
+    f.unfinished = false;
+    BOOST_TEST(!gc_may_remove(f, s).allowed);
+}
+
 BOOST_AUTO_TEST_CASE(ages_read_in_the_largest_whole_unit)
 {
     BOOST_TEST(age_text(-5) == "0 s");
