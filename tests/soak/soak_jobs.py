@@ -145,6 +145,7 @@ class Job:
         self.seen_nodes = set()
         self.failure_records = []  # the messages of its failure-NODE.toml records
         self.hurried = 0  # the restart whose requeue delay the soak cut short
+        self.env = {}  # more environment for sbatch (and so for its mover job)
 
     @property
     def spec(self):
@@ -186,7 +187,7 @@ def submit(cluster, job, workdir, script, node_script, tree_digest):
     """sbatch JOB as its user from WORKDIR; the job id, or None with sbatch's stderr."""
     pairs = " ".join(f"{d.name}:{d.env}" for d, _ in job.items)
     argv = ["env", f"SOAK_PAIRS={pairs}", f"SOAK_DIGEST={tree_digest}", f"SOAK_PAUSE={job.pause}",
-            f"SOAK_NODE_SCRIPT={node_script}",
+            f"SOAK_NODE_SCRIPT={node_script}"] + [f"{k}={v}" for k, v in job.env.items()] + [
             "sbatch", "--parsable", f"-N{job.nodes}", "-t", "8", "-o", "soak-%j.out", "--open-mode=append",
             f"--stage-data={job.spec}", "--export=ALL"]
     if job.requeue:
@@ -242,6 +243,11 @@ def judge(job, datasets_by_name, expected):
     return "violation", f"a fault touched it; it ended {state} without a clear reason"
 
 
+# Faults of Slurm's own daemons and of job control: Slurm's state is the reason.
+SLURM_SIDE_FAULTS = {"requeue while running", "slurmctld restarted while jobs stage", "slurmd restarted mid-staging",
+                     "node rebooted (shm and local emptied)"}
+
+
 def fault_reason(job, out):
     """Why a job ended other than COMPLETED, most telling first: the comment
     of a failed mover, Slurm's own end for a fault (cancelled, timed out, a
@@ -253,6 +259,11 @@ def fault_reason(job, out):
     state = job.state()
     if state in ("CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL", "DEADLINE"):
         return f"Slurm ended it: {state}"
+    # A requeue meeting a controller or slurmd restart can end a job FAILED
+    # before its run printed anything: Slurm's word, after Slurm's fault.
+    slurm_faults = {k for k, _ in job.touched} & SLURM_SIDE_FAULTS
+    if state == "FAILED" and slurm_faults and not out.rstrip().endswith("SOAK-END"):
+        return f"Slurm ended it: FAILED ({job.info.get('reason') or 'no reason'}) after {', '.join(sorted(slurm_faults))}"
     for line in out.splitlines():
         if is_error_line(line):
             return line.strip()
