@@ -211,9 +211,10 @@ bool is_retired_copy_of(const std::string& entry, const std::string& name)
 }
 
 // The measuring child's answer: per dataset its name, bytes, inodes, files
-// and whether its ready record is there (1, 0), each field ended by a NUL.  Names are the user's (a directory
-// called "x 999999999999 1 1\nother" is allowed), and NUL is the one byte
-// no name can hold, so no name can forge a field or an entry.
+// and whether its ready record is there (1, 0), each field ended by a NUL.
+// Names are the user's (a directory called "x 999999999999 1 1\nother" is
+// allowed), and NUL is the one byte no name can hold, so no name can forge
+// a field or an entry.
 struct Sum {
     std::uint64_t bytes = 0, inodes = 0, files = 0;
     bool ready = false;

@@ -29,6 +29,12 @@ class Fault:
         raise NotImplementedError
 
 
+def node_of(soak, job):
+    """One of the nodes the job runs on (None: it has none yet)."""
+    nodes = job.info.get("nodes", [])
+    return soak.rng.choice(nodes) if nodes else None
+
+
 def on_node(node):
     return lambda job: node in job.info.get("nodes", [])
 
@@ -120,10 +126,9 @@ class RestartSlurmd(Fault):
     exclusive = True
 
     def fire(self, soak, job):
-        nodes = job.info.get("nodes", [])
-        if not nodes:
+        node = node_of(soak, job)
+        if not node:
             return None
-        node = soak.rng.choice(nodes)
         with soak.hazard(self.kind, on_node(node)) as touched:
             rc, _, err = soak.cluster.vcluster(["restart", node])
         return touched, [node] + ([f"restart failed: {err.strip()}"] if rc else [])
@@ -141,10 +146,9 @@ class RebootNode(Fault):
     off = 70
 
     def fire(self, soak, job):
-        nodes = job.info.get("nodes", [])
-        if not nodes:
+        node = node_of(soak, job)
+        if not node:
             return None
-        node = soak.rng.choice(nodes)
         with soak.hazard(self.kind, on_node(node)) as touched:
             rc, _, err = soak.cluster.vcluster(["reboot", "--wipe-local", "--off-for", str(self.off), node],
                                                timeout=300)
@@ -169,10 +173,9 @@ class FillTier(Fault):
     hold = 6
 
     def fire(self, soak, job):
-        nodes = job.info.get("nodes", [])
-        if not nodes:
+        node = node_of(soak, job)
+        if not node:
             return None
-        node = soak.rng.choice(nodes)
         filler = "/dev/shm/soak-filler"
         with soak.hazard(self.kind, on_node(node)) as touched:
             # fallocate what is free; then dd the last blocks fallocate leaves.
