@@ -145,6 +145,7 @@ class Job:
         self.seen_nodes = set()
         self.failure_records = []  # the messages of its failure-NODE.toml records
         self.hurried = 0  # the restart whose requeue delay the soak cut short
+        self.requeue_seen = None  # when the soak first saw it wait after a requeue
         self.env = {}  # more environment for sbatch (and so for its mover job)
 
     @property
@@ -248,6 +249,16 @@ SLURM_SIDE_FAULTS = {"requeue while running", "slurmctld restarted while jobs st
                      "node rebooted (shm and local emptied)"}
 
 
+def last_run_ended(job, out):
+    """Whether the job's last run (Slurm's restart count) printed its end.  A
+    run Slurm requeued after a node failed and then killed before its script
+    ("Job credential revoked") leaves the earlier run's end as the last line."""
+    runs = [int(m) for m in re.findall(r"^SOAK-RUN restart=(\d+)", out, re.M)]
+    if not runs or runs[-1] < job.info.get("restarts", 0):
+        return False
+    return out.rstrip().endswith("SOAK-END")
+
+
 def fault_reason(job, out):
     """Why a job ended other than COMPLETED, most telling first: the comment
     of a failed mover, Slurm's own end for a fault (cancelled, timed out, a
@@ -262,7 +273,7 @@ def fault_reason(job, out):
     # A requeue meeting a controller or slurmd restart can end a job FAILED
     # before its run printed anything: Slurm's word, after Slurm's fault.
     slurm_faults = {k for k, _ in job.touched} & SLURM_SIDE_FAULTS
-    if state == "FAILED" and slurm_faults and not out.rstrip().endswith("SOAK-END"):
+    if state == "FAILED" and slurm_faults and not last_run_ended(job, out):
         return f"Slurm ended it: FAILED ({job.info.get('reason') or 'no reason'}) after {', '.join(sorted(slurm_faults))}"
     for line in out.splitlines():
         if is_error_line(line):
