@@ -27,6 +27,11 @@ bool keeps_source_mtimes(const Tier& tier)
     return !(tier.scope == Scope::Shared && tier.purge.days > 0 && tier.purge.by == PurgeBy::Mtime);
 }
 
+bool mtimes_tell_writes(bool unpacked, const Tier& tier)
+{
+    return unpacked || keeps_source_mtimes(tier);
+}
+
 std::optional<std::int64_t> purge_date(const PurgeRule& rule, std::int64_t oldest)
 {
     if (rule.days <= 0)

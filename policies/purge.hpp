@@ -27,6 +27,11 @@ std::int64_t purge_clock(PurgeBy by, const FileTimes& times);
 // would be purged at once; there its age counts from when it was written.
 bool keeps_source_mtimes(const Tier& tier);
 
+// Whether a kept copy's mtimes tell a write to it since it was listed: so
+// in a copy that keeps its source's mtimes, and in an unpacked one (listed
+// as extraction wrote it, mtimes and all).
+bool mtimes_tell_writes(bool unpacked, const Tier& tier);
+
 // When a copy whose oldest file (by purge_clock) dates from `oldest` will
 // start to be purged; nothing when the tier has no purge.
 std::optional<std::int64_t> purge_date(const PurgeRule& rule, std::int64_t oldest);

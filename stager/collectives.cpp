@@ -39,6 +39,15 @@ std::uint64_t reduce_over_ranks(MPI_Comm comm, std::uint64_t mine, MPI_Op op)
     return out;
 }
 
+std::int64_t reduce_min(MPI_Comm comm, std::int64_t mine)
+{
+    long long in = mine, out = 0;
+    MPI_Request request = MPI_REQUEST_NULL;
+    MPI_Iallreduce(&in, &out, 1, MPI_LONG_LONG, MPI_MIN, comm, &request);
+    quiet_wait(request);
+    return out;
+}
+
 void quiet_wait(MPI_Request& request)
 {
     // Open MPI's blocking collectives spin a core: ranks that wait long (for

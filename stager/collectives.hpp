@@ -19,6 +19,7 @@ namespace dlstage::stager {
 
 bool all_ranks(MPI_Comm comm, bool mine);
 std::uint64_t reduce_over_ranks(MPI_Comm comm, std::uint64_t mine, MPI_Op op);
+std::int64_t reduce_min(MPI_Comm comm, std::int64_t mine);
 // Waits for a nonblocking collective, or a barrier, sleeping instead of
 // spinning a core.
 void quiet_wait(MPI_Request& request);

@@ -2,9 +2,11 @@
 
 #include <cerrno>
 #include <ctime>
+#include <fcntl.h>
 #include <limits>
 #include <mpi.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "job/state_record.hpp"
 #include "lib/error.hpp"
@@ -110,6 +112,31 @@ void clear_partial(const DatasetLayout& layout, const DatasetLayout& here, const
     }
 }
 
+KeptCopyCheck check_kept_copy(const std::string& dir, const Plan& contents, const CheckShare& share,
+                              const NodeContext& ctx)
+{
+    KeptCopyCheck checked;
+    Fd copy(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    checked.present = copy.valid();
+    if (checked.present) {
+        checked.mine = check_copy(copy.get(), contents, share);
+        checked.added = find_added(copy.get(), contents, ctx.rank, ctx.size);
+    } else {  // the whole copy is gone: every entry of this share is missing
+        checked.mine.missing = (contents.entries.size() + static_cast<std::size_t>(ctx.size - 1 - ctx.rank)) /
+                               static_cast<std::size_t>(ctx.size);
+    }
+    // The copy's directory counts too: someone else's holds what they like.
+    struct stat top {};
+    const bool foreign_top = checked.present && ctx.rank == 0 && ::fstat(copy.get(), &top) == 0 &&
+                             top.st_uid != share.owner;
+    checked.missing = reduce_over_ranks(ctx.comm, checked.mine.missing, MPI_SUM);
+    checked.wrong_size = reduce_over_ranks(ctx.comm, checked.mine.wrong_size, MPI_SUM);
+    checked.changed = reduce_over_ranks(ctx.comm, checked.mine.changed, MPI_SUM);
+    checked.added_total = reduce_over_ranks(ctx.comm, checked.added.size(), MPI_SUM);
+    checked.foreign = reduce_over_ranks(ctx.comm, checked.mine.foreign + (foreign_top ? 1 : 0), MPI_SUM);
+    checked.oldest = reduce_min(ctx.comm, checked.mine.oldest);
+    return checked;
+}
 
 // Rank 0 alone reads it: N ranks reading a file of some 100 MB (1.28 M
 // entries) from the shared file system would read it N times.

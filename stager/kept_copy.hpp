@@ -8,11 +8,13 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "config/stage_spec.hpp"
 #include "job/copy_record.hpp"
 #include "job/job_layout.hpp"
 #include "lib/sys/fd.hpp"
+#include "stager/copy_check.hpp"
 #include "stager/node_context.hpp"
 #include "stager/plan.hpp"
 
@@ -21,6 +23,20 @@ namespace dlstage::stager {
 // A kept copy's contents file (stager/copy_check), broadcast from rank 0;
 // nothing on every rank when rank 0 could not read or parse it.
 std::optional<Plan> read_contents_once(const std::string& path, const NodeContext& ctx);
+
+// A kept copy checked against its list of contents by every rank, each its
+// share (check_copy, find_added), with the totals over all ranks.  A copy
+// whose directory is gone has every entry missing; one whose directory is
+// not the user's counts one foreign entry more.
+struct KeptCopyCheck {
+    bool present = false;            // its directory opened
+    CopyCheck mine;                  // this rank's share
+    std::vector<std::string> added;  // this rank's share of names no job of dlstage wrote
+    std::uint64_t missing = 0, wrong_size = 0, changed = 0, added_total = 0, foreign = 0;
+    std::int64_t oldest = 0;  // min over ranks of CopyCheck::oldest
+};
+KeptCopyCheck check_kept_copy(const std::string& dir, const Plan& contents, const CheckShare& share,
+                              const NodeContext& ctx);
 
 // Seconds since the epoch, as records keep times.
 std::int64_t seconds_now();

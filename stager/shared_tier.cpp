@@ -39,13 +39,6 @@ int broadcast_int(MPI_Comm comm, int value)
     return value;
 }
 
-std::int64_t reduce_min(MPI_Comm comm, std::int64_t mine)
-{
-    long long in = mine, out = 0;
-    MPI_Allreduce(&in, &out, 1, MPI_LONG_LONG, MPI_MIN, comm);
-    return out;
-}
-
 // What every rank needs to know of the copy before deciding.
 struct Found {
     std::optional<CopyRecord> record;  // rank 0 only
@@ -102,18 +95,8 @@ Found look_for_copy(const StageItem& item, const DatasetLayout& here, const Plan
 
 struct Checked {
     policy::CopyFacts facts;
-    CopyCheck mine;
-    std::vector<std::string> added;  // this rank's share: names no job of dlstage wrote
-    std::int64_t oldest = 0;
+    KeptCopyCheck copy;
 };
-
-// Copies made with the source's mtimes (policy::keeps_source_mtimes), and
-// unpacked copies, listed as written: a file's mtime says whether it was
-// written since.
-bool mtimes_tell_writes(const StageItem& item)
-{
-    return item.dataset.mode == Mode::Extract || policy::keeps_source_mtimes(item.tier);
-}
 
 Checked check_share(const StageItem& item, const DatasetLayout& here, const Found& found, const Plan& plan,
                     const NodeContext& ctx)
@@ -125,34 +108,21 @@ Checked check_share(const StageItem& item, const DatasetLayout& here, const Foun
     checked.facts.repairable = item.dataset.mode == Mode::Copy;
     if (!found.usable)
         return checked;
-    Fd copy(::open(here.dataset_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     CheckShare share;
     share.rank = ctx.rank;
     share.ranks = ctx.size;
     share.purge_by = item.tier.purge.by;
     share.refresh_atime = item.tier.purge.refresh_on_use;
-    share.compare_mtime = mtimes_tell_writes(item);
+    share.compare_mtime = policy::mtimes_tell_writes(item.dataset.mode == Mode::Extract, item.tier);
     const Plan& contents = found.contents(plan);
-    if (copy.valid()) {
-        checked.mine = check_copy(copy.get(), contents, share);
-        checked.added = find_added(copy.get(), contents, ctx.rank, ctx.size);
-    } else {  // the whole copy is gone: every entry of this share is missing
-        checked.mine.missing = (contents.entries.size() + static_cast<std::size_t>(ctx.size - 1 - ctx.rank)) /
-                               static_cast<std::size_t>(ctx.size);
-    }
+    checked.copy = check_kept_copy(here.dataset_dir, contents, share, ctx);
     checked.facts.entries = contents.entries.size();
-    checked.facts.missing = reduce_over_ranks(ctx.comm, checked.mine.missing, MPI_SUM);
-    checked.facts.wrong_size = reduce_over_ranks(ctx.comm, checked.mine.wrong_size, MPI_SUM);
-    checked.facts.added = reduce_over_ranks(ctx.comm, checked.added.size(), MPI_SUM);
-    // The copy's directory counts too: someone else's holds what they like.
-    struct stat top {};
-    const bool foreign_top = copy.valid() && ctx.rank == 0 && ::fstat(copy.get(), &top) == 0 &&
-                             top.st_uid != ::geteuid();
-    checked.facts.foreign = reduce_over_ranks(ctx.comm, checked.mine.foreign + (foreign_top ? 1 : 0), MPI_SUM);
-    if (!copy.valid())
-        checked.facts.repairable = false;
-    checked.facts.repairable = all_ranks(ctx.comm, checked.facts.repairable);
-    checked.oldest = reduce_min(ctx.comm, checked.mine.oldest);
+    checked.facts.missing = checked.copy.missing;
+    checked.facts.wrong_size = checked.copy.wrong_size;
+    checked.facts.added = checked.copy.added_total;
+    checked.facts.foreign = checked.copy.foreign;
+    // A copy gone (for any rank: it may go while they look) is fetched whole.
+    checked.facts.repairable = all_ranks(ctx.comm, checked.facts.repairable && checked.copy.present);
     return checked;
 }
 
@@ -180,7 +150,7 @@ void repair(const StageItem& item, const DatasetLayout& layout, const DatasetLay
     Fd copy(::open(here.dataset_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!copy.valid())
         throw_cannot("open", layout.dataset_dir, errno);
-    for (const std::string& name : checked.added)
+    for (const std::string& name : checked.copy.added)
         remove_entry(copy.get(), name, layout.dataset_dir);
     std::vector<std::size_t> dirs;
     for (std::size_t i = 0; i < contents.entries.size(); ++i)
@@ -197,7 +167,7 @@ void repair(const StageItem& item, const DatasetLayout& layout, const DatasetLay
                 throw_cannot("create", layout.dataset_dir + "/" + contents.entries[i].path, errno);
     quiet_barrier(ctx.comm);
     const bool keep_times = policy::keeps_source_mtimes(item.tier);
-    for (const std::size_t i : checked.mine.bad) {
+    for (const std::size_t i : checked.copy.mine.bad) {
         const Entry& e = contents.entries[i];
         struct stat st {};
         if (e.type != EntryType::Dir && ::fstatat(copy.get(), e.path.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
@@ -296,8 +266,8 @@ void use_or_stage(const StageItem& item, const NodeContext& ctx, const ExchangeO
             // Files fetched again, or every file when the site refreshes
             // access times on use, count from now.
             const std::int64_t oldest = item.tier.purge.refresh_on_use ? seconds_now()
-                                        : fixed > 0                    ? std::min(checked.oldest, seconds_now())
-                                                                       : checked.oldest;
+                                        : fixed > 0                    ? std::min(checked.copy.oldest, seconds_now())
+                                                                       : checked.copy.oldest;
             record_use(record, here, ctx, oldest);
             record_job_state(item, record, ctx, kReusedState);
             sayf("%s: %s the copy in %s (%s in %llu files, made by job %s on %s, used %llu times); checked in "

@@ -66,4 +66,16 @@ BOOST_AUTO_TEST_CASE(only_a_shared_tier_purged_by_mtime_gives_copies_their_own_m
     BOOST_TEST(keeps_source_mtimes(tier));
 }
 
+BOOST_AUTO_TEST_CASE(mtimes_tell_writes_unless_a_copied_file_took_the_time_it_was_written)
+{
+    Tier tier;
+    tier.scope = Scope::Shared;
+    tier.purge.days = 90;
+    tier.purge.by = PurgeBy::Mtime;
+    BOOST_TEST(!mtimes_tell_writes(false, tier));  // copied files carry their own write times
+    BOOST_TEST(mtimes_tell_writes(true, tier));    // unpacked: listed as written
+    tier.purge.by = PurgeBy::Atime;
+    BOOST_TEST(mtimes_tell_writes(false, tier));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
