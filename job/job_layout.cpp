@@ -114,7 +114,8 @@ std::string unprepared_dir(const std::string& what, const std::string& dir, cons
     }
     std::string message = what + " " + dir + " was not prepared by the prolog: " + problem;
     if (requeued == 0)
-        return message + " (" + check + ")";
+        return message + " (if slurmd restarted on this node as the job started, resubmit; if every job hits this, " +
+               check + ")";
     return message + " (this run follows a requeue: Slurm before 23.11 skips a requeued job's prolog on a node " +
            "that handled a job credential in the 2 seconds before; requeue the job again)";
 }

@@ -78,8 +78,9 @@ DatasetLayout cache_layout(const StageItem& item, const std::string& user);
 // SLURM_RESTART_COUNT: on a requeued job's later run the likely cause is
 // Slurm itself.  Before 23.11, slurmd purges a requeued job's old
 // credential state with a scan it skips when it scanned under 2 s ago, and
-// then takes the new run for one whose prolog already ran.  `check` is
-// what to look at otherwise.
+// then takes the new run for one whose prolog already ran.  A first run
+// is told to resubmit (a slurmd restart may have cut its prolog short) and,
+// if every job hits this, to look at `check`.
 std::string unprepared_dir(const std::string& what, const std::string& dir, const std::string& problem,
                            const std::string& restarts, const std::string& check);
 

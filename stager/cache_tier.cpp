@@ -39,9 +39,7 @@ Fd open_cache_dir(const DatasetLayout& entry)
     OpenResult opened = open_job_dir(entry.tier_root, entry.tier_dir);
     if (!opened.problem.empty())
         throw Error(unprepared_dir("the node cache directory", entry.tier_dir, opened.problem,
-                                   process_env(kRestartCountVar),
-                                   "if slurmd restarted on this node as the job started, resubmit; "
-                                   "if every job hits this, is the plugin loaded on this node?"));
+                                   process_env(kRestartCountVar), "is the plugin loaded on this node?"));
     return std::move(opened.dir);
 }
 

@@ -38,8 +38,7 @@ Fd enter_job_dir(const DatasetLayout& layout, const NodeContext& ctx)
     OpenResult opened = open_job_dir(layout.tier_root, layout.tier_dir);
     if (!opened.problem.empty())
         throw Error(unprepared_dir("the job directory", layout.tier_dir, opened.problem, process_env(kRestartCountVar),
-                                   "if slurmd restarted on this node as the job started, resubmit; "
-                                   "if every job hits this, is PrologFlags=Alloc set and the plugin loaded?"));
+                                   "is PrologFlags=Alloc set and the plugin loaded?"));
     if (fchdir(opened.dir.get()) != 0)
         throw_cannot("enter", layout.tier_dir, errno);
     return std::move(opened.dir);

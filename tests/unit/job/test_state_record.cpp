@@ -218,7 +218,8 @@ BOOST_AUTO_TEST_CASE(a_first_run_is_told_what_to_check)
         BOOST_TEST(unprepared_dir("the job directory", "/dev/shm/dlstage/3", kMissing, restarts,
                                   "is PrologFlags=Alloc set and the plugin loaded?") ==
                    "the job directory /dev/shm/dlstage/3 was not prepared by the prolog: " + kMissing +
-                       " (is PrologFlags=Alloc set and the plugin loaded?)");
+                       " (if slurmd restarted on this node as the job started, resubmit; if every job hits this, "
+                       "is PrologFlags=Alloc set and the plugin loaded?)");
     }
 }
 
