@@ -112,9 +112,10 @@ void clear_partial(const DatasetLayout& layout, const DatasetLayout& here, const
     }
 }
 
-KeptCopyCheck check_kept_copy(const std::string& dir, const Plan& contents, const CheckShare& share,
-                              const NodeContext& ctx)
+KeptCopyCheck check_kept_copy(const std::string& dir, const Plan& contents, CheckShare share, const NodeContext& ctx)
 {
+    share.rank = ctx.rank;
+    share.ranks = ctx.size;
     KeptCopyCheck checked;
     Fd copy(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     checked.present = copy.valid();

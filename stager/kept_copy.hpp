@@ -27,7 +27,8 @@ std::optional<Plan> read_contents_once(const std::string& path, const NodeContex
 // A kept copy checked against its list of contents by every rank, each its
 // share (check_copy, find_added), with the totals over all ranks.  A copy
 // whose directory is gone has every entry missing; one whose directory is
-// not the user's counts one foreign entry more.
+// not the user's counts one foreign entry more.  share's rank and ranks
+// are ctx's.
 struct KeptCopyCheck {
     bool present = false;            // its directory opened
     CopyCheck mine;                  // this rank's share
@@ -35,8 +36,7 @@ struct KeptCopyCheck {
     std::uint64_t missing = 0, wrong_size = 0, changed = 0, added_total = 0, foreign = 0;
     std::int64_t oldest = 0;  // min over ranks of CopyCheck::oldest
 };
-KeptCopyCheck check_kept_copy(const std::string& dir, const Plan& contents, const CheckShare& share,
-                              const NodeContext& ctx);
+KeptCopyCheck check_kept_copy(const std::string& dir, const Plan& contents, CheckShare share, const NodeContext& ctx);
 
 // Seconds since the epoch, as records keep times.
 std::int64_t seconds_now();

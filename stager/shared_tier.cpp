@@ -109,8 +109,6 @@ Checked check_share(const StageItem& item, const DatasetLayout& here, const Foun
     if (!found.usable)
         return checked;
     CheckShare share;
-    share.rank = ctx.rank;
-    share.ranks = ctx.size;
     share.purge_by = item.tier.purge.by;
     share.refresh_atime = item.tier.purge.refresh_on_use;
     share.compare_mtime = policy::mtimes_tell_writes(item.dataset.mode == Mode::Extract, item.tier);

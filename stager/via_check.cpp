@@ -44,8 +44,6 @@ void check_via_copy(const StageItem& item, const NodeContext& ctx)
     KeptCopyCheck found;
     if (contents) {
         CheckShare share;
-        share.rank = ctx.rank;
-        share.ranks = ctx.size;
         share.purge_by = item.via->purge.by;
         share.compare_mtime = policy::mtimes_tell_writes(item.via_unpacked, *item.via);
         found = check_kept_copy(via.dataset_dir, *contents, share, ctx);
