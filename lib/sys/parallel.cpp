@@ -40,3 +40,89 @@ void for_each_index(std::size_t count, unsigned threads, const std::function<voi
 }
 
 }  // namespace dlstage
+
+namespace dlstage {
+
+ThreadPool::ThreadPool(unsigned threads)
+{
+    for (unsigned t = 1; t < threads; ++t)
+        helpers_.emplace_back([this] { serve(); });
+}
+
+ThreadPool::~ThreadPool()
+{
+    {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        stopping_ = true;
+    }
+    wake_.notify_all();
+    for (std::thread& t : helpers_)
+        t.join();
+}
+
+void ThreadPool::take_indexes()
+{
+    for (std::size_t i; (i = next_++) < count_;) {
+        try {
+            (*fn_)(i);
+        } catch (...) {
+            const std::lock_guard<std::mutex> lock(mutex_);
+            if (!error_)
+                error_ = std::current_exception();
+            next_ = count_;  // hand out no more
+        }
+    }
+}
+
+// Every helper takes part in every round, even one with nothing left for
+// it: the round ends when all have, so none still reads this round's fn_
+// when the caller hands out the next.
+void ThreadPool::serve()
+{
+    std::uint64_t seen = 0;
+    for (;;) {
+        {
+            std::unique_lock<std::mutex> lock(mutex_);
+            wake_.wait(lock, [&] { return stopping_ || round_ != seen; });
+            if (stopping_)
+                return;
+            seen = round_;
+        }
+        take_indexes();
+        {
+            const std::lock_guard<std::mutex> lock(mutex_);
+            ++helpers_done_;
+        }
+        finished_.notify_one();
+    }
+}
+
+void ThreadPool::for_each_index(std::size_t count, const std::function<void(std::size_t)>& fn)
+{
+    if (helpers_.empty() || count <= 1) {
+        for (std::size_t i = 0; i < count; ++i)
+            fn(i);
+        return;
+    }
+    {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        fn_ = &fn;
+        count_ = count;
+        next_ = 0;
+        helpers_done_ = 0;
+        error_ = nullptr;
+        ++round_;
+    }
+    wake_.notify_all();
+    take_indexes();
+    std::exception_ptr error;
+    {
+        std::unique_lock<std::mutex> lock(mutex_);
+        finished_.wait(lock, [&] { return helpers_done_ == helpers_.size(); });
+        error = error_;
+    }
+    if (error)
+        std::rethrow_exception(error);
+}
+
+}  // namespace dlstage

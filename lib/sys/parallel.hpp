@@ -1,9 +1,17 @@
 // Work spread over a few threads: how the dataset walk, the extraction of
-// several tar shards and the manifest scan keep many files in flight.
+// several tar shards, the manifest scan and the source reader's opens keep
+// many files in flight.
 #pragma once
 
+#include <atomic>
+#include <condition_variable>
 #include <cstddef>
+#include <cstdint>
+#include <exception>
 #include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
 
 namespace dlstage {
 
@@ -14,5 +22,35 @@ void run_on_threads(unsigned threads, const std::function<void()>& work);
 // next index.  The first exception stops the handing out of indexes and is
 // rethrown once every thread has stopped.
 void for_each_index(std::size_t count, unsigned threads, const std::function<void(std::size_t)>& fn);
+
+// The same on threads that stay: for work handed out many times over in
+// small rounds (a reader's opens, a few files at a time), where starting
+// and ending threads each round would cost more than the work (thread
+// stacks mapped and unmapped, TLB shootdowns on every core).  Not for
+// concurrent use: one caller hands out one round at a time, and takes part.
+class ThreadPool {
+public:
+    explicit ThreadPool(unsigned threads);  // threads in all, the caller's included
+    ThreadPool(const ThreadPool&) = delete;
+    ThreadPool& operator=(const ThreadPool&) = delete;
+    ~ThreadPool();
+
+    void for_each_index(std::size_t count, const std::function<void(std::size_t)>& fn);
+
+private:
+    void serve();
+    void take_indexes();
+
+    std::mutex mutex_;
+    std::condition_variable wake_, finished_;
+    std::vector<std::thread> helpers_;
+    const std::function<void(std::size_t)>* fn_ = nullptr;
+    std::size_t count_ = 0;
+    std::atomic<std::size_t> next_{0};
+    std::uint64_t round_ = 0;
+    std::size_t helpers_done_ = 0;  // of this round
+    bool stopping_ = false;
+    std::exception_ptr error_;
+};
 
 }  // namespace dlstage

@@ -7,9 +7,12 @@
 #include <cstdlib>
 #include <dirent.h>
 #include <fcntl.h>
+#include <mutex>
+#include <set>
 #include <stdexcept>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -302,6 +305,42 @@ BOOST_AUTO_TEST_CASE(the_first_error_stops_the_rest_and_comes_back)
     });
     BOOST_TEST(error == "entry 10 is broken");
     BOOST_TEST(done < 100000u - 1);  // stopped handing out indexes
+}
+
+BOOST_AUTO_TEST_CASE(a_pool_hands_out_every_index_once_round_after_round_on_its_threads)
+{
+    ThreadPool pool(4);
+    std::mutex mutex;
+    std::set<std::thread::id> threads;
+    for (int round = 0; round < 2000; ++round) {
+        std::vector<std::atomic<int>> seen(8);
+        pool.for_each_index(seen.size(), [&](std::size_t i) {
+            ++seen[i];
+            if (round % 100 == 0) {  // long enough that the helpers get some
+                std::this_thread::sleep_for(std::chrono::milliseconds(2));
+                const std::lock_guard<std::mutex> lock(mutex);
+                threads.insert(std::this_thread::get_id());
+            }
+        });
+        BOOST_TEST_REQUIRE(std::all_of(seen.begin(), seen.end(), [](const std::atomic<int>& n) { return n == 1; }));
+    }
+    BOOST_TEST(threads.size() > 1u);
+    pool.for_each_index(0, [](std::size_t) { BOOST_FAIL("no index to hand out"); });
+}
+
+BOOST_AUTO_TEST_CASE(a_pool_rethrows_the_first_error_and_serves_the_next_round)
+{
+    ThreadPool pool(3);
+    const std::string error = test::error_of([&] {
+        pool.for_each_index(1000, [&](std::size_t i) {
+            if (i == 10)
+                throw Error("entry 10 is broken");
+        });
+    });
+    BOOST_TEST(error == "entry 10 is broken");
+    std::atomic<int> done{0};
+    pool.for_each_index(100, [&](std::size_t) { ++done; });
+    BOOST_TEST(done == 100);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
