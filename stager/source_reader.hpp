@@ -2,12 +2,17 @@
 // the dataset is read by exactly one rank for the whole job.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <sys/stat.h>
 #include <unordered_map>
+#include <vector>
 
 #include "lib/sys/fd.hpp"
+#include "lib/sys/parallel.hpp"
 #include "stager/chunks.hpp"
 
 namespace dlstage::stager {
@@ -20,6 +25,8 @@ namespace dlstage::stager {
 std::string changed_since_planned(const std::string& path, const Entry& entry, const struct stat& st);
 // The same rule, the difference alone: "size A -> B", "mtime T1 -> T2" or "".
 std::string how_changed(const Entry& entry, const struct stat& st);
+// The rule's test alone, with nothing allocated: true when st is as planned.
+bool as_planned(std::uint64_t size, std::int64_t mtime_sec, std::uint32_t mtime_nsec, const struct stat& st);
 
 class SourceReader {
 public:
@@ -37,21 +44,35 @@ public:
     std::uint64_t bytes_read() const { return bytes_read_; }
 
 private:
+    // Above this an open is slow (a parallel file system's round trip): the
+    // reader opens its next files in parallel, on its pool.
+    static constexpr double kSlowOpenUs = 100;
+    static constexpr std::uint64_t kSmallFile = 128 * 1024;
+
     Fd open_checked(std::size_t entry, int dir_fd) const;
     std::size_t open_ahead(const Chunk& chunk, std::size_t first);
-    int dir_fd_for(const std::string& dir);
+    void judge_opens(std::size_t files, std::chrono::steady_clock::duration took);
+    int dir_fd_for(std::string_view dir);
     std::string path_of(std::size_t entry) const;
 
     const Plan& plan_;
     unsigned opens_;
     std::size_t open_entry_ = static_cast<std::size_t>(-1);
     Fd file_;  // the file of open_entry_: it may go on in the next chunk
-    // The next files of the chunk being read, opened together.
-    std::unordered_map<std::size_t, Fd> opened_;
     std::uint64_t bytes_read_ = 0;
     // Directories opened so far (bounded): files are opened relative to
     // them, one lookup each instead of one per path component.
     std::unordered_map<std::string, Fd> dir_fds_;
+    std::string last_dir_;
+    int last_dir_fd_ = -1;  // of last_dir_, held in dir_fds_
+    // The next files of the chunk being read, opened together, in the order
+    // of their pieces (kept between groups: no allocation per group).
+    std::vector<std::size_t> group_entries_;
+    std::vector<int> group_dirs_;
+    std::vector<Fd> group_fds_;
+    std::size_t next_in_group_ = 0;
+    bool parallel_opens_ = false;       // the last group's opens were slow
+    std::unique_ptr<ThreadPool> pool_;  // made when opens first turn out slow
 };
 
 }  // namespace dlstage::stager
