@@ -13,6 +13,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
+#include <sys/types.h>
 #include <vector>
 
 #include "lib/sys/fd.hpp"
@@ -64,6 +66,17 @@ public:
     std::uint64_t bytes_written() const { return bytes_written_; }
 
 private:
+    // The directory of the files a chunk writes, open while they are.
+    class ParentDirs {
+    public:
+        int fd_for(const TreeWriter& writer, std::size_t entry);
+
+    private:
+        std::string_view name_;
+        Fd dir_;
+    };
+    void write_whole_file(std::size_t entry, int dir_fd, const char* data);
+    void write_all(int fd, const char* data, std::uint64_t length, std::uint64_t offset, std::size_t entry) const;
     Fd open_for_write(std::size_t entry, bool create_new);
     void finish_file(std::size_t entry, Fd fd);
     std::string dest_path(std::size_t entry) const { return dest_ + "/" + std::string(plan_.entries.path(entry)); }
@@ -71,6 +84,7 @@ private:
     const Plan& plan_;
     std::string dest_;
     WriterOptions options_;
+    mode_t umask_;  // the process's: a mode it would cut is set with fchmod
     std::mutex split_mutex_;
     std::vector<std::size_t> split_;                         // shared: files to finish in finish_split_files
     std::unique_ptr<std::atomic<std::uint64_t>[]> written_;  // bytes received per entry

@@ -35,6 +35,21 @@ void make_tree(const test::TempDir& dir)
     const struct timespec t[2] = {{1600000000, 0}, {1600000000, 0}};
     utimensat(AT_FDCWD, (dir / "src/big.bin").c_str(), t, 0);
 }
+// The plan's tree read from its source and written into dest in chunks of
+// 4 KiB, as one rank alone stages it; returns the bytes read.
+std::uint64_t copy_with_plan(const Plan& plan, const std::string& dest)
+{
+    SourceReader reader(plan);
+    TreeWriter writer(plan, dest);
+    writer.create_skeleton();
+    std::vector<char> buffer(4096);
+    for (const Chunk& chunk : layout_chunks(plan, 4096)) {
+        reader.read(chunk, buffer.data());
+        writer.write(chunk, buffer.data());
+    }
+    writer.finish();
+    return reader.bytes_read();
+}
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(plan)
@@ -184,16 +199,8 @@ BOOST_AUTO_TEST_CASE(reader_and_writer_reproduce_the_tree)
     test::TempDir dir;
     make_tree(dir);
     const Plan plan = build_plan(dataset_at(dir / "src"));
-    SourceReader reader(plan);
-    TreeWriter writer(plan, dir / "dst");
-    writer.create_skeleton();
-    std::vector<char> buffer(4096);
-    for (const Chunk& chunk : layout_chunks(plan, 4096)) {
-        reader.read(chunk, buffer.data());
-        writer.write(chunk, buffer.data());
-    }
-    writer.finish();
-    BOOST_TEST(reader.bytes_read() == 15005u);
+    const std::uint64_t bytes_read = copy_with_plan(plan, dir / "dst");
+    BOOST_TEST(bytes_read == 15005u);
     BOOST_TEST(content_of(dir / "dst/big.bin") == content_of(dir / "src/big.bin"));
     BOOST_TEST(content_of(dir / "dst/sub dir/naïve.txt") == "hello");
     struct stat st {};
@@ -229,6 +236,29 @@ BOOST_AUTO_TEST_CASE(a_source_that_shrinks_is_an_error_and_incomplete_files_are_
     writer.create_skeleton();
     BOOST_TEST(test::error_of([&] { writer.finish(); }).find("received 0 of 15000 bytes") != std::string::npos);
     chmod((dir / "dst/empty").c_str(), 0755);
+}
+
+// Small files are created with their mode when the umask leaves it whole,
+// and get it with fchmod when it would not: the copy's modes are the
+// source's either way, a read-only file included.
+BOOST_AUTO_TEST_CASE(small_files_keep_their_modes_whatever_the_umask)
+{
+    test::TempDir dir;
+    mkdir((dir / "src").c_str(), 0755);
+    dir.write("src/shared", "rw for all");
+    dir.write("src/readonly", "r for all");
+    chmod((dir / "src/shared").c_str(), 0666);
+    chmod((dir / "src/readonly").c_str(), 0444);
+    const mode_t old_mask = umask(022);
+    const Plan plan = build_plan(dataset_at(dir / "src"));
+    copy_with_plan(plan, dir / "dst");
+    umask(old_mask);
+    struct stat st {};
+    lstat((dir / "dst/shared").c_str(), &st);
+    BOOST_TEST((st.st_mode & 07777) == 0666u);
+    lstat((dir / "dst/readonly").c_str(), &st);
+    BOOST_TEST((st.st_mode & 07777) == 0444u);
+    BOOST_TEST(content_of(dir / "dst/readonly") == "r for all");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
