@@ -13,6 +13,7 @@
 #include "lib/size.hpp"
 #include "lib/sys/dataset_walk.hpp"
 #include "lib/sys/periodic.hpp"
+#include "stager/phase_times.hpp"
 #include "stager/source_check.hpp"
 
 namespace dlstage::stager {
@@ -160,12 +161,16 @@ Plan plan_saying_progress(const StageItem& item, const NodeContext& ctx, PlanFro
 Plan usable_plan(const StageItem& item, const NodeContext& ctx, double* source_s)
 {
     Plan plan = plan_saying_progress(item, ctx);
+    stage_phases().lap(Phase::Plan);
     const auto start = Clock::now();
     const bool holds = plan_still_holds(item, ctx, plan);
     if (source_s)
         *source_s = std::chrono::duration<double>(Clock::now() - start).count();
-    if (!holds)
-        return plan_saying_progress(item, ctx, PlanFrom::Walk);
+    stage_phases().lap(Phase::Check);
+    if (!holds) {
+        plan = plan_saying_progress(item, ctx, PlanFrom::Walk);
+        stage_phases().lap(Phase::Plan);
+    }
     return plan;  // moved: a million entries are not copied
 }
 
@@ -193,6 +198,12 @@ bool plan_still_holds(const StageItem& item, const NodeContext& ctx, const Plan&
 void say_transferred(const StageItem& item, const NodeContext& ctx, const Plan& plan, std::uint64_t bytes_read,
                      Clock::time_point start, std::uint64_t cpu_start)
 {
+    stage_phases().lap(Phase::Publish);
+    PhaseSeconds slowest{};
+    MPI_Request request = MPI_REQUEST_NULL;
+    MPI_Iallreduce(stage_phases().seconds().data(), slowest.data(), static_cast<int>(kPhaseCount), MPI_DOUBLE, MPI_MAX,
+                   ctx.comm, &request);
+    quiet_wait(request);
     const std::uint64_t read = reduce_over_ranks(ctx.comm, bytes_read, MPI_SUM);
     const std::uint64_t peak_rss = reduce_over_ranks(ctx.comm, peak_rss_bytes(), MPI_MAX);
     const double cpu_seconds =
@@ -207,6 +218,7 @@ void say_transferred(const StageItem& item, const NodeContext& ctx, const Plan& 
          item.dataset.name.c_str(), item.tier.name.c_str(), shared ? "(one shared copy) by" : "on", ctx.size, seconds,
          format_rate(plan.total_bytes(), seconds).c_str(), shared ? "" : " per node", format_size(read).c_str(), ratio,
          format_size(peak_rss).c_str(), cpu_seconds);
+    sayf("%s: time by phase (slowest node): %s", item.dataset.name.c_str(), phases_text(slowest).c_str());
 }
 
 std::uint64_t cpu_now()

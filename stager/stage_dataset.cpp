@@ -15,6 +15,7 @@
 #include "stager/cache_tier.hpp"
 #include "stager/kept_copy.hpp"
 #include "stager/node_tier.hpp"
+#include "stager/phase_times.hpp"
 #include "stager/shared_tier.hpp"
 #include "stager/via_check.hpp"
 #include "tier/safe_fs.hpp"
@@ -69,6 +70,7 @@ void stage_dataset(const StageItem& item, const NodeContext& ctx, const Exchange
         }
         return;
     }
+    stage_phases().start();
     const DatasetLayout layout = dataset_layout(item, ctx.values);
     const Fd job_dir = enter_job_dir(layout, ctx);
     try {

@@ -25,6 +25,7 @@
 #include "stager/extract_budget.hpp"
 #include "stager/own_chunks.hpp"
 #include "stager/parallel_extract.hpp"
+#include "stager/phase_times.hpp"
 #include "tier/tier_measure.hpp"
 
 namespace dlstage::stager {
@@ -235,10 +236,12 @@ TransferResult transfer(const StageItem& item, const NodeContext& ctx, const Exc
     if (item.tier.scope == Scope::Node && item.tier.cleanup == Cleanup::Cache)
         writer_options.file_mode_mask = 0555;
     TreeWriter writer(plan, extract ? here.incoming_dir : here.partial_dir, writer_options);
+    stage_phases().lap(Phase::Prepare);
     if (!shared || ctx.rank == 0)
         writer.create_skeleton();
     if (shared)
         quiet_barrier(ctx.comm);
+    stage_phases().lap(Phase::Skeleton);
     const auto chunks = layout_chunks(plan, options.chunk_size);
     const auto progress = std::make_shared<Progress>(item, plan, chunks.size(), ctx);
     ExchangeResult exchanged;
@@ -251,14 +254,17 @@ TransferResult transfer(const StageItem& item, const NodeContext& ctx, const Exc
                                             std::min(plan.total_bytes(), bytes * static_cast<std::uint64_t>(ctx.size)));
                             });
         quiet_barrier(ctx.comm);
+        stage_phases().lap(Phase::Transfer);
         writer.finish_split_files();
         quiet_barrier(ctx.comm);
         if (ctx.rank == 0)
             writer.finish();
     } else {
         exchanged = exchange_chunks(plan, chunks, writer, options, std::ref(*progress), ctx.comm);
+        stage_phases().lap(Phase::Transfer);
         writer.finish();
     }
+    stage_phases().lap(Phase::Finish);
     if (extract && (!shared || ctx.rank == 0)) {
         // A shared tier's archives are unpacked once, by rank 0: two ranks
         // unpacking into one tree could not tell whose later entry wins.
@@ -275,6 +281,7 @@ TransferResult transfer(const StageItem& item, const NodeContext& ctx, const Exc
                  options.writers);
         }
     }
+    stage_phases().lap(Phase::Extract);
     return {exchanged.bytes_read, [progress] { progress->done(); }};
 }
 

@@ -66,7 +66,16 @@ expect_on_all_nodes() {
     for doc in "$USER_GUIDE" "$MAN1"; do
         doc_says "$doc" '^dlstage: staging tree ' <<<"$out"
         doc_says "$doc" '^dlstage: staged tree ' <<<"$out"
+        doc_says "$doc" '^dlstage: tree: time by phase ' <<<"$out"
     done
+}
+
+@test "every staging says its time by phase, the transfer's included" {
+    out=$(cat "$(matrix_file out.txt)")
+    phases='plan [0-9.]+ s, check [0-9.]+ s, prepare [0-9.]+ s, skeleton [0-9.]+ s, transfer [0-9.]+ s, finish [0-9.]+ s, extract [0-9.]+ s, publish [0-9.]+ s'
+    [ "$(grep -cE "^dlstage: [a-z-]+: time by phase \(slowest node\): $phases\$" <<<"$out")" -eq 6 ]
+    # The tree took time to move: its transfer is not all zeros.
+    grep -E '^dlstage: tree: time by phase' <<<"$out" | grep -qvE 'transfer 0\.00 s'
 }
 
 @test "progress records say every dataset is ready, with its size" {
