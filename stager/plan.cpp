@@ -12,6 +12,7 @@
 #include "dataset/manifest.hpp"
 #include "dataset/source_probe.hpp"
 #include "facts/dataset_format.hpp"
+#include "lib/byte_reader.hpp"
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/dataset_entry.hpp"
@@ -169,54 +170,7 @@ Plan plan_for(const std::string& manifest_dir, const Dataset& dataset, std::stri
 namespace {
 // "DLS2": version 2, the compact blocks (version 1 sent each entry's fields).
 constexpr std::uint32_t kPlanMagic = 0x444c5332;
-
-class Writer {
-public:
-    template <typename T>
-    void put(T value)
-    {
-        out_.append(reinterpret_cast<const char*>(&value), sizeof value);
-    }
-    void put(const std::string& text)
-    {
-        put(static_cast<std::uint64_t>(text.size()));
-        out_ += text;
-    }
-    std::string take() { return std::move(out_); }
-
-private:
-    std::string out_;
-};
-
-class Reader {
-public:
-    explicit Reader(const std::string& in) : in_(in) {}
-    template <typename T>
-    T get()
-    {
-        T value;
-        std::memcpy(&value, take(sizeof value), sizeof value);
-        return value;
-    }
-    std::string get_string()
-    {
-        const auto size = get<std::uint64_t>();
-        return std::string(take(size), size);
-    }
-    const char* take(std::uint64_t n)
-    {
-        if (in_.size() - pos_ < n)
-            throw Error("malformed staging plan (truncated)");
-        const char* at = in_.data() + pos_;
-        pos_ += n;
-        return at;
-    }
-    bool done() const { return pos_ == in_.size(); }
-
-private:
-    const std::string& in_;
-    std::size_t pos_ = 0;
-};
+constexpr const char* kWhat = "staging plan";
 
 std::uint64_t records_bytes(std::size_t count)
 {
@@ -227,15 +181,15 @@ std::uint64_t records_bytes(std::size_t count)
 namespace {
 std::string header_of(const Plan& plan, std::uint64_t arena_bytes)
 {
-    Writer w;
-    w.put(kPlanMagic);
-    w.put(static_cast<std::uint32_t>(sizeof(EntryList::Record)));
-    w.put(plan.source_root);
-    w.put(static_cast<std::uint8_t>(plan.format));
-    w.put(static_cast<std::uint8_t>(plan.single_file));
-    w.put(static_cast<std::uint64_t>(plan.entries.size()));
-    w.put(arena_bytes);
-    return w.take();
+    std::string w;
+    put_bytes(w, kPlanMagic);
+    put_bytes(w, static_cast<std::uint32_t>(sizeof(EntryList::Record)));
+    put_text(w, plan.source_root);
+    put_bytes(w, static_cast<std::uint8_t>(plan.format));
+    put_bytes(w, static_cast<std::uint8_t>(plan.single_file));
+    put_bytes(w, static_cast<std::uint64_t>(plan.entries.size()));
+    put_bytes(w, arena_bytes);
+    return w;
 }
 }  // namespace
 
@@ -245,14 +199,14 @@ std::string wire_header(const Plan& plan)
 }
 
 namespace {
-PlanReceiver read_header(Reader& r)
+PlanReceiver read_header(ByteReader& r)
 {
     if (r.get<std::uint32_t>() != kPlanMagic)
         throw Error("malformed staging plan (bad magic: a dlstage-stager of another version?)");
     if (r.get<std::uint32_t>() != sizeof(EntryList::Record))
         throw Error("malformed staging plan (records of another size: a dlstage-stager of another build?)");
     PlanReceiver in;
-    in.plan.source_root = r.get_string();
+    in.plan.source_root = r.get_text();
     in.plan.format = static_cast<Format>(r.get<std::uint8_t>());
     in.plan.single_file = r.get<std::uint8_t>() != 0;
     const auto count = r.get<std::uint64_t>();
@@ -270,7 +224,7 @@ PlanReceiver read_header(Reader& r)
 
 PlanReceiver receive_header(const std::string& header)
 {
-    Reader r(header);
+    ByteReader r(header, kWhat);
     PlanReceiver in = read_header(r);
     if (!r.done())
         throw Error("malformed staging plan (trailing bytes)");
@@ -314,7 +268,7 @@ std::string serialize(const Plan& plan)
 
 Plan deserialize(const std::string& bytes)
 {
-    Reader r(bytes);
+    ByteReader r(bytes, kWhat);
     PlanReceiver in = read_header(r);
     std::memcpy(static_cast<void*>(in.records.data()), r.take(records_bytes(in.records.size())),
                 records_bytes(in.records.size()));
