@@ -19,10 +19,8 @@ void ExtractBudget::add(std::atomic<std::uint64_t>& used, std::uint64_t n, const
     // cannot wrap around.
     std::uint64_t now = used.load();
     do {
-        if (passes(now, n, limit)) {
-            spent_ = true;
+        if (passes(now, n, limit))
             throw Error(limit.reason(archive));
-        }
     } while (!used.compare_exchange_weak(now, now + n));
 }
 
@@ -38,7 +36,6 @@ void ExtractBudget::restart()
 {
     bytes_ = 0;
     entries_ = 0;
-    spent_ = false;
 }
 
 }  // namespace dlstage::stager
