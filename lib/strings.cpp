@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
+
+#include "lib/error.hpp"
 
 namespace dlstage {
 
@@ -260,6 +263,15 @@ std::string elapsed_text(std::int64_t seconds)
 std::string utc_stamp(std::int64_t seconds)
 {
     return time_text(seconds, "%Y%m%dT%H%M%SZ", true);
+}
+
+BaseNameZ::BaseNameZ(std::string_view path)
+{
+    const std::string_view name = base_name(path);
+    if (name.size() >= sizeof name_)
+        throw Error("a name of " + std::to_string(name.size()) + " bytes is longer than PATH_MAX");
+    std::memcpy(name_, name.data(), name.size());
+    name_[name.size()] = '\0';
 }
 
 }  // namespace dlstage

@@ -2,6 +2,7 @@
 // the command line.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -68,5 +69,17 @@ std::string time_text(std::int64_t seconds, const char* format, bool utc);
 
 // True for names made of [A-Za-z0-9_.-] starting with a letter or digit.
 bool is_simple_name(std::string_view name, bool allow_dot);
+
+// A path's last name as a C string on the stack, for the *at() calls of
+// loops over a million files: no allocation per file.  Throws Error for a
+// name of PATH_MAX bytes or more (a plan's paths are shorter).
+class BaseNameZ {
+public:
+    explicit BaseNameZ(std::string_view path);
+    const char* c_str() const { return name_; }
+
+private:
+    char name_[PATH_MAX];
+};
 
 }  // namespace dlstage

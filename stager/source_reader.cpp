@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <climits>
 #include <cstring>
 #include <ctime>
 #include <fcntl.h>
@@ -105,11 +104,7 @@ void SourceReader::judge_opens(std::size_t files, std::chrono::steady_clock::dur
 // strings made for messages never said were a cost of their own.
 Fd SourceReader::open_checked(std::size_t entry, int dir_fd) const
 {
-    const std::string_view name = base_name(plan_.entries.path(entry));
-    char name_z[PATH_MAX];
-    std::memcpy(name_z, name.data(), name.size());  // shorter than PATH_MAX (EntryList)
-    name_z[name.size()] = '\0';
-    Fd fd(::openat(dir_fd, name_z, O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    Fd fd(::openat(dir_fd, BaseNameZ(plan_.entries.path(entry)).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
     if (!fd.valid())
         throw_cannot("read", path_of(entry), errno);
     struct stat st {};

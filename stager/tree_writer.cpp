@@ -1,7 +1,7 @@
 #include "stager/tree_writer.hpp"
 
+#include <array>
 #include <cerrno>
-#include <climits>
 #include <cstring>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -35,6 +35,13 @@ void apply_times(const std::string& path, std::int64_t sec, std::uint32_t nsec)
 }
 
 namespace {
+// A planned entry's mtime as futimens and utimensat take it (atime too).
+std::array<struct timespec, 2> planned_times(const EntryList::Record& e)
+{
+    const struct timespec t = {e.mtime_sec, static_cast<long>(e.mtime_nsec)};
+    return {t, t};
+}
+
 mode_t process_umask()
 {
     const mode_t mask = ::umask(0);
@@ -88,11 +95,9 @@ void TreeWriter::finish_file(std::size_t entry, Fd fd)
         throw_cannot("check", path, errno);
     if (static_cast<std::uint64_t>(st.st_size) != e.size)
         throw Error(path + " has " + std::to_string(st.st_size) + " bytes, expected " + std::to_string(e.size));
-    const struct timespec times[2] = {{e.mtime_sec, static_cast<long>(e.mtime_nsec)},
-                                      {e.mtime_sec, static_cast<long>(e.mtime_nsec)}};
     // Permission bits only: nothing staged carries setuid/setgid/sticky.
     if (fchmod(fd.get(), e.mode & 0777 & options_.file_mode_mask) != 0 ||
-        (options_.keep_times && futimens(fd.get(), times) != 0))
+        (options_.keep_times && futimens(fd.get(), planned_times(e).data()) != 0))
         throw_cannot("set mode and time of", path, errno);
     if (const int err = fd.close())
         throw_cannot("close", path, err);
@@ -124,17 +129,13 @@ void TreeWriter::write_whole_file(std::size_t entry, int dir_fd, const char* dat
     const EntryList::Record& e = plan_.entries.record(entry);
     const mode_t mode = static_cast<mode_t>(e.mode & 0777 & options_.file_mode_mask);
     const bool mode_at_create = (mode & umask_) == 0;
-    const std::string_view name = base_name(plan_.entries.path(entry));
-    char name_z[PATH_MAX];
-    std::memcpy(name_z, name.data(), name.size());  // shorter than PATH_MAX (EntryList)
-    name_z[name.size()] = '\0';
-    Fd fd(::openat(dir_fd, name_z, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode_at_create ? mode : 0600));
+    Fd fd(::openat(dir_fd, BaseNameZ(plan_.entries.path(entry)).c_str(),
+                   O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode_at_create ? mode : 0600));
     if (!fd.valid())
         throw_cannot("create", dest_path(entry), errno);
     write_all(fd.get(), data, e.size, 0, entry);
-    const struct timespec times[2] = {{e.mtime_sec, static_cast<long>(e.mtime_nsec)},
-                                      {e.mtime_sec, static_cast<long>(e.mtime_nsec)}};
-    if ((!mode_at_create && fchmod(fd.get(), mode) != 0) || (options_.keep_times && futimens(fd.get(), times) != 0))
+    if ((!mode_at_create && fchmod(fd.get(), mode) != 0) ||
+        (options_.keep_times && futimens(fd.get(), planned_times(e).data()) != 0))
         throw_cannot("set mode and time of", dest_path(entry), errno);
     if (const int err = fd.close())
         throw_cannot("close", dest_path(entry), err);

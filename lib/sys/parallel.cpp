@@ -39,10 +39,6 @@ void for_each_index(std::size_t count, unsigned threads, const std::function<voi
         std::rethrow_exception(first_error);
 }
 
-}  // namespace dlstage
-
-namespace dlstage {
-
 ThreadPool::ThreadPool(unsigned threads)
 {
     for (unsigned t = 1; t < threads; ++t)

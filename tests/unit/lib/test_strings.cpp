@@ -4,6 +4,7 @@
 #include <ctime>
 #include <string>
 
+#include "lib/error.hpp"
 #include "lib/strings.hpp"
 
 using namespace dlstage;
@@ -76,6 +77,14 @@ BOOST_AUTO_TEST_CASE(base_name_and_parent_in_tree)
     BOOST_TEST(base_name("b") == "b");
     BOOST_TEST(parent_in_tree("a/b/c") == "a/b");
     BOOST_TEST(parent_in_tree("c") == "");
+}
+
+BOOST_AUTO_TEST_CASE(a_base_name_as_a_c_string_ends_where_the_name_does)
+{
+    const std::string_view path = "class1/img 1.JPEG/trailing";
+    BOOST_TEST(std::string(BaseNameZ(path.substr(0, 17)).c_str()) == "img 1.JPEG");
+    BOOST_TEST(std::string(BaseNameZ("x").c_str()) == "x");
+    BOOST_CHECK_THROW(BaseNameZ(std::string(PATH_MAX, 'n')), dlstage::Error);
 }
 
 BOOST_AUTO_TEST_CASE(shown_path_quotes_control_bytes_and_shortens_long_paths)
