@@ -84,19 +84,21 @@ int SourceReader::dir_fd_for(std::string_view dir)
 
 // Opens in parallel pay on a parallel file system, where each is a round
 // trip of a millisecond; on a local or cached one an open takes
-// microseconds, less than handing it to another thread.  The time of each
-// group of opens decides how the next group is opened.
-void SourceReader::judge_opens(std::size_t files, std::chrono::steady_clock::duration took)
+// microseconds, less than handing it to another thread.  Each open is timed
+// by itself: judged by the group's wall time, one preemption of a
+// millisecond on a loaded node turned parallel opens on for good (in
+// parallel, a group's wall time on two busy cores never fell back under the
+// threshold), and the handoffs to the pool cost more than the opens.
+bool opens_in_parallel(bool parallel_now, std::vector<float>& open_us, double slow_us)
 {
-    using std::chrono::microseconds;
-    const double us = static_cast<double>(std::chrono::duration_cast<microseconds>(took).count());
-    // In parallel, a group took about as long as its slowest thread's share.
-    const double threads = parallel_opens_ ? std::min<double>(static_cast<double>(files), opens_) : 1.0;
-    const double per_open = us * threads / static_cast<double>(files);
-    if (!parallel_opens_ && per_open > kSlowOpenUs)
-        parallel_opens_ = true;
-    else if (parallel_opens_ && per_open < kSlowOpenUs / 2)
-        parallel_opens_ = false;
+    if (open_us.empty())
+        return parallel_now;
+    const auto middle = open_us.begin() + static_cast<std::ptrdiff_t>(open_us.size() / 2);
+    std::nth_element(open_us.begin(), middle, open_us.end());
+    const double median = *middle;
+    if (!parallel_now)
+        return median > slow_us;
+    return median >= slow_us / 2;
 }
 
 // Safe on several threads at once: it touches nothing of the reader's.
@@ -152,8 +154,14 @@ std::size_t SourceReader::open_ahead(const Chunk& chunk, std::size_t first)
     std::vector<Fd>& fds = group_fds_;
     fds.clear();
     fds.resize(entries.size());
-    const auto open_one = [&](std::size_t i) { fds[i] = open_checked(entries[i], dirs[i]); };
-    const auto start = std::chrono::steady_clock::now();
+    std::vector<float>& took = group_open_us_;
+    took.assign(entries.size(), 0.0f);
+    const auto open_one = [&](std::size_t i) {
+        using namespace std::chrono;
+        const auto start = steady_clock::now();
+        fds[i] = open_checked(entries[i], dirs[i]);
+        took[i] = duration<float, std::micro>(steady_clock::now() - start).count();
+    };
     if (entries.size() > 1 && parallel_opens_) {
         if (!pool_)
             pool_ = std::make_unique<ThreadPool>(opens_);
@@ -163,7 +171,7 @@ std::size_t SourceReader::open_ahead(const Chunk& chunk, std::size_t first)
             open_one(i);
     }
     if (entries.size() > 1)
-        judge_opens(entries.size(), std::chrono::steady_clock::now() - start);
+        parallel_opens_ = opens_in_parallel(parallel_opens_, took, kSlowOpenUs);
     next_in_group_ = 0;
     return end;
 }

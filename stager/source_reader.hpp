@@ -28,6 +28,14 @@ std::string how_changed(const Entry& entry, const struct stat& st);
 // The rule's test alone, with nothing allocated: true when st is as planned.
 bool as_planned(std::uint64_t size, std::int64_t mtime_sec, std::uint32_t mtime_nsec, const struct stat& st);
 
+// Whether a reader opens its next group of files in parallel, from how
+// long each open of the last group took by itself (microseconds; reordered)
+// and whether that group was opened in parallel.  Judged by the median: a
+// thread preempted on a busy node makes one open look slow, not the group.
+// Above slow_us an open is a parallel file system's round trip; back to one
+// after the other below half of it.
+bool opens_in_parallel(bool parallel_now, std::vector<float>& open_us, double slow_us);
+
 class SourceReader {
 public:
     // opens: how many of a chunk's files this reader opens at once.  On a
@@ -51,7 +59,6 @@ private:
 
     Fd open_checked(std::size_t entry, int dir_fd) const;
     std::size_t open_ahead(const Chunk& chunk, std::size_t first);
-    void judge_opens(std::size_t files, std::chrono::steady_clock::duration took);
     int dir_fd_for(std::string_view dir);
     std::string path_of(std::size_t entry) const;
 
@@ -70,6 +77,7 @@ private:
     std::vector<std::size_t> group_entries_;
     std::vector<int> group_dirs_;
     std::vector<Fd> group_fds_;
+    std::vector<float> group_open_us_;  // how long each open of the group took
     std::size_t next_in_group_ = 0;
     bool parallel_opens_ = false;       // the last group's opens were slow
     std::unique_ptr<ThreadPool> pool_;  // made when opens first turn out slow

@@ -125,4 +125,24 @@ BOOST_AUTO_TEST_CASE(a_file_gone_since_planning_is_named)
                "cannot read " + dir / "src/b/30.jpg" + ": No such file or directory");
 }
 
+// Opens turn parallel when most of a group is slow (a parallel file
+// system's round trips), not when one open of it was: a thread preempted on
+// a busy node once made a group look slow, and the reader stayed parallel.
+BOOST_AUTO_TEST_CASE(opens_turn_parallel_on_the_median_not_one_slow_open)
+{
+    std::vector<float> one_preempted{3, 4, 2500, 3, 5, 4, 3, 4};
+    BOOST_TEST(!opens_in_parallel(false, one_preempted, 100));
+    std::vector<float> round_trips{1100, 950, 1200, 4, 1000, 1300, 990, 1050};
+    BOOST_TEST(opens_in_parallel(false, round_trips, 100));
+    // Back to one after the other only well under the threshold: no
+    // flapping between the modes on opens near it.
+    std::vector<float> near{70, 80, 60, 75};
+    BOOST_TEST(opens_in_parallel(true, near, 100));
+    BOOST_TEST(!opens_in_parallel(false, near, 100));
+    std::vector<float> cached{3, 2, 900, 4};
+    BOOST_TEST(!opens_in_parallel(true, cached, 100));
+    std::vector<float> none;
+    BOOST_TEST(opens_in_parallel(true, none, 100));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
