@@ -22,11 +22,11 @@ def median(case, what, field):
 
 
 def revisions(case):
-    return ", ".join(sorted({r["revision"] for w in ("tar-x", "cp-r", "dlstage") for r in runs.get(case + (w,), [])}))
+    return ", ".join(sorted({r["revision"] for k, rs in runs.items() if k[:3] == case for r in rs}))
 
 
 def dates(case):
-    return ", ".join(sorted({r["date"] for w in ("tar-x", "cp-r", "dlstage") for r in runs.get(case + (w,), [])}))
+    return ", ".join(sorted({r["date"] for k, rs in runs.items() if k[:3] == case for r in rs}))
 
 
 out = ["# Many tiny files (bench/files)", "",
@@ -37,19 +37,33 @@ out = ["# Many tiny files (bench/files)", "",
        "| files | N | tier | tar -x s | cp -r s | dlstage s | dlstage / tar -x | dlstage cpu s | "
        "cpu µs per file and node | peak MiB per rank | revision | date |",
        "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+# dlstage with the thread knobs set (bench/files names them: "dlstage-r1-w1")
+# gets a row of its own, after the defaults' "dlstage".
+def dlstage_variants(case):
+    found = {k[3] for k in runs if k[:3] == case and k[3].startswith("dlstage")}
+    return sorted(found, key=lambda w: (w != "dlstage", w)) or ["dlstage"]
+
+
+def knobs(variant):
+    return "" if variant == "dlstage" else " (" + ", ".join(
+        {"r": "readers ", "w": "writers "}[k[0]] + k[1:] for k in variant.split("-")[1:]) + ")"
+
+
 checks = []
 for case in cases:
     files, n, tier = case
-    tar, cp, dl = (median(case, w, "seconds") for w in ("tar-x", "cp-r", "dlstage"))
-    cpu, peak = median(case, "dlstage", "cpu_s"), median(case, "dlstage", "peak_mib")
-    ratio = dl / tar if tar == tar and tar > 0 else float("nan")
-    per_file = cpu / (files * n) * 1e6
-    out.append(f"| {files:,} | {n} | {tier} | {tar:.1f} | {cp:.1f} | {dl:.1f} | {ratio:.2f} | {cpu:.1f} | "
-               f"{per_file:.1f} | {peak:.0f} | {revisions(case)} | {dates(case)} |")
-    if files >= 1280000:
-        ok = ratio <= 1.5 and peak <= 256
-        checks.append(f"- {files:,} files, N = {n}: dlstage / tar -x = {ratio:.2f} (target 1.5), "
-                      f"peak {peak:.0f} MiB per rank (target 256): {'met' if ok else 'NOT met'}")
+    tar, cp = (median(case, w, "seconds") for w in ("tar-x", "cp-r"))
+    for variant in dlstage_variants(case):
+        dl = median(case, variant, "seconds")
+        cpu, peak = median(case, variant, "cpu_s"), median(case, variant, "peak_mib")
+        ratio = dl / tar if tar == tar and tar > 0 else float("nan")
+        per_file = cpu / (files * n) * 1e6
+        out.append(f"| {files:,} | {n} | {tier}{knobs(variant)} | {tar:.1f} | {cp:.1f} | {dl:.1f} | {ratio:.2f} | "
+                   f"{cpu:.1f} | {per_file:.1f} | {peak:.0f} | {revisions(case)} | {dates(case)} |")
+        if files >= 1280000 and dl == dl:
+            ok = ratio <= 1.5 and peak <= 256
+            checks.append(f"- {files:,} files, N = {n}{knobs(variant)}: dlstage / tar -x = {ratio:.2f} (target 1.5), "
+                          f"peak {peak:.0f} MiB per rank (target 256): {'met' if ok else 'NOT met'}")
 if checks:
     out += ["", "Targets (issue 26):", ""] + checks
 
@@ -58,16 +72,19 @@ if os.path.exists(phases_path) and os.path.getsize(phases_path) > 0:
     out += ["", "dlstage's time by phase (slowest node), as its phases line says:", "",
             "| files | N | tier | revision | phases |", "|---|---|---|---|---|"]
     for line in open(phases_path):
-        f, n, tier, rev, phases = line.rstrip("\n").split(",", 4)
-        out.append(f"| {int(f):,} | {n} | {tier} | {rev} | {phases.replace(';', ',')} |")
+        f, n, tier, variant, rev, phases = line.rstrip("\n").split(",", 5)
+        out.append(f"| {int(f):,} | {n} | {tier}{knobs(variant)} | {rev} | {phases.replace(';', ',')} |")
 open(os.path.join(outdir, "files.md"), "w").write("\n".join(out) + "\n")
 
-# One group of bars per (files, N): tar -x, cp -r, dlstage.
+# One group of bars per (files, N): tar -x, cp -r, dlstage (each method
+# measured at least once: gnuplot refuses a column of nothing but NaN).
+methods = [("tar-x", "tar -x (each node)"), ("cp-r", "cp -r (each node)"), ("dlstage", "dlstage stage")]
+methods = [m for m in methods if any(k[3] == m[0] for k in runs)]
 data = os.path.join(outdir, "plot-files.dat")
 with open(data, "w") as f:
     for case in cases:
         label = f"{case[0] // 1000}k N={case[1]} {case[2]}"
-        vals = [median(case, w, "seconds") for w in ("tar-x", "cp-r", "dlstage")]
+        vals = [median(case, w, "seconds") for w, _ in methods]
         f.write(f'"{label}" ' + " ".join("NaN" if v != v else f"{v:.2f}" for v in vals) + "\n")
 revs = ", ".join(sorted({r["revision"] for r in rows}))
 plot = [
@@ -76,7 +93,7 @@ plot = [
     f"set title 'Many tiny files: seconds to a copy on every node (revision {revs})'",
     "set style data histograms", "set style histogram clustered gap 1", "set style fill solid 0.8 border -1",
     "set ylabel 'seconds'", "set key top left", "set grid ytics",
-    f"plot '{data}' using 2:xtic(1) title 'tar -x (each node)', '' using 3 title 'cp -r (each node)', "
-    "'' using 4 title 'dlstage stage'",
+    f"plot '{data}' using 2:xtic(1) title '{methods[0][1]}'"
+    + "".join(f", '' using {i + 2} title '{t}'" for i, (_, t) in enumerate(methods) if i > 0),
 ]
 subprocess.run(["gnuplot"], input="\n".join(plot), text=True, check=True)
