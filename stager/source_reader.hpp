@@ -2,7 +2,6 @@
 // the dataset is read by exactly one rank for the whole job.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
