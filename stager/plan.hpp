@@ -43,7 +43,9 @@ using DirSeen = std::function<void(const std::string& path, const struct stat& s
 
 // Walks the source as the calling user (walk_tree, with walk_threads
 // threads listing directories in parallel).  Throws Error naming what cannot
-// be read; special files (devices, fifos, sockets) are refused.
+// be read (a file by its mode; one only an ACL or a security module keeps
+// from this user fails when it is read); special files (devices, fifos,
+// sockets) are refused.
 Plan build_plan(const Dataset& dataset, unsigned walk_threads = 16, const DirSeen& dir_seen = nullptr);
 
 // The plan from the dataset's manifest in manifest_dir when it is trusted
