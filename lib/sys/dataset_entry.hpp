@@ -36,8 +36,9 @@ bool mode_lets_read(const struct stat& st, const Caller& caller);
 //
 // Whether a file is readable is asked of the kernel (faccessat), unless
 // trusted_reader is given and the file's mode lets that caller read it:
-// the stager's plan of a million files saves a system call per file (a
-// tenth of its walk), and its reads report the rare ACL that says no.
+// the stager's plan of a million files saves a system call per file
+// (about a quarter of its walk's CPU on a virtual machine), and its reads
+// report the rare ACL that says no.
 // dlstage pack always asks: mksquashfs stores an unreadable file as an
 // empty one.
 std::string check_dataset_entry(const FoundEntry& found, const std::string& root,
