@@ -51,14 +51,15 @@ as_user() {
         OMPI_MCA_btl_tcp_if_include=lo "$@")
 }
 
-# The other unprivileged user (tests/make-test-users): in the attack tests,
-# the one who squats tier roots, fills tiers and plants files.
-OTHER_USER=dlstest2
+# The other unprivileged user (tests/make-test-users; start-cluster's
+# DLSTAGE_TEST_USERS): in the attack tests, the one who squats tier roots,
+# fills tiers and plants files.
+OTHER_USER=${DLSTAGE_OTHER_USER:-dlstest2}
 
 
 # A third unprivileged user (tests/make-test-users): a second victim, whose
 # jobs must run whatever the other user does.
-THIRD_USER=dlstest3
+THIRD_USER=${DLSTAGE_THIRD_USER:-dlstest3}
 
 # as_other CMD...: as_user, for the other user, in a directory of theirs.
 as_other() {
