@@ -81,7 +81,7 @@ table_line() {
     run as_user sbatch -N1 --stage-data=big:shm small.sh
     [ "$status" -ne 0 ]
     [[ "$output" == *"set by overrides[0] (partition=small"* ]]
-    [ "$before" = "$(job_ids)" ]
+    [ -z "$(new_job_ids "$before")" ]
     # the default partition keeps the tier's own limit
     run as_user sbatch --parsable -N1 -w n1 --stage-data=big:shm --wrap true
     [ "$status" -eq 0 ]
@@ -116,7 +116,7 @@ table_line() {
     run as_user srun -N1 --mem=16M --stage-data=big:shm true
     [ "$status" -ne 0 ]
     [[ "$output" == *"big (64.0 MiB) does not fit in the job's memory"* ]]
-    [ "$before" = "$(job_ids)" ]
+    [ -z "$(new_job_ids "$before")" ]
     # ssd is not memory: accepted
     run as_user sbatch --parsable -N1 -w n1 --mem=16M --stage-data=big:ssd --wrap true
     [ "$status" -eq 0 ]

@@ -74,7 +74,7 @@ same_transcript() {
     run as_readme_user $2
     [ "$status" -ne 0 ] || { echo "exit 0: $output"; return 1; }
     [ "$output" = "$expected" ] || { printf 'prints:\n%s\ndoc shows:\n%s\n' "$output" "$expected"; return 1; }
-    [ "$(job_ids)" = "$before" ]
+    [ -z "$(new_job_ids "$before")" ]
 }
 
 # readme_training_dir DIR: the README's train.sh, `python` (Debian has
