@@ -5,7 +5,7 @@ load helpers
 
 setup() {
     make_work
-    so="$top_builddir/.libs/dlstage.so"
+    so="$top_builddir/dlstage.so"
     [ -f "$so" ] || fail "no $so"
 }
 
