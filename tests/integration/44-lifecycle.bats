@@ -52,7 +52,7 @@ job_story() {
     # The limit ends now, while n1 writes: slurmctld's next time-limit check
     # (every 30 s) ends the job as its minute running out would, without
     # waiting out the minute (the test took 83 s so).
-    scontrol update jobid="$job" EndTime=now
+    end_limit_now "$job"
     on_node n1 test -e "/dev/shm/dlstage/$job/.partial-big"
     wait_job_gone "$job" 180
     out

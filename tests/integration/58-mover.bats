@@ -309,7 +309,7 @@ slow_mover() {
 @test "a mover job that reaches its time limit mid-copy ends the waiting job and leaves no trusted copy" {
     slow_mover in21k 200K -N3
     # The limit ends now (slurmctld checks every 30 s), as in 44-lifecycle.
-    scontrol update jobid="$mover" EndTime=now
+    end_limit_now "$mover"
     wait_job_gone "$mover" 120
     wait_job_gone "$job" 30
     [ "$(job_state "$mover")" = TIMEOUT ]

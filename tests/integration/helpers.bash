@@ -125,6 +125,19 @@ job_ids() {
     squeue -h -t all -o %i | sort -n | tr '\n' ' '
 }
 
+# end_limit_now JOB: the running JOB's time limit ends now (EndTime=now), so
+# that slurmctld's next time-limit check (every 30 s) ends it TIMEOUT.
+# slurmctld may refuse it for a moment ("Invalid time specified", seen on
+# a loaded CI machine with the job already writing): asked again for 10 s.
+end_limit_now() {
+    local _
+    for _ in $(seq 20); do
+        scontrol update jobid="$1" EndTime=now 2>/dev/null && return 0
+        sleep 0.5
+    done
+    scontrol update jobid="$1" EndTime=now
+}
+
 # new_job_ids BEFORE: the ids slurmctld knows now that BEFORE (job_ids)
 # did not hold; empty when nothing was submitted since.  Not an equality:
 # a job that ended earlier may age out of squeue meanwhile (MinJobAge).
