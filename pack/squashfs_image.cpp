@@ -5,12 +5,12 @@
 #include <chrono>
 #include <cstdlib>
 #include <functional>
-#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
+#include "lib/sys/parallel.hpp"
 #include "lib/sys/periodic.hpp"
 #include "lib/sys/process.hpp"
 #include "pack/output_files.hpp"
@@ -18,17 +18,6 @@
 namespace dlstage::pack {
 
 namespace {
-// The CPUs this process may run on: inside a Slurm job, the job's share of
-// the node, not the whole node.
-int usable_cpus()
-{
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
-        return CPU_COUNT(&set);
-    const long online = sysconf(_SC_NPROCESSORS_ONLN);
-    return online > 0 ? static_cast<int>(online) : 1;
-}
 // The non-empty lines a child writes to fd, until it closes it.
 // mksquashfs's stderr: bounded memory, whatever the child says.
 struct StderrLines {

@@ -41,8 +41,9 @@ struct Plan {
 // directories' ctimes).  May be called from several threads at once.
 using DirSeen = std::function<void(const std::string& path, const struct stat& st)>;
 
-// Walks the source as the calling user (walk_tree, with walk_threads
-// threads listing directories in parallel).  Throws Error naming what cannot
+// Walks the source as the calling user (walk_tree, with up to walk_threads
+// threads listing directories in parallel: all of them on a source slow to
+// stat, as many as the CPUs on one that answers in microseconds).  Throws Error naming what cannot
 // be read (a file by its mode; one only an ACL or a security module keeps
 // from this user fails when it is read); special files (devices, fifos,
 // sockets) are refused.

@@ -2,8 +2,10 @@
 #include "lib/sys/dataset_entry.hpp"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <condition_variable>
 #include <cstring>
@@ -68,20 +70,37 @@ std::atomic<std::uint64_t> g_entries_found{0};
 // names to stat when there is one, and lists a new directory only when
 // there is none: every directory open is then held by a thread that lists
 // it or stats in it, so no more directories are open than threads.
+//
+// Every thread works while stats are slow (walk_threads_for); while they
+// answer in microseconds, threads past the CPUs wait at the gate.
 class Walk {
 public:
     Walk(int root_fd, const std::string& root, unsigned threads, const EntryVisitor& visit)
-        : root_fd_(root_fd), root_(root), visit_(visit), max_queued_(4 * std::max(1u, threads))
+        : root_fd_(root_fd), root_(root), visit_(visit), max_queued_(4 * std::max(1u, threads)),
+          most_(std::max(1u, threads)), cpus_(usable_cpus()), allowed_(most_)
     {
     }
 
     void work()
     {
+        const unsigned index = next_index_++;
         for (;;) {
             std::unique_lock<std::mutex> lock(mutex_);
-            changed_.wait(lock, [&] { return !batches_.empty() || !pending_.empty() || busy_ == 0 || error_; });
+            if (index >= allowed_) {
+                gate_.wait(lock, [&] { return index < allowed_ || done_ || error_; });
+                if (done_ || error_)
+                    return;
+                continue;
+            }
+            changed_.wait(lock, [&] {
+                return !batches_.empty() || !pending_.empty() || busy_ == 0 || error_ || index >= allowed_;
+            });
             if (error_)
                 return;
+            if (index >= allowed_) {
+                changed_.notify_one();  // pass on a wake-up meant for a thread still at work
+                continue;
+            }
             StatBatch batch;
             PendingDir dir;
             const bool stat_names = !batches_.empty();
@@ -92,7 +111,9 @@ public:
                 dir = std::move(pending_.front());
                 pending_.pop_front();
             } else {
-                return;  // nothing pending and nobody busy: done
+                done_ = true;  // nothing pending and nobody busy
+                gate_.notify_all();
+                return;
             }
             ++busy_;
             lock.unlock();
@@ -111,6 +132,7 @@ public:
             if (failed && !error_) {
                 error_ = failed;
                 stopping_ = true;
+                gate_.notify_all();
             }
             for (PendingDir& d : subdirs)
                 pending_.push_back(std::move(d));
@@ -168,22 +190,49 @@ private:
         stat_all(batch, subdirs);
     }
 
-    void stat_all(const StatBatch& batch, std::vector<PendingDir>& subdirs) const
+    void stat_all(const StatBatch& batch, std::vector<PendingDir>& subdirs)
     {
         const int fd = batch.dir->fd.get();
         const std::string& rel = batch.dir->rel;
+        std::array<double, kBatch> took{};
+        std::size_t timed = 0;
         for (const std::string& name : batch.names) {
             if (stopping_)
                 return;  // another thread failed: stop early
             const std::string path = rel.empty() ? name : rel + "/" + name;
             struct stat st {};
+            const auto start = std::chrono::steady_clock::now();
             if (fstatat(fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
                 cannot_read(path_of(root_, path), errno);
+            if (timed < kBatch)
+                took[timed++] =
+                    std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
             visit_(FoundEntry{fd, name.c_str(), path, st});
             g_entries_found.fetch_add(1, std::memory_order_relaxed);
             if (S_ISDIR(st.st_mode))
                 subdirs.push_back({path, st.st_dev, st.st_ino});
         }
+        judge(took.data(), timed);
+    }
+
+    // Each stat is timed by itself and a batch judged by its median: one
+    // preempted stat on a busy node does not make a fast tree look slow.
+    void judge(double* took, std::size_t count)
+    {
+        if (count == 0)
+            return;
+        double* middle = took + count / 2;
+        std::nth_element(took, middle, took + count);
+        const unsigned now = allowed_.load();
+        const unsigned want = walk_threads_for(*middle, now, most_, cpus_);
+        if (want == now)
+            return;
+        {
+            const std::lock_guard<std::mutex> lock(mutex_);
+            allowed_ = want;
+        }
+        if (want > now)
+            gate_.notify_all();
     }
 
     // The directory's descriptor, opened below the root without following
@@ -207,11 +256,18 @@ private:
     const EntryVisitor& visit_;
     const std::size_t max_queued_;  // batches waiting, at most
 
+    const unsigned most_;            // threads in all
+    const unsigned cpus_;            // threads that work while stats are fast
+    std::atomic<unsigned> allowed_;  // threads that may work now
+    std::atomic<unsigned> next_index_{0};
+
     std::mutex mutex_;
     std::condition_variable changed_;
+    std::condition_variable gate_;  // threads past allowed_ wait here
     std::deque<StatBatch> batches_;
     std::deque<PendingDir> pending_{PendingDir{}};
     unsigned busy_ = 0;
+    bool done_ = false;
     std::atomic<bool> stopping_{false};  // error_ is set: stat no more
     std::exception_ptr error_;
 };
@@ -227,6 +283,15 @@ WalkedEntry dataset_entry(const FoundEntry& found, const std::string& root)
     return entry;
 }
 }  // namespace
+
+unsigned walk_threads_for(double median_stat_us, unsigned now, unsigned most, unsigned cpus)
+{
+    if (median_stat_us > kSlowStatUs)
+        return most;
+    if (median_stat_us < kSlowStatUs / 2)
+        return std::min(most, std::max(2u, cpus));
+    return now;
+}
 
 // The walk is the one metadata-heavy pass over the parallel file system
 // (one lstat per entry): several threads list different directories and

@@ -38,13 +38,25 @@ struct FoundEntry {
 using EntryVisitor = std::function<void(const FoundEntry&)>;
 
 // Walks the directory open as root_fd (root: its path, for messages) with
-// `threads` threads listing directories and stat'ing their entries (with
-// fstatat relative to the directory's descriptor) in parallel, in no set
-// order.
+// up to `threads` threads (walk_threads_for) listing directories and
+// stat'ing their entries (with fstatat relative to the directory's
+// descriptor) in parallel, in no set order.
 // Pending directories are kept as paths below root_fd and opened without
 // following a symlink at their end, each checked to be the directory its
 // parent listed.  Throws Error "cannot read PATH: ..." naming the entry.
 void walk_tree(int root_fd, const std::string& root, unsigned threads, const EntryVisitor& visit);
+
+// A stat slower than this (a batch's median) is a round trip to a server:
+// a parallel file system's metadata server, a cold disk.  The walk hides it
+// behind all its threads.
+constexpr double kSlowStatUs = 100;
+// The threads a walk lets work, of `most`, after a batch of stats whose
+// median took median_stat_us (`now` of them worked): all when stats are
+// slow; as many as `cpus` (two at least) when they take under half that;
+// `now` in between, so that the walk does not swing on every batch.  On a
+// fast tree more threads than cores only contend: 1.28 M files in the page
+// cache on 2 cores took 6.8-7.1 s on 16 threads, 5.2-5.4 s on 2.
+unsigned walk_threads_for(double median_stat_us, unsigned now, unsigned most, unsigned cpus);
 
 struct WalkedEntry {
     std::string path;         // relative to the root, without "./"

@@ -4,10 +4,22 @@
 #include <atomic>
 #include <exception>
 #include <mutex>
+#include <sched.h>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 namespace dlstage {
+
+unsigned usable_cpus()
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        return static_cast<unsigned>(CPU_COUNT(&set));
+    const long online = sysconf(_SC_NPROCESSORS_ONLN);
+    return online > 0 ? static_cast<unsigned>(online) : 1;
+}
 
 void run_on_threads(unsigned threads, const std::function<void()>& work)
 {

@@ -15,6 +15,10 @@
 
 namespace dlstage {
 
+// The CPUs this process may run on: inside a Slurm job, the job's share of
+// the node, not the whole node.
+unsigned usable_cpus();
+
 // Runs work() on `threads` threads (at least one) and waits for all of them.
 void run_on_threads(unsigned threads, const std::function<void()>& work);
 

@@ -14,14 +14,20 @@ setup_file() {
     rm -rf "$DATA"
     # mlocked: a directory the user may pass through (x) but not list (r):
     # a walk as the user fails there, a plan from the manifest does not.
-    mkdir -p "$DATA/mlocked/closed" "$DATA/mstale/sub" "$DATA/mhuge"
+    mkdir -p "$DATA/mlocked/closed" "$DATA/mstale/sub" "$DATA/mhuge" "$DATA/macl/sub"
     echo one >"$DATA/mlocked/open.txt"
     echo two >"$DATA/mlocked/closed/inside.txt"
     chmod 0711 "$DATA/mlocked/closed"
     echo three >"$DATA/mstale/sub/a.txt"
     # Larger than shm's max_bytes (80M) and sparse: only a manifest tells.
     truncate -s 100M "$DATA/mhuge/zeros.bin"
-    chmod -R a+rX "$DATA/mstale" "$DATA/mhuge" "$DATA/mlocked/open.txt" "$DATA/mlocked/closed/inside.txt"
+    # macl: a file its mode lets everyone read and an ACL keeps from the
+    # job's user.  The plan trusts the mode (no access() per file, issue
+    # 26); the read's open must still refuse it, naming the file.
+    echo five >"$DATA/macl/a.txt"
+    echo six >"$DATA/macl/sub/denied.txt"
+    chmod -R a+rX "$DATA/mstale" "$DATA/mhuge" "$DATA/mlocked/open.txt" "$DATA/mlocked/closed/inside.txt" "$DATA/macl"
+    setfacl -m "u:$VCLUSTER_USER:---" "$DATA/macl/sub/denied.txt"
     chmod 0755 "$DATA" "$DATA/mlocked"
     cat >>"$CONFIG" <<TOML
 
@@ -36,6 +42,10 @@ tiers  = ["shm"]
 [datasets.mhuge]
 source = "$DATA/mhuge"
 tiers  = ["shm", "ssd"]
+
+[datasets.macl]
+source = "$DATA/macl"
+tiers  = ["shm"]
 TOML
     for ds in mlocked mstale mhuge; do
         "$DLSTAGE_BIN" --config "$CONFIG" catalog scan "$ds"
@@ -101,4 +111,18 @@ teardown_file() {
     [[ "$output" == *"dlstage: not using the manifest of mhuge: manifest '$STATE/manifests/mhuge.manifest' is writable by group or others (mode 0666)"* ]]
     doc_says "$ADMIN_GUIDE" 'not using the manifest of' imagenet=mhuge <<<"$output"
     scancel "${lines[-1]%%;*}" || true
+}
+
+@test "a file only an ACL keeps from the user (its mode allows): the read refuses it, nothing left, no drain" {
+    # Mode 0644 and the tree is walked without asking the kernel per file:
+    # only the open in the transfer finds out.
+    [ "$(stat -c %a "$DATA/macl/sub/denied.txt")" = 644 ]
+    run as_user cat "$DATA/macl/sub/denied.txt"
+    [ "$status" -ne 0 ]
+    run as_user srun -N2 --stage-data=macl:shm true
+    echo "$output"
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"dlstage: staging macl to shm failed on n"*": cannot read $DATA/macl/sub/denied.txt: Permission denied"* ]]
+    assert_no_leftovers
+    assert_healthy
 }

@@ -5,12 +5,14 @@
 #include <set>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/dataset_walk.hpp"
 #include "lib/sys/fd.hpp"
+#include "lib/sys/parallel.hpp"
 #include "tests/unit/support/deep_tree.hpp"
 #include "tests/unit/support/error_of.hpp"
 #include "tests/unit/support/in_child.hpp"
@@ -191,6 +193,43 @@ BOOST_AUTO_TEST_CASE(every_entry_found_is_counted_for_progress)
     const std::uint64_t before = entries_walked();
     walk_dataset(dir.path(), 4);
     BOOST_TEST(entries_walked() - before == 3u + 4u * 30u);
+}
+
+BOOST_AUTO_TEST_CASE(slow_stats_get_every_thread_fast_ones_as_many_as_the_cpus)
+{
+    BOOST_TEST(walk_threads_for(1000.0, 2, 16, 2) == 16u);  // a parallel file system's round trip
+    BOOST_TEST(walk_threads_for(kSlowStatUs + 1, 2, 16, 2) == 16u);
+    BOOST_TEST(walk_threads_for(3.0, 16, 16, 2) == 2u);  // the page cache
+    BOOST_TEST(walk_threads_for(3.0, 16, 16, 8) == 8u);
+    BOOST_TEST(walk_threads_for(3.0, 16, 16, 1) == 2u);  // two at least
+    BOOST_TEST(walk_threads_for(3.0, 4, 4, 64) == 4u);   // never more than asked
+    BOOST_TEST(walk_threads_for(3.0, 1, 1, 64) == 1u);
+    // In between: as it was, either way.
+    BOOST_TEST(walk_threads_for(kSlowStatUs * 0.75, 16, 16, 2) == 16u);
+    BOOST_TEST(walk_threads_for(kSlowStatUs * 0.75, 2, 16, 2) == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(a_tree_in_the_page_cache_is_walked_on_as_many_threads_as_cpus)
+{
+    // Wide enough that a walk left on all its threads would have more of
+    // them at work than the CPUs.
+    test::TempDir dir;
+    make_wide_tree(dir, 64, 64);
+    walk_dataset(dir.path(), 1);  // every stat answered from memory from now on
+    const unsigned cpus = usable_cpus();
+    if (cpus >= 16)
+        return;  // a machine this wide keeps all 16
+    const Fd root(::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    std::mutex mutex;
+    std::set<std::thread::id> late;  // threads that visited once the first directories were done
+    std::size_t visits = 0;
+    walk_tree(root.get(), dir.path(), 16, [&](const FoundEntry&) {
+        const std::lock_guard<std::mutex> lock(mutex);
+        if (++visits > 64u * 16u)
+            late.insert(std::this_thread::get_id());
+    });
+    BOOST_TEST(visits == 64u + 65u * 64u);
+    BOOST_TEST(late.size() <= std::max(2u, cpus));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
