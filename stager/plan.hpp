@@ -43,8 +43,8 @@ using DirSeen = std::function<void(const std::string& path, const struct stat& s
 
 // Walks the source as the calling user (walk_tree, with up to walk_threads
 // threads listing directories in parallel: all of them on a source slow to
-// stat, as many as the CPUs on one that answers in microseconds).  Throws Error naming what cannot
-// be read (a file by its mode; one only an ACL or a security module keeps
+// stat, as many as the CPUs on one that answers in microseconds).  Throws
+// Error naming what cannot be read (a file by its mode; one only an ACL or a security module keeps
 // from this user fails when it is read); special files (devices, fifos,
 // sockets) are refused.
 Plan build_plan(const Dataset& dataset, unsigned walk_threads = 16, const DirSeen& dir_seen = nullptr);

@@ -92,14 +92,7 @@ int SourceReader::dir_fd_for(std::string_view dir)
 // threshold), and the handoffs to the pool cost more than the opens.
 bool opens_in_parallel(bool parallel_now, std::vector<float>& open_us, double slow_us)
 {
-    if (open_us.empty())
-        return parallel_now;
-    const auto middle = open_us.begin() + static_cast<std::ptrdiff_t>(open_us.size() / 2);
-    std::nth_element(open_us.begin(), middle, open_us.end());
-    const double median = *middle;
-    if (!parallel_now)
-        return median > slow_us;
-    return median >= slow_us / 2;
+    return slow_by_median(parallel_now, open_us.data(), open_us.size(), slow_us);
 }
 
 // Safe on several threads at once: it touches nothing of the reader's.

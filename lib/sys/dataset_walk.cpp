@@ -77,7 +77,7 @@ class Walk {
 public:
     Walk(int root_fd, const std::string& root, unsigned threads, const EntryVisitor& visit)
         : root_fd_(root_fd), root_(root), visit_(visit), max_queued_(4 * std::max(1u, threads)),
-          most_(std::max(1u, threads)), cpus_(usable_cpus()), allowed_(most_)
+          most_(std::max(1u, threads)), fast_(walk_threads_for(false, most_, usable_cpus())), allowed_(most_)
     {
     }
 
@@ -194,7 +194,7 @@ private:
     {
         const int fd = batch.dir->fd.get();
         const std::string& rel = batch.dir->rel;
-        std::array<double, kBatch> took{};
+        std::array<float, kBatch> took{};
         std::size_t timed = 0;
         for (const std::string& name : batch.names) {
             if (stopping_)
@@ -206,7 +206,7 @@ private:
                 cannot_read(path_of(root_, path), errno);
             if (timed < kBatch)
                 took[timed++] =
-                    std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+                    std::chrono::duration<float, std::micro>(std::chrono::steady_clock::now() - start).count();
             visit_(FoundEntry{fd, name.c_str(), path, st});
             g_entries_found.fetch_add(1, std::memory_order_relaxed);
             if (S_ISDIR(st.st_mode))
@@ -215,16 +215,14 @@ private:
         judge(took.data(), timed);
     }
 
-    // Each stat is timed by itself and a batch judged by its median: one
-    // preempted stat on a busy node does not make a fast tree look slow.
-    void judge(double* took, std::size_t count)
+    // Each stat is timed by itself and a batch judged by its median
+    // (slow_by_median): one preempted stat on a busy node does not make a
+    // fast tree look slow.
+    void judge(float* took, std::size_t count)
     {
-        if (count == 0)
-            return;
-        double* middle = took + count / 2;
-        std::nth_element(took, middle, took + count);
         const unsigned now = allowed_.load();
-        const unsigned want = walk_threads_for(*middle, now, most_, cpus_);
+        const bool slow = slow_by_median(now > fast_, took, count, kSlowStatUs);
+        const unsigned want = slow ? most_ : fast_;
         if (want == now)
             return;
         {
@@ -256,8 +254,8 @@ private:
     const EntryVisitor& visit_;
     const std::size_t max_queued_;  // batches waiting, at most
 
-    const unsigned most_;            // threads in all
-    const unsigned cpus_;            // threads that work while stats are fast
+    const unsigned most_;            // threads in all, that work while stats are slow
+    const unsigned fast_;            // threads that work while stats are fast
     std::atomic<unsigned> allowed_;  // threads that may work now
     std::atomic<unsigned> next_index_{0};
 
@@ -284,13 +282,9 @@ WalkedEntry dataset_entry(const FoundEntry& found, const std::string& root)
 }
 }  // namespace
 
-unsigned walk_threads_for(double median_stat_us, unsigned now, unsigned most, unsigned cpus)
+unsigned walk_threads_for(bool slow, unsigned most, unsigned cpus)
 {
-    if (median_stat_us > kSlowStatUs)
-        return most;
-    if (median_stat_us < kSlowStatUs / 2)
-        return std::min(most, std::max(2u, cpus));
-    return now;
+    return slow ? most : std::min(most, std::max(2u, cpus));
 }
 
 // The walk is the one metadata-heavy pass over the parallel file system

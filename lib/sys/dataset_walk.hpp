@@ -46,17 +46,15 @@ using EntryVisitor = std::function<void(const FoundEntry&)>;
 // parent listed.  Throws Error "cannot read PATH: ..." naming the entry.
 void walk_tree(int root_fd, const std::string& root, unsigned threads, const EntryVisitor& visit);
 
-// A stat slower than this (a batch's median) is a round trip to a server:
-// a parallel file system's metadata server, a cold disk.  The walk hides it
-// behind all its threads.
+// A stat slower than this (a batch's median, slow_by_median in
+// lib/sys/parallel) is a round trip to a server: a parallel file system's
+// metadata server, a cold disk.  The walk hides it behind all its threads.
 constexpr double kSlowStatUs = 100;
-// The threads a walk lets work, of `most`, after a batch of stats whose
-// median took median_stat_us (`now` of them worked): all when stats are
-// slow; as many as `cpus` (two at least) when they take under half that;
-// `now` in between, so that the walk does not swing on every batch.  On a
-// fast tree more threads than cores only contend: 1.28 M files in the page
-// cache on 2 cores took 6.8-7.1 s on 16 threads, 5.2-5.4 s on 2.
-unsigned walk_threads_for(double median_stat_us, unsigned now, unsigned most, unsigned cpus);
+// The threads a walk lets work, of `most`: all while its stats are slow; as
+// many as `cpus` (two at least) while they are fast.  On a fast tree more
+// threads than cores only contend: 1.28 M files in the page cache on 2
+// cores took 6.8-7.1 s on 16 threads, 5.2-5.4 s on 2.
+unsigned walk_threads_for(bool slow, unsigned most, unsigned cpus);
 
 struct WalkedEntry {
     std::string path;         // relative to the root, without "./"

@@ -21,6 +21,15 @@ unsigned usable_cpus()
     return online > 0 ? static_cast<unsigned>(online) : 1;
 }
 
+bool slow_by_median(bool slow_now, float* took, std::size_t count, double slow_us)
+{
+    if (count == 0)
+        return slow_now;
+    float* middle = took + count / 2;
+    std::nth_element(took, middle, took + count);
+    return slow_now ? *middle >= slow_us / 2 : *middle > slow_us;
+}
+
 void run_on_threads(unsigned threads, const std::function<void()>& work)
 {
     std::vector<std::thread> pool;

@@ -19,6 +19,17 @@ namespace dlstage {
 // the node, not the whole node.
 unsigned usable_cpus();
 
+// Whether operations timed one by one (microseconds; `took` is reordered)
+// are slow enough to overlap on several threads: over slow_us each is a
+// round trip to a server (a parallel file system, a cold disk), where on a
+// local or cached file system it takes microseconds, less than handing it
+// to another thread.  Judged by the median: a thread preempted on a busy
+// node makes one operation look slow, not the group.  Fast again only
+// below half of slow_us, so that the caller does not swing on every group;
+// with nothing timed, as it was (slow_now).  The source reader's opens and
+// the walk's stats.
+bool slow_by_median(bool slow_now, float* took, std::size_t count, double slow_us);
+
 // Runs work() on `threads` threads (at least one) and waits for all of them.
 void run_on_threads(unsigned threads, const std::function<void()>& work);
 

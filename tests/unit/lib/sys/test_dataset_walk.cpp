@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
+#include <vector>
 
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
@@ -197,16 +198,26 @@ BOOST_AUTO_TEST_CASE(every_entry_found_is_counted_for_progress)
 
 BOOST_AUTO_TEST_CASE(slow_stats_get_every_thread_fast_ones_as_many_as_the_cpus)
 {
-    BOOST_TEST(walk_threads_for(1000.0, 2, 16, 2) == 16u);  // a parallel file system's round trip
-    BOOST_TEST(walk_threads_for(kSlowStatUs + 1, 2, 16, 2) == 16u);
-    BOOST_TEST(walk_threads_for(3.0, 16, 16, 2) == 2u);  // the page cache
-    BOOST_TEST(walk_threads_for(3.0, 16, 16, 8) == 8u);
-    BOOST_TEST(walk_threads_for(3.0, 16, 16, 1) == 2u);  // two at least
-    BOOST_TEST(walk_threads_for(3.0, 4, 4, 64) == 4u);   // never more than asked
-    BOOST_TEST(walk_threads_for(3.0, 1, 1, 64) == 1u);
+    BOOST_TEST(walk_threads_for(true, 16, 2) == 16u);  // a parallel file system's round trips
+    BOOST_TEST(walk_threads_for(false, 16, 2) == 2u);  // the page cache
+    BOOST_TEST(walk_threads_for(false, 16, 8) == 8u);
+    BOOST_TEST(walk_threads_for(false, 16, 1) == 2u);  // two at least
+    BOOST_TEST(walk_threads_for(false, 4, 64) == 4u);  // never more than asked
+    BOOST_TEST(walk_threads_for(false, 1, 64) == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_batch_of_stats_is_slow_by_its_median_with_hysteresis)
+{
+    std::vector<float> round_trips(16, 1000.0f);
+    BOOST_TEST(slow_by_median(false, round_trips.data(), round_trips.size(), kSlowStatUs));
+    std::vector<float> just_over(16, static_cast<float>(kSlowStatUs + 1));
+    BOOST_TEST(slow_by_median(false, just_over.data(), just_over.size(), kSlowStatUs));
+    std::vector<float> cached(16, 3.0f);
+    BOOST_TEST(!slow_by_median(true, cached.data(), cached.size(), kSlowStatUs));
     // In between: as it was, either way.
-    BOOST_TEST(walk_threads_for(kSlowStatUs * 0.75, 16, 16, 2) == 16u);
-    BOOST_TEST(walk_threads_for(kSlowStatUs * 0.75, 2, 16, 2) == 2u);
+    std::vector<float> near(16, static_cast<float>(kSlowStatUs * 0.75));
+    BOOST_TEST(slow_by_median(true, near.data(), near.size(), kSlowStatUs));
+    BOOST_TEST(!slow_by_median(false, near.data(), near.size(), kSlowStatUs));
 }
 
 BOOST_AUTO_TEST_CASE(a_tree_in_the_page_cache_is_walked_on_as_many_threads_as_cpus)
