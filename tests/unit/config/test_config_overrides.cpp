@@ -14,7 +14,7 @@ using dlstage::policy::JobIdentity;
 using dlstage::test::problems_of;
 
 namespace {
-const std::string kTiers = R"(
+const std::string kTwoTiers = R"(
 [tiers.shm]
 path = "/dev/shm/dlstage/%j"
 max_bytes = "50%"
@@ -25,7 +25,7 @@ max_inodes = 1000
 )";
 
 // The tiers and one table: partition gpu gets 80% of shm.
-const std::string kGpuOverride = kTiers + R"(
+const std::string kGpuOverride = kTwoTiers + R"(
 [[overrides]]
 partition = "gpu"
 tier = "shm"
@@ -75,7 +75,7 @@ BOOST_AUTO_TEST_CASE(an_override_is_read_with_its_place_and_line)
 
 BOOST_AUTO_TEST_CASE(keys_that_shape_a_tier_cannot_be_overridden)
 {
-    const auto problems = problems_of(kTiers + R"(
+    const auto problems = problems_of(kTwoTiers + R"(
 [[overrides]]
 user = "alice"
 tier = "shm"
@@ -89,7 +89,7 @@ path = "/tmp/%j"
 
 BOOST_AUTO_TEST_CASE(unknown_keys_get_did_you_mean)
 {
-    const auto problems = problems_of(kTiers + R"(
+    const auto problems = problems_of(kTwoTiers + R"(
 [[overrides]]
 partiton = "gpu"
 tier = "shm"
@@ -101,13 +101,13 @@ max_byte = "10G"
 
 BOOST_AUTO_TEST_CASE(a_table_without_match_keys_matches_every_job_and_is_refused)
 {
-    BOOST_TEST(has_problem(problems_of(kTiers + "[[overrides]]\ntier = \"shm\"\nmax_inodes = 5\n"), "overrides[0]",
+    BOOST_TEST(has_problem(problems_of(kTwoTiers + "[[overrides]]\ntier = \"shm\"\nmax_inodes = 5\n"), "overrides[0]",
                            "matches every job"));
 }
 
 BOOST_AUTO_TEST_CASE(values_are_checked_as_a_tier_checks_them)
 {
-    const auto problems = problems_of(kTiers + R"(
+    const auto problems = problems_of(kTwoTiers + R"(
 [[overrides]]
 group = "ml"
 tier = "shmm"
@@ -123,16 +123,16 @@ charge_memory = "yes"
 
 BOOST_AUTO_TEST_CASE(overrides_must_be_tables_and_need_a_tier)
 {
-    BOOST_TEST(has_problem(problems_of("overrides = 3\n" + kTiers), "overrides", "[[overrides]]"));
-    BOOST_TEST(has_problem(problems_of(kTiers + "[[overrides]]\nuser = \"a\"\nmax_inodes = 5\n"), "overrides[0].tier",
-                           "missing required key"));
-    BOOST_TEST(has_problem(problems_of(kTiers + "[[overrides]]\nuser = \" a\"\ntier = \"shm\"\nmax_inodes = 5\n"),
+    BOOST_TEST(has_problem(problems_of("overrides = 3\n" + kTwoTiers), "overrides", "[[overrides]]"));
+    BOOST_TEST(has_problem(problems_of(kTwoTiers + "[[overrides]]\nuser = \"a\"\nmax_inodes = 5\n"),
+                           "overrides[0].tier", "missing required key"));
+    BOOST_TEST(has_problem(problems_of(kTwoTiers + "[[overrides]]\nuser = \" a\"\ntier = \"shm\"\nmax_inodes = 5\n"),
                            "overrides[0].user", "without surrounding blanks"));
 }
 
 BOOST_AUTO_TEST_CASE(a_match_needs_every_key_known_and_equal)
 {
-    const Config config = parse_config(kTiers + R"(
+    const Config config = parse_config(kTwoTiers + R"(
 [[overrides]]
 partition = "gpu"
 account = "proj1"
@@ -161,7 +161,7 @@ BOOST_AUTO_TEST_CASE(without_a_match_the_tier_is_its_own)
 // later of two tables with the same keys wins.
 BOOST_AUTO_TEST_CASE(the_most_specific_table_wins_each_key)
 {
-    const Config config = parse_config(kTiers + R"(
+    const Config config = parse_config(kTwoTiers + R"(
 [[overrides]]
 user = "alice"
 tier = "shm"
@@ -223,7 +223,7 @@ BOOST_AUTO_TEST_CASE(specificity_orders_key_sets)
 
 BOOST_AUTO_TEST_CASE(charge_memory_defaults_by_place_and_can_be_overridden)
 {
-    const Config config = parse_config(kTiers + R"(
+    const Config config = parse_config(kTwoTiers + R"(
 [tiers.ram]
 path = "/run/ram/%j"
 charge_memory = true
@@ -258,7 +258,7 @@ charge_memory = true
 BOOST_AUTO_TEST_CASE(groups_matter_only_with_a_group_table)
 {
     BOOST_TEST(!parse_config(kGpuOverride, "t.toml").matches_groups());
-    BOOST_TEST(parse_config(kTiers + "[[overrides]]\ngroup = \"ml\"\ntier = \"shm\"\nmax_inodes = 5\n", "t.toml")
+    BOOST_TEST(parse_config(kTwoTiers + "[[overrides]]\ngroup = \"ml\"\ntier = \"shm\"\nmax_inodes = 5\n", "t.toml")
                    .matches_groups());
 }
 

@@ -51,7 +51,7 @@ BOOST_AUTO_TEST_SUITE(gc_leftovers)
 BOOST_AUTO_TEST_CASE(a_node_tier_holds_job_directories_and_nothing_else_counts)
 {
     const Umask umask(022);
-    test::Tier tier;
+    test::TierDir tier;
     for (const char* dir : {"12", "13", "notajob", "012", "12.removing-n1", "x.untrusted-1"})
         make_dir(tier.root + "/" + dir, 0700);
     make_file(tier.root + "/14");
@@ -68,7 +68,7 @@ BOOST_AUTO_TEST_CASE(a_node_tier_holds_job_directories_and_nothing_else_counts)
 BOOST_AUTO_TEST_CASE(levels_above_the_job_directory_are_walked_by_the_template)
 {
     const Umask umask(022);
-    test::Tier tier;
+    test::TierDir tier;
     make_dir(tier.root + "/alice");
     make_dir(tier.root + "/alice/job-5-n1");
     make_dir(tier.root + "/alice/job-6-n2");  // another node's (a tier every node sees)
@@ -81,7 +81,7 @@ BOOST_AUTO_TEST_CASE(levels_above_the_job_directory_are_walked_by_the_template)
 BOOST_AUTO_TEST_CASE(a_shared_tier_has_claims_of_any_node_removed_through_this_nodes_claim)
 {
     const Umask umask(022);
-    test::Tier tier;
+    test::TierDir tier;
     make_dir(tier.root + "/7");
     make_dir(tier.root + "/8.removing-n2");
     make_file(tier.root + "/8.removing-n2/f");
@@ -97,7 +97,7 @@ BOOST_AUTO_TEST_CASE(a_shared_tier_has_claims_of_any_node_removed_through_this_n
 BOOST_AUTO_TEST_CASE(an_untrusted_tier_root_is_skipped_and_a_missing_one_holds_nothing)
 {
     const Umask umask(0);
-    test::Tier tier;
+    test::TierDir tier;
     make_dir(tier.root + "/12");
     BOOST_REQUIRE(::chmod(tier.root.c_str(), 0777) == 0);
     const Found found = find_tier_leftovers(tier_at(tier.root + "/%j"), "n1");
@@ -112,7 +112,7 @@ BOOST_AUTO_TEST_CASE(an_untrusted_tier_root_is_skipped_and_a_missing_one_holds_n
 BOOST_AUTO_TEST_CASE(removal_takes_the_directory_and_what_the_stager_left_in_it)
 {
     const Umask umask(022);
-    test::Tier tier;
+    test::TierDir tier;
     make_dir(tier.root + "/12");
     make_dir(tier.root + "/12/.partial-imagenet");
     make_file(tier.root + "/12/.partial-imagenet/a");
@@ -156,7 +156,7 @@ BOOST_AUTO_TEST_CASE(another_users_data_in_a_job_directory_stays)
     if (!is_root())
         return;  // needs root to plant it, as an attacker moving it in would
     const Umask umask(022);
-    test::Tier tier;
+    test::TierDir tier;
     make_dir(tier.root + "/12", 0700);
     BOOST_REQUIRE(::chown((tier.root + "/12").c_str(), kOtherUid, kOtherGid) == 0);
     make_dir(tier.root + "/12/planted", 0755);  // root's, in the user's directory
@@ -173,7 +173,7 @@ BOOST_AUTO_TEST_CASE(a_stopped_fuse_mount_in_an_orphan_neither_hangs_gc_nor_stay
 {
     if (test::cannot_mount())
         return;
-    test::Tier tier;
+    test::TierDir tier;
     make_dir(tier.root + "/12", 0700);
     make_dir(tier.root + "/12/mnt");
     make_dir(tier.root + "/13", 0700);

@@ -18,7 +18,7 @@ using dlstage::policy::JobMemory;
 namespace {
 const std::uint64_t GiB = 1ull << 30;
 
-const Config& config()
+const Config& identity_config()
 {
     static const Config c = parse_config(R"(
 [tiers.shm]
@@ -55,8 +55,8 @@ BOOST_AUTO_TEST_SUITE(memory)
 
 BOOST_AUTO_TEST_CASE(a_dataset_larger_than_the_memory_is_refused_with_the_fix)
 {
-    const auto items = resolve_stage_data(config(), "imagenet:shm");
-    const auto verdict = fits_in_memory(config(), items, sizes({{"imagenet", 150 * GiB}}), mem(64));
+    const auto items = resolve_stage_data(identity_config(), "imagenet:shm");
+    const auto verdict = fits_in_memory(identity_config(), items, sizes({{"imagenet", 150 * GiB}}), mem(64));
     BOOST_TEST(!verdict.allowed);
     BOOST_TEST(verdict.reason ==
                "imagenet (150.0 GiB) does not fit in the job's memory on tier 'shm' (--mem=64G per node; /dev/shm "
@@ -65,29 +65,31 @@ BOOST_AUTO_TEST_CASE(a_dataset_larger_than_the_memory_is_refused_with_the_fix)
 
 BOOST_AUTO_TEST_CASE(what_fits_passes_and_the_sum_counts)
 {
-    const auto both = resolve_stage_data(config(), "imagenet:shm,coco");
-    BOOST_TEST(fits_in_memory(config(), both, sizes({{"imagenet", 40 * GiB}, {"coco", 24 * GiB}}), mem(64)).allowed);
+    const auto both = resolve_stage_data(identity_config(), "imagenet:shm,coco");
+    BOOST_TEST(
+        fits_in_memory(identity_config(), both, sizes({{"imagenet", 40 * GiB}, {"coco", 24 * GiB}}), mem(64)).allowed);
     const auto verdict =
-        fits_in_memory(config(), both, sizes({{"imagenet", 40 * GiB}, {"coco", 24 * GiB + 1}}), mem(64));
+        fits_in_memory(identity_config(), both, sizes({{"imagenet", 40 * GiB}, {"coco", 24 * GiB + 1}}), mem(64));
     BOOST_TEST(!verdict.allowed);
     BOOST_TEST(verdict.reason.find("imagenet (40.0 GiB) and coco (24.0 GiB) do not fit") == 0);
 }
 
 BOOST_AUTO_TEST_CASE(uncharged_tiers_unknown_sizes_and_unknown_memory_pass)
 {
-    BOOST_TEST(fits_in_memory(config(), resolve_stage_data(config(), "imagenet:ssd"), sizes({{"imagenet", 150 * GiB}}),
-                              mem(64))
+    BOOST_TEST(fits_in_memory(identity_config(), resolve_stage_data(identity_config(), "imagenet:ssd"),
+                              sizes({{"imagenet", 150 * GiB}}), mem(64))
                    .allowed);
-    BOOST_TEST(fits_in_memory(config(), resolve_stage_data(config(), "imagenet:shm"), {}, mem(64)).allowed);
-    BOOST_TEST(fits_in_memory(config(), resolve_stage_data(config(), "imagenet:shm"), sizes({{"imagenet", 150 * GiB}}),
-                              JobMemory{})
+    BOOST_TEST(
+        fits_in_memory(identity_config(), resolve_stage_data(identity_config(), "imagenet:shm"), {}, mem(64)).allowed);
+    BOOST_TEST(fits_in_memory(identity_config(), resolve_stage_data(identity_config(), "imagenet:shm"),
+                              sizes({{"imagenet", 150 * GiB}}), JobMemory{})
                    .allowed);
 }
 
 BOOST_AUTO_TEST_CASE(no_other_tier_no_suggestion)
 {
-    const auto verdict =
-        fits_in_memory(config(), resolve_stage_data(config(), "coco"), sizes({{"coco", 2 * GiB}}), mem(1));
+    const auto verdict = fits_in_memory(identity_config(), resolve_stage_data(identity_config(), "coco"),
+                                        sizes({{"coco", 2 * GiB}}), mem(1));
     BOOST_TEST(verdict.reason ==
                "coco (2.0 GiB) does not fit in the job's memory on tier 'shm' (--mem=1G per node; /dev/shm pages "
                "count against it): ask for --mem=3G");

@@ -24,7 +24,7 @@ BOOST_AUTO_TEST_SUITE(extract)
 
 BOOST_AUTO_TEST_CASE(well_formed_tree_keeps_content_modes_mtimes_and_links)
 {
-    const std::vector<Entry> entries = {
+    const std::vector<ArchiveEntry> entries = {
         dir("./"),
         dir("./data/"),
         dir("./data/train/", 0700),
@@ -370,7 +370,7 @@ BOOST_AUTO_TEST_CASE(a_sparse_file_counts_its_size_not_its_data)
 BOOST_AUTO_TEST_CASE(too_many_entries_stop_at_the_entry_limit)
 {
     Staging s;
-    std::vector<Entry> entries;
+    std::vector<ArchiveEntry> entries;
     for (const std::string& name : test::numbered("f", 100))
         entries.push_back(file(name, "x"));
     write_archive(s.archive, entries);

@@ -8,6 +8,7 @@
 #include "stager/parallel_extract.hpp"
 #include "tests/unit/support/bombs.hpp"
 #include "tests/unit/support/error_of.hpp"
+#include "tests/unit/support/extract_fixtures.hpp"
 #include "tests/unit/support/files.hpp"
 #include "tests/unit/support/tmpdir.hpp"
 
@@ -44,13 +45,7 @@ void write_tar(const std::string& path, const std::vector<Member>& members)
 }
 
 using test::content_of;
-
-time_t mtime_of(const std::string& path)
-{
-    struct stat st {};
-    stat(path.c_str(), &st);
-    return st.st_mtime;
-}
+using test::mtime_of;
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(parallel_extract)

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <string>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 #include <vector>
 
@@ -32,8 +33,8 @@ using stager::ExtractStats;
 inline constexpr time_t kMtime = 1500000000;  // 2017-07-14, any fixed past time
 inline constexpr time_t kLaterMtime = 1600000000;
 
-// One entry of an archive built for a test.
-struct Entry {
+// One entry of an archive built for a test (not the plan's Entry).
+struct ArchiveEntry {
     std::string path;
     mode_t type = AE_IFREG;
     mode_t perm = 0644;
@@ -43,29 +44,29 @@ struct Entry {
     time_t mtime = kMtime;
 };
 
-inline Entry file(const std::string& path, const std::string& data, mode_t perm = 0644)
+inline ArchiveEntry file(const std::string& path, const std::string& data, mode_t perm = 0644)
 {
-    return Entry{path, AE_IFREG, perm, data, "", "", kMtime};
+    return ArchiveEntry{path, AE_IFREG, perm, data, "", "", kMtime};
 }
 
-inline Entry dir(const std::string& path, mode_t perm = 0755, time_t mtime = kMtime)
+inline ArchiveEntry dir(const std::string& path, mode_t perm = 0755, time_t mtime = kMtime)
 {
-    return Entry{path, AE_IFDIR, perm, "", "", "", mtime};
+    return ArchiveEntry{path, AE_IFDIR, perm, "", "", "", mtime};
 }
 
-inline Entry symlink_to(const std::string& path, const std::string& target)
+inline ArchiveEntry symlink_to(const std::string& path, const std::string& target)
 {
-    return Entry{path, AE_IFLNK, 0777, "", target, "", kMtime};
+    return ArchiveEntry{path, AE_IFLNK, 0777, "", target, "", kMtime};
 }
 
-inline Entry hardlink_to(const std::string& path, const std::string& target)
+inline ArchiveEntry hardlink_to(const std::string& path, const std::string& target)
 {
-    return Entry{path, AE_IFREG, 0644, "", "", target, kMtime};
+    return ArchiveEntry{path, AE_IFREG, 0644, "", "", target, kMtime};
 }
 
-inline Entry special(const std::string& path, mode_t type)
+inline ArchiveEntry special(const std::string& path, mode_t type)
 {
-    return Entry{path, type, 0644, "", "", "", kMtime};
+    return ArchiveEntry{path, type, 0644, "", "", "", kMtime};
 }
 
 enum class Filter { none, gzip, zstd, xz, bzip2 };
@@ -81,7 +82,7 @@ inline void add_filter(archive* a, Filter filter)
     }
 }
 
-inline void add_entry(archive* a, const Entry& e)
+inline void add_entry(archive* a, const ArchiveEntry& e)
 {
     archive_entry* entry = archive_entry_new();
     archive_entry_set_pathname(entry, e.path.c_str());
@@ -104,23 +105,17 @@ inline void add_entry(archive* a, const Entry& e)
     archive_entry_free(entry);
 }
 
-inline void write_archive(const std::string& path, const std::vector<Entry>& entries, Filter filter = Filter::none,
-                          int format = ARCHIVE_FORMAT_TAR_PAX_RESTRICTED)
+inline void write_archive(const std::string& path, const std::vector<ArchiveEntry>& entries,
+                          Filter filter = Filter::none, int format = ARCHIVE_FORMAT_TAR_PAX_RESTRICTED)
 {
     archive* a = archive_write_new();
     BOOST_REQUIRE(archive_write_set_format(a, format) == ARCHIVE_OK);
     add_filter(a, filter);
     BOOST_REQUIRE(archive_write_open_filename(a, path.c_str()) == ARCHIVE_OK);
-    for (const Entry& e : entries)
+    for (const ArchiveEntry& e : entries)
         add_entry(a, e);
     BOOST_REQUIRE(archive_write_close(a) == ARCHIVE_OK);
     archive_write_free(a);
-}
-
-inline bool exists(const std::string& path)
-{
-    struct stat st;
-    return lstat(path.c_str(), &st) == 0;
 }
 
 inline struct stat stat_of(const std::string& path)
@@ -169,7 +164,7 @@ struct Staging {
     std::string in_dest(const std::string& name) const { return dest + "/" + name; }
 
     // The message of extracting an archive made of entries, "" on success.
-    std::string error_extracting(const std::vector<Entry>& entries)
+    std::string error_extracting(const std::vector<ArchiveEntry>& entries)
     {
         write_archive(archive, entries);
         return test::error_of([&] { extract_tar(archive, dest); });

@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "tests/unit/support/files.hpp"
+#include "tests/unit/support/removal_outcome.hpp"
 #include "tests/unit/support/tmpdir.hpp"
 #include "tier/safe_fs.hpp"
 
@@ -33,12 +35,6 @@ inline struct stat lstat_of(const std::string& path)
     if (::lstat(path.c_str(), &st) != 0)
         BOOST_FAIL("lstat " + path + ": " + std::strerror(errno));
     return st;
-}
-
-inline bool exists(const std::string& path)
-{
-    struct stat st {};
-    return ::lstat(path.c_str(), &st) == 0;
 }
 
 inline bool is_real_dir(const std::string& path)
@@ -84,15 +80,6 @@ inline int entries_in(const std::string& path)
     return n;
 }
 
-// "removed=N" and one line per problem: compares whole outcomes at once.
-inline std::string outcome(const RemoveResult& result)
-{
-    std::string text = "removed=" + std::to_string(result.removed);
-    for (const std::string& problem : result.problems)
-        text += "\n" + problem;
-    return text;
-}
-
 // "Ready" or "Failed: PROBLEM", then one line per repair, with the time
 // and pid of a moved-aside name replaced by X so outcomes compare whole.
 inline std::string outcome(const PrepareResult& result)
@@ -105,10 +92,10 @@ inline std::string outcome(const PrepareResult& result)
 }
 
 // A tier root inside a temporary directory.
-struct Tier {
+struct TierDir {
     test::TempDir tmp;
     std::string root = tmp / "tier";
-    Tier() { make_dir(root); }
+    TierDir() { make_dir(root); }
 };
 
 // Sets the umask for one scope: the modes must not depend on the caller's.

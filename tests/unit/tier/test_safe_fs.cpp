@@ -31,7 +31,7 @@ BOOST_AUTO_TEST_SUITE(safe_fs)
 
 BOOST_AUTO_TEST_CASE(creates_nested_leaf_with_exact_modes_and_owner)
 {
-    Tier tier;
+    TierDir tier;
     const std::string dir = tier.root + "/alice/42";
     PrepareResult result;
     {
@@ -56,7 +56,7 @@ BOOST_AUTO_TEST_CASE(creates_nested_leaf_with_exact_modes_and_owner)
 
 BOOST_AUTO_TEST_CASE(reuses_leaf_of_the_same_owner_and_resets_its_mode)
 {
-    Tier tier;
+    TierDir tier;
     const std::string dir = tier.root + "/42";
     make_dir(dir, 0755);
     ::chmod(dir.c_str(), 0775);
@@ -68,7 +68,7 @@ BOOST_AUTO_TEST_CASE(reuses_leaf_of_the_same_owner_and_resets_its_mode)
 
 BOOST_AUTO_TEST_CASE(moves_a_symlinked_leaf_aside_and_leaves_its_target_alone)
 {
-    Tier tier;
+    TierDir tier;
     const std::string outside = tier.tmp / "outside";
     make_dir(outside, 0755);
     make_file(outside + "/file");
@@ -91,7 +91,7 @@ BOOST_AUTO_TEST_CASE(moves_a_symlinked_leaf_aside_and_leaves_its_target_alone)
 
 BOOST_AUTO_TEST_CASE(moves_a_symlink_or_file_in_an_intermediate_component_aside)
 {
-    Tier tier;
+    TierDir tier;
     const std::string outside = tier.tmp / "outside";
     make_dir(outside);
     make_link(outside, tier.root + "/alice");
@@ -108,7 +108,7 @@ BOOST_AUTO_TEST_CASE(moves_a_symlink_or_file_in_an_intermediate_component_aside)
 
 BOOST_AUTO_TEST_CASE(moves_a_leaf_that_is_a_file_aside)
 {
-    Tier tier;
+    TierDir tier;
     make_file(tier.root + "/42");
     BOOST_TEST(outcome(prepare_job_dir(tier.root, tier.root + "/42", geteuid(), getegid())) ==
                "Ready\n" + tier.root + "/42 is not a directory; moved it aside to " + tier.root + "/42.untrusted-X");
@@ -199,7 +199,7 @@ BOOST_AUTO_TEST_CASE(refuse_mode_names_what_is_untrusted_and_changes_nothing)
 
 BOOST_AUTO_TEST_CASE(refuses_paths_not_strictly_below_the_root)
 {
-    Tier tier;
+    TierDir tier;
     const std::string& r = tier.root;
     const std::string rule = " must be an absolute path without empty, '.' or '..' components";
     const std::vector<std::pair<std::string, std::string>> cases = {
@@ -232,7 +232,7 @@ BOOST_AUTO_TEST_CASE(as_root_moves_a_root_or_leaf_of_another_uid_aside)
         BOOST_TEST_MESSAGE("skipped: needs root");
         return;
     }
-    Tier tier;
+    TierDir tier;
     const std::string dir = tier.root + "/42";
     make_dir(dir);
     BOOST_REQUIRE(::chown(dir.c_str(), kOtherUid, kOtherGid) == 0);
@@ -253,7 +253,7 @@ BOOST_AUTO_TEST_CASE(as_root_gives_created_leaf_to_the_user)
         BOOST_TEST_MESSAGE("skipped: needs root");
         return;
     }
-    Tier tier;
+    TierDir tier;
     const std::string dir = tier.root + "/alice/42";
     BOOST_TEST(outcome(prepare_job_dir(tier.root, dir, kOtherUid, kOtherGid)) == "Ready");
     BOOST_TEST(lstat_of(dir).st_uid == kOtherUid);
@@ -268,7 +268,7 @@ BOOST_AUTO_TEST_CASE(as_root_gives_created_leaf_to_the_user)
 BOOST_AUTO_TEST_CASE(unprivileged_caller_cannot_give_leaf_away_and_leaves_nothing)
 {
     // As root: do it as kOtherUid in a child; as a user: as ourselves.
-    Tier tier;
+    TierDir tier;
     const uid_t caller = is_root() ? kOtherUid : geteuid();
     const gid_t caller_gid = is_root() ? kOtherGid : getegid();
     if (is_root()) {
@@ -311,7 +311,7 @@ BOOST_AUTO_TEST_CASE(a_full_tier_is_a_failure_with_its_errno)
 
 BOOST_AUTO_TEST_CASE(the_stager_opens_only_a_job_dir_below_root_owned_levels)
 {
-    Tier tier;
+    TierDir tier;
     const std::string dir = tier.root + "/42";
     make_dir(dir, 0700);
     const OpenResult opened = open_job_dir(tier.root, dir);
@@ -345,7 +345,7 @@ BOOST_AUTO_TEST_CASE(a_good_entry_another_nodes_prolog_made_meanwhile_is_not_mov
         BOOST_TEST_MESSAGE("skipped: needs root");
         return;
     }
-    Tier tier;
+    TierDir tier;
     const std::string squatted = tier.root + "/42";
     make_dir(squatted, 0777);
     BOOST_REQUIRE(::chown(squatted.c_str(), kOtherUid, kOtherGid) == 0);

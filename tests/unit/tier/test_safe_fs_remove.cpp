@@ -30,7 +30,7 @@ BOOST_AUTO_TEST_SUITE(safe_fs)
 
 BOOST_AUTO_TEST_CASE(removes_tree_but_never_what_symlinks_point_to)
 {
-    Tier tier;
+    TierDir tier;
     const std::string outside = tier.tmp / "outside";
     make_dir(outside);
     make_file(outside + "/precious");
@@ -65,7 +65,7 @@ BOOST_AUTO_TEST_CASE(removes_tree_but_never_what_symlinks_point_to)
 
 BOOST_AUTO_TEST_CASE(removes_nested_job_dir_only)
 {
-    Tier tier;
+    TierDir tier;
     make_dir(tier.root + "/alice");
     make_dir(tier.root + "/alice/42");
     make_dir(tier.root + "/alice/43");
@@ -76,7 +76,7 @@ BOOST_AUTO_TEST_CASE(removes_nested_job_dir_only)
 
 BOOST_AUTO_TEST_CASE(missing_dir_or_root_is_success)
 {
-    Tier tier;
+    TierDir tier;
     BOOST_TEST(outcome(remove_tree_within(tier.root, tier.root + "/42")) == "removed=0");
     BOOST_TEST(outcome(remove_tree_within(tier.root, tier.root + "/alice/42")) == "removed=0");
     BOOST_TEST(outcome(remove_tree_within(tier.tmp / "none", tier.tmp / "none/42")) == "removed=0");
@@ -85,7 +85,7 @@ BOOST_AUTO_TEST_CASE(missing_dir_or_root_is_success)
 
 BOOST_AUTO_TEST_CASE(symlink_as_dir_or_on_the_way_removes_nothing)
 {
-    Tier tier;
+    TierDir tier;
     const std::string outside = tier.tmp / "outside";
     make_dir(outside);
     make_dir(outside + "/42");
@@ -115,7 +115,7 @@ BOOST_AUTO_TEST_CASE(symlink_as_dir_or_on_the_way_removes_nothing)
 
 BOOST_AUTO_TEST_CASE(deep_tree_is_removed_with_a_bounded_number_of_fds)
 {
-    Tier tier;
+    TierDir tier;
     const std::string job = tier.root + "/42";
     make_dir(job);
     const int levels = 2000;
@@ -134,7 +134,7 @@ BOOST_AUTO_TEST_CASE(deep_tree_is_removed_with_a_bounded_number_of_fds)
 BOOST_AUTO_TEST_CASE(keeps_going_after_an_entry_that_cannot_be_removed)
 {
     // An immutable file cannot be removed even by root.
-    Tier tier;
+    TierDir tier;
     const std::string job = tier.root + "/42";
     make_dir(job);
     make_dir(job + "/a");
@@ -170,7 +170,7 @@ BOOST_AUTO_TEST_CASE(owner_removes_read_only_directories)
 {
     // What the stager does, as the user, with partial data extracted
     // read-only from an archive.  As root: done as kOtherUid in a child.
-    Tier tier;
+    TierDir tier;
     const std::string job = tier.root + "/42";
     const std::string partial = job + "/.partial-data";
     make_dir(job, 0700);
@@ -208,7 +208,7 @@ BOOST_AUTO_TEST_CASE(the_epilog_removes_as_the_jobs_user_and_leaves_what_others_
         BOOST_TEST_MESSAGE("skipped: needs root");
         return;
     }
-    Tier tier;
+    TierDir tier;
     const std::string job = tier.root + "/42";
     make_dir(job, 0700);
     make_dir(job + "/mine", 0500);  // read-only: its owner may open it up
@@ -243,7 +243,7 @@ BOOST_AUTO_TEST_CASE(a_shared_job_dir_is_removed_by_the_one_node_whose_claim_fin
         BOOST_TEST_MESSAGE("skipped: needs root");
         return;
     }
-    Tier tier;
+    TierDir tier;
     const std::string job = tier.root + "/42";
     make_dir(job, 0700);
     make_dir(job + "/d");
@@ -275,7 +275,7 @@ BOOST_AUTO_TEST_CASE(a_claim_left_by_a_stopped_epilog_is_finished_by_the_next_ru
         BOOST_TEST_MESSAGE("skipped: needs root");
         return;
     }
-    Tier tier;
+    TierDir tier;
     const std::string job = tier.root + "/42";
     const std::string claim = tier.root + "/42.removing-n1";
     const auto users = [](const std::string& dir) {
@@ -312,7 +312,7 @@ BOOST_AUTO_TEST_CASE(mount_points_are_left_in_place)
         BOOST_TEST_MESSAGE("skipped: mounting needs root");
         return;
     }
-    Tier tier;
+    TierDir tier;
     const std::string job = tier.root + "/42";
     make_dir(job);
     make_dir(job + "/a");
@@ -378,7 +378,7 @@ BOOST_AUTO_TEST_CASE(detach_unmounts_what_is_below_but_never_through_a_symlink)
         BOOST_TEST_MESSAGE("skipped: mounting needs root");
         return;
     }
-    Tier tier;
+    TierDir tier;
     test::TempDir outside;
     const std::string job = tier.root + "/42";
     make_dir(job);
@@ -419,7 +419,7 @@ BOOST_AUTO_TEST_CASE(a_mount_on_the_leaf_is_detached_and_moved_aside)
         BOOST_TEST_MESSAGE("skipped: mounting needs root");
         return;
     }
-    Tier tier;
+    TierDir tier;
     const std::string job = tier.root + "/42";
     make_dir(job, 0700);
     const std::string text = in_mount_namespace([&] {

@@ -10,26 +10,15 @@
 #include "lib/sys/fd.hpp"
 #include "lib/sys/tree_remover.hpp"
 #include "tests/unit/support/deep_tree.hpp"
+#include "tests/unit/support/files.hpp"
 #include "tests/unit/support/in_child.hpp"
+#include "tests/unit/support/removal_outcome.hpp"
 #include "tests/unit/support/tmpdir.hpp"
 
 using namespace dlstage;
 
-namespace {
-bool exists(const std::string& path)
-{
-    struct stat st {};
-    return ::lstat(path.c_str(), &st) == 0;
-}
-
-std::string outcome(const RemoveResult& r)
-{
-    std::string out = "removed=" + std::to_string(r.removed);
-    for (const std::string& p : r.problems)
-        out += "\n" + p;
-    return out;
-}
-}  // namespace
+using dlstage::test::exists;
+using dlstage::test::outcome;
 
 BOOST_AUTO_TEST_SUITE(tree_remover)
 

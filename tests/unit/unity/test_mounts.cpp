@@ -1,0 +1,8 @@
+// test_mounts: the unit tests of mounts/, compiled as one
+// translation unit (docs/testing.md, "Unit tests"); tests/check-unity holds each test
+// file to one part.
+
+// First: it defines BOOST_TEST_MODULE before Boost.Test is included.
+#include "tests/unit/support/unit_main.cpp"
+
+#include "tests/unit/mounts/test_mount_holder.cpp"

@@ -1,0 +1,11 @@
+// test_stager, part 2 of 2: the unit tests of stager/: the plan, the source and the kept copy's checks, compiled as one
+// translation unit (docs/testing.md, "Unit tests"); tests/check-unity holds each test
+// file to one part.
+
+#include "tests/unit/stager/test_copy_check.cpp"
+#include "tests/unit/stager/test_copy_check_shares.cpp"
+#include "tests/unit/stager/test_copy_lock.cpp"
+#include "tests/unit/stager/test_manifest_scan.cpp"
+#include "tests/unit/stager/test_plan.cpp"
+#include "tests/unit/stager/test_source_check.cpp"
+#include "tests/unit/stager/test_source_reader.cpp"
