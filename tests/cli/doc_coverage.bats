@@ -7,8 +7,7 @@ load helpers
 
 # coverage SRCDIR: run doc-coverage on SRCDIR; its output in $out, its exit in $status.
 coverage() {
-    "$top_srcdir/tests/cli/doc-coverage" "$1" >"$work/out" 2>&1 && status=0 || status=$?
-    out=$(cat "$work/out")
+    run_merged "$top_srcdir/tests/cli/doc-coverage" "$1"
 }
 
 # A copy of the docs and the tests in $work/src, for a test to add to.

@@ -10,8 +10,7 @@ load helpers
 # check_format [--fix] SRCDIR: tests/check-format; its output in $out, its
 # exit in $status.  A version it does not hold the sources to skips the test.
 check_format() {
-    "$top_srcdir/tests/check-format" "$@" >"$work/out" 2>&1 && status=0 || status=$?
-    out=$(cat "$work/out")
+    run_merged "$top_srcdir/tests/check-format" "$@"
     [ "$status" -ne 77 ] || skip "$out"
 }
 

@@ -34,6 +34,13 @@ run_dlstage() {
     err=$(cat "$work/err")
 }
 
+# run_merged COMMAND...: runs one of the tree's checkers, sets $status and
+# $out (its stdout and stderr together, the lines it names problems with).
+run_merged() {
+    "$@" >"$work/out" 2>&1 && status=0 || status=$?
+    out=$(cat "$work/out")
+}
+
 # fail MESSAGE: the check failed; say why and what dlstage printed.
 fail() {
     printf 'FAIL: %s\n  stdout: %s\n  stderr: %s\n' "$*" "${out-}" "${err-}" >&2

@@ -3,10 +3,7 @@
 # holds every #include of the tree to the diagram.
 load helpers
 
-layers() {
-    /usr/bin/python3 "$top_srcdir/tests/check-layers" "$1" >"$work/out" 2>&1 && status=0 || status=$?
-    out=$(cat "$work/out")
-}
+layers() { run_merged /usr/bin/python3 "$top_srcdir/tests/check-layers" "$1"; }
 
 # A tree of its own: the diagram and three rooms of one file each.
 small_tree() {

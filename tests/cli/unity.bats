@@ -3,10 +3,7 @@
 # holds every unit test file to exactly one part of tests/unit/unity/.
 load helpers
 
-unity() {
-    /usr/bin/python3 "$top_srcdir/tests/check-unity" "$1" >"$work/out" 2>&1 && status=0 || status=$?
-    out=$(cat "$work/out")
-}
+unity() { run_merged /usr/bin/python3 "$top_srcdir/tests/check-unity" "$1"; }
 
 # A tree of its own: one program of two parts and three test files.
 small_tree() {
