@@ -4,6 +4,12 @@
 
 namespace dlstage::policy {
 
+bool walks_while_transferring(const WalkFacts& facts)
+{
+    return facts.mode == Mode::Copy && facts.scope == Scope::Node && facts.cleanup == Cleanup::JobEnd &&
+           facts.source_is_dir && !facts.has_manifest;
+}
+
 bool mode_takes(Mode mode, Format format, bool one_file)
 {
     switch (mode) {

@@ -36,4 +36,22 @@ struct SourceShape {
 // only be format "dir" (or undeclared).
 Verdict source_fits_format(const SourceShape& shape);
 
+// What decides whether a staging walks its source while it transfers
+// (stager/plan_segments) rather than first.
+struct WalkFacts {
+    Mode mode = Mode::Copy;
+    Scope scope = Scope::Node;
+    Cleanup cleanup = Cleanup::JobEnd;
+    bool source_is_dir = false;
+    bool has_manifest = false;  // the catalog keeps one for it (current or not)
+};
+
+// A directory copied to a node tier that ends with the job, with no
+// manifest to plan from: its plan is walked in segments, each staged as
+// soon as it is walked.  Not a shared tier or a node cache, whose kept
+// copies are identified by the whole plan before anything is written, nor
+// archives (extract, mount), which are few files; a manifest makes the
+// walk unnecessary (or, when stale, is said so and walked whole).
+bool walks_while_transferring(const WalkFacts& facts);
+
 }  // namespace dlstage::policy

@@ -204,7 +204,7 @@ void stage_entry(const StageItem& item, const NodeContext& part, const ExchangeO
     record.sealed_ns = seal_of(here, entry);
     record_use(record, here, part, record.made);
     moved.done();
-    say_transferred(item, part, plan, moved.bytes_read, start, cpu_start);
+    say_transferred(item, part, plan.total_bytes(), moved.bytes_read, start, cpu_start);
 }
 
 // The job's marker on this node, in the job directory: DLSTAGE_<NAME> is

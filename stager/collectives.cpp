@@ -95,33 +95,29 @@ std::uint64_t peak_rss_bytes()
 
 }  // namespace
 
-Plan broadcast_plan(const StageItem& item, const NodeContext& ctx, PlanFrom from)
+namespace {
+// One MPI message holds at most INT_MAX bytes: big blocks go in steps.
+// The other ranks wait through rank 0's whole walk here: quietly.
+void bcast_from_rank0(const NodeContext& ctx, void* data, std::size_t size)
 {
-    // One MPI message holds at most INT_MAX bytes: big blocks go in steps.
-    // The other ranks wait through rank 0's whole walk here: quietly.
-    const auto bcast = [&ctx](void* data, std::size_t size) {
-        constexpr std::size_t kStep = 1u << 30;
-        for (std::size_t off = 0; off < size; off += kStep) {
-            MPI_Request request = MPI_REQUEST_NULL;
-            MPI_Ibcast(static_cast<char*>(data) + off, static_cast<int>(std::min(kStep, size - off)), MPI_BYTE, 0,
-                       ctx.comm, &request);
-            quiet_wait(request);
-        }
-    };
-    // Rank 0 keeps the plan it made; the others receive its two blocks
-    // straight into their own (stager/plan.hpp): no rank holds a second,
-    // serialized copy of a million entries.
-    Plan plan;
-    std::string header;
-    if (ctx.rank == 0) {
-        std::string note;
-        plan = from == PlanFrom::Walk ? build_plan(item.dataset) : plan_for(ctx.manifest_dir, item.dataset, note);
-        if (!note.empty())
-            say(note);
-        else if (plan.from_manifest)
-            sayf("%s: planned from its manifest (no walk of the source)", item.dataset.name.c_str());
-        header = wire_header(plan);
+    constexpr std::size_t kStep = 1u << 30;
+    for (std::size_t off = 0; off < size; off += kStep) {
+        MPI_Request request = MPI_REQUEST_NULL;
+        MPI_Ibcast(static_cast<char*>(data) + off, static_cast<int>(std::min(kStep, size - off)), MPI_BYTE, 0, ctx.comm,
+                   &request);
+        quiet_wait(request);
     }
+}
+
+// Rank 0's plan on every rank.  Rank 0 keeps the plan it made; the others
+// receive its two blocks straight into their own (stager/plan.hpp): no
+// rank holds a second, serialized copy of a million entries.
+Plan share_plan(const NodeContext& ctx, Plan plan)
+{
+    const auto bcast = [&ctx](void* data, std::size_t size) { bcast_from_rank0(ctx, data, size); };
+    std::string header;
+    if (ctx.rank == 0)
+        header = wire_header(plan);
     unsigned long long size = header.size();
     bcast(&size, sizeof size);
     header.resize(size);
@@ -138,6 +134,37 @@ Plan broadcast_plan(const StageItem& item, const NodeContext& ctx, PlanFrom from
     bcast(in.arena.data(), in.arena.size());
     in.adopt_blocks();
     return std::move(in.plan);
+}
+}  // namespace
+
+Plan broadcast_plan(const StageItem& item, const NodeContext& ctx, PlanFrom from)
+{
+    Plan plan;
+    if (ctx.rank == 0) {
+        std::string note;
+        plan = from == PlanFrom::Walk ? build_plan(item.dataset) : plan_for(ctx.manifest_dir, item.dataset, note);
+        if (!note.empty())
+            say(note);
+        else if (plan.from_manifest)
+            sayf("%s: planned from its manifest (no walk of the source)", item.dataset.name.c_str());
+    }
+    return share_plan(ctx, std::move(plan));
+}
+
+bool broadcast_segment(const StageItem& item, const NodeContext& ctx, SegmentedWalk* walk, Plan& segment)
+{
+    segment = Plan();
+    std::uint8_t more = 0;
+    if (ctx.rank == 0) {
+        segment.format = Format::Dir;
+        segment.source_root = item.dataset.source;
+        more = walk->next(segment.entries) ? 1 : 0;
+    }
+    bcast_from_rank0(ctx, &more, sizeof more);
+    if (more == 0)
+        return false;
+    segment = share_plan(ctx, std::move(segment));
+    return true;
 }
 
 // Rank 0 plans with a walk of the source: on a loaded parallel file system
@@ -195,7 +222,7 @@ bool plan_still_holds(const StageItem& item, const NodeContext& ctx, const Plan&
     return false;
 }
 
-void say_transferred(const StageItem& item, const NodeContext& ctx, const Plan& plan, std::uint64_t bytes_read,
+void say_transferred(const StageItem& item, const NodeContext& ctx, std::uint64_t total_bytes, std::uint64_t bytes_read,
                      Clock::time_point start, std::uint64_t cpu_start)
 {
     stage_phases().lap(Phase::Publish);
@@ -212,11 +239,11 @@ void say_transferred(const StageItem& item, const NodeContext& ctx, const Plan& 
         return;
     const bool shared = item.tier.scope == Scope::Shared;
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    const double ratio = plan.total_bytes() ? static_cast<double>(read) / static_cast<double>(plan.total_bytes()) : 1.0;
+    const double ratio = total_bytes ? static_cast<double>(read) / static_cast<double>(total_bytes) : 1.0;
     sayf("staged %s to %s %s %d nodes in %.2f s (%s%s); source bytes read %s (%.2fx); "
          "peak memory per rank %s; cpu %.1f s over all nodes",
          item.dataset.name.c_str(), item.tier.name.c_str(), shared ? "(one shared copy) by" : "on", ctx.size, seconds,
-         format_rate(plan.total_bytes(), seconds).c_str(), shared ? "" : " per node", format_size(read).c_str(), ratio,
+         format_rate(total_bytes, seconds).c_str(), shared ? "" : " per node", format_size(read).c_str(), ratio,
          format_size(peak_rss).c_str(), cpu_seconds);
     sayf("%s: time by phase (slowest node): %s", item.dataset.name.c_str(), phases_text(slowest).c_str());
 }

@@ -14,6 +14,7 @@
 #include "config/stage_spec.hpp"
 #include "stager/node_context.hpp"
 #include "stager/plan.hpp"
+#include "stager/plan_segments.hpp"
 
 namespace dlstage::stager {
 
@@ -32,6 +33,11 @@ std::string broadcast_text(MPI_Comm comm, int root, const std::string& text);
 // a walk; or with a walk whatever there is) and every rank gets the plan.
 enum class PlanFrom { ManifestOrWalk, Walk };
 Plan broadcast_plan(const StageItem& item, const NodeContext& ctx, PlanFrom from = PlanFrom::ManifestOrWalk);
+// The next segment of a plan rank 0 walks while the ranks transfer
+// (stager/plan_segments; walk: rank 0's, null on the others) on every
+// rank; false, with segment empty, when the walk is done.  What the walk
+// threw is thrown on rank 0 (the launcher then stops the others).
+bool broadcast_segment(const StageItem& item, const NodeContext& ctx, SegmentedWalk* walk, Plan& segment);
 // The same, with rank 0 saying now and then how many entries its walk found.
 Plan plan_saying_progress(const StageItem& item, const NodeContext& ctx, PlanFrom from = PlanFrom::ManifestOrWalk);
 // A plan from a manifest is current as far as directories go: true when
@@ -49,7 +55,7 @@ Plan usable_plan(const StageItem& item, const NodeContext& ctx, double* source_s
 void say_staging(const StageItem& item, const NodeContext& ctx, const Plan& plan);
 
 // The summary line (rank 0; every rank must call it: it reduces).
-void say_transferred(const StageItem& item, const NodeContext& ctx, const Plan& plan, std::uint64_t bytes_read,
+void say_transferred(const StageItem& item, const NodeContext& ctx, std::uint64_t total_bytes, std::uint64_t bytes_read,
                      std::chrono::steady_clock::time_point start, std::uint64_t cpu_start);
 std::uint64_t cpu_now();  // this process's CPU time so far, microseconds
 

@@ -7,12 +7,15 @@
 #include <mpi.h>
 #include <sys/stat.h>
 
+#include "dataset/manifest.hpp"
 #include "job/state_record.hpp"
 #include "lib/error.hpp"
 #include "lib/log.hpp"
 #include "lib/sys/sys_error.hpp"
+#include "policies/staging_mode.hpp"
 #include "stager/collectives.hpp"
 #include "stager/plan.hpp"
+#include "stager/segment_transfer.hpp"
 #include "stager/stage_steps.hpp"
 
 namespace dlstage::stager {
@@ -41,6 +44,23 @@ StagerOutput stager_output(const StageItem& item, const DatasetLayout& layout)
     return {layout.dataset_dir, layout.ready_marker};
 }
 
+// Rank 0: whether this staging walks its source while it transfers
+// (policy::walks_while_transferring, from what rank 0 sees).
+bool walks_while_transferring(const StageItem& item, const NodeContext& ctx)
+{
+    struct stat source {};
+    policy::WalkFacts facts;
+    facts.mode = item.dataset.mode;
+    facts.scope = item.tier.scope;
+    facts.cleanup = item.tier.cleanup;
+    const Format declared = item.dataset.known_format();
+    facts.source_is_dir = (declared == Format::Auto || declared == Format::Dir) &&
+                          ::stat(item.dataset.source.c_str(), &source) == 0 && S_ISDIR(source.st_mode);
+    facts.has_manifest = item.dataset.from_catalog && !ctx.manifest_dir.empty() &&
+                         exists(manifest_path(ctx.manifest_dir, item.dataset.name));
+    return policy::walks_while_transferring(facts);
+}
+
 bool staged_here(const StageItem& item, const DatasetLayout& layout)
 {
     const StagerOutput output = stager_output(item, layout);
@@ -53,7 +73,9 @@ bool staged_here(const StageItem& item, const DatasetLayout& layout)
 // once it is mounted.
 // here: the names relative to the job directory, for the calls; layout: the
 // paths, for messages and for what DLSTAGE_<NAME> will hold.
-void publish(const StageItem& item, const DatasetLayout& layout, const DatasetLayout& here, const Plan& plan)
+// one_file: the file's name when the job sees one file, else "".
+void publish(const StageItem& item, const DatasetLayout& layout, const DatasetLayout& here, const std::string& one_file,
+             std::uint64_t bytes, std::uint64_t files)
 {
     const StagerOutput output = stager_output(item, here);
     const std::string into = stager_output(item, layout).dir;
@@ -65,10 +87,9 @@ void publish(const StageItem& item, const DatasetLayout& layout, const DatasetLa
     marker.dataset = item.dataset.name;
     marker.tier = item.tier.name;
     marker.source = item.dataset.source;
-    const bool one_file = plan.single_file && item.dataset.mode != Mode::Extract;
-    marker.path = one_file ? into + "/" + plan.entries.front().path : into;
-    marker.bytes = plan.total_bytes();
-    marker.files = plan.file_count();
+    marker.path = one_file.empty() ? into : into + "/" + one_file;
+    marker.bytes = bytes;
+    marker.files = files;
     write_ready_marker(output.marker, marker);
 }
 
@@ -87,6 +108,17 @@ void stage_node_tier(const StageItem& item, const NodeContext& ctx, const Exchan
 
     const auto start = Clock::now();
     const std::uint64_t cpu_start = cpu_now();
+    if (all_ranks(ctx.comm, ctx.rank != 0 || walks_while_transferring(item, ctx))) {
+        if (ctx.rank == 0)
+            sayf("staging %s from %s to %s on %d nodes, walking it meanwhile", item.dataset.name.c_str(),
+                 item.dataset.source.c_str(), item.tier.name.c_str(), ctx.size);
+        const WalkedTransfer moved = transfer_while_walking(item, ctx, options, layout, here, job_dir);
+        MPI_Barrier(ctx.comm);  // as below
+        publish(item, layout, here, {}, moved.bytes, moved.files);
+        moved.done();
+        say_transferred(item, ctx, moved.bytes, moved.bytes_read, start, cpu_start);
+        return;
+    }
     const Plan plan = usable_plan(item, ctx);
     check_mode_fits_plan(item, plan);
     const policy::ExtractionBudget budget = check_space(item, job_dir, layout.tier_dir, plan);
@@ -98,9 +130,11 @@ void stage_node_tier(const StageItem& item, const NodeContext& ctx, const Exchan
     // that failed has exited by now, and the launcher stops the others
     // (srun --kill-on-bad-exit), so no rank gets past this barrier.
     MPI_Barrier(ctx.comm);
-    publish(item, layout, here, plan);
+    const bool one_file = plan.single_file && item.dataset.mode != Mode::Extract;
+    publish(item, layout, here, one_file ? plan.entries.front().path : std::string(), plan.total_bytes(),
+            plan.file_count());
     moved.done();
-    say_transferred(item, ctx, plan, moved.bytes_read, start, cpu_start);
+    say_transferred(item, ctx, plan.total_bytes(), moved.bytes_read, start, cpu_start);
 }
 
 }  // namespace dlstage::stager

@@ -23,8 +23,7 @@
 
 namespace dlstage::stager {
 
-namespace {
-void add_from_stat(EntryList& entries, std::string_view rel, const struct stat& st, std::string_view target)
+void add_walked(EntryList& entries, std::string_view rel, const struct stat& st, std::string_view target)
 {
     const EntryType type = S_ISDIR(st.st_mode)   ? EntryType::Dir
                            : S_ISLNK(st.st_mode) ? EntryType::Symlink
@@ -33,6 +32,7 @@ void add_from_stat(EntryList& entries, std::string_view rel, const struct stat& 
                 static_cast<std::uint64_t>(st.st_size), target);
 }
 
+namespace {
 void add_single_file(const std::string& path, Plan& plan)
 {
     struct stat st {};
@@ -42,7 +42,7 @@ void add_single_file(const std::string& path, Plan& plan)
         throw Error(quoted(path) + " is not a regular file");
     if (access(path.c_str(), R_OK) != 0)
         throw_cannot("read", shown_path(path), errno);
-    add_from_stat(plan.entries, base_name(path), st, {});
+    add_walked(plan.entries, base_name(path), st, {});
 }
 
 // Tar shards: the glob's matches, sorted; each staged under its base name.
@@ -80,7 +80,7 @@ void walk_into(EntryList& entries, const std::string& root, unsigned threads, co
         if (dir_seen && S_ISDIR(found.st.st_mode))
             dir_seen(found.path, found.st);
         const std::lock_guard<std::mutex> lock(mutex);
-        add_from_stat(entries, found.path, found.st, target);
+        add_walked(entries, found.path, found.st, target);
     });
     entries.sort_by_path();
 }

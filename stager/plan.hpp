@@ -37,6 +37,10 @@ struct Plan {
     std::uint64_t entry_count() const { return entries.size(); }
 };
 
+// Adds an entry a walk found (its path relative to the root, its lstat,
+// a symlink's target) to a plan's list.
+void add_walked(EntryList& entries, std::string_view rel, const struct stat& st, std::string_view target);
+
 // Called for each directory the walk meets, with its lstat (manifests keep
 // directories' ctimes).  May be called from several threads at once.
 using DirSeen = std::function<void(const std::string& path, const struct stat& st)>;

@@ -228,7 +228,7 @@ void stage_copy(const StageItem& item, const NodeContext& ctx, const ExchangeOpt
         moved.done();
     }
     quiet_barrier(ctx.comm);  // while rank 0 publishes and lists the copy
-    say_transferred(item, ctx, plan, moved.bytes_read, start, cpu_start);
+    say_transferred(item, ctx, plan.total_bytes(), moved.bytes_read, start, cpu_start);
 }
 void use_or_stage(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options,
                   const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir)

@@ -224,18 +224,23 @@ private:
 
 }  // namespace
 
+WriterOptions writer_options_for(const StageItem& item)
+{
+    WriterOptions options;
+    options.shared = item.tier.scope == Scope::Shared;
+    options.keep_times = policy::keeps_source_mtimes(item.tier);
+    if (item.tier.scope == Scope::Node && item.tier.cleanup == Cleanup::Cache)
+        options.file_mode_mask = 0555;
+    return options;
+}
+
 TransferResult transfer(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options,
                         const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir, const Plan& plan,
                         const policy::ExtractionBudget& budget)
 {
     const bool shared = item.tier.scope == Scope::Shared;
     const bool extract = item.dataset.mode == Mode::Extract;
-    WriterOptions writer_options;
-    writer_options.shared = shared;
-    writer_options.keep_times = policy::keeps_source_mtimes(item.tier);
-    if (item.tier.scope == Scope::Node && item.tier.cleanup == Cleanup::Cache)
-        writer_options.file_mode_mask = 0555;
-    TreeWriter writer(plan, extract ? here.incoming_dir : here.partial_dir, writer_options);
+    TreeWriter writer(plan, extract ? here.incoming_dir : here.partial_dir, writer_options_for(item));
     stage_phases().lap(Phase::Prepare);
     if (!shared || ctx.rank == 0)
         writer.create_skeleton();

@@ -22,6 +22,7 @@
 #include "stager/exchange.hpp"
 #include "stager/node_context.hpp"
 #include "stager/plan.hpp"
+#include "stager/tree_writer.hpp"
 
 namespace dlstage::stager {
 
@@ -52,6 +53,9 @@ struct TransferResult {
     std::uint64_t bytes_read = 0;  // from the source, by this rank
     std::function<void()> done;    // records the job's progress as ready (rank 0)
 };
+
+// How the tree writer writes into the item's tier.
+WriterOptions writer_options_for(const StageItem& item);
 
 // From the plan to the complete tree in here.partial_dir: read once,
 // written on every node (node tiers) or once into the shared tier, and

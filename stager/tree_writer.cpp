@@ -60,7 +60,7 @@ TreeWriter::TreeWriter(const Plan& plan, std::string dest, WriterOptions options
 
 void TreeWriter::create_skeleton()
 {
-    if (mkdir(dest_.c_str(), 0700) != 0)
+    if (!options_.dest_exists && mkdir(dest_.c_str(), 0700) != 0)
         throw_cannot("create", dest_, errno);
     const EntryList& entries = plan_.entries;
     for (std::size_t i = 0; i < entries.size(); ++i) {

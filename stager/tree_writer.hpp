@@ -38,11 +38,15 @@ struct WriterOptions {
     // of changing them for the user's next job (a chmod back is seen by the
     // next job's check: it changes the ctime).
     unsigned file_mode_mask = 0777;
+    // dest exists already (a plan staged in segments: one writer each, into
+    // the same directory); else create_skeleton creates it.
+    bool dest_exists = false;
 };
 
 class TreeWriter {
 public:
-    // dest must not exist; it is created with mode 0700.
+    // dest must not exist (but with options.dest_exists); it is created
+    // with mode 0700.
     TreeWriter(const Plan& plan, std::string dest, WriterOptions options = {});
     TreeWriter(const TreeWriter&) = delete;
     TreeWriter& operator=(const TreeWriter&) = delete;

@@ -75,9 +75,11 @@ std::atomic<std::uint64_t> g_entries_found{0};
 // answer in microseconds, threads past the CPUs wait at the gate.
 class Walk {
 public:
-    Walk(int root_fd, const std::string& root, unsigned threads, const EntryVisitor& visit)
+    Walk(int root_fd, const std::string& root, unsigned threads, const EntryVisitor& visit,
+         std::deque<PendingDir> start)
         : root_fd_(root_fd), root_(root), visit_(visit), max_queued_(4 * std::max(1u, threads)),
-          most_(std::max(1u, threads)), fast_(walk_threads_for(false, most_, usable_cpus())), allowed_(most_)
+          most_(std::max(1u, threads)), fast_(walk_threads_for(false, most_, usable_cpus())), allowed_(most_),
+          pending_(std::move(start))
     {
     }
 
@@ -263,7 +265,7 @@ private:
     std::condition_variable changed_;
     std::condition_variable gate_;  // threads past allowed_ wait here
     std::deque<StatBatch> batches_;
-    std::deque<PendingDir> pending_{PendingDir{}};
+    std::deque<PendingDir> pending_;
     unsigned busy_ = 0;
     bool done_ = false;
     std::atomic<bool> stopping_{false};  // error_ is set: stat no more
@@ -297,7 +299,20 @@ unsigned walk_threads_for(bool slow, unsigned most, unsigned cpus)
 // PATH_MAX: deeper than that, the walk fails with ENAMETOOLONG).
 void walk_tree(int root_fd, const std::string& root, unsigned threads, const EntryVisitor& visit)
 {
-    Walk walk(root_fd, root, threads, visit);
+    Walk walk(root_fd, root, threads, visit, {PendingDir{}});
+    run_on_threads(threads, [&] { walk.work(); });
+    walk.rethrow();
+}
+
+void walk_below(int root_fd, const std::string& root, const std::vector<SubtreeStart>& dirs, unsigned threads,
+                const EntryVisitor& visit)
+{
+    std::deque<PendingDir> start;
+    for (const SubtreeStart& dir : dirs)
+        start.push_back({dir.name, dir.dev, dir.ino});
+    if (start.empty())
+        return;
+    Walk walk(root_fd, root, threads, visit, std::move(start));
     run_on_threads(threads, [&] { walk.work(); });
     walk.rethrow();
 }

@@ -46,6 +46,19 @@ using EntryVisitor = std::function<void(const FoundEntry&)>;
 // parent listed.  Throws Error "cannot read PATH: ..." naming the entry.
 void walk_tree(int root_fd, const std::string& root, unsigned threads, const EntryVisitor& visit);
 
+// A directory directly below a walk's root, as its root's listing saw it.
+struct SubtreeStart {
+    std::string name;
+    dev_t dev = 0;
+    ino_t ino = 0;
+};
+// The same walk, of what lies below the given directories of the root
+// only (not the directories themselves): a staging that walks a tree in
+// parts (stager/plan_segments), paths still relative to the root.  Each
+// directory is checked to be the one listed (dev and inode).
+void walk_below(int root_fd, const std::string& root, const std::vector<SubtreeStart>& dirs, unsigned threads,
+                const EntryVisitor& visit);
+
 // A stat slower than this (a batch's median, slow_by_median in
 // lib/sys/parallel) is a round trip to a server: a parallel file system's
 // metadata server, a cold disk.  The walk hides it behind all its threads.

@@ -55,4 +55,28 @@ BOOST_AUTO_TEST_CASE(the_stager_says_what_it_found)
                "mode = \"mount\" needs one squashfs image, but /p/x.img is a file");
 }
 
+BOOST_AUTO_TEST_CASE(a_directory_copied_to_a_job_end_node_tier_without_a_manifest_is_walked_while_it_moves)
+{
+    WalkFacts facts;
+    facts.source_is_dir = true;
+    BOOST_TEST(walks_while_transferring(facts));
+    WalkFacts other = facts;
+    other.has_manifest = true;
+    BOOST_TEST(!walks_while_transferring(other));
+    other = facts;
+    other.source_is_dir = false;
+    BOOST_TEST(!walks_while_transferring(other));
+    other = facts;
+    other.scope = Scope::Shared;
+    BOOST_TEST(!walks_while_transferring(other));
+    other = facts;
+    other.cleanup = Cleanup::Cache;
+    BOOST_TEST(!walks_while_transferring(other));
+    for (const Mode mode : {Mode::Extract, Mode::Mount}) {
+        other = facts;
+        other.mode = mode;
+        BOOST_TEST(!walks_while_transferring(other));
+    }
+}
+
 BOOST_AUTO_TEST_SUITE_END()

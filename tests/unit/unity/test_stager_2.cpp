@@ -7,5 +7,6 @@
 #include "tests/unit/stager/test_copy_lock.cpp"
 #include "tests/unit/stager/test_manifest_scan.cpp"
 #include "tests/unit/stager/test_plan.cpp"
+#include "tests/unit/stager/test_plan_segments.cpp"
 #include "tests/unit/stager/test_source_check.cpp"
 #include "tests/unit/stager/test_source_reader.cpp"

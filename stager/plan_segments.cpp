@@ -1,0 +1,244 @@
+#include "stager/plan_segments.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <dirent.h>
+#include <fcntl.h>
+#include <string>
+#include <sys/stat.h>
+#include <utility>
+#include <vector>
+
+#include "lib/error.hpp"
+#include "lib/strings.hpp"
+#include "lib/sys/dataset_entry.hpp"
+#include "lib/sys/dataset_walk.hpp"
+#include "lib/sys/dir_fd.hpp"
+#include "lib/sys/fd.hpp"
+#include "lib/sys/sys_error.hpp"
+#include "stager/plan.hpp"
+
+namespace dlstage::stager {
+
+namespace {
+// Levels the cut goes down at most looking for kMinUnits directories.
+constexpr int kMaxCutDepth = 4;
+
+struct Listed {
+    std::string path;  // relative to the root
+    struct stat st {};
+};
+
+std::string shown(const std::string& root, const std::string& rel)
+{
+    return shown_path(rel.empty() ? root : root + "/" + rel);
+}
+
+// One directory of a level the cut looks at: its subdirectories (with their
+// lstat) and the names of everything else in it, not stat'ed yet.
+struct Listing {
+    std::string rel;
+    std::vector<Listed> dirs;
+    std::vector<std::string> others;
+};
+
+Fd open_below(int root_fd, const std::string& root, const std::string& rel)
+{
+    Fd dir(::openat(root_fd, rel.empty() ? "." : rel.c_str(), kDirFlags));
+    if (!dir.valid())
+        throw_cannot("read", shown(root, rel), errno);
+    return dir;
+}
+
+std::string joined(const std::string& rel, const char* name)
+{
+    return rel.empty() ? std::string(name) : rel + "/" + name;
+}
+
+// The directory rel below the root, listed: a subdirectory is told by its
+// type in the listing (one stat each, for its identity and times), or by a
+// stat where the file system does not say.  What else it holds is stat'ed
+// only if the cut goes through this directory (take_others).
+Listing list_dir(int root_fd, const std::string& root, const std::string& rel, const Caller& reader)
+{
+    const Fd dir = open_below(root_fd, root, rel);
+    DirStream stream(dir.get());
+    if (!stream.valid())
+        throw_cannot("read", shown(root, rel), errno);
+    Listing listing{rel, {}, {}};
+    while (const dirent* d = stream.next()) {
+        if (d->d_type != DT_DIR && d->d_type != DT_UNKNOWN) {
+            listing.others.emplace_back(d->d_name);
+            continue;
+        }
+        Listed entry;
+        entry.path = joined(rel, d->d_name);
+        if (::fstatat(dir.get(), d->d_name, &entry.st, AT_SYMLINK_NOFOLLOW) != 0)
+            throw_cannot("read", shown(root, entry.path), errno);
+        if (!S_ISDIR(entry.st.st_mode)) {
+            listing.others.emplace_back(d->d_name);
+            continue;
+        }
+        check_dataset_entry(FoundEntry{dir.get(), d->d_name, entry.path, entry.st}, root, &reader);
+        listing.dirs.push_back(std::move(entry));
+    }
+    if (stream.error() != 0)
+        throw_cannot("read", shown(root, rel), stream.error());
+    return listing;
+}
+
+// The files and symlinks of a directory the cut goes through, into `above`
+// (checked as the walk checks every entry).
+void take_others(int root_fd, const std::string& root, const Listing& listing, const Caller& reader, EntryList& above)
+{
+    if (listing.others.empty())
+        return;
+    const Fd dir = open_below(root_fd, root, listing.rel);
+    for (const std::string& name : listing.others) {
+        const std::string path = joined(listing.rel, name.c_str());
+        struct stat st {};
+        if (::fstatat(dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+            throw_cannot("read", shown(root, path), errno);
+        const std::string target = check_dataset_entry(FoundEntry{dir.get(), name.c_str(), path, st}, root, &reader);
+        add_walked(above, path, st, target);
+    }
+}
+
+// Goes down from the root until a level holds kMinUnits directories, or
+// the next one holds none (a level of class directories full of files is
+// the units then, not cut through), or kMaxCutDepth levels.  What lies above
+// the returned level goes into `above`; the level's directories are
+// returned, in path order.
+std::vector<Listed> cut(int root_fd, const std::string& root, const Caller& reader, EntryList& above)
+{
+    std::vector<Listed> level{Listed{}};  // the root
+    for (int depth = 0;; ++depth) {
+        std::vector<Listing> listings;
+        std::vector<Listed> below;
+        for (const Listed& dir : level) {
+            listings.push_back(list_dir(root_fd, root, dir.path, reader));
+            for (const Listed& sub : listings.back().dirs)
+                below.push_back(sub);
+        }
+        if (depth > 0 && below.empty())
+            return level;  // sorted below when it was `below`
+        for (std::size_t i = 0; i < level.size(); ++i) {
+            if (!level[i].path.empty())
+                add_walked(above, level[i].path, level[i].st, {});
+            take_others(root_fd, root, listings[i], reader, above);
+        }
+        std::sort(below.begin(), below.end(), [](const Listed& a, const Listed& b) { return a.path < b.path; });
+        if (below.size() >= kMinUnits || below.empty() || depth + 1 >= kMaxCutDepth)
+            return below;
+        level = std::move(below);
+    }
+}
+
+// Units in the next segment: twice the last, as many as the limits allow
+// by what the units walked so far held on average, one at least.
+std::size_t units_next(std::size_t last, std::size_t walked_units, std::size_t walked_entries,
+                       std::uint64_t walked_bytes, const SegmentLimits& limits)
+{
+    std::size_t want = last == 0 ? 1 : 2 * last;
+    if (walked_units > 0) {
+        const std::size_t per_unit_entries = std::max<std::size_t>(1, walked_entries / walked_units);
+        const std::uint64_t per_unit_bytes = std::max<std::uint64_t>(1, walked_bytes / walked_units);
+        want = std::min(want, limits.entries / per_unit_entries);
+        want = std::min<std::size_t>(want, static_cast<std::size_t>(limits.bytes / per_unit_bytes));
+    }
+    return std::max<std::size_t>(1, want);
+}
+}  // namespace
+
+SegmentedWalk::SegmentedWalk(const Dataset& dataset, unsigned walk_threads, SegmentLimits limits)
+    : dataset_(dataset), threads_(walk_threads), limits_(limits), thread_([this] { run(); })
+{
+}
+
+SegmentedWalk::~SegmentedWalk()
+{
+    {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        stop_ = true;
+    }
+    thread_.join();
+}
+
+bool SegmentedWalk::next(EntryList& segment)
+{
+    std::unique_lock<std::mutex> lock(mutex_);
+    ready_.wait(lock, [&] { return !segments_.empty() || done_; });
+    if (!segments_.empty()) {
+        segment = std::move(segments_.front());
+        segments_.pop_front();
+        return true;
+    }
+    if (error_)
+        std::rethrow_exception(error_);
+    return false;
+}
+
+void SegmentedWalk::push(EntryList&& segment)
+{
+    segment.sort_by_path();
+    const std::lock_guard<std::mutex> lock(mutex_);
+    segments_.push_back(std::move(segment));
+    ready_.notify_one();
+}
+
+void SegmentedWalk::run()
+{
+    try {
+        walk();
+    } catch (...) {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        error_ = std::current_exception();
+    }
+    const std::lock_guard<std::mutex> lock(mutex_);
+    done_ = true;
+    ready_.notify_one();
+}
+
+void SegmentedWalk::walk()
+{
+    const std::string& root = dataset_.source;
+    const Fd root_fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!root_fd.valid())
+        throw_cannot("read", shown_path(root), errno);
+    const Caller reader = Caller::current();
+    EntryList above;
+    const std::vector<Listed> units = cut(root_fd.get(), root, reader, above);
+    push(std::move(above));
+
+    std::size_t last = 0, walked_units = 0, walked_entries = 0;
+    std::uint64_t walked_bytes = 0;
+    for (std::size_t first = 0; first < units.size();) {
+        {
+            const std::lock_guard<std::mutex> lock(mutex_);
+            if (stop_)
+                return;
+        }
+        const std::size_t count =
+            std::min(units.size() - first, units_next(last, walked_units, walked_entries, walked_bytes, limits_));
+        EntryList segment;
+        std::vector<SubtreeStart> starts;
+        for (std::size_t u = first; u < first + count; ++u) {
+            add_walked(segment, units[u].path, units[u].st, {});
+            starts.push_back({units[u].path, units[u].st.st_dev, units[u].st.st_ino});
+        }
+        std::mutex add;
+        walk_below(root_fd.get(), root, starts, threads_, [&](const FoundEntry& found) {
+            const std::string target = check_dataset_entry(found, root, &reader);
+            const std::lock_guard<std::mutex> lock(add);
+            add_walked(segment, found.path, found.st, target);
+        });
+        walked_units += count;
+        walked_entries += segment.size();
+        walked_bytes += segment.total_file_bytes();
+        last = count;
+        first += count;
+        push(std::move(segment));
+    }
+}
+
+}  // namespace dlstage::stager

@@ -1,0 +1,69 @@
+// A directory source planned in segments while the first ones are already
+// staged: the walk on rank 0, on a thread of its own, overlaps the
+// transfer instead of coming before it (on a parallel file system a walk of
+// a million files is a stat per file through a few metadata servers:
+// minutes before the first byte moves).
+//
+// The tree is cut at its top: the root's entries, or when it holds fewer
+// than kMinUnits directories, the entries of the levels below it until a
+// level holds that many (imagenet/ with train/ and val/ is cut below them).
+// Each directory of that level is a unit: it and everything below it.
+// The first segment holds what lies above the units (the root's files, the
+// directories the cut went through, their files); each later one whole
+// units, in path order, more of them each time (the first transfer starts
+// early, the later ones are large enough to keep the ring busy).  Every
+// directory of a later segment is complete within it; those of the first
+// are complete only at the end (their units come later), so the first
+// segment's directories get their modes and times last.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include "config/config.hpp"
+#include "dataset/entry_list.hpp"
+
+namespace dlstage::stager {
+
+// Directories the cut looks for at one level before it stops going down.
+constexpr std::size_t kMinUnits = 16;
+// A later segment closes at this many entries or bytes, whichever first.
+struct SegmentLimits {
+    std::size_t entries = 131072;
+    std::uint64_t bytes = 1ull << 30;
+};
+
+class SegmentedWalk {
+public:
+    // Starts walking dataset.source (a directory) as the calling user.
+    SegmentedWalk(const Dataset& dataset, unsigned walk_threads, SegmentLimits limits = {});
+    ~SegmentedWalk();  // stops the walk after the units it is walking
+    SegmentedWalk(const SegmentedWalk&) = delete;
+    SegmentedWalk& operator=(const SegmentedWalk&) = delete;
+
+    // The next segment, sorted by path, waiting for the walk; false at the
+    // end.  Rethrows what the walk threw (Error naming the entry).
+    bool next(EntryList& segment);
+
+private:
+    void run();
+    void walk();
+    void push(EntryList&& segment);
+
+    const Dataset dataset_;
+    const unsigned threads_;
+    const SegmentLimits limits_;
+    std::mutex mutex_;
+    std::condition_variable ready_;
+    std::deque<EntryList> segments_;
+    bool done_ = false;
+    bool stop_ = false;
+    std::exception_ptr error_;
+    std::thread thread_;  // last: started once the rest is in place
+};
+
+}  // namespace dlstage::stager

@@ -1,0 +1,139 @@
+#include "stager/segment_transfer.hpp"
+
+#include <cerrno>
+#include <chrono>
+#include <memory>
+#include <sys/stat.h>
+
+#include "lib/contract.hpp"
+#include "lib/log.hpp"
+#include "lib/size.hpp"
+#include "lib/sys/sys_error.hpp"
+#include "policies/admission.hpp"
+#include "stager/chunks.hpp"
+#include "stager/collectives.hpp"
+#include "stager/phase_times.hpp"
+#include "stager/plan_segments.hpp"
+#include "stager/stage_steps.hpp"
+#include "stager/tree_writer.hpp"
+#include "tier/tier_measure.hpp"
+
+namespace dlstage::stager {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+// The tier's space as it was before this staging wrote into it, against
+// everything walked so far: the same rule (policy::admit) as a plan
+// checked whole, one segment later each time.
+void check_space_so_far(const StageItem& item, const Fd& job_dir, const std::string& shown,
+                        const WalkedTransfer& before, const Plan& segment)
+{
+    TierSpace space = measure_tier_space(job_dir.get(), shown);
+    if (space.free_bytes)
+        *space.free_bytes += before.bytes;
+    if (space.free_inodes)
+        *space.free_inodes += before.entries;
+    SourceFacts facts;
+    facts.bytes = before.bytes + segment.total_bytes();
+    facts.files = before.entries + segment.entry_count();
+    policy::require(policy::admit(item.dataset, item.tier, facts, space));
+}
+
+// Rank 0, now and then: a line and the progress record, with the totals
+// walked so far (the whole is known only at the end).
+class WalkProgress {
+public:
+    WalkProgress(const StageItem& item, const NodeContext& ctx) : item_(item), ctx_(ctx), start_(Clock::now()) {}
+
+    void segment_done(const WalkedTransfer& so_far)
+    {
+        const auto now = Clock::now();
+        if (ctx_.rank != 0 || std::chrono::duration<double>(now - last_).count() < ctx_.progress_interval)
+            return;
+        last_ = now;
+        const double elapsed = std::chrono::duration<double>(now - start_).count();
+        sayf("%s: %s in %llu files staged, %s; still walking the source", item_.dataset.name.c_str(),
+             format_size(so_far.bytes).c_str(), static_cast<unsigned long long>(so_far.files),
+             format_rate(so_far.bytes, elapsed).c_str());
+        record(kStagingState, so_far, elapsed);
+    }
+
+    void done(const WalkedTransfer& all) const
+    {
+        if (ctx_.rank == 0)
+            record(kReadyState, all, std::chrono::duration<double>(Clock::now() - start_).count());
+    }
+
+private:
+    void record(const char* state, const WalkedTransfer& figures, double elapsed) const
+    {
+        std::string problem;
+        write_progress(item_, ctx_, {state, figures.bytes, figures.bytes, figures.files, elapsed, 0, {}}, problem);
+    }
+
+    const StageItem& item_;
+    const NodeContext& ctx_;
+    Clock::time_point start_, last_ = start_;
+};
+
+void add_totals(WalkedTransfer& totals, const Plan& segment)
+{
+    totals.bytes += segment.total_bytes();
+    totals.files += segment.file_count();
+    totals.entries += segment.entry_count();
+}
+}  // namespace
+
+WalkedTransfer transfer_while_walking(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options,
+                                      const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir)
+{
+    std::unique_ptr<SegmentedWalk> walk;
+    if (ctx.rank == 0)
+        walk = std::make_unique<SegmentedWalk>(item.dataset, 16);
+    if (mkdir(here.partial_dir.c_str(), 0700) != 0)
+        throw_cannot("create", layout.partial_dir, errno);
+    WriterOptions writer_options = writer_options_for(item);
+    writer_options.dest_exists = true;
+    const auto progress = std::make_shared<WalkProgress>(item, ctx);
+    stage_phases().lap(Phase::Prepare);
+
+    // The first segment's directories hold later segments' units: its
+    // writer gives them their modes and times last.
+    Plan top;
+    std::unique_ptr<TreeWriter> top_writer;
+    WalkedTransfer totals;
+    for (bool first = true;; first = false) {
+        Plan segment;
+        if (!broadcast_segment(item, ctx, walk.get(), segment))
+            break;
+        stage_phases().lap(Phase::Plan);
+        check_space_so_far(item, job_dir, layout.tier_dir, totals, segment);
+        if (first)
+            top = std::move(segment);
+        Plan& plan = first ? top : segment;
+        auto writer = std::make_unique<TreeWriter>(plan, here.partial_dir, writer_options);
+        writer->create_skeleton();
+        stage_phases().lap(Phase::Skeleton);
+        const auto chunks = layout_chunks(plan, options.chunk_size);
+        if (!chunks.empty())
+            totals.bytes_read += exchange_chunks(
+                                     plan, chunks, *writer, options, [](std::size_t, std::uint64_t) {}, ctx.comm)
+                                     .bytes_read;
+        stage_phases().lap(Phase::Transfer);
+        if (first)
+            top_writer = std::move(writer);
+        else
+            writer->finish();
+        add_totals(totals, plan);
+        stage_phases().lap(Phase::Finish);
+        progress->segment_done(totals);
+    }
+    if (top_writer)
+        top_writer->finish();
+    stage_phases().lap(Phase::Finish);
+    totals.done = [progress, totals] { progress->done(totals); };
+    return totals;
+}
+
+}  // namespace dlstage::stager

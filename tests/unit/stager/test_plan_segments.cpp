@@ -1,0 +1,227 @@
+#include <boost/test/unit_test.hpp>
+
+#include <set>
+#include <string>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
+
+#include "lib/error.hpp"
+#include "stager/chunks.hpp"
+#include "stager/plan.hpp"
+#include "stager/plan_segments.hpp"
+#include "stager/source_reader.hpp"
+#include "stager/tree_writer.hpp"
+#include "tests/unit/support/dataset_at.hpp"
+#include "tests/unit/support/error_of.hpp"
+#include "tests/unit/support/files.hpp"
+#include "tests/unit/support/tmpdir.hpp"
+
+using namespace dlstage;
+using namespace dlstage::stager;
+
+namespace {
+using test::content_of;
+using test::dataset_at;
+
+std::string top_of(std::string_view path)
+{
+    return std::string(path.substr(0, path.find('/')));
+}
+
+// Every segment the walk hands out, in order.
+std::vector<EntryList> all_segments(const std::string& source, SegmentLimits limits = {})
+{
+    SegmentedWalk walk(dataset_at(source), 4, limits);
+    std::vector<EntryList> segments;
+    for (EntryList segment; walk.next(segment);)
+        segments.push_back(std::move(segment));
+    return segments;
+}
+
+std::multiset<std::string> paths_of(const std::vector<EntryList>& segments)
+{
+    std::multiset<std::string> paths;
+    for (const EntryList& segment : segments)
+        for (std::size_t i = 0; i < segment.size(); ++i)
+            paths.emplace(segment.path(i));
+    return paths;
+}
+
+std::multiset<std::string> paths_of(const Plan& plan)
+{
+    std::multiset<std::string> paths;
+    for (std::size_t i = 0; i < plan.entries.size(); ++i)
+        paths.emplace(plan.entries.path(i));
+    return paths;
+}
+
+// ImageNet's shape, small: `classes` directories of `files` files under
+// src/PREFIX, with a file and a symlink at the top.
+void make_classes(const test::TempDir& dir, const std::string& prefix, int classes, int files)
+{
+    for (int c = 0; c < classes; ++c) {
+        const std::string cls = prefix + "n" + std::to_string(1000 + c);
+        mkdir((dir / ("src/" + cls)).c_str(), 0755);
+        for (int f = 0; f < files; ++f)
+            dir.write("src/" + cls + "/img" + std::to_string(f) + ".JPEG", std::string(100 + f, 'x'));
+    }
+}
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(plan_segments)
+
+BOOST_AUTO_TEST_CASE(segments_hold_the_walks_entries_each_unit_whole_and_more_units_each_time)
+{
+    test::TempDir dir;
+    mkdir((dir / "src").c_str(), 0755);
+    make_classes(dir, "", 40, 30);
+    dir.write("src/LABELS.txt", "labels");
+    BOOST_REQUIRE(symlink("LABELS.txt", (dir / "src/labels").c_str()) == 0);
+
+    const std::vector<EntryList> segments = all_segments(dir / "src");
+    BOOST_TEST(paths_of(segments) == paths_of(build_plan(dataset_at(dir / "src"))));
+    // The first: what lies above the units (here the root's file and symlink).
+    BOOST_REQUIRE(segments.size() >= 3u);
+    BOOST_TEST(segments[0].size() == 2u);
+    // Each later one: whole units, sorted, each unit in one segment only.
+    std::set<std::string> seen;
+    std::size_t last_units = 0;
+    for (std::size_t s = 1; s < segments.size(); ++s) {
+        std::set<std::string> units;
+        for (std::size_t i = 0; i < segments[s].size(); ++i) {
+            units.insert(top_of(segments[s].path(i)));
+            if (i > 0)
+                BOOST_TEST((segments[s].path(i - 1) < segments[s].path(i)));
+        }
+        for (const std::string& unit : units)
+            BOOST_TEST(seen.insert(unit).second);
+        if (s + 1 < segments.size())
+            BOOST_TEST(units.size() >= last_units);  // more each time, but for the rest at the end
+        last_units = units.size();
+    }
+    BOOST_TEST(seen.size() == 40u);
+}
+
+BOOST_AUTO_TEST_CASE(a_segment_closes_at_its_limit_of_entries)
+{
+    test::TempDir dir;
+    mkdir((dir / "src").c_str(), 0755);
+    make_classes(dir, "", 20, 10);  // 11 entries a unit
+    SegmentLimits limits;
+    limits.entries = 25;
+    const std::vector<EntryList> segments = all_segments(dir / "src", limits);
+    for (std::size_t s = 1; s < segments.size(); ++s)
+        BOOST_TEST(segments[s].size() <= 25u);
+    BOOST_TEST(paths_of(segments).size() == 220u);
+}
+
+BOOST_AUTO_TEST_CASE(a_top_with_few_directories_is_cut_below_them)
+{
+    test::TempDir dir;
+    mkdir((dir / "src").c_str(), 0755);
+    mkdir((dir / "src/train").c_str(), 0755);
+    mkdir((dir / "src/val").c_str(), 0750);
+    make_classes(dir, "train/", 20, 3);
+    make_classes(dir, "val/", 5, 3);
+    dir.write("src/val/README", "r");
+
+    const std::vector<EntryList> segments = all_segments(dir / "src");
+    BOOST_TEST(paths_of(segments) == paths_of(build_plan(dataset_at(dir / "src"))));
+    std::set<std::string> first;
+    for (std::size_t i = 0; i < segments.at(0).size(); ++i)
+        first.emplace(segments[0].path(i));
+    BOOST_TEST((first == std::set<std::string>{"train", "val", "val/README"}));
+    BOOST_TEST(segments.size() > 2u);
+}
+
+BOOST_AUTO_TEST_CASE(a_few_directories_of_files_only_are_the_units_themselves)
+{
+    test::TempDir dir;
+    mkdir((dir / "src").c_str(), 0755);
+    make_classes(dir, "", 6, 20);
+    const std::vector<EntryList> segments = all_segments(dir / "src");
+    BOOST_TEST(segments.at(0).size() == 0u);  // nothing above them
+    BOOST_TEST(segments.size() == 4u);        // 1, 2, then the 3 left
+    BOOST_TEST(paths_of(segments).size() == 126u);
+}
+
+BOOST_AUTO_TEST_CASE(written_segment_by_segment_the_tree_is_its_source)
+{
+    test::TempDir dir;
+    mkdir((dir / "src").c_str(), 0755);
+    mkdir((dir / "src/train").c_str(), 0755);
+    make_classes(dir, "train/", 17, 4);
+    chmod((dir / "src/train/n1003").c_str(), 0555);  // read-only: filled all the same
+    chmod((dir / "src/train").c_str(), 0555);        // its units come after it
+    dir.write("src/top.txt", "top");
+
+    mkdir((dir / "dst").c_str(), 0700);
+    WriterOptions options;
+    options.dest_exists = true;
+    std::vector<std::unique_ptr<Plan>> plans;
+    std::unique_ptr<TreeWriter> top_writer;
+    SegmentedWalk walk(dataset_at(dir / "src"), 2);
+    for (EntryList entries; walk.next(entries);) {
+        plans.push_back(std::make_unique<Plan>());
+        Plan& plan = *plans.back();
+        plan.source_root = dir / "src";
+        plan.entries = std::move(entries);
+        auto writer = std::make_unique<TreeWriter>(plan, dir / "dst", options);
+        writer->create_skeleton();
+        SourceReader reader(plan);
+        std::vector<char> buffer(1024);
+        for (const Chunk& chunk : layout_chunks(plan, 1024)) {
+            reader.read(chunk, buffer.data());
+            writer->write(chunk, buffer.data());
+        }
+        if (!top_writer)
+            top_writer = std::move(writer);
+        else
+            writer->finish();
+    }
+    top_writer->finish();
+    BOOST_TEST(content_of(dir / "dst/top.txt") == "top");
+    BOOST_TEST(content_of(dir / "dst/train/n1003/img2.JPEG") == std::string(102, 'x'));
+    struct stat st {};
+    lstat((dir / "dst/train").c_str(), &st);
+    BOOST_TEST((st.st_mode & 07777) == 0555u);
+    lstat((dir / "dst/train/n1003").c_str(), &st);
+    BOOST_TEST((st.st_mode & 07777) == 0555u);
+    struct stat src {};
+    lstat((dir / "src/train").c_str(), &src);
+    lstat((dir / "dst/train").c_str(), &st);
+    BOOST_TEST(st.st_mtim.tv_sec == src.st_mtim.tv_sec);  // set after its units were written
+    BOOST_TEST(st.st_mtim.tv_nsec == src.st_mtim.tv_nsec);
+    for (const char* d : {"src/train/n1003", "src/train", "dst/train/n1003", "dst/train"})
+        chmod((dir / d).c_str(), 0755);  // let TempDir clean up
+}
+
+BOOST_AUTO_TEST_CASE(what_the_walk_refuses_is_thrown_by_next_and_the_segments_before_it_come_first)
+{
+    test::TempDir dir;
+    mkdir((dir / "src").c_str(), 0755);
+    make_classes(dir, "", 20, 2);
+    mkfifo((dir / "src/n1019/pipe").c_str(), 0644);
+    SegmentedWalk walk(dataset_at(dir / "src"), 2);
+    std::size_t got = 0;
+    const std::string error = test::error_of([&] {
+        for (EntryList segment; walk.next(segment);)
+            ++got;
+    });
+    BOOST_TEST(got >= 1u);
+    BOOST_TEST(error.find("n1019/pipe") != std::string::npos);
+    BOOST_TEST(error.find("not a file, directory or symlink") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_walk_given_up_early_stops)
+{
+    test::TempDir dir;
+    mkdir((dir / "src").c_str(), 0755);
+    make_classes(dir, "", 30, 5);
+    SegmentedWalk walk(dataset_at(dir / "src"), 2);
+    EntryList first;
+    BOOST_TEST(walk.next(first));
+}  // the destructor joins the walk's thread
+
+BOOST_AUTO_TEST_SUITE_END()
