@@ -124,6 +124,17 @@ private:
     std::atomic<bool> failed_{false};
 };
 
+// Chunk buffers kept from one exchange to the next (one runs at a time in
+// the stager): a tree staged in segments (stager/segment_transfer) runs an
+// exchange per segment, and a fresh window (64 MiB zeroed, faulted in,
+// then unmapped) cost 0.4 s each time, more than a segment of a hundred
+// small files takes to move.
+std::vector<std::vector<char>>& spare_buffers()
+{
+    static std::vector<std::vector<char>> spare;
+    return spare;
+}
+
 class Ring {
 public:
     Ring(const Plan& plan, const std::vector<Chunk>& chunks, TreeWriter& writer, const ExchangeOptions& options,
@@ -135,10 +146,19 @@ public:
         MPI_Comm_size(comm_, &size_);
         left_ = (rank_ + size_ - 1) % size_;
         right_ = (rank_ + 1) % size_;
-        slots_.resize(std::max(2u, options.window));
+        // No more buffers than chunks, none larger than the largest chunk,
+        // and those of the last exchange first (spare_buffers).
+        std::uint64_t largest = 0;
+        for (const Chunk& chunk : chunks_)
+            largest = std::max(largest, chunk.bytes);
+        slots_.resize(std::max<std::size_t>(2, std::min<std::size_t>(options.window, chunks_.size())));
         for (auto& slot : slots_) {
             slot = std::make_unique<Slot>();
-            slot->data.resize(options.chunk_size + kHashBytes);
+            if (!spare_buffers().empty()) {
+                slot->data = std::move(spare_buffers().back());
+                spare_buffers().pop_back();
+            }
+            slot->data.resize(static_cast<std::size_t>(largest) + kHashBytes);
             free_.push_back(slot.get());
         }
     }
@@ -153,6 +173,8 @@ public:
         }
         stop_workers();
         errors_.rethrow();
+        for (auto& slot : slots_)
+            spare_buffers().push_back(std::move(slot->data));
         return {bytes_read_.load()};
     }
 
