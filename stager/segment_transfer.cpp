@@ -56,20 +56,20 @@ public:
         sayf("%s: %s in %llu files staged, %s; still walking the source", item_.dataset.name.c_str(),
              format_size(so_far.bytes).c_str(), static_cast<unsigned long long>(so_far.files),
              format_rate(so_far.bytes, elapsed).c_str());
-        record(kStagingState, so_far, elapsed);
+        record(kStagingState, 0, so_far, elapsed);  // the total is not known yet: no percentage
     }
 
     void done(const WalkedTransfer& all) const
     {
         if (ctx_.rank == 0)
-            record(kReadyState, all, std::chrono::duration<double>(Clock::now() - start_).count());
+            record(kReadyState, all.bytes, all, std::chrono::duration<double>(Clock::now() - start_).count());
     }
 
 private:
-    void record(const char* state, const WalkedTransfer& figures, double elapsed) const
+    void record(const char* state, std::uint64_t total, const WalkedTransfer& figures, double elapsed) const
     {
         std::string problem;
-        write_progress(item_, ctx_, {state, figures.bytes, figures.bytes, figures.files, elapsed, 0, {}}, problem);
+        write_progress(item_, ctx_, {state, total, figures.bytes, figures.files, elapsed, 0, {}}, problem);
     }
 
     const StageItem& item_;
