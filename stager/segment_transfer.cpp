@@ -9,36 +9,17 @@
 #include "lib/log.hpp"
 #include "lib/size.hpp"
 #include "lib/sys/sys_error.hpp"
-#include "policies/admission.hpp"
 #include "stager/chunks.hpp"
 #include "stager/collectives.hpp"
 #include "stager/phase_times.hpp"
 #include "stager/plan_segments.hpp"
 #include "stager/stage_steps.hpp"
 #include "stager/tree_writer.hpp"
-#include "tier/tier_measure.hpp"
 
 namespace dlstage::stager {
 
 namespace {
 using Clock = std::chrono::steady_clock;
-
-// The tier's space as it was before this staging wrote into it, against
-// everything walked so far: the same rule (policy::admit) as a plan
-// checked whole, one segment later each time.
-void check_space_so_far(const StageItem& item, const Fd& job_dir, const std::string& shown,
-                        const WalkedTransfer& before, const Plan& segment)
-{
-    TierSpace space = measure_tier_space(job_dir.get(), shown);
-    if (space.free_bytes)
-        *space.free_bytes += before.bytes;
-    if (space.free_inodes)
-        *space.free_inodes += before.entries;
-    SourceFacts facts;
-    facts.bytes = before.bytes + segment.total_bytes();
-    facts.files = before.entries + segment.entry_count();
-    policy::require(policy::admit(item.dataset, item.tier, facts, space));
-}
 
 // Rank 0, now and then: a line and the progress record, with the totals
 // walked so far (the whole is known only at the end).
@@ -108,7 +89,7 @@ WalkedTransfer transfer_while_walking(const StageItem& item, const NodeContext& 
         if (!broadcast_segment(item, ctx, walk.get(), segment))
             break;
         stage_phases().lap(Phase::Plan);
-        check_space_so_far(item, job_dir, layout.tier_dir, totals, segment);
+        check_space(item, job_dir, layout.tier_dir, segment, {totals.bytes, totals.entries});
         if (first)
             top = std::move(segment);
         Plan& plan = first ? top : segment;

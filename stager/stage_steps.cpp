@@ -54,12 +54,16 @@ void check_mode_fits_plan(const StageItem& item, const Plan& plan)
 // extracted size of archives is not known before extraction: their own size
 // is the floor, and the budget returned bounds what extraction may write.
 policy::ExtractionBudget check_space(const StageItem& item, const Fd& job_dir, const std::string& shown,
-                                     const Plan& plan)
+                                     const Plan& plan, const WrittenBefore& before)
 {
-    const TierSpace space = measure_tier_space(job_dir.get(), shown);
+    TierSpace space = measure_tier_space(job_dir.get(), shown);
+    if (space.free_bytes)
+        *space.free_bytes += before.bytes;
+    if (space.free_inodes)
+        *space.free_inodes += before.entries;
     SourceFacts facts;
-    facts.bytes = plan.total_bytes();
-    facts.files = plan.entry_count();
+    facts.bytes = before.bytes + plan.total_bytes();
+    facts.files = before.entries + plan.entry_count();
     policy::require(policy::admit(item.dataset, item.tier, facts, space));
     return policy::extraction_budget(item.dataset, item.tier, facts, space);
 }

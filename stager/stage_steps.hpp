@@ -27,9 +27,17 @@
 namespace dlstage::stager {
 
 void check_mode_fits_plan(const StageItem& item, const Plan& plan);
-// The tier's file system against what the plan brings (this rank's node).
+// What this staging has written into the tier before the plan at hand (a
+// tree staged in segments: the segments before it).
+struct WrittenBefore {
+    std::uint64_t bytes = 0;
+    std::uint64_t entries = 0;
+};
+// The tier's file system against what the plan brings (this rank's node),
+// with what was written before it counted as still to come and its space
+// as still free: one rule for a plan checked whole or a segment at a time.
 policy::ExtractionBudget check_space(const StageItem& item, const Fd& job_dir, const std::string& shown,
-                                     const Plan& plan);
+                                     const Plan& plan, const WrittenBefore& before = {});
 // Removes what an earlier attempt left of the dataset in the directory.
 void clear_leftovers(const DatasetLayout& here, const Fd& job_dir, const std::string& shown);
 

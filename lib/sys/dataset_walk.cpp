@@ -297,11 +297,19 @@ unsigned walk_threads_for(bool slow, unsigned most, unsigned cpus)
 // than the fd limit, needs no more descriptors than twice the threads (a
 // directory and the stream listing it; a path below the root is bounded by
 // PATH_MAX: deeper than that, the walk fails with ENAMETOOLONG).
-void walk_tree(int root_fd, const std::string& root, unsigned threads, const EntryVisitor& visit)
+namespace {
+void run_walk(int root_fd, const std::string& root, unsigned threads, const EntryVisitor& visit,
+              std::deque<PendingDir> start)
 {
-    Walk walk(root_fd, root, threads, visit, {PendingDir{}});
+    Walk walk(root_fd, root, threads, visit, std::move(start));
     run_on_threads(threads, [&] { walk.work(); });
     walk.rethrow();
+}
+}  // namespace
+
+void walk_tree(int root_fd, const std::string& root, unsigned threads, const EntryVisitor& visit)
+{
+    run_walk(root_fd, root, threads, visit, {PendingDir{}});
 }
 
 void walk_below(int root_fd, const std::string& root, const std::vector<SubtreeStart>& dirs, unsigned threads,
@@ -310,11 +318,8 @@ void walk_below(int root_fd, const std::string& root, const std::vector<SubtreeS
     std::deque<PendingDir> start;
     for (const SubtreeStart& dir : dirs)
         start.push_back({dir.name, dir.dev, dir.ino});
-    if (start.empty())
-        return;
-    Walk walk(root_fd, root, threads, visit, std::move(start));
-    run_on_threads(threads, [&] { walk.work(); });
-    walk.rethrow();
+    if (!start.empty())
+        run_walk(root_fd, root, threads, visit, std::move(start));
 }
 
 std::uint64_t entries_walked()
