@@ -16,6 +16,7 @@ import time
 
 import soak_setup
 from soak_cluster import processes_of_job
+from soak_jobs import NODE_REBOOTED
 
 
 class Fault:
@@ -140,7 +141,7 @@ class RebootNode(Fault):
     long enough (OFF s, over SlurmdTimeout) for slurmctld to set it down and
     end its jobs, as after a real crash; jobs given the node meanwhile are
     touched too."""
-    kind, phase, wants, tiers = "node rebooted (shm and local emptied)", "running", ("soak-ptree", "imagenet"), (
+    kind, phase, wants, tiers = NODE_REBOOTED, "running", ("soak-ptree", "imagenet"), (
         "cache",)
     exclusive = True
     off = 70

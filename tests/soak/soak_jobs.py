@@ -16,6 +16,8 @@ import threading
 
 from soak_cluster import ENDED
 
+NODE_REBOOTED = "node rebooted (shm and local emptied)"  # soak_faults.RebootNode's kind, judged here too
+
 JOB_SCRIPT = r"""#!/bin/bash
 # A soak job: on every node (NODE_SCRIPT), each staged dataset's digest and owners.
 echo "SOAK-RUN restart=${SLURM_RESTART_COUNT:-0} $(date +%s.%N)"
@@ -217,8 +219,7 @@ def judge(job, datasets_by_name, expected):
     # A node rebooted under a running job empties its tiers while the job may
     # be reading its copy: a job that did not complete may print a digest of
     # what was half gone.  One that completed never may.
-    emptied_under_it = state != "COMPLETED" and any(k == "node rebooted (shm and local emptied)"
-                                                    for k, _ in job.touched)
+    emptied_under_it = state != "COMPLETED" and any(k == NODE_REBOOTED for k, _ in job.touched)
     for parts in digests:
         if len(parts) < 5:
             problems.append(f"a short DIGEST line: {' '.join(parts)}")
@@ -251,7 +252,7 @@ def judge(job, datasets_by_name, expected):
 
 # Faults of Slurm's own daemons and of job control: Slurm's state is the reason.
 SLURM_SIDE_FAULTS = {"requeue while running", "slurmctld restarted while jobs stage", "slurmd restarted mid-staging",
-                     "node rebooted (shm and local emptied)"}
+                     NODE_REBOOTED}
 
 
 def last_run_ended(job, out):
