@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <dirent.h>
 #include <fcntl.h>
 #include <string>
@@ -134,17 +135,27 @@ std::vector<Listed> cut(int root_fd, const std::string& root, const Caller& read
     }
 }
 
+// What the units walked so far held and took, in all.
+struct Walked {
+    std::size_t units = 0;
+    std::size_t entries = 0;
+    std::uint64_t bytes = 0;
+    double seconds = 0;
+};
+
 // Units in the next segment: twice the last, as many as the limits allow
-// by what the units walked so far held on average, one at least.
-std::size_t units_next(std::size_t last, std::size_t walked_units, std::size_t walked_entries,
-                       std::uint64_t walked_bytes, const SegmentLimits& limits)
+// by what the units walked so far held and took on average, one at least.
+std::size_t units_next(std::size_t last, const Walked& walked, const SegmentLimits& limits)
 {
     std::size_t want = last == 0 ? 1 : 2 * last;
-    if (walked_units > 0) {
-        const std::size_t per_unit_entries = std::max<std::size_t>(1, walked_entries / walked_units);
-        const std::uint64_t per_unit_bytes = std::max<std::uint64_t>(1, walked_bytes / walked_units);
+    if (walked.units > 0) {
+        const std::size_t per_unit_entries = std::max<std::size_t>(1, walked.entries / walked.units);
+        const std::uint64_t per_unit_bytes = std::max<std::uint64_t>(1, walked.bytes / walked.units);
+        const double per_unit_seconds = walked.seconds / static_cast<double>(walked.units);
         want = std::min(want, limits.entries / per_unit_entries);
         want = std::min<std::size_t>(want, static_cast<std::size_t>(limits.bytes / per_unit_bytes));
+        if (per_unit_seconds > 0)
+            want = std::min(want, static_cast<std::size_t>(std::min(limits.seconds / per_unit_seconds, 1e9)));
     }
     return std::max<std::size_t>(1, want);
 }
@@ -161,6 +172,7 @@ SegmentedWalk::~SegmentedWalk()
         const std::lock_guard<std::mutex> lock(mutex_);
         stop_ = true;
     }
+    room_.notify_one();
     thread_.join();
 }
 
@@ -171,6 +183,7 @@ bool SegmentedWalk::next(EntryList& segment)
     if (!segments_.empty()) {
         segment = std::move(segments_.front());
         segments_.pop_front();
+        room_.notify_one();
         return true;
     }
     if (error_)
@@ -184,6 +197,15 @@ void SegmentedWalk::push(EntryList&& segment)
     const std::lock_guard<std::mutex> lock(mutex_);
     segments_.push_back(std::move(segment));
     ready_.notify_one();
+}
+
+// The walk waits while a segment it walked is not taken yet: it stays one
+// segment ahead of the transfer, not the whole tree.
+bool SegmentedWalk::wait_for_room()
+{
+    std::unique_lock<std::mutex> lock(mutex_);
+    room_.wait(lock, [&] { return segments_.empty() || stop_; });
+    return !stop_;
 }
 
 void SegmentedWalk::run()
@@ -210,16 +232,13 @@ void SegmentedWalk::walk()
     const std::vector<Listed> units = cut(root_fd.get(), root, reader, above);
     push(std::move(above));
 
-    std::size_t last = 0, walked_units = 0, walked_entries = 0;
-    std::uint64_t walked_bytes = 0;
+    std::size_t last = 0;
+    Walked walked;
     for (std::size_t first = 0; first < units.size();) {
-        {
-            const std::lock_guard<std::mutex> lock(mutex_);
-            if (stop_)
-                return;
-        }
-        const std::size_t count =
-            std::min(units.size() - first, units_next(last, walked_units, walked_entries, walked_bytes, limits_));
+        if (!wait_for_room())
+            return;
+        const auto start = std::chrono::steady_clock::now();
+        const std::size_t count = std::min(units.size() - first, units_next(last, walked, limits_));
         EntryList segment;
         std::vector<SubtreeStart> starts;
         for (std::size_t u = first; u < first + count; ++u) {
@@ -232,9 +251,10 @@ void SegmentedWalk::walk()
             const std::lock_guard<std::mutex> lock(add);
             add_walked(segment, found.path, found.st, target);
         });
-        walked_units += count;
-        walked_entries += segment.size();
-        walked_bytes += segment.total_file_bytes();
+        walked.units += count;
+        walked.entries += segment.size();
+        walked.bytes += segment.total_file_bytes();
+        walked.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         last = count;
         first += count;
         push(std::move(segment));

@@ -11,7 +11,13 @@
 // The first segment holds what lies above the units (the root's files, the
 // directories the cut went through, their files); each later one whole
 // units, in path order, more of them each time (the first transfer starts
-// early, the later ones are large enough to keep the ring busy).  Every
+// early, the later ones are large enough to keep the ring busy), but no
+// more than the walk gets through in half a second, and the walk stays at
+// most one segment ahead of the transfer: each file is opened soon after
+// its stat, while the file system still caches what the stat looked up
+// (through pfssim, whose caches last a second, a walk far ahead made each
+// open look the file up again: three metadata calls per file, not two).
+// Every
 // directory of a later segment is complete within it; those of the first
 // are complete only at the end (their units come later), so the first
 // segment's directories get their modes and times last.
@@ -31,10 +37,12 @@ namespace dlstage::stager {
 
 // Directories the cut looks for at one level before it stops going down.
 constexpr std::size_t kMinUnits = 16;
-// A later segment closes at this many entries or bytes, whichever first.
+// A later segment closes at this many entries or bytes, whichever first;
+// it holds no more units than the walk went through in `seconds` so far.
 struct SegmentLimits {
     std::size_t entries = 131072;
     std::uint64_t bytes = 1ull << 30;
+    double seconds = 0.5;
 };
 
 class SegmentedWalk {
@@ -53,12 +61,14 @@ private:
     void run();
     void walk();
     void push(EntryList&& segment);
+    bool wait_for_room();  // false when stopped
 
     const Dataset dataset_;
     const unsigned threads_;
     const SegmentLimits limits_;
     std::mutex mutex_;
     std::condition_variable ready_;
+    std::condition_variable room_;  // a segment was taken
     std::deque<EntryList> segments_;
     bool done_ = false;
     bool stop_ = false;

@@ -116,6 +116,45 @@ BOOST_AUTO_TEST_CASE(a_segment_closes_at_its_limit_of_entries)
     BOOST_TEST(paths_of(segments).size() == 220u);
 }
 
+BOOST_AUTO_TEST_CASE(a_segment_holds_no_more_units_than_the_walk_gets_through_in_its_time)
+{
+    test::TempDir dir;
+    mkdir((dir / "src").c_str(), 0755);
+    make_classes(dir, "", 20, 3);
+    SegmentLimits limits;
+    limits.seconds = 1e-12;  // every unit takes longer: one unit a segment
+    const std::vector<EntryList> segments = all_segments(dir / "src", limits);
+    BOOST_TEST(segments.size() == 21u);
+    for (std::size_t s = 1; s < segments.size(); ++s)
+        BOOST_TEST(segments[s].size() == 4u);
+}
+
+BOOST_AUTO_TEST_CASE(the_walk_stays_one_segment_ahead_of_what_was_taken)
+{
+    test::TempDir dir;
+    mkdir((dir / "src").c_str(), 0755);
+    mkdir((dir / "gone").c_str(), 0755);
+    make_classes(dir, "", 10, 2);
+    SegmentLimits limits;
+    limits.seconds = 1e-12;
+    SegmentedWalk walk(dataset_at(dir / "src"), 2, limits);
+    EntryList segment;
+    BOOST_REQUIRE(walk.next(segment));  // above the units: nothing
+    BOOST_REQUIRE(walk.next(segment));  // n1000
+    usleep(200000);                     // a walk running ahead would be through all ten by now
+    for (int c = 1005; c < 1010; ++c) {
+        const std::string name = "n" + std::to_string(c);
+        BOOST_REQUIRE(rename((dir / ("src/" + name)).c_str(), (dir / ("gone/" + name)).c_str()) == 0);
+    }
+    std::vector<std::string> walked;
+    const std::string error = test::error_of([&] {
+        while (walk.next(segment))
+            walked.push_back(top_of(segment.path(0)));
+    });
+    BOOST_TEST((walked == std::vector<std::string>{"n1001", "n1002", "n1003", "n1004"}));
+    BOOST_TEST(error.find("n1005") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(a_top_with_few_directories_is_cut_below_them)
 {
     test::TempDir dir;
