@@ -17,10 +17,9 @@
 // its stat, while the file system still caches what the stat looked up
 // (through pfssim, whose caches last a second, a walk far ahead made each
 // open look the file up again: three metadata calls per file, not two).
-// Every
-// directory of a later segment is complete within it; those of the first
-// are complete only at the end (their units come later), so the first
-// segment's directories get their modes and times last.
+// Every directory of a later segment is complete within it; those of the
+// first are complete only at the end (their units come later), so the
+// first segment's directories get their modes and times last.
 #pragma once
 
 #include <condition_variable>
