@@ -1,6 +1,7 @@
 // Reading back values a program wrote as they lay in memory (the stager's
-// plan on the wire): both ends are the same binary.  Running past the end
-// throws Error "malformed WHAT (truncated)".
+// plan on the wire, the directory times ranks send rank 0): both ends are
+// the same binary.  Running past the end throws Error "malformed WHAT
+// (truncated)".
 #pragma once
 
 #include <cstdint>

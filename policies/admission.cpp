@@ -187,4 +187,16 @@ ExtractionBudget extraction_budget(const Dataset& dataset, const Tier& tier, con
     return budget;
 }
 
+ExtractionBudget extraction_share(const ExtractionBudget& whole, std::uint64_t part, std::uint64_t total)
+{
+    const auto share = [&](ExtractionLimit limit) {
+        if (limit.most && total > 0 && part < total) {
+            const unsigned __int128 scaled = static_cast<unsigned __int128>(*limit.most) * part;
+            limit.most = static_cast<std::uint64_t>((scaled + total - 1) / total);
+        }
+        return limit;
+    };
+    return {share(whole.bytes), share(whole.entries)};
+}
+
 }  // namespace dlstage::policy

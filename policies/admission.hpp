@@ -56,6 +56,14 @@ struct ExtractionBudget {
 ExtractionBudget extraction_budget(const Dataset& dataset, const Tier& tier, const SourceFacts& archives,
                                    const TierSpace& space);
 
+// The part of a budget one of several unpackers may write when each unpacks
+// some of the archives into one shared copy: each limit in proportion to
+// the bytes of its archives (part of total), rounded up.  An unpacker that
+// needs more than its part does not fail: the archives are unpacked again
+// by one, with the whole budget, so no limit is ever passed in all and no
+// dataset that fits is refused.
+ExtractionBudget extraction_share(const ExtractionBudget& whole, std::uint64_t part, std::uint64_t total);
+
 // The job's memory on each node, when known where the question is asked
 // (job/job_identity gathers it), and how the job asked for it, for the
 // message ("--mem=64G per node").

@@ -19,8 +19,10 @@ void ExtractBudget::add(std::atomic<std::uint64_t>& used, std::uint64_t n, const
     // cannot wrap around.
     std::uint64_t now = used.load();
     do {
-        if (passes(now, n, limit))
+        if (passes(now, n, limit)) {
+            spent_ = true;
             throw Error(limit.reason(archive));
+        }
     } while (!used.compare_exchange_weak(now, now + n));
 }
 
@@ -36,6 +38,7 @@ void ExtractBudget::restart()
 {
     bytes_ = 0;
     entries_ = 0;
+    spent_ = false;
 }
 
 }  // namespace dlstage::stager

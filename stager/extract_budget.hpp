@@ -34,14 +34,17 @@ public:
 
     std::uint64_t bytes() const { return bytes_; }
     std::uint64_t entries() const { return entries_; }
+    // An add_* was refused: the error thrown was a limit's, not the archive's.
+    bool spent() const { return spent_; }
 
 private:
-    static void add(std::atomic<std::uint64_t>& used, std::uint64_t n, const policy::ExtractionLimit& limit,
-                    const std::string& archive);
+    void add(std::atomic<std::uint64_t>& used, std::uint64_t n, const policy::ExtractionLimit& limit,
+             const std::string& archive);
 
     policy::ExtractionBudget limits_;
     std::atomic<std::uint64_t> bytes_{0};
     std::atomic<std::uint64_t> entries_{0};
+    std::atomic<bool> spent_{false};
 };
 
 }  // namespace dlstage::stager

@@ -212,9 +212,10 @@ void stage_copy(const StageItem& item, const NodeContext& ctx, const ExchangeOpt
     if (ctx.rank == 0)
         say_staging(item, ctx, plan);
     const TransferResult moved = transfer(item, ctx, options, layout, here, job_dir, plan, budget);
-    // Every rank's share is written, and rank 0 unpacked the archives: the
-    // others wait without spinning (at N = 4 on 2 cores, three ranks spinning
-    // in MPI_Barrier made rank 0's extraction of the shards 3x slower).
+    // Every rank's share is written and unpacked; where rank 0 unpacks alone
+    // (overlapping shards, a squashfs image) the others wait without spinning
+    // (at N = 4 on 2 cores, three ranks spinning in MPI_Barrier made rank 0's
+    // extraction of the shards 3x slower).
     quiet_barrier(ctx.comm);
     if (ctx.rank == 0) {
         publish_copy(item, layout, here, job_dir, ctx);

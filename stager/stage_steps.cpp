@@ -24,8 +24,8 @@
 #include "stager/extract.hpp"
 #include "stager/extract_budget.hpp"
 #include "stager/own_chunks.hpp"
-#include "stager/parallel_extract.hpp"
 #include "stager/phase_times.hpp"
+#include "stager/unpack_step.hpp"
 #include "tier/tier_measure.hpp"
 
 namespace dlstage::stager {
@@ -68,69 +68,6 @@ policy::ExtractionBudget check_space(const StageItem& item, const Fd& job_dir, c
     return policy::extraction_budget(item.dataset, item.tier, facts, space);
 }
 
-namespace {
-void make_fresh_dir(const std::string& path)
-{
-    if (mkdir(path.c_str(), 0755) != 0)
-        throw_cannot("create", path, errno);
-}
-
-// Names the archive as the user knows it, not its node-local copy.
-Error named_for_user(const Error& e, const DatasetLayout& layout, const Plan& plan)
-{
-    std::string message = e.what();
-    const std::string local = layout.incoming_dir + "/";
-    if (const std::size_t at = message.find(local); at != std::string::npos)
-        message.replace(at, local.size(), plan.source_root + "/");
-    return Error(message);
-}
-
-// Unpacks the archives that arrived into partial_dir; returns how many
-// entries lost setuid/setgid/sticky bits on the way.  layout: relative to
-// the job directory (the working directory).
-std::uint64_t extract_into(const DatasetLayout& layout, const Fd& job_dir, const std::string& shown, const Plan& plan,
-                           unsigned threads, const policy::ExtractionBudget& limits)
-{
-    const auto remove = [&](const std::string& name) { return remove_tree_at(job_dir.get(), name, shown); };
-    std::uint64_t stripped = 0;
-    ExtractBudget budget(limits);
-    if (plan.format == Format::Squashfs) {
-        try {
-            stripped +=
-                extract_squashfs(layout.incoming_dir + "/" + plan.entries.front().path, layout.partial_dir, &budget)
-                    .stripped;
-        } catch (const Error& e) {
-            throw named_for_user(e, layout, plan);
-        }
-    } else {
-        make_fresh_dir(layout.partial_dir);
-        std::vector<std::string> shards;
-        for (const Entry& shard : plan.entries)
-            shards.push_back(layout.incoming_dir + "/" + shard.path);
-        try {
-            stripped += extract_shards(
-                            shards, layout.partial_dir, threads,
-                            [&] {
-                                const RemoveResult removed = remove(layout.partial_dir);
-                                if (!removed.ok())
-                                    throw Error("cannot clear " + shown + "/" + layout.partial_dir + ": " +
-                                                removed.problems.front());
-                                make_fresh_dir(layout.partial_dir);
-                            },
-                            budget)
-                            .stats.stripped;
-        } catch (const Error& e) {
-            remove(layout.partial_dir);  // at once: it may be as large as the tier allows
-            throw named_for_user(e, layout, plan);
-        }
-    }
-    const RemoveResult removed = remove(layout.incoming_dir);
-    if (!removed.ok())
-        throw Error("cannot remove " + shown + "/" + layout.incoming_dir + ": " + removed.problems.front());
-    return stripped;
-}
-
-}  // namespace
 
 bool write_progress(const StageItem& item, const NodeContext& ctx, const ProgressFigures& figures, std::string& problem)
 {
@@ -274,20 +211,24 @@ TransferResult transfer(const StageItem& item, const NodeContext& ctx, const Exc
         writer.finish();
     }
     stage_phases().lap(Phase::Finish);
-    if (extract && (!shared || ctx.rank == 0)) {
-        // A shared tier's archives are unpacked once, by rank 0: two ranks
-        // unpacking into one tree could not tell whose later entry wins.
+    if (extract) {
+        // To a shared tier every rank unpacks its own shards into the one
+        // copy (stager/unpack_step); on a node tier each its own copy.
         const auto extract_start = Clock::now();
-        const std::uint64_t stripped = extract_into(here, job_dir, layout.tier_dir, plan, options.writers, budget);
+        const Unpacked unpacked =
+            shared ? unpack_over_ranks(here, job_dir, layout.tier_dir, plan, options.writers, budget, ctx)
+                   : unpack_here(here, job_dir, layout.tier_dir, plan, options.writers, budget);
         const double seconds = std::chrono::duration<double>(Clock::now() - extract_start).count();
         if (ctx.rank == 0) {
-            if (stripped > 0)
+            if (unpacked.stripped > 0)
                 sayf("%s: removed setuid/setgid/sticky bits from %llu entries", item.dataset.name.c_str(),
-                     static_cast<unsigned long long>(stripped));
+                     static_cast<unsigned long long>(unpacked.stripped));
+            const std::string where = !shared               ? std::string("each node")
+                                      : unpacked.ranks == 1 ? std::string("one node")
+                                                            : std::to_string(unpacked.ranks) + " nodes";
             sayf("%s: extracted %llu %s in %.2f s on %s (%u threads)", item.dataset.name.c_str(),
                  static_cast<unsigned long long>(plan.entries.size()),
-                 plan.entries.size() == 1 ? "archive" : "archives", seconds, shared ? "one node" : "each node",
-                 options.writers);
+                 plan.entries.size() == 1 ? "archive" : "archives", seconds, where.c_str(), options.writers);
         }
     }
     stage_phases().lap(Phase::Extract);

@@ -190,11 +190,51 @@ copy_value() { record_value "$(mine)/.ready-$1.toml" "$2"; }
 }
 
 @test "extracted tar shards in a shared tier: one unpacked copy, reused" {
+    forget shards-x
     on_all SHARDS_X shards-x:scratch
     [ "$status" -eq 0 ]
     each_node_says "$output" "$(mine)/shards-x $("$DIGEST" "$DATA/tree")"
-    grep -Eq "extracted [0-9]+ archives in [0-9.]+ s on one node" <<<"$output"
+    # Three shards on three nodes: each node unpacked one.
+    grep -Eq "extracted 3 archives in [0-9.]+ s on 3 nodes" <<<"$output"
+    doc_says "$USER_GUIDE" 'imagenet: extracted 64 archives' imagenet=shards-x <<<"$output"
     on_all SHARDS_X shards-x:scratch
     [ "$status" -eq 0 ]
     grep -q "shards-x: reused the copy" <<<"$output"
+}
+
+@test "shards that overlap, unpacked by every node: unpacked again in order, the later shard wins" {
+    run as_user srun -N3 --stage-data=overlap-x:jobscratch bash -c \
+        'cat "$DLSTAGE_OVERLAP_X/d/a.txt" "$DLSTAGE_OVERLAP_X/d/b.txt"; stat -c "mtime %Y" "$DLSTAGE_OVERLAP_X/d/a.txt"'
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(grep -c '^second$' <<<"$output")" -eq 3 ]
+    [ "$(grep -c '^only in 0$' <<<"$output")" -eq 3 ]
+    [ "$(grep -c '^mtime 1600000000$' <<<"$output")" -eq 3 ]
+    ! grep -q '^first$' <<<"$output"
+    grep -Eq "overlap-x: extracted 2 archives in [0-9.]+ s on one node" <<<"$output"
+}
+
+@test "a shard that expands past its node's share of the budget: unpacked by one node with the whole, not refused" {
+    run as_user srun -N2 --stage-data=lopsided-x:tightscratch bash -c \
+        'stat -c "%n %s" "$DLSTAGE_LOPSIDED_X/z/zeros.bin" "$DLSTAGE_LOPSIDED_X/r/random.bin"'
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(grep -c '/z/zeros.bin 3145728$' <<<"$output")" -eq 2 ]
+    [ "$(grep -c '/r/random.bin 262144$' <<<"$output")" -eq 2 ]
+    grep -Eq "lopsided-x: extracted 2 archives in [0-9.]+ s on one node" <<<"$output"
+}
+
+@test "a bad shard another node unpacks: that node names it, nothing is left in the tier, no drain" {
+    forget badshard-x
+    run as_user srun -N3 --stage-data=badshard-x:scratch true
+    echo "$output"
+    [ "$status" -ne 0 ]
+    # Shard i is node i+1's: the second shard, on n2.
+    grep -q "dlstage: staging badshard-x to scratch failed on n2: unsafe entry '../escaped.txt' in $DLSTAGE_TEST_DIR/data/badshard/shard-1.tar: its path leaves the destination" <<<"$output"
+    [ "$(grep -c 'failed on' <<<"$output")" -eq 1 ]
+    [ ! -e "$(mine)/escaped.txt" ]
+    # Neither what the other nodes unpacked, nor the archives, nor a copy
+    # (the lock stays for the next job to judge stale: its holder was stopped).
+    [ -z "$(ls -A "$(mine)" | grep -E 'badshard-x' | grep -v '^\.lock-')" ]
+    assert_healthy
 }

@@ -168,6 +168,28 @@ BOOST_AUTO_TEST_CASE(max_inodes_bounds_entries_and_an_image_may_be_mounted_inste
                "max_inodes; allowed tiers: ssd");
 }
 
+BOOST_AUTO_TEST_CASE(a_share_of_the_budget_is_in_proportion_to_the_archives_bytes)
+{
+    using dlstage::policy::extraction_share;
+    TierSpace node;
+    node.free_inodes = 1000000;
+    const auto whole = extraction_budget(dataset("/p/x-*.tar"), tier("80M", 2000), facts(MiB, 4), node);
+    const auto quarter = extraction_share(whole, 1, 4);
+    BOOST_TEST(*quarter.bytes.most == 20 * MiB);
+    BOOST_TEST(*quarter.entries.most == 500u);
+    BOOST_TEST(quarter.bytes.words == whole.bytes.words);
+    BOOST_TEST(*extraction_share(whole, 1, 3).entries.most == 667u);  // rounded up: the parts cover the whole
+    BOOST_TEST(*extraction_share(whole, 0, 4).bytes.most == 0u);      // no archives: nothing to write
+    BOOST_TEST(*extraction_share(whole, 4, 4).bytes.most == 80 * MiB);
+    // No bytes in all (empty archives): each may have it all, as one would.
+    BOOST_TEST(*extraction_share(whole, 0, 0).entries.most == 2000u);
+    // Large limits do not overflow.
+    auto big = whole;
+    big.bytes.most = UINT64_MAX;
+    BOOST_TEST(*extraction_share(big, UINT64_MAX / 2, UINT64_MAX).bytes.most == UINT64_MAX / 2);
+    BOOST_TEST(!extraction_share(extraction_budget(dataset(), tier(""), facts(MiB, 1), {}), 1, 2).bytes.most);
+}
+
 BOOST_AUTO_TEST_CASE(nothing_known_bounds_nothing)
 {
     const auto budget = extraction_budget(dataset(), tier(""), facts(MiB, 1), {});

@@ -10,4 +10,5 @@
 #include "tests/unit/stager/test_own_chunks.cpp"
 #include "tests/unit/stager/test_parallel_extract.cpp"
 #include "tests/unit/stager/test_phase_times.cpp"
+#include "tests/unit/stager/test_shard_shares.cpp"
 #include "tests/unit/stager/test_squashfs_listing.cpp"
