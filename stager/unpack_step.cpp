@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <exception>
 #include <mpi.h>
 #include <sys/stat.h>
 #include <vector>
@@ -102,7 +101,6 @@ struct MyShards {
     std::vector<ShardOutcome> outcomes;
     std::uint64_t stripped = 0;
     ShardsState state = kUnpacked;
-    std::exception_ptr error;
 };
 
 // This rank's shards into partial_dir, each thread one shard at a time,
@@ -123,9 +121,10 @@ MyShards unpack_mine(const DatasetLayout& layout, const Plan& plan, unsigned thr
             stats[k] =
                 extract_tar(shard_path(layout, plan, mine.indexes[k]), layout.partial_dir, &mine.outcomes[k], &budget);
         });
-    } catch (const Error& e) {
+    } catch (const Error&) {
         mine.state = budget.spent() ? kShareSpent : kFailed;
-        mine.error = std::make_exception_ptr(named_for_user(e, layout, plan));
+    } catch (...) {  // no memory, no thread: rank 0 tries once more alone
+        mine.state = kFailed;
     }
     for (const ExtractStats& s : stats)
         mine.stripped += s.stripped;
@@ -205,33 +204,31 @@ Unpacked unpack_over_ranks(const DatasetLayout& layout, const Fd& job_dir, const
     quiet_barrier(ctx.comm);
     MyShards mine = unpack_mine(layout, plan, threads, limits, ctx);
     const auto worst = static_cast<int>(reduce_over_ranks(ctx.comm, static_cast<std::uint64_t>(mine.state), MPI_MAX));
-    if (worst == kFailed) {
-        // An archive is bad: its rank says which, and the job ends.  Rank 0
-        // clears up before any rank exits: srun stops the others as soon as
-        // the failed one does.
-        if (ctx.rank == 0)
-            remove_after_failure(layout, job_dir, shown);
-        quiet_barrier(ctx.comm);
-        if (mine.state == kFailed)
-            std::rethrow_exception(mine.error);
-        quiet_barrier(ctx.comm);  // not reached by the failed rank: this one is stopped here
-        throw Error("unpacking the archives failed on another node");
-    }
+    // Whatever went wrong in parallel (a rank past its part of the budget,
+    // a bad archive, or an error only the concurrency made: a shard's
+    // read-only directory another shard writes into), and shards that
+    // overlap: rank 0 clears the copy and unpacks every shard again, in
+    // order, with the whole budget.  What fails then fails as `tar -x` of
+    // each shard in turn would, naming the archive, and unpack_here clears up.
     Unpacked done;
-    if (worst == kShareSpent || names_overlap(mine, ctx)) {
+    if (worst != kUnpacked || names_overlap(mine, ctx)) {
         if (ctx.rank == 0) {
             remove_or_throw(job_dir, shown, layout.partial_dir, "clear");
-            // The whole budget; shards known to overlap go in order at once.
-            done = unpack_here(layout, job_dir, shown, plan, worst == kShareSpent ? threads : 1, limits);
+            done = unpack_here(layout, job_dir, shown, plan, 1, limits);
         }
         quiet_barrier(ctx.comm);
         return done;
     }
-    restore_times_in_shard_order(layout, mine, ctx);
+    try {
+        restore_times_in_shard_order(layout, mine, ctx);
+        if (ctx.rank == 0)
+            remove_or_throw(job_dir, shown, layout.incoming_dir, "remove");
+    } catch (const Error&) {
+        remove_after_failure(layout, job_dir, shown);  // rank 0 alone throws here
+        throw;
+    }
     done.stripped = reduce_over_ranks(ctx.comm, mine.stripped, MPI_SUM);
     done.ranks = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(ctx.size), plan.entries.size()));
-    if (ctx.rank == 0)
-        remove_or_throw(job_dir, shown, layout.incoming_dir, "remove");
     quiet_barrier(ctx.comm);
     return done;
 }

@@ -29,9 +29,10 @@ Unpacked unpack_here(const DatasetLayout& layout, const Fd& job_dir, const std::
 
 // Collective over ctx.comm, into a shared tier: rank r unpacks shards r,
 // r+N, ... with a share of the budget (policy::extraction_share).  When
-// shards overlap, or a rank needed more than its share, rank 0 unpacks them
-// all again, in order, with the whole budget: the copy is always what `tar
-// -x` of each shard in turn leaves, and no limit is passed.  A squashfs
+// shards overlap, a rank needed more than its share, or any rank failed,
+// rank 0 unpacks them all again, in order, with the whole budget: the copy
+// is always what `tar -x` of each shard in turn leaves (or fails as it
+// fails, naming the archive), and no limit is passed.  A squashfs
 // image, or a single archive, is unpacked by rank 0 alone.
 Unpacked unpack_over_ranks(const DatasetLayout& layout, const Fd& job_dir, const std::string& shown, const Plan& plan,
                            unsigned threads, const policy::ExtractionBudget& limits, const NodeContext& ctx);
