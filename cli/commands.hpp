@@ -35,6 +35,8 @@ int cmd_gc(const GlobalOptions& options, const std::vector<std::string>& args);
 int cmd_prefetch(const GlobalOptions& options, const std::vector<std::string>& args);
 // Internal: the mount holder on one node, started by stage as a job step.
 int cmd_hold_mounts(const GlobalOptions& options, const std::vector<std::string>& args);
+// Internal: beside a salloc or srun whose job waits for mover jobs.
+int cmd_watch_movers(const GlobalOptions& options, const std::vector<std::string>& args);
 
 // catalog scan / catalog show (args[0]), with the loaded configuration.
 int cmd_catalog_manifest(const Config& config, const std::vector<std::string>& args);

@@ -95,7 +95,8 @@ const std::vector<CommandRow>& commands()
         {"pack", cmd_pack},
         {"prefetch", cmd_prefetch},
         {"gc", cmd_gc},
-        {kHoldMountsCommand, cmd_hold_mounts, true},  // started by stage
+        {kHoldMountsCommand, cmd_hold_mounts, true},    // started by stage
+        {kWatchMoversCommand, cmd_watch_movers, true},  // started by salloc and srun
     };
     return table;
 }

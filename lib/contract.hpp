@@ -45,9 +45,10 @@ inline constexpr const char* kJobEnvPrefix = "SLURM_SPANK_";
 inline constexpr const char* kStageDataOptionVar = "SPANK_OPTION_dlstage_stage_data";
 
 // --- programs, steps, lines --------------------------------------------------
-inline constexpr const char* kStagerProgram = "dlstage-stager";   // in $(pkglibexecdir)
-inline constexpr const char* kStageCommand = "stage";             // `dlstage stage`, run by the plugin too
-inline constexpr const char* kHoldMountsCommand = "hold-mounts";  // `dlstage hold-mounts`, internal
+inline constexpr const char* kStagerProgram = "dlstage-stager";     // in $(pkglibexecdir)
+inline constexpr const char* kStageCommand = "stage";               // `dlstage stage`, run by the plugin too
+inline constexpr const char* kHoldMountsCommand = "hold-mounts";    // `dlstage hold-mounts`, internal
+inline constexpr const char* kWatchMoversCommand = "watch-movers";  // `dlstage watch-movers`, internal
 // Job step names, as sacct shows them.
 inline constexpr const char* kStageStep = "dlstage-stage";
 inline constexpr const char* kMountStep = "dlstage-mount";

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -79,5 +80,25 @@ std::optional<JobNow> job_now(const std::string& job_id);
 
 // Cancels a job (a mover job submitted for a job that was refused after all).
 void cancel_job(const std::string& job_id);
+
+// A mover job submitted for a job Slurm then refused (sbatch's, salloc's
+// or srun's submission failed after the plugin's checks: a partition or
+// dependency Slurm rejects), or given up while it waited: cancelled when
+// it is still queued or running and no job of the caller's waits for it.
+// True when it was cancelled.  Throws Error when squeue does not answer.
+bool cancel_unless_awaited(const std::string& mover_id);
+
+// Slurm's state and reason of each job of `ids` it still knows, from
+// squeue's "%A|%T|%r" lines (a job it has forgotten is missing).
+struct JobState {
+    std::string state;   // PENDING, RUNNING, COMPLETED, CANCELLED, ...
+    std::string reason;  // Priority, JobHeldAdmin, None, ...
+};
+std::map<std::string, JobState> parse_job_states(std::string_view squeue);
+
+// Asks squeue for them; nothing when it did not answer (`problem` says
+// why), every job missing when Slurm knows none of them.
+std::optional<std::map<std::string, JobState>> ask_job_states(const std::vector<std::string>& ids,
+                                                              std::string& problem);
 
 }  // namespace dlstage::mover

@@ -1,5 +1,8 @@
 #include "policies/two_hop.hpp"
 
+#include <utility>
+
+#include "policies/slurm_states.hpp"
 
 namespace dlstage::policy {
 
@@ -65,6 +68,37 @@ Verdict dependency_with_movers(const std::vector<std::string>& movers, const std
                                "join them with ',' instead");
     merged += "," + *theirs;
     return Verdict::allow();
+}
+
+MoverFate mover_fate(std::string_view state, std::string_view reason)
+{
+    MoverFate fate;
+    if (state == "COMPLETED") {
+        fate.kind = MoverFate::Kind::Copied;
+        return fate;
+    }
+    if (!state.empty() && slurm_state_is_live(state)) {
+        // JobHeldUser, JobHeldAdmin; a requeued job Slurm holds.
+        fate.held = (state == "PENDING" && reason.rfind("JobHeld", 0) == 0) || state == "SPECIAL_EXIT" ||
+                    state == "REQUEUE_HOLD";
+        if (fate.held)
+            fate.reason = state == "PENDING" ? std::string(reason) : std::string(state);
+        return fate;
+    }
+    fate.kind = MoverFate::Kind::Ended;
+    static const std::pair<std::string_view, const char*> kWhy[] = {
+        {"CANCELLED", "it was cancelled"},         {"TIMEOUT", "it reached its time limit"},
+        {"NODE_FAIL", "its node failed"},          {"BOOT_FAIL", "its node failed to boot"},
+        {"PREEMPTED", "it was preempted"},         {"DEADLINE", "it reached its deadline"},
+        {"OUT_OF_MEMORY", "it ran out of memory"}, {"FAILED", "it failed"},
+    };
+    for (const auto& [word, why] : kWhy)
+        if (state == word) {
+            fate.reason = why;
+            return fate;
+        }
+    fate.reason = "Slurm no longer knows it";  // ended long ago, or never was
+    return fate;
 }
 
 }  // namespace dlstage::policy

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "facts/config_model.hpp"
@@ -58,5 +59,19 @@ Verdict hop_supported(const Dataset& dataset, const Tier& tier);
 // start before its copy is made.
 Verdict dependency_with_movers(const std::vector<std::string>& movers, const std::optional<std::string>& theirs,
                                std::string& merged);
+
+// What the jobs waiting for a mover job get, from the mover job's state and
+// reason as squeue shows them now (%T, %r; "" for a job Slurm no longer
+// knows).  Copied: afterok lets them start.  Waits: pending, running or
+// requeued; `held` when Slurm holds it (its waiters wait with it, and are
+// told so).  Ended: it ended without a copy (failed, cancelled pending or
+// running, time limit, node failure, ...) and its waiters are ended, with
+// `reason` ("it was cancelled") in their comment.
+struct MoverFate {
+    enum class Kind { Waits, Copied, Ended } kind = Kind::Waits;
+    bool held = false;
+    std::string reason;  // Ended: why there is no copy; held: Slurm's reason
+};
+MoverFate mover_fate(std::string_view state, std::string_view reason);
 
 }  // namespace dlstage::policy

@@ -20,6 +20,7 @@
 #include "spank/slurmstepd.hpp"
 #include "spank/srun.hpp"
 #include "spank/submit.hpp"
+#include "spank/wait_for_mover.hpp"
 
 namespace {
 // Every callback gets the plugstack.conf arguments; parse them there rather
@@ -125,6 +126,19 @@ int slurm_spank_task_init(spank_t sp, int ac, char** av)
     return guarded("task_init", [&] {
         dlstage::spank::SlurmSpankApi api(sp);
         return dlstage::spank::task_init(api, plugin_args(ac, av));
+    });
+}
+
+// The clients' end (sbatch, salloc, srun: Slurm calls it at their exit,
+// after a refused submission too): mover jobs submitted for nothing go.
+int slurm_spank_exit(spank_t sp, int, char**)
+{
+    return guarded("exit", [&] {
+        if (!is_client())
+            return 0;
+        dlstage::spank::SlurmSpankApi api(sp);
+        dlstage::spank::settle_movers(api);
+        return 0;
     });
 }
 

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "lib/error.hpp"
@@ -201,6 +202,19 @@ int SlurmSpankApi::run(const std::vector<std::string>& argv, const std::vector<s
         return shell_exit_code(wait_for(spawn(argv, SpawnIo{}, &env), argv.at(0)));
     } catch (const Error&) {
         return -1;  // it could not be started
+    }
+}
+
+bool SlurmSpankApi::start(const std::vector<std::string>& argv)
+{
+    try {
+        const Fd null_in = open_dev_null(O_RDONLY);
+        SpawnIo io;
+        io.in = null_in.get();
+        spawn(argv, io);
+        return true;
+    } catch (const Error&) {
+        return false;
     }
 }
 

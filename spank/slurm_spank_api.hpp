@@ -40,6 +40,7 @@ public:
     bool set_client_option(const std::string& name, const std::string& value) override;
     bool job_control_setenv(const std::string& name, const std::string& value) override;
     int run(const std::vector<std::string>& argv, const std::vector<std::string>& env) override;
+    bool start(const std::vector<std::string>& argv) override;
     void error(const std::string& message) override;
     void info(const std::string& message) override;
     void print(const std::string& text) override;

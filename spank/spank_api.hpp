@@ -64,6 +64,11 @@ public:
     // if killed, -1 if it could not start.
     virtual int run(const std::vector<std::string>& argv, const std::vector<std::string>& env) = 0;
 
+    // The client only: starts a command beside it, in our environment and
+    // process group (Ctrl-C reaches both), stdin from /dev/null, and does
+    // not wait.  False when it could not be started.
+    virtual bool start(const std::vector<std::string>& argv) = 0;
+
     // Logging; the "dlstage: " prefix is added here.  In the client this
     // is what the user reads; in slurmd it goes to the slurmd log.
     virtual void error(const std::string& message) = 0;

@@ -71,7 +71,7 @@ int validate_submission(SpankApi& api, const PluginArgs& args)
         // Last: nothing is submitted for a job refused above.  An srun
         // inside a job (SLURM_JOB_ID set) starts a step, not a job to wait.
         if (api.context() == Context::Allocator || api.getenv(kJobIdVar).empty())
-            wait_for_movers(api, config, items, user, partition);
+            wait_for_movers(api, config, items, user, partition, args.dlstage_path);
         // For the prolog's space check on each node; and the configuration
         // for `dlstage stage` in the job (SLURM_SPANK_DLSTAGE_CONFIG).
         api.job_control_setenv(kFactsVar, encode_facts(facts));

@@ -17,8 +17,16 @@
 namespace dlstage::spank {
 
 // Throws Error (one line) when the job cannot be made to wait; a mover job
-// submitted for it is then cancelled again.
+// submitted for it is then cancelled again.  salloc and srun (no
+// --kill-on-invalid-dep) start `dlstage_path watch-movers` beside them
+// (mover/mover_watch).
 void wait_for_movers(SpankApi& api, const Config& config, const std::vector<StageItem>& items, const std::string& user,
-                     const std::optional<std::string>& partition);
+                     const std::optional<std::string>& partition, const std::string& dlstage_path);
+
+// At the client's exit (slurm_spank_exit): a mover job it submitted that
+// no job of the user's waits for (Slurm refused the job after the plugin
+// submitted the mover, or the job was given up while it waited) is
+// cancelled, so that no mover job is left queued for nothing.
+void settle_movers(SpankApi& api);
 
 }  // namespace dlstage::spank

@@ -11,7 +11,7 @@ setup() {
 
 @test "the plugin exports exactly the SPANK symbols" {
     exported=$(nm -D --defined-only "$so" | awk '{print $3}' | sort | tr '\n' ' ')
-    expected="plugin_name plugin_type plugin_version slurm_spank_init slurm_spank_init_post_opt slurm_spank_job_epilog slurm_spank_job_prolog slurm_spank_local_user_init slurm_spank_task_init spank_plugin_version "
+    expected="plugin_name plugin_type plugin_version slurm_spank_exit slurm_spank_init slurm_spank_init_post_opt slurm_spank_job_epilog slurm_spank_job_prolog slurm_spank_local_user_init slurm_spank_task_init spank_plugin_version "
     [ "$exported" = "$expected" ] || fail "exports: got '$exported'"
 }
 

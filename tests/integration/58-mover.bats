@@ -25,6 +25,7 @@ teardown_file() {
 
 teardown() {
     scancel -u "$VCLUSTER_USER" 2>/dev/null || true
+    scontrol update partitionname=mover state=up 2>/dev/null || true
 }
 
 mine() { echo "$SCRATCH/$VCLUSTER_USER"; }
@@ -339,4 +340,108 @@ slow_mover() {
     [ "$(squeue -h -t all -j "$job" -o %k)" = "dlstage: waits for mover job $mover (in21k:shm)" ]
     [ "$("$DIGEST" "$(mine)/in21k")" = "$("$DIGEST" "$SRC/in21k")" ]
     assert_healthy
+}
+
+@test "a submission Slurm refuses after the plugin's checks leaves no mover job (sbatch, salloc, srun)" {
+    forget far-file
+    run as_user sbatch -N1 -p nosuchpart --stage-data=far-file:shm --wrap true
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"far-file: there is no complete copy in scratch yet: mover job "* ]]
+    mover=$(mover_in "$output")
+    [[ "$output" == *"far-file: mover job $mover is cancelled: no job waits for it"* ]] || { echo "$output"; false; }
+    doc_says "$USER_GUIDE" 'is cancelled: no job waits for it' in21k=far-file <<<"$(grep 'is cancelled' <<<"$output")"
+    [ -z "$(live_movers_of far-file)" ]
+    # A dependency slurmctld rejects (the plugin merges it with the mover's).
+    run as_user sbatch -N1 --dependency=afterok:abc --stage-data=far-file:shm --wrap true
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"is cancelled: no job waits for it"* ]] || { echo "$output"; false; }
+    [ -z "$(live_movers_of far-file)" ]
+    for client in salloc srun; do
+        run as_user timeout 60 "$client" -N1 -p nosuchpart --stage-data=far-file:shm true
+        [ "$status" -ne 0 ] && [ "$status" -ne 124 ]
+        [[ "$output" == *"is cancelled: no job waits for it"* ]] || { echo "$client: $output"; false; }
+        [ -z "$(live_movers_of far-file)" ]
+    done
+    # An srun given up while it waits (Ctrl-C) leaves none either.
+    scontrol update partitionname=mover state=down
+    as_user srun -N1 --stage-data=far-file:shm true >"$(user_workdir)/given-up.out" 2>&1 &
+    for _ in $(seq 100); do [ -n "$(squeue -h -t pending -u "$VCLUSTER_USER" -n true -o %i)" ] && break; sleep 0.2; done
+    mover=$(live_movers_of far-file)
+    [ -n "$mover" ]
+    pkill -INT -u "$VCLUSTER_USER" -x srun
+    for _ in $(seq 100); do [ -z "$(live_movers_of far-file)" ] && break; sleep 0.2; done
+    [ -z "$(live_movers_of far-file)" ] || { squeue -a; cat "$(user_workdir)/given-up.out"; false; }
+    scontrol update partitionname=mover state=up
+    # An accepted job keeps its mover job.
+    submit -- -N1 --stage-data=far-file:shm --wrap true
+    mover=$(mover_in "$submitted")
+    [[ "$submitted" != *"is cancelled"* ]]
+    wait_job_gone "$job" 60
+    [ "$(job_state "$mover")" = COMPLETED ]
+    [ "$(job_state "$job")" = COMPLETED ]
+}
+
+# waiters_of MOVER: the pending jobs whose dependency names it.
+waiters_of() { squeue -h -t pending -o '%i %E' | awk -v m="afterok:$1" 'index($2, m) == 1 { print $1 }' | sort -n; }
+
+@test "a mover job cancelled while pending ends its sbatch, salloc and srun waiters, and says why" {
+    forget in21k
+    # The mover partition is down: the mover job stays pending.
+    scontrol update partitionname=mover state=down
+    submit -- -N1 --stage-data=in21k:shm --wrap true
+    batch=$job
+    mover=$(mover_in "$submitted")
+    as_user srun -N1 --stage-data=in21k:shm true >"$(user_workdir)/srun.out" 2>&1 &
+    srun_pid=$!
+    as_user salloc -N1 --stage-data=in21k:shm true >"$(user_workdir)/salloc.out" 2>&1 &
+    salloc_pid=$!
+    for _ in $(seq 100); do [ "$(waiters_of "$mover" | wc -l)" -eq 3 ] && break; sleep 0.2; done
+    waiting=$(waiters_of "$mover")
+    [ "$(wc -l <<<"$waiting")" -eq 3 ] || { squeue -a; false; }
+    [ "$(job_state "$mover")" = PENDING ]
+    scancel "$mover"
+    # Each waiter ends within a bound (the watch asks every 5 s; Slurm's
+    # kill-on-invalid-dep ends the batch job).
+    for w in $waiting; do
+        wait_job_gone "$w" 60
+        [ "$(job_state "$w")" = CANCELLED ]
+    done
+    for w in $waiting; do
+        [ "$w" = "$batch" ] && continue
+        [ "$(squeue -h -t all -j "$w" -o %k)" = "dlstage: mover job $mover for in21k failed: it was cancelled" ]
+    done
+    for _ in $(seq 150); do kill -0 "$srun_pid" 2>/dev/null || kill -0 "$salloc_pid" 2>/dev/null || break; sleep 0.2; done
+    # The first watch to see it ends both (the other's client may be gone
+    # before it looks again): its client says why.
+    said=$(cat "$(user_workdir)/srun.out" "$(user_workdir)/salloc.out" | grep 'without a copy' | head -n1)
+    [[ "$said" == *"in21k: mover job $mover ended without a copy (it was cancelled): this job is ended"* ]] ||
+        { cat "$(user_workdir)/srun.out" "$(user_workdir)/salloc.out"; false; }
+    doc_says "$USER_GUIDE" 'ended without a copy' <<<"$said"
+    run dlstage status -j "$batch"
+    [[ "$output" == *"mover job $mover"* ]] || { echo "$output"; false; }
+    # No watch is left behind.
+    [ -z "$(pgrep -u "$VCLUSTER_USER" -f 'watch-movers' || true)" ]
+}
+
+@test "a held mover job holds its waiters, which are told so, and go on once it is released" {
+    forget far-file
+    scontrol update partitionname=mover state=down
+    as_user srun -N1 --stage-data=far-file:shm bash -c 'echo "sum $(cksum <"$DLSTAGE_FAR_FILE")"' \
+        >"$(user_workdir)/srun.out" 2>&1 &
+    srun_pid=$!
+    mover=""
+    for _ in $(seq 100); do mover=$(live_movers_of far-file); [ -n "$mover" ] && break; sleep 0.2; done
+    mover=${mover% }
+    [ -n "$mover" ]
+    scontrol hold "$mover"
+    scontrol update partitionname=mover state=up
+    for _ in $(seq 100); do grep -q "is held" "$(user_workdir)/srun.out" && break; sleep 0.2; done
+    grep -q "far-file: mover job $mover is held (JobHeldAdmin): this job waits until it is released" \
+        "$(user_workdir)/srun.out" || { cat "$(user_workdir)/srun.out"; false; }
+    doc_says "$USER_GUIDE" 'this job waits until it is released' in21k=far-file <<<"$(grep 'is held' "$(user_workdir)/srun.out")"
+    [ -n "$(waiters_of "$mover")" ]
+    scontrol release "$mover"
+    for _ in $(seq 600); do kill -0 "$srun_pid" 2>/dev/null || break; sleep 0.2; done
+    grep -qx "sum $(cksum <"$SRC/one.bin")" "$(user_workdir)/srun.out" || { cat "$(user_workdir)/srun.out"; false; }
+    [ "$(job_state "$mover")" = COMPLETED ]
 }

@@ -122,3 +122,31 @@ BOOST_AUTO_TEST_CASE(no_node_cache_for_a_far_dataset_yet)
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_CASE(a_mover_that_ends_without_a_copy_ends_its_waiters_a_held_one_holds_them)
+{
+    BOOST_TEST((mover_fate("COMPLETED", "None").kind == MoverFate::Kind::Copied));
+    for (const char* live : {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "REQUEUED", "SUSPENDED"}) {
+        const MoverFate fate = mover_fate(live, "Priority");
+        BOOST_TEST((fate.kind == MoverFate::Kind::Waits));
+        BOOST_TEST(!fate.held);
+    }
+    const MoverFate held = mover_fate("PENDING", "JobHeldAdmin");
+    BOOST_TEST((held.kind == MoverFate::Kind::Waits));
+    BOOST_TEST(held.held);
+    BOOST_TEST(held.reason == "JobHeldAdmin");
+    BOOST_TEST(mover_fate("PENDING", "JobHeldUser").held);
+    BOOST_TEST(!mover_fate("RUNNING", "JobHeldUser").held);
+    const auto ended = [](const char* state) {
+        const MoverFate fate = mover_fate(state, "None");
+        BOOST_TEST((fate.kind == MoverFate::Kind::Ended));
+        return fate.reason;
+    };
+    BOOST_TEST(ended("CANCELLED") == "it was cancelled");
+    BOOST_TEST(ended("TIMEOUT") == "it reached its time limit");
+    BOOST_TEST(ended("NODE_FAIL") == "its node failed");
+    BOOST_TEST(ended("FAILED") == "it failed");
+    BOOST_TEST(ended("PREEMPTED") == "it was preempted");
+    BOOST_TEST(mover_fate("SPECIAL_EXIT", "None").held);
+    BOOST_TEST(ended("") == "Slurm no longer knows it");
+}

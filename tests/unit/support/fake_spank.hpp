@@ -30,6 +30,7 @@ public:
     };
     std::vector<Run> runs;
     int run_status = 0;
+    std::vector<std::vector<std::string>> started;  // start(): commands started beside the client
 
     spank::Context context() const override { return ctx; }
     std::optional<std::string> stage_data_option() override { return stage_data; }
@@ -64,6 +65,11 @@ public:
     {
         runs.push_back({argv, run_env});
         return run_status;
+    }
+    bool start(const std::vector<std::string>& argv) override
+    {
+        started.push_back(argv);
+        return true;
     }
     std::string getenv(const std::string& name) override
     {

@@ -16,3 +16,4 @@
 #include "tests/unit/job/test_slurm_jobs.cpp"
 #include "tests/unit/job/test_state_record.cpp"
 #include "tests/unit/mover/test_mover_job.cpp"
+#include "tests/unit/mover/test_mover_watch.cpp"
