@@ -15,6 +15,7 @@ ViaCopy look_at_via_copy(const Config& config, const Dataset& dataset, const std
     ViaCopy copy;
     copy.facts.now = now;
     copy.facts.manifest_scanned = manifest_scanned;
+    copy.facts.immutable = dataset.immutable;
     const Tier* via = config.find_tier(dataset.via);
     if (!via)
         return copy;

@@ -43,6 +43,8 @@ Verdict via_copy_usable(const ViaCopyFacts& facts, const std::string& tier)
         return Verdict::refuse("the source was scanned again since the copy in " + tier + " was checked");
     if (facts.purge_date && *facts.purge_date <= facts.now)
         return Verdict::refuse("the site's purge may have taken files of the copy in " + tier);
+    if (!facts.immutable)
+        return Verdict::refuse("the source may have changed since the copy in " + tier + " was made");
     return Verdict::allow();
 }
 

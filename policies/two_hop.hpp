@@ -42,11 +42,17 @@ struct ViaCopyFacts {
     std::int64_t checked_scan = 0;
     std::optional<std::int64_t> purge_date;  // when the site's purge may start taking files
     std::int64_t now = 0;
+    // The site vouches that the source never changes (immutable = true).
+    // Otherwise nothing at submit can prove it unchanged since the copy
+    // (the submit host cannot see it): a mover job compares it, file by
+    // file, and fetches what changed.
+    bool immutable = false;
 };
 
 // Allowed: the copy serves the job, no mover job (nothing reads the
-// source).  Refused: why a mover job copies (or checks and repairs) it
-// first, e.g. "there is no copy in scratch yet".
+// source): only a whole, unpurged copy of an immutable source.  Refused:
+// why a mover job copies (or checks and repairs) it first, e.g. "there is
+// no copy in scratch yet", "the source may have changed since ...".
 Verdict via_copy_usable(const ViaCopyFacts& facts, const std::string& tier);
 
 // Whether hop 2 can go to `tier`: not to a node cache (the prolog looks at

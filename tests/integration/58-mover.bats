@@ -101,7 +101,7 @@ slow_mover() {
     mover=$(mover_in "$submitted")
     [ -n "$mover" ]
     grep -q "in21k: there is no complete copy in scratch yet: mover job $mover copies it there; this job waits for it" <<<"$submitted"
-    doc_says "$USER_GUIDE" 'mover job [0-9]+ copies it there' <<<"$submitted"
+    doc_says "$USER_GUIDE" 'no complete copy in scratch yet: mover job [0-9]+ copies it there' <<<"$submitted"
     # Slurm's own dependency: the job holds no nodes while it waits.
     [[ "$(squeue -h -j "$job" -o '%T %E')" == "PENDING afterok:$mover"* ]]
     [ "$(squeue -h -j "$mover" -o '%P %j')" = "mover dlstage-mover-in21k" ]
@@ -127,17 +127,17 @@ slow_mover() {
     [ -z "$(on_node "$MOVER_NODE" find /dev/shm/dlstage /local/dlstage -mindepth 1 -maxdepth 2 2>/dev/null)" ]
 }
 
-@test "a later job uses the copy: no mover job, nothing read from LARGEDATA" {
-    movers=$(movers_of in21k)
+@test "a later job's mover job checks the copy against the source, reading no bytes; an immutable one needs none" {
     before=$(pfs_bytes_read)
     script=$(digest_job IN21K)
     submit -- -N3 --stage-data=in21k:ssd -o "$(user_workdir)/w-%j.out" "$script"
-    grep -q "in21k: its copy in scratch is current: no mover job needed" <<<"$submitted"
-    doc_says "$USER_GUIDE" 'no mover job needed' <<<"$submitted"
+    grep -q "in21k: the source may have changed since the copy in scratch was made: mover job [0-9]* copies it there" <<<"$submitted"
+    doc_says "$USER_GUIDE" 'the source may have changed since' <<<"$submitted"
+    mover=$(mover_in "$submitted")
     wait_job_gone "$job" 60
     [ "$(job_state "$job")" = COMPLETED ]
     each_node_says "$(cat "$(user_workdir)/w-$job.out")" "$("$DIGEST" "$SRC/in21k")"
-    [ "$(movers_of in21k)" = "$movers" ]
+    grep -q "in21k: reused the copy in $(mine)/in21k" "$(mine)/.mover-in21k.out"
     [ "$(pfs_bytes_read)" -eq "$before" ]
     # The via tier itself: the job uses the mover's copy, stages nothing.
     run as_user srun -N1 --stage-data=in21k:scratch bash -c 'echo "path $DLSTAGE_IN21K"'
@@ -147,7 +147,18 @@ slow_mover() {
     srun_job=$(squeue -h -t all -u "$VCLUSTER_USER" -n bash -o %i | sort -n | tail -n1)
     run dlstage status -j "$srun_job" -h -o '%T %f'
     [[ "$output" == "cleaned 301" || "$output" == "reused 301" ]] || { echo "status: $output"; false; }
-    [ "$(movers_of in21k)" = "$movers" ]
+    [ "$(pfs_bytes_read)" -eq "$before" ]
+    # immutable = true: the site vouches for the source; its copy serves as it is.
+    run dlstage prefetch far-file
+    id=$(grep -E '^[0-9]+$' <<<"$output" || true)
+    [ -z "$id" ] || wait_job_gone "$id" 60
+    movers=$(movers_of far-file)
+    submit -- -N1 --stage-data=far-file:shm --wrap 'test -s "$DLSTAGE_FAR_FILE"'
+    grep -q "far-file: its copy in scratch is current: no mover job needed" <<<"$submitted"
+    doc_says "$USER_GUIDE" 'no mover job needed' in21k=far-file <<<"$submitted"
+    wait_job_gone "$job" 60
+    [ "$(job_state "$job")" = COMPLETED ]
+    [ "$(movers_of far-file)" = "$movers" ]
 }
 
 @test "a copy the purge may have reached is checked and repaired by a mover job, never read as complete" {
@@ -173,31 +184,34 @@ slow_mover() {
 }
 
 @test "a copy its user changed is never staged: the job stops, saying so; the next one's mover job repairs it" {
-    run dlstage prefetch in21k
+    # far-file is immutable: no mover job looks at its copy before a job.
+    run dlstage prefetch far-file
     [ "$status" -eq 0 ]
     id=$(grep -E '^[0-9]+$' <<<"$output" || true)
     [ -z "$id" ] || wait_job_gone "$id" 60
     # The user writes into the copy: same size, new bytes (submit's look at
     # the record cannot tell; the job's nodes check the copy itself).
-    victim=$(find "$(mine)/in21k" -type f -size +1k | sort | head -n1)
+    victim="$(mine)/far-file/one.bin"
     as_user bash -c 'chmod u+w "$1" && printf XXXX | dd of="$1" conv=notrunc status=none' - "$victim"
-    script=$(digest_job IN21K)
+    want="sum $(cksum <"$SRC/one.bin")"
     for tier in shm scratch; do
-        submit -- -N3 --stage-data=in21k:$tier -o "$(user_workdir)/c-%j.out" "$script"
-        grep -q "in21k: its copy in scratch is current: no mover job needed" <<<"$submitted"
+        submit -- -N3 --stage-data=far-file:$tier -o "$(user_workdir)/c-%j.out" \
+            --wrap 'srun -N3 bash -c "echo sum \$(cksum <\$DLSTAGE_FAR_FILE)"'
+        grep -q "far-file: its copy in scratch is current: no mover job needed" <<<"$submitted"
         wait_job_gone "$job" 60
         [ "$(job_state "$job")" = FAILED ]
         out=$(cat "$(user_workdir)/c-$job.out")
-        grep -q "in21k: the copy in scratch its mover job made has changed since (1 entry written to): it is not used; submit the job again, and a mover job copies in21k again from its source" <<<"$out" || { echo "$out"; false; }
-        doc_says "$USER_GUIDE" 'has changed since' shm="$tier" <<<"$out"
-        ! grep -qE '^n[0-9] ' <<<"$out" || false  # the script never ran
-        [ ! -e "$(mine)/.ready-in21k.toml" ]  # the next submission finds no copy
+        grep -q "far-file: the copy in scratch its mover job made has changed since (1 entry written to): it is not used; submit the job again, and a mover job copies far-file again from its source" <<<"$out" || { echo "$out"; false; }
+        doc_says "$USER_GUIDE" 'has changed since' shm="$tier" in21k=far-file <<<"$out"
+        ! grep -q '^sum ' <<<"$out" || false  # the script never ran
+        [ ! -e "$(mine)/.ready-far-file.toml" ]  # the next submission finds no copy
         # Submitted again: a mover job repairs the copy, and the job gets the source's bytes.
-        submit -- -N3 --stage-data=in21k:$tier -o "$(user_workdir)/c-%j.out" "$script"
-        grep -q "in21k: there is no complete copy in scratch yet: mover job [0-9]* copies it there" <<<"$submitted"
+        submit -- -N3 --stage-data=far-file:$tier -o "$(user_workdir)/c-%j.out" \
+            --wrap 'srun -N3 bash -c "echo sum \$(cksum <\$DLSTAGE_FAR_FILE)"'
+        grep -q "far-file: there is no complete copy in scratch yet: mover job [0-9]* copies it there" <<<"$submitted"
         wait_job_gone "$job" 90
         [ "$(job_state "$job")" = COMPLETED ]
-        each_node_says "$(cat "$(user_workdir)/c-$job.out")" "$("$DIGEST" "$SRC/in21k")"
+        [ "$(grep -c "^$want\$" "$(user_workdir)/c-$job.out")" -eq 3 ] || { cat "$(user_workdir)/c-$job.out"; false; }
         # ... and the user changes it once more, for the next tier
         as_user bash -c 'chmod u+w "$1" && printf YYYY | dd of="$1" conv=notrunc status=none' - "$victim"
     done
@@ -444,4 +458,31 @@ waiters_of() { squeue -h -t pending -o '%i %E' | awk -v m="afterok:$1" 'index($2
     for _ in $(seq 600); do kill -0 "$srun_pid" 2>/dev/null || break; sleep 0.2; done
     grep -qx "sum $(cksum <"$SRC/one.bin")" "$(user_workdir)/srun.out" || { cat "$(user_workdir)/srun.out"; false; }
     [ "$(job_state "$mover")" = COMPLETED ]
+}
+
+@test "never stale: a source changed since the copy (appended, rewritten, a file added, one removed) reaches every node" {
+    run dlstage prefetch in21k
+    id=$(grep -E '^[0-9]+$' <<<"$output" || true)
+    [ -z "$id" ] || wait_job_gone "$id" 60
+    script=$(digest_job IN21K)
+    files=($(find "$SRC/in21k" -type f -size +1k | sort | head -n3))
+    changes=(
+        "appended:printf more >>${files[0]}"
+        "rewritten:printf ZZZZ | dd of=${files[1]} conv=notrunc status=none"
+        "added:head -c 5000 /dev/urandom >$SRC/in21k/class0/new-file.bin"
+        "removed:rm ${files[2]}"
+    )
+    for change in "${changes[@]}"; do
+        bash -c "${change#*:}"
+        submit -- -N3 --stage-data=in21k:shm -o "$(user_workdir)/s-%j.out" "$script"
+        grep -q "in21k: the source may have changed since the copy in scratch was made: mover job [0-9]* copies it there" <<<"$submitted"
+        wait_job_gone "$job" 90
+        [ "$(job_state "$job")" = COMPLETED ] || { echo "${change%%:*}"; cat "$(user_workdir)/s-$job.out"; false; }
+        each_node_says "$(cat "$(user_workdir)/s-$job.out")" "$("$DIGEST" "$SRC/in21k")" || { echo "${change%%:*}"; false; }
+        # dlstage prefetch tells the same: a mover job checks it first.
+        run dlstage prefetch in21k
+        [[ "$output" == *"the source may have changed since the copy in scratch was made: mover job "* ]]
+        id=$(grep -E '^[0-9]+$' <<<"$output")
+        wait_job_gone "$id" 60
+    done
 }

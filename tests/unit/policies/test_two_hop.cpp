@@ -28,7 +28,7 @@ MoverSettings mover_on(const std::string& partition)
 ViaCopyFacts good_copy()
 {
     ViaCopyFacts f;
-    f.has_record = f.same_mode = f.in_place = true;
+    f.has_record = f.same_mode = f.in_place = f.immutable = true;
     f.now = 1000;
     f.purge_date = 5000;
     return f;
@@ -96,6 +96,13 @@ BOOST_AUTO_TEST_CASE(a_copy_serves_without_a_mover_only_when_whole_current_and_u
     purged.purge_date = 1000;
     BOOST_TEST(via_copy_usable(purged, "scratch").reason ==
                "the site's purge may have taken files of the copy in scratch");
+
+    // Never stale: a source the site does not vouch for is checked by a
+    // mover job, whatever the copy looks like.
+    ViaCopyFacts mutable_source = good_copy();
+    mutable_source.immutable = false;
+    BOOST_TEST(via_copy_usable(mutable_source, "scratch").reason ==
+               "the source may have changed since the copy in scratch was made");
 }
 
 BOOST_AUTO_TEST_CASE(the_job_waits_for_every_mover_and_what_the_user_asked)
