@@ -6,7 +6,7 @@ CopyDecision decide_copy(const CopyFacts& facts)
 {
     if (!facts.has_record)
         return {CopyAction::Stage, "no complete copy yet"};
-    if (!facts.same_source)
+    if (!facts.same_source && !facts.refreshable)
         return {CopyAction::Stage, "the source changed since the copy was made: staging it again"};
     if (!facts.has_listing)
         return {CopyAction::Stage, "the list of what the copy holds is gone: staging it again"};
@@ -16,8 +16,10 @@ CopyDecision decide_copy(const CopyFacts& facts)
                                        "others?): staging it again"};
     const std::uint64_t bad = facts.missing + facts.wrong_size;
     if (bad == 0 && facts.added == 0)
-        return {CopyAction::Reuse, "the copy is complete and the source unchanged"};
-    const std::string count = std::to_string(facts.missing) + " missing, " + std::to_string(facts.wrong_size) +
+        return {CopyAction::Reuse, facts.same_source ? "the copy is complete and the source unchanged"
+                                                     : "the copy holds every file of the source as it is now"};
+    const std::string count = (facts.same_source ? "" : "the source changed since the copy was made: ") +
+                              std::to_string(facts.missing) + " missing, " + std::to_string(facts.wrong_size) +
                               " truncated or changed and " + std::to_string(facts.added) + " added of " +
                               std::to_string(facts.entries) + " entries";
     // What a job added goes, in any mode.  A purge takes files one by one;

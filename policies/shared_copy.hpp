@@ -14,8 +14,13 @@ namespace dlstage::policy {
 
 // What the stager found about a copy.
 struct CopyFacts {
-    bool has_record = false;       // .ready-NAME.toml readable and whole
-    bool same_source = false;      // its source identity equals the source's now
+    bool has_record = false;   // .ready-NAME.toml readable and whole
+    bool same_source = false;  // its source identity equals the source's now
+    // Not the same source, but a copy (mode = "copy", of this mode) that
+    // keeps its source's mtimes: checked against the source as it is now,
+    // each changed, new or removed file shows (another size or mtime,
+    // missing, added), so only those are fetched or removed.
+    bool refreshable = false;
     bool has_listing = false;      // the list of what the copy holds
     bool repairable = false;       // mode = "copy": each missing file can be fetched alone
     std::uint64_t entries = 0;     // entries the copy must hold

@@ -45,6 +45,7 @@ struct Found {
     std::string identity;              // rank 0 only
     bool has_record = false;           // every rank: there is a readable record
     bool same_source = false;          // every rank: ... of a copy of the source as it is now
+    bool refreshable = false;          // every rank: ... or of an earlier state, checked against this one
     bool usable = false;               // every rank: ... and its contents file is whole
     std::optional<Plan> listed;        // the contents file as read (extract mode)
 
@@ -55,7 +56,9 @@ struct Found {
 Found look_for_copy(const StageItem& item, const DatasetLayout& here, const Plan& plan, const NodeContext& ctx)
 {
     Found found;
-    int seen = 0;  // 1: a record, 2: of this source, 3: ... and a contents file as long as the plan's
+    // 1: a record, 2: of this source, 3: ... and a contents file as long as
+    // the plan's; 4: of an earlier state of the source, refreshable.
+    int seen = 0;
     // In copy mode the contents file is the plan the copy was made from:
     // the same identity means the same bytes, so every rank has it already
     // (reading and parsing 1.28 M entries again cost seconds and a second
@@ -69,9 +72,14 @@ Found look_for_copy(const StageItem& item, const DatasetLayout& here, const Plan
         } catch (const Error& e) {
             say(item.dataset.name + ": the copy's record is unreadable (" + e.what() + "): staging it again");
         }
-        if (found.record)
-            seen = found.record->identity == found.identity && found.record->mode == to_string(item.dataset.mode) ? 2
-                                                                                                                  : 1;
+        if (found.record) {
+            const bool same_mode = found.record->mode == to_string(item.dataset.mode);
+            seen = found.record->identity == found.identity && same_mode ? 2 : 1;
+            // A copy keeps its source's mtimes: comparing it with the source
+            // now tells every file changed since, whatever the copy was of.
+            if (seen == 1 && same_mode && copy_mode && policy::keeps_source_mtimes(item.tier))
+                seen = 4;
+        }
         if (seen == 2 && copy_mode) {
             struct stat st {};
             if (::lstat(here.contents_file.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() &&
@@ -81,11 +89,12 @@ Found look_for_copy(const StageItem& item, const DatasetLayout& here, const Plan
     }
     seen = broadcast_int(ctx.comm, seen);
     found.has_record = seen >= 1;
-    found.same_source = seen >= 2;
-    if (!found.same_source)
+    found.same_source = seen == 2 || seen == 3;
+    found.refreshable = seen == 4;
+    if (!found.same_source && !found.refreshable)
         return found;
     if (copy_mode) {
-        found.usable = seen == 3;
+        found.usable = seen >= 3;  // a refresh is checked against the plan, not the old list
         return found;
     }
     found.listed = read_contents_once(here.contents_file, ctx);
@@ -104,6 +113,7 @@ Checked check_share(const StageItem& item, const DatasetLayout& here, const Foun
     Checked checked;
     checked.facts.has_record = found.has_record;
     checked.facts.same_source = found.same_source;
+    checked.facts.refreshable = found.refreshable;
     checked.facts.has_listing = found.usable;
     checked.facts.repairable = item.dataset.mode == Mode::Copy;
     if (!found.usable)
@@ -191,6 +201,18 @@ std::string repair_note(const policy::CopyFacts& facts)
            std::to_string(facts.added) + " removed";
 }
 
+// A copy brought up to the source's present state: its list and record
+// now describe that state (the next job finds the same source).
+void refresh_record(CopyRecord& record, const Fd& job_dir, const DatasetLayout& layout, const DatasetLayout& here,
+                    const Plan& plan, const std::string& identity)
+{
+    write_contents(job_dir.get(), layout.tier_dir, here.contents_file, plan);
+    record.identity = identity;
+    record.ready.bytes = plan.total_bytes();
+    record.ready.files = plan.file_count();
+    record.entries = plan.entries.size();
+}
+
 std::string purge_note(const Tier& tier, std::int64_t oldest)
 {
     const auto date = policy::purge_date(tier.purge, oldest);
@@ -258,6 +280,10 @@ void use_or_stage(const StageItem& item, const NodeContext& ctx, const ExchangeO
             repair(item, layout, here, found.contents(plan), checked, ctx);
         if (ctx.rank == 0) {
             CopyRecord& record = *found.record;
+            if (found.refreshable) {
+                say(item.dataset.name + ": " + decision.reason);
+                refresh_record(record, job_dir, layout, here, plan, found.identity);
+            }
             const std::uint64_t fixed = checked.facts.missing + checked.facts.wrong_size;
             const std::uint64_t found_any = fixed + checked.facts.added;
             record.repaired += fixed;

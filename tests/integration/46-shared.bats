@@ -78,13 +78,15 @@ copy_value() { record_value "$(mine)/.ready-$1.toml" "$2"; }
     each_node_says "$output" "$(mine)/mutable $("$DIGEST" "$MUTABLE")"
 }
 
-@test "a source changed since the copy was made is staged again: never stale data" {
+@test "a source changed since the copy was made: only what changed is fetched again, never stale data" {
     on_all MUTABLE mutable:scratch
     [ "$status" -eq 0 ]
     printf 'more' >> "$MUTABLE/d1/f4.bin"
     on_all MUTABLE mutable:scratch
     [ "$status" -eq 0 ]
-    grep -q "the source changed since the copy was made" <<<"$output"
+    grep -Eq "mutable: the source changed since the copy was made: 0 missing, 1 truncated or changed and 0 added of [0-9]+ entries: fetching them again" <<<"$output" || { echo "$output"; false; }
+    doc_says "$USER_GUIDE" 'the source changed since the copy was made: 0 missing' imagenet=mutable <<<"$output"
+    grep -q "mutable: repaired and reused the copy .*found 0 missing, 1 changed and 0 added entries: 1 fetched again" <<<"$output"
     each_node_says "$output" "$(mine)/mutable $("$DIGEST" "$MUTABLE")"
     ls -a "$(mine)" | { ! grep -q '^\.retired-\|^\.partial-'; }
 }

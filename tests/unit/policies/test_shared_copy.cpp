@@ -36,6 +36,23 @@ BOOST_AUTO_TEST_CASE(no_record_or_a_changed_source_stages_again)
     BOOST_TEST(static_cast<int>(decide_copy(f).action) == static_cast<int>(CopyAction::Stage));
 }
 
+BOOST_AUTO_TEST_CASE(a_copy_that_keeps_its_sources_mtimes_fetches_only_what_the_source_changed)
+{
+    CopyFacts f = complete();
+    f.same_source = false;
+    f.refreshable = true;
+    const CopyDecision unchanged = decide_copy(f);  // e.g. only a directory's time moved
+    BOOST_TEST(static_cast<int>(unchanged.action) == static_cast<int>(CopyAction::Reuse));
+    BOOST_TEST(unchanged.reason == "the copy holds every file of the source as it is now");
+    f.wrong_size = 2;  // appended to, rewritten in place
+    f.missing = 1;     // new at the source
+    f.added = 1;       // removed from the source
+    const CopyDecision changed = decide_copy(f);
+    BOOST_TEST(static_cast<int>(changed.action) == static_cast<int>(CopyAction::Repair));
+    BOOST_TEST(changed.reason == "the source changed since the copy was made: 1 missing, 2 truncated or changed and "
+                                 "1 added of 100 entries: fetching them again");
+}
+
 BOOST_AUTO_TEST_CASE(purged_files_are_repaired_in_copy_mode_and_restaged_when_unpacked)
 {
     CopyFacts f = complete();
