@@ -1,6 +1,13 @@
 #include "policies/shared_copy.hpp"
 
+#include "policies/purge.hpp"
+
 namespace dlstage::policy {
+
+bool copy_refreshable(Mode mode, const Tier& tier)
+{
+    return mode == Mode::Copy && keeps_source_mtimes(tier);
+}
 
 CopyDecision decide_copy(const CopyFacts& facts)
 {
@@ -10,6 +17,10 @@ CopyDecision decide_copy(const CopyFacts& facts)
         return {CopyAction::Stage, "the source changed since the copy was made: staging it again"};
     if (!facts.has_listing)
         return {CopyAction::Stage, "the list of what the copy holds is gone: staging it again"};
+    if (!facts.same_source && facts.kind_changes > 0)
+        return {CopyAction::Stage, "the source changed since the copy was made (" + std::to_string(facts.kind_changes) +
+                                       (facts.kind_changes == 1 ? " entry" : " entries") +
+                                       " of another type or directory mode): staging it again"};
     if (facts.foreign > 0)
         return {CopyAction::Stage, std::to_string(facts.foreign) +
                                        " entries of the copy belong to someone else (was the directory writable to "

@@ -8,9 +8,17 @@
 #include <optional>
 #include <string>
 
+#include "facts/config_model.hpp"
 #include "policies/verdict.hpp"
 
 namespace dlstage::policy {
+
+// Whether a copy of an earlier state of the source can be brought up to
+// the source's present state file by file: a plain copy (mode = "copy",
+// not unpacked) on a tier that keeps its source's mtimes (not purged by
+// mtime), so that the copy's stat, and its list against the plan now,
+// tell every file changed since.
+bool copy_refreshable(Mode mode, const Tier& tier);
 
 // What the stager found about a copy.
 struct CopyFacts {
@@ -21,6 +29,9 @@ struct CopyFacts {
     // each changed, new or removed file shows (another size or mtime,
     // missing, added), so only those are fetched or removed.
     bool refreshable = false;
+    // ... and the entries that changed type (a file now a directory, a
+    // symlink now a file) or a directory's mode: a repair makes neither.
+    std::uint64_t kind_changes = 0;
     bool has_listing = false;      // the list of what the copy holds
     bool repairable = false;       // mode = "copy": each missing file can be fetched alone
     std::uint64_t entries = 0;     // entries the copy must hold

@@ -113,6 +113,8 @@ CopyCheck check_copy(int copy_fd, const Plan& contents, const CheckShare& share)
                     wrong = changed = true;
                 } else if (share.compare_mtime && e.type == EntryType::File && st.st_mtim.tv_sec != e.mtime_sec) {
                     wrong = changed = true;  // written to in place, whatever its size
+                } else if (share.known_changed && (*share.known_changed)[i]) {
+                    wrong = changed = true;  // the source changed it since the copy
                 }
                 if (!missing && !wrong && e.type == EntryType::File && share.refresh_atime)
                     ::utimensat(copy_fd, e.path.c_str(), refresh, AT_SYMLINK_NOFOLLOW);
@@ -252,6 +254,39 @@ void fetch_again(const Plan& plan, std::size_t entry, int copy_fd, const std::st
         throw_cannot("close", dest, err);
     if (::renameat(copy_fd, temporary.c_str(), copy_fd, e.path.c_str()) != 0)
         throw_cannot("rename into place", dest, errno);
+}
+
+PlanChanges changes_between(const Plan& then, const Plan& now)
+{
+    const EntryList& was = then.entries;
+    const EntryList& is = now.entries;
+    std::unordered_map<std::string_view, std::size_t> before;  // views into then's arena
+    before.reserve(was.size());
+    for (std::size_t i = 0; i < was.size(); ++i)
+        before.emplace(was.path(i), i);
+    PlanChanges changes;
+    changes.changed.assign(is.size(), 0);
+    for (std::size_t i = 0; i < is.size(); ++i) {
+        const auto found = before.find(is.path(i));
+        if (found == before.end())
+            continue;  // new: missing from the copy, fetched as such
+        const std::size_t w = found->second;
+        const EntryList::Record& a = was.record(w);
+        const EntryList::Record& b = is.record(i);
+        const EntryType type = is.type(i);
+        if (was.type(w) != type || (type == EntryType::Dir && a.mode != b.mode)) {
+            ++changes.kind_changes;
+            continue;
+        }
+        const bool file_changed = type == EntryType::File && (a.size != b.size || a.mtime_sec != b.mtime_sec ||
+                                                              a.mtime_nsec != b.mtime_nsec || a.mode != b.mode);
+        const bool link_changed = type == EntryType::Symlink && was.target(w) != is.target(i);
+        if (file_changed || link_changed) {
+            changes.changed[i] = 1;
+            ++changes.changed_count;
+        }
+    }
+    return changes;
 }
 
 }  // namespace dlstage::stager

@@ -57,7 +57,24 @@ struct CheckShare {
     // not its entry's (in seconds: some file systems keep no more) was
     // written to in place.
     bool compare_mtime = false;
+    // A copy brought up to a changed source: entries (by index into the
+    // contents checked) that the source changed since the copy was made,
+    // fetched again whatever the copy's stat says (a rewrite within the
+    // same second, a chmod).  Empty: none known.
+    const std::vector<char>* known_changed = nullptr;
 };
+
+// What changed at the source between the plan a copy was made from and
+// the plan now (entries matched by path).  changed: per entry of `now`, a
+// file of another size, mtime (to the nanosecond) or mode, or a symlink of
+// another target; kind_changes: entries whose type differs, or directories
+// whose mode differs (the repair makes neither: the copy is staged again).
+struct PlanChanges {
+    std::vector<char> changed;
+    std::uint64_t changed_count = 0;
+    std::uint64_t kind_changes = 0;
+};
+PlanChanges changes_between(const Plan& then, const Plan& now);
 
 // This share of [0, total): indexes i with i % ranks == rank, handed out in
 // blocks to `threads` threads; fn(from, to, step) once per block, for the

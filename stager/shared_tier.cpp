@@ -48,6 +48,8 @@ struct Found {
     bool refreshable = false;          // every rank: ... or of an earlier state, checked against this one
     bool usable = false;               // every rank: ... and its contents file is whole
     std::optional<Plan> listed;        // the contents file as read (extract mode)
+    std::optional<Plan> before;        // refreshable: the plan the copy was made from (its contents file)
+    PlanChanges changes;               // refreshable: what the source changed since, by the two plans
 
     // Every rank, when usable: what the copy holds (copy mode: the plan).
     const Plan& contents(const Plan& plan) const { return listed ? *listed : plan; }
@@ -75,9 +77,7 @@ Found look_for_copy(const StageItem& item, const DatasetLayout& here, const Plan
         if (found.record) {
             const bool same_mode = found.record->mode == to_string(item.dataset.mode);
             seen = found.record->identity == found.identity && same_mode ? 2 : 1;
-            // A copy keeps its source's mtimes: comparing it with the source
-            // now tells every file changed since, whatever the copy was of.
-            if (seen == 1 && same_mode && copy_mode && policy::keeps_source_mtimes(item.tier))
+            if (seen == 1 && same_mode && policy::copy_refreshable(item.dataset.mode, item.tier))
                 seen = 4;
         }
         if (seen == 2 && copy_mode) {
@@ -93,8 +93,18 @@ Found look_for_copy(const StageItem& item, const DatasetLayout& here, const Plan
     found.refreshable = seen == 4;
     if (!found.same_source && !found.refreshable)
         return found;
+    if (found.refreshable) {
+        // The copy against the plan now (its stat), and the plan it was made
+        // from against the plan now (what its stat cannot tell: a rewrite in
+        // the same second, a chmod, a symlink's new target, a new type).
+        found.before = read_contents_once(here.contents_file, ctx);
+        found.usable = found.before.has_value();
+        if (found.before)
+            found.changes = changes_between(*found.before, plan);
+        return found;
+    }
     if (copy_mode) {
-        found.usable = seen >= 3;  // a refresh is checked against the plan, not the old list
+        found.usable = seen == 3;
         return found;
     }
     found.listed = read_contents_once(here.contents_file, ctx);
@@ -114,6 +124,7 @@ Checked check_share(const StageItem& item, const DatasetLayout& here, const Foun
     checked.facts.has_record = found.has_record;
     checked.facts.same_source = found.same_source;
     checked.facts.refreshable = found.refreshable;
+    checked.facts.kind_changes = found.changes.kind_changes;
     checked.facts.has_listing = found.usable;
     checked.facts.repairable = item.dataset.mode == Mode::Copy;
     if (!found.usable)
@@ -122,6 +133,8 @@ Checked check_share(const StageItem& item, const DatasetLayout& here, const Foun
     share.purge_by = item.tier.purge.by;
     share.refresh_atime = item.tier.purge.refresh_on_use;
     share.compare_mtime = policy::mtimes_tell_writes(item.dataset.mode == Mode::Extract, item.tier);
+    if (found.refreshable)
+        share.known_changed = &found.changes.changed;
     const Plan& contents = found.contents(plan);
     checked.copy = check_kept_copy(here.dataset_dir, contents, share, ctx);
     checked.facts.entries = contents.entries.size();
@@ -202,15 +215,16 @@ std::string repair_note(const policy::CopyFacts& facts)
 }
 
 // A copy brought up to the source's present state: its list and record
-// now describe that state (the next job finds the same source).
-void refresh_record(CopyRecord& record, const Fd& job_dir, const DatasetLayout& layout, const DatasetLayout& here,
-                    const Plan& plan, const std::string& identity)
+// now describe that state (the next job finds the same source), its life
+// so far (made, uses, repairs) kept.
+void refresh_record(CopyRecord& record, const StageItem& item, const Fd& job_dir, const DatasetLayout& layout,
+                    const DatasetLayout& here, const Plan& plan, const std::string& identity, const NodeContext& ctx)
 {
     write_contents(job_dir.get(), layout.tier_dir, here.contents_file, plan);
-    record.identity = identity;
-    record.ready.bytes = plan.total_bytes();
-    record.ready.files = plan.file_count();
-    record.entries = plan.entries.size();
+    const CopyRecord now = new_record(item, layout, plan, plan, identity, ctx);
+    record.ready = now.ready;  // its path too: a single file may have another name now
+    record.identity = now.identity;
+    record.entries = now.entries;
 }
 
 std::string purge_note(const Tier& tier, std::int64_t oldest)
@@ -276,16 +290,22 @@ void use_or_stage(const StageItem& item, const NodeContext& ctx, const ExchangeO
     if (decision.action == policy::CopyAction::Stage) {
         stage_copy(item, ctx, options, layout, here, job_dir, plan, found.identity, decision.reason);
     } else {
+        // A refresh may bring more than the copy holds: the tier's limits
+        // and space as for a staging, what the copy holds counted as free.
+        if (found.refreshable && found.before)
+            check_space(item, job_dir, layout.tier_dir, plan,
+                        WrittenBefore{found.before->total_bytes(), found.before->entries.size()});
         if (decision.action == policy::CopyAction::Repair)
             repair(item, layout, here, found.contents(plan), checked, ctx);
         if (ctx.rank == 0) {
             CopyRecord& record = *found.record;
             if (found.refreshable) {
                 say(item.dataset.name + ": " + decision.reason);
-                refresh_record(record, job_dir, layout, here, plan, found.identity);
+                refresh_record(record, item, job_dir, layout, here, plan, found.identity, ctx);
             }
             const std::uint64_t fixed = checked.facts.missing + checked.facts.wrong_size;
             const std::uint64_t found_any = fixed + checked.facts.added;
+            record.found_changed = 0;  // checked (and repaired) now
             record.repaired += fixed;
             record.checked_scan = plan.manifest_scanned;  // checked against this scan now
             // Files fetched again, or every file when the site refreshes

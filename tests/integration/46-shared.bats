@@ -91,6 +91,40 @@ copy_value() { record_value "$(mine)/.ready-$1.toml" "$2"; }
     ls -a "$(mine)" | { ! grep -q '^\.retired-\|^\.partial-'; }
 }
 
+@test "changes a stat of the copy cannot see (a chmod, a symlink's target, a same-second rewrite) and new types: never stale" {
+    on_all MUTABLE mutable:scratch
+    [ "$status" -eq 0 ]
+    chmod 0444 "$MUTABLE/d2/f1.bin"
+    ln -sfn d1/f6.bin "$MUTABLE/link"
+    # Same size, new bytes, the same mtime second (only its nanoseconds differ).
+    python3 - "$MUTABLE/d2/f3.bin" <<'PY'
+import os, sys
+path = sys.argv[1]
+was = os.stat(path).st_mtime_ns
+with open(path, "r+b") as f:
+    f.write(os.urandom(os.path.getsize(path)))
+second, ns = divmod(was, 10**9)
+os.utime(path, ns=(was, second * 10**9 + (ns + 1) % 10**9))
+PY
+    on_all MUTABLE mutable:scratch
+    [ "$status" -eq 0 ]
+    grep -Eq "mutable: the source changed since the copy was made: 0 missing, 3 truncated or changed and 0 added of [0-9]+ entries" <<<"$output" || { echo "$output"; false; }
+    each_node_says "$output" "$(mine)/mutable $("$DIGEST" "$MUTABLE")"
+    # A file that became a directory: no repair makes that, the copy is made again.
+    rm "$MUTABLE/d2/f5.bin"
+    mkdir "$MUTABLE/d2/f5.bin"
+    echo inside >"$MUTABLE/d2/f5.bin/x"
+    on_all MUTABLE mutable:scratch
+    [ "$status" -eq 0 ]
+    grep -q "mutable: the source changed since the copy was made (1 entry of another type or directory mode): staging it again" <<<"$output" || { echo "$output"; false; }
+    each_node_says "$output" "$(mine)/mutable $("$DIGEST" "$MUTABLE")"
+    # The source as it was, for the tests after this one.
+    rm -r "$MUTABLE/d2/f5.bin"
+    head -c 15000 /dev/urandom >"$MUTABLE/d2/f5.bin"
+    chmod 0644 "$MUTABLE/d2/f1.bin"
+    ln -sfn d1/f2.bin "$MUTABLE/link"
+}
+
 @test "a copy near its purge date: a warning at submit with the date, and the date in status" {
     on_all MUTABLE mutable:scratch
     [ "$status" -eq 0 ]

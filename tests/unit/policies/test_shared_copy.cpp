@@ -51,6 +51,24 @@ BOOST_AUTO_TEST_CASE(a_copy_that_keeps_its_sources_mtimes_fetches_only_what_the_
     BOOST_TEST(static_cast<int>(changed.action) == static_cast<int>(CopyAction::Repair));
     BOOST_TEST(changed.reason == "the source changed since the copy was made: 1 missing, 2 truncated or changed and "
                                  "1 added of 100 entries: fetching them again");
+    f.kind_changes = 1;  // a file became a directory
+    const CopyDecision kind = decide_copy(f);
+    BOOST_TEST(static_cast<int>(kind.action) == static_cast<int>(CopyAction::Stage));
+    BOOST_TEST(
+        kind.reason ==
+        "the source changed since the copy was made (1 entry of another type or directory mode): staging it again");
+}
+
+BOOST_AUTO_TEST_CASE(only_a_plain_copy_that_keeps_its_sources_mtimes_is_refreshed)
+{
+    dlstage::Tier scratch;
+    scratch.scope = dlstage::Scope::Shared;
+    scratch.purge.days = 90;
+    scratch.purge.by = dlstage::PurgeBy::Atime;
+    BOOST_TEST(copy_refreshable(dlstage::Mode::Copy, scratch));
+    BOOST_TEST(!copy_refreshable(dlstage::Mode::Extract, scratch));
+    scratch.purge.by = dlstage::PurgeBy::Mtime;
+    BOOST_TEST(!copy_refreshable(dlstage::Mode::Copy, scratch));
 }
 
 BOOST_AUTO_TEST_CASE(purged_files_are_repaired_in_copy_mode_and_restaged_when_unpacked)
