@@ -214,7 +214,7 @@ int cmd_status(const GlobalOptions& options, const std::vector<std::string>& arg
     std::string unasked;  // no answer: no rows of waiting jobs, as before two-hop staging
     const std::vector<StatusRow> rows =
         find_status_rows(state_dir, o.query, slurm,
-                         slurm.asked ? mover::ask_mover_waits(unasked) : std::vector<mover::MoverWait>{});
+                         slurm.asked ? mover::ask_mover_waits(unasked, slurm) : std::vector<mover::MoverWait>{});
     const std::int64_t now = static_cast<std::int64_t>(std::time(nullptr));
     if (o.query.dataset) {
         const toml::table jobs = status_json(rows, slurm, PACKAGE_VERSION, now);

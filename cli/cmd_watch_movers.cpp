@@ -4,12 +4,14 @@
 // client's terminal.
 #include <csignal>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include "cli/commands.hpp"
 #include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "lib/log.hpp"
 #include "lib/number.hpp"
+#include "lib/sys/process.hpp"
 #include "mover/mover_watch.hpp"
 
 namespace dlstage::cli {
@@ -31,7 +33,13 @@ int cmd_watch_movers(const GlobalOptions&, const std::vector<std::string>& args)
         std::signal(SIGINT, SIG_IGN);
         std::signal(SIGQUIT, SIG_IGN);
         std::signal(SIGHUP, SIG_IGN);
-        mover::watch_movers(movers, client, mover::WatchTiming{}, [](const std::string& line) { say(line); });
+        // Nothing of the client's but the terminal (a pipe or socket it
+        // holds must not stay open for it), and no child of it: it never
+        // waits for us, and we would stay a zombie of a long salloc.
+        close_descriptors(3, ~0U);
+        const Fd client_watch = ::getppid() == client ? watch_process(client) : Fd();
+        continue_detached();
+        mover::watch_movers(movers, client_watch, mover::WatchTiming{}, [](const std::string& line) { say(line); });
         return kExitOk;
     } catch (const Error& e) {
         say(std::string(kWatchMoversCommand) + ": " + e.what());

@@ -51,6 +51,7 @@ toml::table copy_record_table(const CopyRecord& r)
         {"repaired", signed_of(r.repaired)},
         {"sealed_ns", r.sealed_ns},
         {"checked_scan", r.checked_scan},
+        {"found_changed", r.found_changed},
     };
 }
 
@@ -72,6 +73,7 @@ CopyRecord copy_record_of(const toml::table& table, const std::string& name)
     r.repaired = static_cast<std::uint64_t>(integer_field(table, "repaired").value_or(0));
     r.sealed_ns = integer_field(table, "sealed_ns").value_or(0);
     r.checked_scan = integer_field(table, "checked_scan").value_or(0);
+    r.found_changed = integer_field(table, "found_changed").value_or(0);
     return r;
 }
 

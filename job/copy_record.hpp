@@ -42,6 +42,11 @@ struct CopyRecord {
     // (0: from a walk of the source).  Submit compares it with the manifest
     // now, to tell a copy of a source scanned again (policies/two_hop).
     std::int64_t checked_scan = 0;
+    // Two-hop copies: when a job's nodes found the copy changed since its
+    // mover job made or checked it (stager/via_check; 0: not since).  The
+    // next submission then gets a mover job, which repairs the copy and
+    // clears it: the record stays, so that only what changed is fetched.
+    std::int64_t found_changed = 0;
 };
 
 toml::table copy_record_table(const CopyRecord& record);

@@ -18,6 +18,7 @@
 #include "lib/strings.hpp"
 #include "lib/sys/fd.hpp"
 #include "lib/sys/process.hpp"
+#include "policies/two_hop.hpp"
 
 extern char** environ;
 
@@ -50,6 +51,19 @@ std::vector<std::string> live_mover_lines(const std::string& dataset)
     return lines;
 }
 
+// The live mover jobs of the dataset a job may wait for (policy::
+// may_share_mover), as squeue lists them.
+std::vector<std::string> sharable_movers(const Dataset& dataset)
+{
+    std::vector<std::string> ids;
+    for (const std::string& line : live_mover_lines(dataset.name)) {
+        const std::vector<std::string> f = split(line, ' ');
+        if (f.size() >= 2 && is_job_id(f[0]) && policy::may_share_mover(dataset, f[1]))
+            ids.push_back(f[0]);
+    }
+    return ids;
+}
+
 // Does a dependency term ("afterok:5:123(unfulfilled)", "afterok:123_*(failed)")
 // wait for mover_id's success?
 bool waits_on(const std::string& term, const std::string& mover_id)
@@ -60,6 +74,32 @@ bool waits_on(const std::string& term, const std::string& mover_id)
         if (part.substr(0, part.find_first_of("(_+")) == mover_id)
             return true;
     return false;
+}
+
+// The turn below is per host: submits on two login nodes at once can both
+// find no mover job and submit one each.  After submitting, every one of
+// them keeps the oldest (the lowest id) and cancels its own if that is
+// another: each sees its own job in the list, so one always stays.
+MoverJob one_mover_left(const Dataset& dataset, const std::string& mine)
+{
+    std::vector<std::string> live;
+    try {
+        live = sharable_movers(dataset);
+    } catch (const Error&) {
+        return {mine, true};  // not known: two copies at worst, the second reuses the first
+    }
+    live.push_back(mine);  // whatever its state now
+    const auto oldest = std::min_element(live.begin(), live.end(), [](const std::string& a, const std::string& b) {
+        return a.size() != b.size() ? a.size() < b.size() : a < b;
+    });
+    if (oldest == live.end() || *oldest == mine || !is_job_id(*oldest))
+        return {mine, true};
+    try {
+        cancel_job(mine);
+    } catch (const Error&) {
+        return {mine, true};
+    }
+    return {*oldest, false};
 }
 
 // Submits from one host take turns: a lock file of the user's own in
@@ -183,8 +223,8 @@ MoverJob ensure_mover(const Config& config, const Dataset& dataset, const std::s
     if (!via || !config.mover.configured())
         throw Error(quoted(dataset.name) + " has no mover partition or via tier: ask your site admins");
     const SubmitTurn turn;
-    if (const auto live = live_mover_lines(dataset.name); !live.empty())
-        return {parse_job_ids(split(live.front(), ' ').front()).front(), false};
+    if (const auto shared = sharable_movers(dataset); !shared.empty())
+        return {shared.front(), false};
     const std::string answer =
         ask(mover_sbatch_argv(config.mover, dataset, mover_output_path(*via, dataset.name, user)),
             "submit a mover job for " + quoted(dataset.name));
@@ -193,7 +233,7 @@ MoverJob ensure_mover(const Config& config, const Dataset& dataset, const std::s
     if (!is_job_id(id))
         throw Error("cannot submit a mover job for " + quoted(dataset.name) + ": sbatch answered " +
                     quoted(first_line(answer)));
-    return {id, true};
+    return one_mover_left(dataset, id);
 }
 
 std::size_t end_waiting_jobs(const std::string& mover_id, const std::string& dataset, const std::string& reason)

@@ -58,7 +58,9 @@ struct MoverJob {
 
 // The user's mover job for `dataset`: one already pending or running, else
 // a new one.  Two submits at once on one host take turns (a lock of the
-// user's); a second mover job elsewhere finds the copy made and reuses it.
+// user's); on two hosts both may submit one, and each then keeps the
+// oldest of the dataset's live mover jobs, cancelling its own if that is
+// another (dedupe after submit).
 // Throws Error with one line naming what failed.
 MoverJob ensure_mover(const Config& config, const Dataset& dataset, const std::string& user);
 

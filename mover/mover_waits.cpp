@@ -48,32 +48,64 @@ std::vector<MoverWait> waits_in_comment(const std::string& comment)
     return waits;
 }
 
-std::vector<MoverWait> parse_mover_waits(std::string_view squeue)
+std::vector<MoverWait> parse_mover_waits(std::string_view squeue, const std::map<std::string, std::string>* states)
 {
     std::vector<MoverWait> waits;
+    std::map<std::string, int> lines_of;  // a job id on two lines: one of them is forged
     for (const std::string& line : split(squeue, '\n')) {
         std::vector<std::string> f = split(line, '|');
         if (f.size() < 4 || !is_job_id(f[0]))
             continue;
+        ++lines_of[f[0]];
         // The comment is last: it may hold '|' itself.
         std::vector<std::string> comment_parts(f.begin() + 3, f.end());
         for (MoverWait& wait : waits_in_comment(join(comment_parts, "|"))) {
             wait.job_id = f[0];
-            wait.user = f[1];
+            wait.user = printable(f[1]);
             wait.state = f[2];
+            wait.dataset = printable(wait.dataset);
+            wait.tier = printable(wait.tier);
+            wait.reason = printable(wait.reason);
             waits.push_back(std::move(wait));
         }
     }
-    return waits;
+    if (!states)
+        return waits;
+    std::vector<MoverWait> confirmed;
+    for (MoverWait& wait : waits) {
+        const auto known = states->find(wait.job_id);
+        if (lines_of[wait.job_id] == 1 && known != states->end() && known->second == wait.state)
+            confirmed.push_back(std::move(wait));
+    }
+    return confirmed;
 }
 
-std::vector<MoverWait> ask_mover_waits(std::string& problem)
+std::vector<MoverWait> ask_mover_waits(std::string& problem, const SlurmJobs& slurm)
 {
     const auto answer =
         slurm_answer(bounded_command({"squeue", "--noheader", "--all", "--states=all", "--format=%A|%u|%T|%k"},
                                      kSlurmTimeout),
                      "squeue", kSlurmTimeout, problem);
-    return answer ? parse_mover_waits(*answer) : std::vector<MoverWait>{};
+    if (!answer)
+        return {};
+    std::map<std::string, std::string> states;
+    for (const auto& [id, job] : slurm.jobs)
+        states[id] = job.state;
+    std::vector<MoverWait> waits = parse_mover_waits(*answer, &states);
+    // Why a pending mover job waits (held, its partition down, priority):
+    // one more squeue, only when a job waits.
+    std::vector<std::string> movers;
+    for (const MoverWait& wait : waits)
+        if (!wait.failed && wait.state == "PENDING")
+            movers.push_back(wait.mover_id);
+    std::string unasked;
+    const auto now = movers.empty() ? std::nullopt : ask_job_states(movers, unasked);
+    if (!now)
+        return waits;
+    for (MoverWait& wait : waits)
+        if (const auto found = now->find(wait.mover_id); found != now->end() && found->second.reason != "None")
+            wait.mover_reason = printable(found->second.reason);
+    return waits;
 }
 
 }  // namespace dlstage::mover

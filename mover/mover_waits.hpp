@@ -6,9 +6,12 @@
 // state_dir: `dlstage status` shows it from these.
 #pragma once
 
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "job/slurm_jobs.hpp"
 
 namespace dlstage::mover {
 
@@ -21,6 +24,9 @@ struct MoverWait {
     std::string tier;  // "" when the comment does not say
     bool failed = false;
     std::string reason;  // failed: why the mover job failed
+    // ask_mover_waits, for a job still waiting: Slurm's reason for its
+    // mover job now ("JobHeldAdmin", "Priority"; "" when not asked or None).
+    std::string mover_reason;
 };
 
 // One "waits for" comment's entries ("7 (in21k:shm), 9 (far:ssd)"), or the
@@ -28,10 +34,16 @@ struct MoverWait {
 std::vector<MoverWait> waits_in_comment(const std::string& comment);
 
 // squeue's "%A|%u|%T|%k" lines: the jobs whose comment names a mover job.
-std::vector<MoverWait> parse_mover_waits(std::string_view squeue);
+// Any user sets their job's comment, newlines included: a comment can
+// forge whole lines.  With `states` (job id -> state, from a squeue
+// without comments), a wait is kept only for a job id that appears once
+// in the answer and has that state there; its text is made printable.
+std::vector<MoverWait> parse_mover_waits(std::string_view squeue,
+                                         const std::map<std::string, std::string>* states = nullptr);
 
-// Asks squeue (every job Slurm still remembers), bounded in time; empty
-// with `problem` set when it did not answer.
-std::vector<MoverWait> ask_mover_waits(std::string& problem);
+// Asks squeue (every job Slurm still remembers), bounded in time, and
+// keeps the waits `slurm` (ask_slurm's answer) confirms; empty with
+// `problem` set when it did not answer.
+std::vector<MoverWait> ask_mover_waits(std::string& problem, const SlurmJobs& slurm);
 
 }  // namespace dlstage::mover

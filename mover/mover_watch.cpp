@@ -1,38 +1,64 @@
 #include "mover/mover_watch.hpp"
 
 #include <set>
-#include <thread>
-#include <unistd.h>
 
 #include "lib/error.hpp"
 #include "lib/number.hpp"
 #include "lib/strings.hpp"
+#include "lib/sys/process.hpp"
 #include "mover/mover_job.hpp"
 #include "policies/two_hop.hpp"
 
 namespace dlstage::mover {
 
 namespace {
-using Clock = std::chrono::steady_clock;
-
-// Sleeps `span` in steps of `step`; false as soon as the client is gone.
-bool client_stays(pid_t client, std::chrono::milliseconds span, std::chrono::milliseconds step)
-{
-    const Clock::time_point until = Clock::now() + span;
-    while (::getppid() == client) {
-        if (Clock::now() >= until)
-            return true;
-        std::this_thread::sleep_for(step);
-    }
-    return false;
-}
-
 std::vector<std::string> ids_of(const std::vector<WatchedMover>& movers)
 {
     std::vector<std::string> ids;
     for (const WatchedMover& mover : movers)
         ids.push_back(mover.mover_id);
     return ids;
+}
+
+// One round over the movers: those that copied (or Slurm forgot) leave the
+// list; true when one ended without a copy (its waiters are ended).
+bool look_at_movers(std::vector<WatchedMover>& movers, std::set<std::string>& told_held,
+                    const std::function<void(const std::string&)>& say)
+{
+    std::string problem;
+    const auto states = ask_job_states(ids_of(movers), problem);
+    if (!states)
+        return false;  // squeue did not answer: ask again next round
+    for (auto it = movers.begin(); it != movers.end();) {
+        const auto found = states->find(it->mover_id);
+        const JobState now = found == states->end() ? JobState{} : found->second;
+        const policy::MoverFate fate = policy::mover_fate(now.state, now.reason);
+        const std::string mover = "mover job " + it->mover_id;
+        using Kind = policy::MoverFate::Kind;
+        if (fate.kind == Kind::Copied || fate.kind == Kind::Gone) {
+            it = movers.erase(it);
+            continue;
+        }
+        if (fate.kind == Kind::Ended) {
+            // Every job of the user's that waits for it, this one among
+            // them (another watch may have ended them all already).
+            try {
+                end_waiting_jobs(it->mover_id, it->dataset, fate.reason);
+                say(it->dataset + ": " + mover + " ended without a copy (" + fate.reason +
+                    "): this job is ended; submit it again, and a new mover job copies " + it->dataset);
+            } catch (const Error& e) {
+                say(it->dataset + ": " + mover + " ended without a copy (" + fate.reason +
+                    "), and this job could not be ended (" + e.what() + "): scancel it");
+            }
+            return true;
+        }
+        if (fate.held && told_held.insert(it->mover_id).second)
+            say(it->dataset + ": " + mover + " is held (" + fate.reason + "): this job waits until it is released");
+        if (!fate.held)
+            told_held.erase(it->mover_id);
+        ++it;
+    }
+    return false;
 }
 }  // namespace
 
@@ -66,7 +92,7 @@ void give_up_mover(const WatchedMover& mover, const std::function<void(const std
     }
 }
 
-void watch_movers(std::vector<WatchedMover> movers, pid_t client, const WatchTiming& timing,
+void watch_movers(std::vector<WatchedMover> movers, const Fd& client, const WatchTiming& timing,
                   const std::function<void(const std::string&)>& say)
 {
     std::vector<WatchedMover> submitted;
@@ -74,43 +100,17 @@ void watch_movers(std::vector<WatchedMover> movers, pid_t client, const WatchTim
         if (mover.submitted)
             submitted.push_back(mover);
     std::set<std::string> told_held;
-    while (!movers.empty() && ::getppid() == client) {
-        std::string problem;
-        const auto states = ask_job_states(ids_of(movers), problem);
-        for (auto it = movers.begin(); states && it != movers.end();) {
-            const auto found = states->find(it->mover_id);
-            const JobState now = found == states->end() ? JobState{} : found->second;
-            const policy::MoverFate fate = policy::mover_fate(now.state, now.reason);
-            const std::string mover = "mover job " + it->mover_id;
-            if (fate.kind == policy::MoverFate::Kind::Copied) {
-                it = movers.erase(it);
-                continue;
-            }
-            if (fate.kind == policy::MoverFate::Kind::Ended) {
-                // Every job of the user's that waits for it, this one among
-                // them (another watch may have ended them all already).
-                try {
-                    end_waiting_jobs(it->mover_id, it->dataset, fate.reason);
-                    say(it->dataset + ": " + mover + " ended without a copy (" + fate.reason +
-                        "): this job is ended; submit it again, and a new mover job copies " + it->dataset);
-                } catch (const Error& e) {
-                    say(it->dataset + ": " + mover + " ended without a copy (" + fate.reason +
-                        "), and this job could not be ended (" + e.what() + "): scancel it");
-                }
-                return;  // this job is ended: nothing more to watch for it
-            }
-            if (fate.held && told_held.insert(it->mover_id).second)
-                say(it->dataset + ": " + mover + " is held (" + fate.reason + "): this job waits until it is released");
-            if (!fate.held)
-                told_held.erase(it->mover_id);
-            ++it;
-        }
-        if (movers.empty())
-            return;
-        if (!client_stays(client, timing.ask_every, timing.look_every))
+    bool ended = false;
+    while (!movers.empty() && !process_ended(client, std::chrono::milliseconds(0))) {
+        ended = look_at_movers(movers, told_held, say);
+        if (ended || movers.empty())
             break;
+        (void)process_ended(client, timing.ask_every);
     }
-    if (::getppid() != client)
+    // The job was ended: its client leaves soon, and so may other movers.
+    if (ended)
+        (void)process_ended(client, timing.client_leaves);
+    if (process_ended(client, std::chrono::milliseconds(0)))
         for (const WatchedMover& mover : submitted)
             give_up_mover(mover, say);
 }

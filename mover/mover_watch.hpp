@@ -9,18 +9,20 @@
 // asks Slurm for the mover jobs' states every few seconds, ends the jobs
 // waiting for one that ended without a copy (mover::end_waiting_jobs: the
 // reason in their comment), says when one is held, and exits once every
-// mover job has copied, or as soon as its client is gone.  Once the client
-// is gone, a mover job it submitted that no job waits for is cancelled:
-// srun calls no SPANK exit hook when Slurm refuses its job, and an
-// interrupted salloc or srun gives its job up.
+// mover job has copied (or Slurm has forgotten it), or once its client is
+// gone.  Once the client is gone, a mover job it submitted that no job
+// waits for is cancelled: srun calls no SPANK exit hook when Slurm refuses
+// its job, an interrupted salloc or srun gives its job up, and a job ended
+// for one mover job leaves the others it waited for.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <functional>
 #include <string>
-#include <sys/types.h>
 #include <vector>
+
+#include "lib/sys/fd.hpp"
 
 namespace dlstage::mover {
 
@@ -36,15 +38,18 @@ WatchedMover parse_watched(const std::string& arg);
 std::string watched_arg(const WatchedMover& mover);
 
 struct WatchTiming {
-    std::chrono::milliseconds ask_every{std::chrono::seconds(5)};          // squeue, bounded in time itself
-    std::chrono::milliseconds look_every{std::chrono::milliseconds(500)};  // is the client still there?
+    std::chrono::milliseconds ask_every{std::chrono::seconds(5)};  // squeue, bounded in time itself
+    // After a mover job ended without a copy (its waiters ended): how long
+    // the client may take to see its job ended and exit.
+    std::chrono::milliseconds client_leaves{std::chrono::seconds(60)};
 };
 
-// Returns when every mover has copied, one ended without a copy (its
-// waiters ended), or `client` is no longer our parent (then cancels the
-// submitted movers no job waits for).  `say` gets the lines the user reads
-// (without the "dlstage: " prefix).
-void watch_movers(std::vector<WatchedMover> movers, pid_t client, const WatchTiming& timing,
+// `client`: lib/sys/process's watch_process of the client (readable once
+// it has ended; invalid: gone already).  Returns when every mover has
+// copied or is gone from Slurm, or the client has ended (then cancels the
+// submitted movers no job waits for, after one ended without a copy too).
+// `say` gets the lines the user reads (without the "dlstage: " prefix).
+void watch_movers(std::vector<WatchedMover> movers, const Fd& client, const WatchTiming& timing,
                   const std::function<void(const std::string&)>& say);
 
 // A mover job submitted for a job that is not there (refused, or given

@@ -31,6 +31,7 @@ ViaCopy look_at_via_copy(const Config& config, const Dataset& dataset, const std
     copy.facts.has_record = true;
     copy.facts.same_mode = record.mode == to_string(dataset.mode);
     copy.facts.checked_scan = record.checked_scan;
+    copy.facts.found_changed = record.found_changed != 0;
     copy.facts.purge_date = policy::purge_date(via->purge, record.oldest);
     // The copy itself, the user's, below the user's directory of the tier.
     const std::string dir = via->path.expand({"", user, ""});

@@ -41,11 +41,18 @@ Verdict via_copy_usable(const ViaCopyFacts& facts, const std::string& tier)
         return Verdict::refuse("the copy in " + tier + " was made in another mode");
     if (facts.manifest_scanned != 0 && facts.manifest_scanned != facts.checked_scan)
         return Verdict::refuse("the source was scanned again since the copy in " + tier + " was checked");
+    if (facts.found_changed)
+        return Verdict::refuse("a job found the copy in " + tier + " changed since its mover job made it");
     if (facts.purge_date && *facts.purge_date <= facts.now)
         return Verdict::refuse("the site's purge may have taken files of the copy in " + tier);
     if (!facts.immutable)
         return Verdict::refuse("the source may have changed since the copy in " + tier + " was made");
     return Verdict::allow();
+}
+
+bool may_share_mover(const Dataset& dataset, std::string_view state)
+{
+    return dataset.immutable || state == "PENDING";
 }
 
 Verdict hop_supported(const Dataset& dataset, const Tier& tier)
@@ -79,7 +86,11 @@ MoverFate mover_fate(std::string_view state, std::string_view reason)
         fate.kind = MoverFate::Kind::Copied;
         return fate;
     }
-    if (!state.empty() && slurm_state_is_live(state)) {
+    if (state.empty()) {
+        fate.kind = MoverFate::Kind::Gone;
+        return fate;
+    }
+    if (slurm_state_is_live(state)) {
         // JobHeldUser, JobHeldAdmin; a requeued job Slurm holds.
         fate.held = (state == "PENDING" && reason.rfind("JobHeld", 0) == 0) || state == "SPECIAL_EXIT" ||
                     state == "REQUEUE_HOLD";
@@ -94,12 +105,10 @@ MoverFate mover_fate(std::string_view state, std::string_view reason)
         {"PREEMPTED", "it was preempted"},         {"DEADLINE", "it reached its deadline"},
         {"OUT_OF_MEMORY", "it ran out of memory"}, {"FAILED", "it failed"},
     };
+    fate.reason = "it ended " + std::string(state);  // a state this version does not know
     for (const auto& [word, why] : kWhy)
-        if (state == word) {
+        if (state == word)
             fate.reason = why;
-            return fate;
-        }
-    fate.reason = "Slurm no longer knows it";  // ended long ago, or never was
     return fate;
 }
 

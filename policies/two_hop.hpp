@@ -32,9 +32,10 @@ Dataset second_hop(const Dataset& dataset, const std::string& copy);
 
 // What submit finds of the user's copy in the via tier.
 struct ViaCopyFacts {
-    bool has_record = false;  // the copy's record, whole and the user's
-    bool same_mode = false;   // ... of a copy made in the dataset's mode
-    bool in_place = false;    // the copy itself (file or directory) is there
+    bool has_record = false;     // the copy's record, whole and the user's
+    bool same_mode = false;      // ... of a copy made in the dataset's mode
+    bool in_place = false;       // the copy itself (file or directory) is there
+    bool found_changed = false;  // a job found it changed since its mover job's check
     // The scan time of the dataset's manifest now, and of the one the copy
     // was last checked against (0: none; a walk).  A new scan may describe
     // a changed source: the mover checks the copy against it.
@@ -55,6 +56,13 @@ struct ViaCopyFacts {
 // no copy in scratch yet", "the source may have changed since ...".
 Verdict via_copy_usable(const ViaCopyFacts& facts, const std::string& tier);
 
+// Whether a job may wait for a mover job of the user's already in Slurm,
+// in `state` (squeue's %T), rather than have one of its own: any queued or
+// running one for an immutable dataset; else only one still pending, whose
+// walk of the source comes after this submission (never stale: a running
+// one may have compared the copy with the source before it changed).
+bool may_share_mover(const Dataset& dataset, std::string_view state);
+
 // Whether hop 2 can go to `tier`: not to a node cache (the prolog looks at
 // a cache entry's source, which the compute nodes cannot see).
 Verdict hop_supported(const Dataset& dataset, const Tier& tier);
@@ -72,9 +80,11 @@ Verdict dependency_with_movers(const std::vector<std::string>& movers, const std
 // requeued; `held` when Slurm holds it (its waiters wait with it, and are
 // told so).  Ended: it ended without a copy (failed, cancelled pending or
 // running, time limit, node failure, ...) and its waiters are ended, with
-// `reason` ("it was cancelled") in their comment.
+// `reason` ("it was cancelled") in their comment.  Gone: Slurm no longer
+// knows it (ended over MinJobAge ago); Slurm counts a dependency on a job
+// it has forgotten as satisfied, so its waiters start: nothing to watch.
 struct MoverFate {
-    enum class Kind { Waits, Copied, Ended } kind = Kind::Waits;
+    enum class Kind { Waits, Copied, Ended, Gone } kind = Kind::Waits;
     bool held = false;
     std::string reason;  // Ended: why there is no copy; held: Slurm's reason
 };

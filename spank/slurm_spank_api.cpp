@@ -211,8 +211,9 @@ bool SlurmSpankApi::start(const std::vector<std::string>& argv)
         const Fd null_in = open_dev_null(O_RDONLY);
         SpawnIo io;
         io.in = null_in.get();
-        spawn(argv, io);
-        return true;
+        // The program goes on detached (lib/sys/process's continue_detached):
+        // what we started exits at once, and is reaped here.
+        return exited_ok(wait_for(spawn(argv, io), argv.at(0)));
     } catch (const Error&) {
         return false;
     }

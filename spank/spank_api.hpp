@@ -65,8 +65,9 @@ public:
     virtual int run(const std::vector<std::string>& argv, const std::vector<std::string>& env) = 0;
 
     // The client only: starts a command beside it, in our environment and
-    // process group (Ctrl-C reaches both), stdin from /dev/null, and does
-    // not wait.  False when it could not be started.
+    // process group (Ctrl-C reaches both), stdin from /dev/null, and waits
+    // only for the process it starts to detach (continue_detached) and exit.
+    // False when it could not be started or did not detach.
     virtual bool start(const std::vector<std::string>& argv) = 0;
 
     // Logging; the "dlstage: " prefix is added here.  In the client this

@@ -1,8 +1,11 @@
 #include "stager/via_check.hpp"
 
+#include <ctime>
 #include <unistd.h>
 
+#include "job/copy_record.hpp"
 #include "job/job_layout.hpp"
+#include "job/state_record.hpp"
 #include "lib/error.hpp"
 #include "policies/purge.hpp"
 #include "stager/kept_copy.hpp"
@@ -31,6 +34,23 @@ std::string describe(const KeptCopyCheck& found)
     return text;
 }
 
+// The next submission's mover job repairs the copy: its record says so
+// (only what changed is then fetched); a copy without its list, or whose
+// record cannot be rewritten, loses its record and is made again.
+void mark_changed(const std::string& record_path, bool listed)
+{
+    try {
+        std::optional<CopyRecord> record = listed ? read_copy_record(record_path) : std::nullopt;
+        if (record) {
+            record->found_changed = static_cast<std::int64_t>(std::time(nullptr));
+            write_record(record_path, copy_record_table(*record));
+            return;
+        }
+    } catch (const Error&) {
+    }
+    ::unlink(record_path.c_str());
+}
+
 }  // namespace
 
 void check_via_copy(const StageItem& item, const NodeContext& ctx)
@@ -51,11 +71,11 @@ void check_via_copy(const StageItem& item, const NodeContext& ctx)
             return;
     }
     if (ctx.rank == 0)
-        ::unlink(via.ready_marker.c_str());  // the next submission's mover job repairs it
+        mark_changed(via.ready_marker, contents.has_value());
     throw Error(item.dataset.name + ": the copy in " + item.via->name + " its mover job made " +
                 (contents ? "has changed since (" + describe(found) + ")" : "has lost its list of contents") +
-                ": it is not used; submit the job again, and a mover job copies " + item.dataset.name +
-                " again from its source");
+                ": it is not used; submit the job again, and a mover job " +
+                (contents ? "repairs it from its source" : "copies " + item.dataset.name + " again from its source"));
 }
 
 }  // namespace dlstage::stager

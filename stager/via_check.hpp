@@ -4,9 +4,10 @@
 // they compare it with what the mover recorded it holds (its contents
 // file), by stat, each rank its share.  A copy that differs (an entry
 // missing, resized, written to in place, added, someone else's) is not used:
-// the job stops, saying so, and the copy's ready record goes, so that the
-// next submission finds no copy and submits a mover job, which repairs it
-// from the source.
+// the job stops, saying so, and the copy's record says so (found_changed),
+// so that the next submission submits a mover job, which repairs it from
+// the source, fetching only what differs (a copy that lost its list of
+// contents loses its record and is made again).
 #pragma once
 
 #include "config/stage_spec.hpp"

@@ -2,6 +2,7 @@
 
 #include "job/identity.hpp"
 #include "job/job_records.hpp"
+#include "policies/slurm_states.hpp"
 
 namespace dlstage {
 
@@ -43,7 +44,8 @@ void follow_mover(StatusRow& row, const std::string& state_dir, const mover::Mov
     const std::string state = job ? job->state : "gone";
     if (job && (job->state == "PENDING" || job->state == "CONFIGURING" || job->state == "RUNNING" ||
                 job->state == "COMPLETED" || job->state == "COMPLETING"))
-        row.reason = "waits for " + mover + " (" + job->state + ")";
+        row.reason = "waits for " + mover + " (" + job->state +
+                     (job->state == "PENDING" && !wait.mover_reason.empty() ? ": " + wait.mover_reason : "") + ")";
     else if (slurm.asked) {
         row.state = StagingState::Failed;
         row.reason = mover + " ended " + state + " without a copy; this job never starts: scancel " + wait.job_id;
@@ -72,8 +74,14 @@ std::vector<StatusRow> mover_wait_rows(const std::string& state_dir, const std::
         } else if (wait.state == "PENDING") {
             follow_mover(row, state_dir, wait, slurm);
         } else {
+            // Ended by Slurm (sbatch's kill-on-invalid-dep) or by hand; the
+            // mover job's own end says why, while Slurm remembers it.
+            const SlurmJob* mover = slurm.find(wait.mover_id);
             row.state = StagingState::Failed;
-            row.reason = "ended " + wait.state + " while it waited for mover job " + wait.mover_id;
+            row.reason = "ended " + wait.state + " while it waited for mover job " + wait.mover_id +
+                         (mover && mover->state != "COMPLETED" && policy::slurm_state_has_ended(mover->state)
+                              ? ", which ended " + mover->state + " without a copy"
+                              : "");
         }
         rows.push_back(std::move(row));
     }

@@ -21,20 +21,6 @@ namespace dlstage {
 namespace {
 using Clock = std::chrono::steady_clock;
 
-// Closes descriptors first..last (close_range, or one by one on a kernel
-// without it).
-void close_from_to(unsigned first, unsigned last)
-{
-    if (first > last)
-        return;
-    if (::close_range(first, last, 0) == 0)
-        return;
-    const long open_max = ::sysconf(_SC_OPEN_MAX);
-    const unsigned end = std::min<unsigned>(last, open_max > 0 ? static_cast<unsigned>(open_max) - 1 : 65535U);
-    for (unsigned fd = first; fd <= end; ++fd)
-        (void)::close(static_cast<int>(fd));
-}
-
 // The child keeps nothing of its parent's but its result pipe, which it
 // returns (moved above the standard descriptors if it was one of them): a
 // lock, a pipe or a directory the parent holds (a prolog's node cache lock,
@@ -57,8 +43,8 @@ int keep_only(int result_pipe)
         else
             (void)::close(std_fd);
     const auto kept = static_cast<unsigned>(result_pipe);
-    close_from_to(3, kept - 1);
-    close_from_to(kept + 1, ~0U);
+    close_descriptors(3, kept - 1);
+    close_descriptors(kept + 1, ~0U);
     return result_pipe;
 }
 

@@ -1,11 +1,13 @@
 #include "lib/sys/process.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -190,6 +192,45 @@ pid_t spawn(const std::vector<std::string>& argv, const SpawnIo& io, const std::
         throw_cannot("run", program, err);
     }
     return pid;
+}
+
+void close_descriptors(unsigned first, unsigned last)
+{
+    if (first > last)
+        return;
+    if (::close_range(first, last, 0) == 0)
+        return;
+    const long open_max = ::sysconf(_SC_OPEN_MAX);
+    const unsigned end = std::min<unsigned>(last, open_max > 0 ? static_cast<unsigned>(open_max) - 1 : 65535U);
+    for (unsigned fd = first; fd <= end; ++fd)
+        (void)::close(static_cast<int>(fd));
+}
+
+void continue_detached()
+{
+    const pid_t pid = fork();
+    if (pid < 0)
+        throw_cannot("fork", "a detached process", errno);
+    if (pid > 0)
+        _exit(0);
+}
+
+Fd watch_process(pid_t pid)
+{
+    return Fd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+}
+
+bool process_ended(const Fd& pidfd, std::chrono::milliseconds wait)
+{
+    if (!pidfd.valid())
+        return true;
+    struct pollfd p {};
+    p.fd = pidfd.get();
+    p.events = POLLIN;
+    int r;
+    while ((r = ::poll(&p, 1, static_cast<int>(wait.count()))) < 0 && errno == EINTR) {
+    }
+    return r > 0;
 }
 
 int wait_for(pid_t pid, const std::string& program)

@@ -44,6 +44,25 @@ Fd open_dev_null(int flags);
 pid_t spawn(const std::vector<std::string>& argv, const SpawnIo& io = {},
             const std::vector<std::string>* env = nullptr);
 
+// Closes descriptors first..last (close_range, or one by one on a kernel
+// without it).  Async-signal-safe: for a child between fork and exec too.
+void close_descriptors(unsigned first, unsigned last);
+
+// The rest of this process goes on in a child that is not its starter's:
+// forks, the parent exits at once (status 0, reaped by whoever waits for
+// it), the child returns.  For a helper a client starts and never waits
+// for (no zombie of it stays with the client).  Throws Error when it
+// cannot fork.
+void continue_detached();
+
+// A descriptor that becomes readable once process pid ends (pidfd_open);
+// invalid when pid is not running (or the kernel has no pidfds).
+Fd watch_process(pid_t pid);
+
+// Whether the process a watch_process descriptor watches has ended,
+// waiting up to `wait` for it; an invalid descriptor has.
+bool process_ended(const Fd& pidfd, std::chrono::milliseconds wait);
+
 // Waits for pid (retrying on EINTR) and returns its wait status; throws
 // Error naming `program` if it cannot.
 int wait_for(pid_t pid, const std::string& program);

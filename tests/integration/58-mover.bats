@@ -29,6 +29,7 @@ teardown() {
 }
 
 mine() { echo "$SCRATCH/$VCLUSTER_USER"; }
+copy_value() { record_value "$(mine)/.ready-$1.toml" "$2"; }
 
 dlstage() { as_user "$DLSTAGE_BIN" --config "$DLSTAGE_TEST_DIR/dlstage.toml" "$@"; }
 
@@ -201,15 +202,19 @@ slow_mover() {
         wait_job_gone "$job" 60
         [ "$(job_state "$job")" = FAILED ]
         out=$(cat "$(user_workdir)/c-$job.out")
-        grep -q "far-file: the copy in scratch its mover job made has changed since (1 entry written to): it is not used; submit the job again, and a mover job copies far-file again from its source" <<<"$out" || { echo "$out"; false; }
+        grep -q "far-file: the copy in scratch its mover job made has changed since (1 entry written to): it is not used; submit the job again, and a mover job repairs it from its source" <<<"$out" || { echo "$out"; false; }
         doc_says "$USER_GUIDE" 'has changed since' shm="$tier" in21k=far-file <<<"$out"
         ! grep -q '^sum ' <<<"$out" || false  # the script never ran
-        [ ! -e "$(mine)/.ready-far-file.toml" ]  # the next submission finds no copy
+        [ "$(copy_value far-file 'r["found_changed"] > 0')" = True ]  # the next submission gets a mover job
         # Submitted again: a mover job repairs the copy, and the job gets the source's bytes.
+        before=$(pfs_bytes_read)
         submit -- -N3 --stage-data=far-file:$tier -o "$(user_workdir)/c-%j.out" \
             --wrap 'srun -N3 bash -c "echo sum \$(cksum <\$DLSTAGE_FAR_FILE)"'
-        grep -q "far-file: there is no complete copy in scratch yet: mover job [0-9]* copies it there" <<<"$submitted"
+        grep -q "far-file: a job found the copy in scratch changed since its mover job made it: mover job [0-9]* copies it there" <<<"$submitted"
+        doc_says "$USER_GUIDE" 'found the copy in scratch changed since' in21k=far-file <<<"$submitted"
         wait_job_gone "$job" 90
+        grep -q "far-file: repaired and reused the copy" "$(mine)/.mover-far-file.out"
+        [ "$(copy_value far-file 'r["found_changed"]')" = 0 ]
         [ "$(job_state "$job")" = COMPLETED ]
         [ "$(grep -c "^$want\$" "$(user_workdir)/c-$job.out")" -eq 3 ] || { cat "$(user_workdir)/c-$job.out"; false; }
         # ... and the user changes it once more, for the next tier
@@ -276,10 +281,18 @@ slow_mover() {
 }
 
 @test "a cancelled mover job ends the jobs waiting for it (salloc too) and leaves no copy a job trusts" {
-    slow_mover in21k 300K -N3
+    # The salloc asks while the mover job is pending (it shares only a
+    # pending one: never stale), which then runs and is cancelled mid-copy.
+    forget in21k
+    scontrol update partitionname=mover state=down
+    submit DLSTAGE_RATE_LIMIT=300K -- -N3 --stage-data=in21k:shm --wrap true
+    mover=$(mover_in "$submitted")
     as_user salloc -N1 --stage-data=in21k:shm true >"$(user_workdir)/salloc.out" 2>&1 &
     salloc_pid=$!
     for _ in $(seq 50); do [ -n "$(squeue -h -t pending -n interactive -o %i)" ] && break; sleep 0.2; done
+    scontrol update partitionname=mover state=up
+    for _ in $(seq 100); do [ -e "$(mine)/.partial-in21k" ] && break; sleep 0.2; done
+    [ -e "$(mine)/.partial-in21k" ]
     waiting=$(squeue -h -t pending -o '%i %E' | awk -v m="afterok:$mover" 'index($2, m) == 1 { print $1 }' | sort -n)
     [ "$(wc -l <<<"$waiting")" -eq 2 ]
     scancel "$mover"
@@ -432,7 +445,8 @@ waiters_of() { squeue -h -t pending -o '%i %E' | awk -v m="afterok:$1" 'index($2
         { cat "$(user_workdir)/srun.out" "$(user_workdir)/salloc.out"; false; }
     doc_says "$USER_GUIDE" 'ended without a copy' <<<"$said"
     run dlstage status -j "$batch"
-    [[ "$output" == *"mover job $mover"* ]] || { echo "$output"; false; }
+    [[ "$output" == *"ended CANCELLED while it waited for mover job $mover, which ended CANCELLED without a copy"* ]] ||
+        { echo "$output"; false; }
     # No watch is left behind.
     [ -z "$(pgrep -u "$VCLUSTER_USER" -f 'watch-movers' || true)" ]
 }
@@ -453,7 +467,11 @@ waiters_of() { squeue -h -t pending -o '%i %E' | awk -v m="afterok:$1" 'index($2
     grep -q "far-file: mover job $mover is held (JobHeldAdmin): this job waits until it is released" \
         "$(user_workdir)/srun.out" || { cat "$(user_workdir)/srun.out"; false; }
     doc_says "$USER_GUIDE" 'this job waits until it is released' in21k=far-file <<<"$(grep 'is held' "$(user_workdir)/srun.out")"
-    [ -n "$(waiters_of "$mover")" ]
+    waiter=$(waiters_of "$mover")
+    [ -n "$waiter" ]
+    # dlstage status gives the mover job's reason too.
+    run dlstage status -j "$waiter"
+    [[ "$output" == *"waits for mover job $mover (PENDING: JobHeldAdmin)"* ]] || { echo "$output"; false; }
     scontrol release "$mover"
     for _ in $(seq 600); do kill -0 "$srun_pid" 2>/dev/null || break; sleep 0.2; done
     grep -qx "sum $(cksum <"$SRC/one.bin")" "$(user_workdir)/srun.out" || { cat "$(user_workdir)/srun.out"; false; }
@@ -465,14 +483,14 @@ waiters_of() { squeue -h -t pending -o '%i %E' | awk -v m="afterok:$1" 'index($2
     id=$(grep -E '^[0-9]+$' <<<"$output" || true)
     [ -z "$id" ] || wait_job_gone "$id" 60
     script=$(digest_job IN21K)
-    files=($(find "$SRC/in21k" -type f -size +1k | sort | head -n3))
+    files=($(find "$SRC/in21k" -type f -size +1k | sort | head -n2))
     size() { stat -c %s "$1"; }
     # change:what the mover job should read of LARGEDATA (the changed file, whole)
     changes=(
         "appended:printf more >>${files[0]}:${files[0]}"
         "rewritten:printf ZZZZ | dd of=${files[1]} conv=notrunc status=none:${files[1]}"
         "added:head -c 5000 /dev/urandom >$SRC/in21k/class0/new-file.bin:$SRC/in21k/class0/new-file.bin"
-        "removed:rm ${files[2]}:"
+        "removed:rm $SRC/in21k/class0/new-file.bin:"
     )
     for change in "${changes[@]}"; do
         IFS=: read -r what command fetched <<<"$change"
@@ -516,4 +534,55 @@ waiters_of() { squeue -h -t pending -o '%i %E' | awk -v m="afterok:$1" 'index($2
     [ "$read" -ge "$want" ] && [ "$read" -le $((want + 8192)) ] || { echo "read $read, want $want"; false; }
     grep -q "found 1 missing, 0 changed and 0 added entries: 1 fetched again" "$(mine)/.mover-in21k.out"
     [ -f "$victim" ]
+}
+
+@test "submits from several login nodes at once (each its own lock) leave one mover job, and LARGEDATA is read once" {
+    forget in21k
+    # The mover partition is down while they submit: every one finds the others queued.
+    scontrol update partitionname=mover state=down
+    want=$(find "$SRC/in21k" -type f -printf '%s\n' | awk '{ s += $1 } END { print s }')
+    before=$(pfs_bytes_read)
+    # A slow squeue, its answer a second old: every submit asks before any
+    # has submitted (the race two login nodes run into).
+    shim="$(user_workdir)/slow-squeue"
+    mkdir -p "$shim"
+    printf '#!/bin/sh\nout=$(%s "$@")\nrc=$?\nsleep 1\nprintf "%%s\\n" "$out"\nexit $rc\n' "$(command -v squeue)" >"$shim/squeue"
+    chmod 0755 "$shim/squeue"
+    chown "$VCLUSTER_USER" "$shim"
+    pids=()
+    for host in 1 2 3 4; do
+        lockdir="$(user_workdir)/runtime-$host"
+        mkdir -p "$lockdir" && chown "$VCLUSTER_USER" "$lockdir" && chmod 0700 "$lockdir"
+        as_user env XDG_RUNTIME_DIR="$lockdir" PATH="$shim:$PATH" sbatch --parsable -N1 --stage-data=in21k:shm --wrap true \
+            >"$(user_workdir)/host-$host.out" 2>&1 &
+        pids+=($!)
+    done
+    for pid in "${pids[@]}"; do wait "$pid"; done
+    movers=$(live_movers_of in21k)
+    [ "$(wc -w <<<"$movers")" -eq 1 ] || { cat "$(user_workdir)"/host-*.out; squeue -a; false; }
+    mover=${movers% }
+    # Every job waits for the one that is left.
+    for host in 1 2 3 4; do
+        job=$(grep -E '^[0-9]+$' "$(user_workdir)/host-$host.out")
+        [[ "$(squeue -h -j "$job" -o %E)" == "afterok:$mover"* ]] || { cat "$(user_workdir)/host-$host.out"; false; }
+    done
+    scontrol update partitionname=mover state=up
+    for host in 1 2 3 4; do
+        job=$(grep -E '^[0-9]+$' "$(user_workdir)/host-$host.out")
+        wait_job_gone "$job" 90
+        [ "$(job_state "$job")" = COMPLETED ]
+    done
+    read=$(($(pfs_bytes_read) - before))
+    [ "$read" -ge "$want" ] && [ "$read" -le $((want * 101 / 100)) ] || { echo "read $read of $want"; false; }
+}
+
+@test "a comment another user sets cannot forge a status row of yours" {
+    victim=$(as_user sbatch --parsable --hold -N1 --wrap true)
+    forged=$'x\n'"$victim|$VCLUSTER_USER|PENDING|dlstage: mover job 1 for in21k failed: call 555"
+    attacker=$(cd /tmp && runuser -u "$OTHER_USER" -- env SLURM_CONF="$SLURM_CONF" \
+        sbatch --parsable --hold -N1 --comment="$forged" --wrap true)
+    [[ "$(squeue -h -j "$attacker" -o %k)" == *"call 555"* ]] || skip "this Slurm keeps no newline in a comment"
+    run "$DLSTAGE_BIN" --config "$DLSTAGE_TEST_DIR/dlstage.toml" status -a
+    [[ "$output" != *"call 555"* ]] || { echo "$output"; false; }
+    scancel "$victim" "$attacker"
 }

@@ -91,6 +91,23 @@ BOOST_AUTO_TEST_CASE(comments_tell_who_waits_and_why_a_mover_failed)
     BOOST_TEST(waits[3].mover_id == "8");
 }
 
+BOOST_AUTO_TEST_CASE(a_comment_that_forges_lines_shows_nothing_it_forged)
+{
+    // Job 40's owner set a comment with newlines: it forges a line for
+    // alice's job 30 and one for a job that does not exist.
+    const std::string answer =
+        "30|alice|PENDING|dlstage: waits for mover job 7 (in21k:shm)\n"
+        "40|mallory|PENDING|x\n30|alice|PENDING|dlstage: mover job 7 for in21k failed: \x1b[2Jcall 555\n"
+        "99|alice|CANCELLED|dlstage: mover job 7 for in21k failed: forged\n"
+        "41|mallory|PENDING|dlstage: mover job 8 for coco failed: \x1b[31mred\n";
+    const std::map<std::string, std::string> states = {{"30", "PENDING"}, {"40", "PENDING"}, {"41", "PENDING"}};
+    const auto waits = parse_mover_waits(answer, &states);
+    BOOST_TEST_REQUIRE(waits.size() == 1u);  // 30 is on two lines, 99 is not Slurm's
+    BOOST_TEST(waits[0].job_id == "41");
+    BOOST_TEST(waits[0].reason.find('\x1b') == std::string::npos);
+    BOOST_TEST(parse_mover_waits(answer).size() == 4u);  // unchecked: what the lines say
+}
+
 BOOST_AUTO_TEST_CASE(scontrol_tells_a_requeue_and_how_the_job_ends)
 {
     const auto now =

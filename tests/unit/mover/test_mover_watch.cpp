@@ -1,7 +1,5 @@
 #include <boost/test/unit_test.hpp>
 
-#include <unistd.h>
-
 #include "lib/error.hpp"
 #include "mover/mover_watch.hpp"
 
@@ -24,11 +22,11 @@ BOOST_AUTO_TEST_CASE(a_watched_mover_goes_to_the_watch_and_back_as_one_argument)
         BOOST_CHECK_THROW(parse_watched(bad), Error);
 }
 
-BOOST_AUTO_TEST_CASE(the_watch_ends_at_once_when_its_client_is_not_its_parent)
+BOOST_AUTO_TEST_CASE(the_watch_ends_at_once_when_its_client_is_gone)
 {
-    // Not our parent: nothing is asked of Slurm, nothing is said.
+    // No client to watch: nothing is asked of Slurm, nothing is said.
     std::vector<std::string> said;
-    watch_movers({{"4242", "in21k", false}}, ::getppid() + 1, WatchTiming{},
+    watch_movers({{"4242", "in21k", false}}, Fd(), WatchTiming{},
                  [&](const std::string& line) { said.push_back(line); });
     BOOST_TEST(said.empty());
 }

@@ -97,6 +97,11 @@ BOOST_AUTO_TEST_CASE(a_copy_serves_without_a_mover_only_when_whole_current_and_u
     BOOST_TEST(via_copy_usable(purged, "scratch").reason ==
                "the site's purge may have taken files of the copy in scratch");
 
+    ViaCopyFacts written = good_copy();
+    written.found_changed = true;
+    BOOST_TEST(via_copy_usable(written, "scratch").reason ==
+               "a job found the copy in scratch changed since its mover job made it");
+
     // Never stale: a source the site does not vouch for is checked by a
     // mover job, whatever the copy looks like.
     ViaCopyFacts mutable_source = good_copy();
@@ -115,6 +120,16 @@ BOOST_AUTO_TEST_CASE(the_job_waits_for_every_mover_and_what_the_user_asked)
     const Verdict any = dependency_with_movers({"7"}, std::string("afterok:3?afterok:4"), merged);
     BOOST_TEST(!any.allowed);
     BOOST_TEST(any.reason.find("join them with ','") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_running_mover_is_shared_only_for_an_immutable_dataset)
+{
+    Dataset d = far("/p/largedata/in21k");
+    BOOST_TEST(may_share_mover(d, "PENDING"));
+    BOOST_TEST(!may_share_mover(d, "RUNNING"));
+    BOOST_TEST(!may_share_mover(d, "CONFIGURING"));
+    d.immutable = true;
+    BOOST_TEST(may_share_mover(d, "RUNNING"));
 }
 
 BOOST_AUTO_TEST_CASE(no_node_cache_for_a_far_dataset_yet)
@@ -155,5 +170,5 @@ BOOST_AUTO_TEST_CASE(a_mover_that_ends_without_a_copy_ends_its_waiters_a_held_on
     BOOST_TEST(ended("FAILED") == "it failed");
     BOOST_TEST(ended("PREEMPTED") == "it was preempted");
     BOOST_TEST(mover_fate("SPECIAL_EXIT", "None").held);
-    BOOST_TEST(ended("") == "Slurm no longer knows it");
+    BOOST_TEST((mover_fate("", "").kind == MoverFate::Kind::Gone));
 }

@@ -221,6 +221,42 @@ BOOST_AUTO_TEST_CASE(a_running_program_is_waited_for_without_blocking_and_stoppe
     BOOST_TEST(try_wait(stubborn).value_or(-1) == 0);  // reaped: nothing left to wait for
 }
 
+BOOST_AUTO_TEST_CASE(a_watched_process_is_seen_to_end_and_one_not_running_has_ended)
+{
+    const pid_t pid = spawn({"/bin/sh", "-c", "sleep 0.3"});
+    const Fd watch = watch_process(pid);
+    BOOST_TEST(watch.valid());
+    BOOST_TEST(!process_ended(watch, std::chrono::milliseconds(0)));
+    BOOST_TEST(process_ended(watch, std::chrono::seconds(10)));
+    BOOST_TEST(describe_exit(wait_for(pid, "sh")) == "exited with status 0");
+    BOOST_TEST(!watch_process(pid).valid());  // reaped: no such process
+    BOOST_TEST(process_ended(Fd(), std::chrono::milliseconds(0)));
+}
+
+BOOST_AUTO_TEST_CASE(a_process_goes_on_detached_its_starter_reaping_only_the_parent)
+{
+    // The shell's child detaches: its parent exits at once, the child lives on.
+    int ready[2];
+    BOOST_REQUIRE(::pipe(ready) == 0);
+    Fd ready_read(ready[0]), ready_write(ready[1]);
+    const pid_t parent = ::fork();
+    BOOST_REQUIRE(parent >= 0);
+    if (parent == 0) {
+        ready_read.reset();
+        continue_detached();
+        ::usleep(200000);
+        const char byte = 'x';
+        (void)!::write(ready_write.get(), &byte, 1);
+        _exit(0);
+    }
+    ready_write.reset();
+    const auto status = wait_within(parent, std::chrono::seconds(5));
+    BOOST_TEST(status.has_value());  // exited before its work was done
+    char byte = 0;
+    BOOST_TEST(::read(ready_read.get(), &byte, 1) == 1);  // the detached child did it
+    BOOST_TEST(byte == 'x');
+}
+
 BOOST_AUTO_TEST_CASE(a_program_that_cannot_run_is_reported_to_the_caller)
 {
     BOOST_TEST(test::error_of([] { spawn({"/nonexistent/dlstage-test"}); }) ==
