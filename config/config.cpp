@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <set>
 #include <sys/stat.h>
+#include <tuple>
 #include <unistd.h>
 
 #include <toml++/toml.h>
@@ -22,6 +23,16 @@
 namespace dlstage {
 
 namespace {
+// sbatch --mem's form: a whole number, then an optional unit.
+bool valid_slurm_memory(const std::string& text)
+{
+    const auto digits = text.find_first_not_of("0123456789");
+    if (digits == 0 || text.empty())
+        return false;
+    return digits == std::string::npos ||
+           (digits + 1 == text.size() && std::string("KMGTkmgt").find(text[digits]) != std::string::npos);
+}
+
 
 const char* type_name(toml::node_type type)
 {
@@ -564,16 +575,18 @@ private:
         dataset.via = *via;
     }
 
-    // [mover]: the partition is required; account, qos and time_limit are
-    // passed to sbatch as they are, nodes is how many read in parallel.
+    // [mover]: the partition is required; account, qos, time_limit and
+    // memory are passed to sbatch as they are, nodes is how many read in
+    // parallel, cpus_per_task what each gets.
     void load_mover(const toml::table& table, MoverSettings& mover)
     {
         mover_given_ = true;  // a broken [mover] is reported once, not again by each dataset
-        check_keys(table, "mover", {"partition", "account", "qos", "time_limit", "nodes"});
+        check_keys(table, "mover", {"partition", "account", "qos", "time_limit", "nodes", "cpus_per_task", "memory"});
         for (const auto& [key, into] : {std::pair{"partition", &mover.partition},
                                         {"account", &mover.account},
                                         {"qos", &mover.qos},
-                                        {"time_limit", &mover.time_limit}}) {
+                                        {"time_limit", &mover.time_limit},
+                                        {"memory", &mover.memory}}) {
             const std::string where = std::string("mover.") + key;
             if (auto value = string_at(table, key, where, std::string_view(key) == "partition")) {
                 if (value->empty() || value->find_first_of(" \t\n,=") != std::string::npos)
@@ -583,13 +596,22 @@ private:
                     *into = *value;
             }
         }
-        if (const toml::node* node = node_at(table, "nodes", "mover.nodes", false)) {
-            const auto count = node->value<std::int64_t>();
-            if (!node->is_integer() || !count || *count < 1 || *count > 1024)
-                problem(node->source(), "mover.nodes", "must be a whole number of nodes from 1 to 1024, e.g. 1");
-            else
-                mover.nodes = static_cast<int>(*count);
+        for (const auto& [key, into, unit] :
+             {std::tuple{"nodes", &mover.nodes, "nodes"}, std::tuple{"cpus_per_task", &mover.cpus_per_task, "CPUs"}}) {
+            const std::string where = std::string("mover.") + key;
+            if (const toml::node* node = node_at(table, key, where, false)) {
+                const auto count = node->value<std::int64_t>();
+                if (!node->is_integer() || !count || *count < 1 || *count > 1024)
+                    problem(node->source(), where,
+                            std::string("must be a whole number of ") + unit + " from 1 to 1024, e.g. 2");
+                else
+                    *into = static_cast<int>(*count);
+            }
         }
+        if (!valid_slurm_memory(mover.memory))
+            problem(table.get("memory")->source(), "mover.memory",
+                    "must be a size as sbatch --mem takes it (a number and K, M, G or T), e.g. \"4G\", not " +
+                        quoted(mover.memory));
     }
 
     void load_dataset_tiers(const toml::table& table, const std::string& prefix, const Config& config, Dataset& dataset)

@@ -155,6 +155,10 @@ struct MoverSettings {
     std::string qos;         // "": the partition's default
     std::string time_limit;  // "": the partition's default; Slurm's time format
     int nodes = 1;           // mover nodes that read the source in parallel
+    // Per mover node: the stager's readers and writers, and its plan (about
+    // 100 bytes an entry: 1.3 GiB for 13 M entries) beside its buffers.
+    int cpus_per_task = 2;
+    std::string memory = "4G";  // sbatch --mem
 
     bool configured() const { return !partition.empty(); }
 };

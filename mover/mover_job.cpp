@@ -164,6 +164,8 @@ std::vector<std::string> mover_sbatch_argv(const MoverSettings& mover, const Dat
                                      "--partition=" + mover.partition,
                                      "--nodes=" + std::to_string(mover.nodes),
                                      "--ntasks-per-node=1",
+                                     "--cpus-per-task=" + std::to_string(mover.cpus_per_task),
+                                     "--mem=" + mover.memory,
                                      "--output=" + output,
                                      "--open-mode=truncate",
                                      "--requeue",  // a node lost: Slurm runs it again, the copy resumes

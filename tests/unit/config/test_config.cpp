@@ -522,6 +522,7 @@ cleanup = "keep"
 partition = "xfer"
 time_limit = "2:00:00"
 nodes = 2
+memory = "16G"
 
 [datasets.in21k]
 source = "/p/largedata/in21k"
@@ -537,6 +538,8 @@ via = "scratch"
     BOOST_TEST(config.mover.time_limit == "2:00:00");
     BOOST_TEST(config.mover.nodes == 2);
     BOOST_TEST(config.mover.account.empty());
+    BOOST_TEST(config.mover.memory == "16G");
+    BOOST_TEST(config.mover.cpus_per_task == 2);  // the default
 
     // Lines: 1-7 the tiers, 8 blank, then the text below from line 9.
     const auto no_mover = problems_of(tiers + R"(
@@ -582,6 +585,17 @@ via = "scratch"
     BOOST_TEST(!has_problem(bad, 17, "datasets.a.reach", "needs a [mover] table"), dump(bad));  // there is one
     BOOST_TEST(has_problem(bad, 29, "datasets.c.via", "only a dataset with reach = \"mover\" passes through"),
                dump(bad));
+
+    const auto sizes = problems_of(tiers + R"(
+[mover]
+partition = "xfer"
+cpus_per_task = 0
+memory = "lots"
+)");
+    BOOST_TEST(has_problem(sizes, 11, "mover.cpus_per_task", "whole number of CPUs from 1 to 1024"), dump(sizes));
+    BOOST_TEST(has_problem(sizes, 12, "mover.memory", "as sbatch --mem takes it"), dump(sizes));
+    for (const char* good : {"4G", "512M", "2000", "1t"})
+        BOOST_TEST(problems_of(tiers + "\n[mover]\npartition = \"xfer\"\nmemory = \"" + good + "\"\n").empty(), good);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -34,6 +34,8 @@ BOOST_AUTO_TEST_CASE(the_mover_job_stages_the_dataset_to_its_via_tier_on_the_mov
     BOOST_TEST(has(argv, "--partition=xfer"));
     BOOST_TEST(has(argv, "--nodes=2"));
     BOOST_TEST(has(argv, "--time=2:00:00"));
+    BOOST_TEST(has(argv, "--cpus-per-task=2"));  // the defaults
+    BOOST_TEST(has(argv, "--mem=4G"));
     BOOST_TEST(has(argv, "--stage-data=in21k:scratch"));
     BOOST_TEST(has(argv, "--output=/scratch/alice/.mover-in21k.out"));
     BOOST_TEST(
