@@ -585,8 +585,7 @@ private:
         for (const auto& [key, into] : {std::pair{"partition", &mover.partition},
                                         {"account", &mover.account},
                                         {"qos", &mover.qos},
-                                        {"time_limit", &mover.time_limit},
-                                        {"memory", &mover.memory}}) {
+                                        {"time_limit", &mover.time_limit}}) {
             const std::string where = std::string("mover.") + key;
             if (auto value = string_at(table, key, where, std::string_view(key) == "partition")) {
                 if (value->empty() || value->find_first_of(" \t\n,=") != std::string::npos)
@@ -608,10 +607,16 @@ private:
                     *into = static_cast<int>(*count);
             }
         }
-        if (!valid_slurm_memory(mover.memory))
-            problem(table.get("memory")->source(), "mover.memory",
-                    "must be a size as sbatch --mem takes it (a number and K, M, G or T), e.g. \"4G\", not " +
-                        quoted(mover.memory));
+        // "" leaves --mem to the partition (nodes without RealMemory).
+        if (const auto memory = string_at(table, "memory", "mover.memory", false)) {
+            if (!memory->empty() && !valid_slurm_memory(*memory))
+                problem(table.get("memory")->source(), "mover.memory",
+                        "must be a size as sbatch --mem takes it (a number and K, M, G or T), e.g. \"4G\", or \"\" "
+                        "for the partition's default, not " +
+                            quoted(*memory));
+            else
+                mover.memory = *memory;
+        }
     }
 
     void load_dataset_tiers(const toml::table& table, const std::string& prefix, const Config& config, Dataset& dataset)

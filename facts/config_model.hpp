@@ -158,7 +158,7 @@ struct MoverSettings {
     // Per mover node: the stager's readers and writers, and its plan (about
     // 100 bytes an entry: 1.3 GiB for 13 M entries) beside its buffers.
     int cpus_per_task = 2;
-    std::string memory = "4G";  // sbatch --mem
+    std::string memory = "4G";  // sbatch --mem; "": the partition's default
 
     bool configured() const { return !partition.empty(); }
 };

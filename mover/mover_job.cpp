@@ -165,12 +165,13 @@ std::vector<std::string> mover_sbatch_argv(const MoverSettings& mover, const Dat
                                      "--nodes=" + std::to_string(mover.nodes),
                                      "--ntasks-per-node=1",
                                      "--cpus-per-task=" + std::to_string(mover.cpus_per_task),
-                                     "--mem=" + mover.memory,
                                      "--output=" + output,
                                      "--open-mode=truncate",
                                      "--requeue",  // a node lost: Slurm runs it again, the copy resumes
                                      "--chdir=/",  // the submit directory may not exist on the mover nodes
                                      "--stage-data=" + dataset.name + ":" + dataset.via};
+    if (!mover.memory.empty())
+        argv.push_back("--mem=" + mover.memory);
     if (!mover.account.empty())
         argv.push_back("--account=" + mover.account);
     if (!mover.qos.empty())

@@ -71,12 +71,12 @@ std::vector<MoverWait> parse_mover_waits(std::string_view squeue, const std::map
     }
     if (!states)
         return waits;
+    // A forged line names an id that is not Slurm's, or one whose own line
+    // is there too.  (The state may move between the two answers.)
     std::vector<MoverWait> confirmed;
-    for (MoverWait& wait : waits) {
-        const auto known = states->find(wait.job_id);
-        if (lines_of[wait.job_id] == 1 && known != states->end() && known->second == wait.state)
+    for (MoverWait& wait : waits)
+        if (lines_of[wait.job_id] == 1 && states->count(wait.job_id))
             confirmed.push_back(std::move(wait));
-    }
     return confirmed;
 }
 

@@ -37,7 +37,7 @@ std::vector<MoverWait> waits_in_comment(const std::string& comment);
 // Any user sets their job's comment, newlines included: a comment can
 // forge whole lines.  With `states` (job id -> state, from a squeue
 // without comments), a wait is kept only for a job id that appears once
-// in the answer and has that state there; its text is made printable.
+// in the answer and is one of those; its text is made printable.
 std::vector<MoverWait> parse_mover_waits(std::string_view squeue,
                                          const std::map<std::string, std::string>* states = nullptr);
 

@@ -92,7 +92,7 @@ void give_up_mover(const WatchedMover& mover, const std::function<void(const std
     }
 }
 
-void watch_movers(std::vector<WatchedMover> movers, const Fd& client, const WatchTiming& timing,
+void watch_movers(std::vector<WatchedMover> movers, const ProcessWatch& client, const WatchTiming& timing,
                   const std::function<void(const std::string&)>& say)
 {
     std::vector<WatchedMover> submitted;
@@ -101,16 +101,16 @@ void watch_movers(std::vector<WatchedMover> movers, const Fd& client, const Watc
             submitted.push_back(mover);
     std::set<std::string> told_held;
     bool ended = false;
-    while (!movers.empty() && !process_ended(client, std::chrono::milliseconds(0))) {
+    while (!movers.empty() && !client.ended_within(std::chrono::milliseconds(0))) {
         ended = look_at_movers(movers, told_held, say);
         if (ended || movers.empty())
             break;
-        (void)process_ended(client, timing.ask_every);
+        (void)client.ended_within(timing.ask_every);
     }
     // The job was ended: its client leaves soon, and so may other movers.
     if (ended)
-        (void)process_ended(client, timing.client_leaves);
-    if (process_ended(client, std::chrono::milliseconds(0)))
+        (void)client.ended_within(timing.client_leaves);
+    if (client.ended_within(std::chrono::milliseconds(0)))
         for (const WatchedMover& mover : submitted)
             give_up_mover(mover, say);
 }

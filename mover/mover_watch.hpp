@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/sys/fd.hpp"
+#include "lib/sys/process.hpp"
 
 namespace dlstage::mover {
 
@@ -44,12 +44,12 @@ struct WatchTiming {
     std::chrono::milliseconds client_leaves{std::chrono::seconds(60)};
 };
 
-// `client`: lib/sys/process's watch_process of the client (readable once
-// it has ended; invalid: gone already).  Returns when every mover has
+// `client`: the salloc or srun (lib/sys/process's ProcessWatch).  Returns
+// when every mover has
 // copied or is gone from Slurm, or the client has ended (then cancels the
 // submitted movers no job waits for, after one ended without a copy too).
 // `say` gets the lines the user reads (without the "dlstage: " prefix).
-void watch_movers(std::vector<WatchedMover> movers, const Fd& client, const WatchTiming& timing,
+void watch_movers(std::vector<WatchedMover> movers, const ProcessWatch& client, const WatchTiming& timing,
                   const std::function<void(const std::string&)>& say);
 
 // A mover job submitted for a job that is not there (refused, or given

@@ -48,7 +48,7 @@ struct Found {
     bool refreshable = false;          // every rank: ... or of an earlier state, checked against this one
     bool usable = false;               // every rank: ... and its contents file is whole
     std::optional<Plan> listed;        // the contents file as read (extract mode)
-    std::optional<Plan> before;        // refreshable: the plan the copy was made from (its contents file)
+    HeldAlready held;                  // refreshable: what the copy holds, by its list
     PlanChanges changes;               // refreshable: what the source changed since, by the two plans
 
     // Every rank, when usable: what the copy holds (copy mode: the plan).
@@ -97,10 +97,14 @@ Found look_for_copy(const StageItem& item, const DatasetLayout& here, const Plan
         // The copy against the plan now (its stat), and the plan it was made
         // from against the plan now (what its stat cannot tell: a rewrite in
         // the same second, a chmod, a symlink's new target, a new type).
-        found.before = read_contents_once(here.contents_file, ctx);
-        found.usable = found.before.has_value();
-        if (found.before)
-            found.changes = changes_between(*found.before, plan);
+        // The old plan goes once compared: a second plan per rank costs
+        // memory for the whole repair.
+        const std::optional<Plan> before = read_contents_once(here.contents_file, ctx);
+        found.usable = before.has_value();
+        if (before) {
+            found.changes = changes_between(*before, plan);
+            found.held = {before->total_bytes(), before->entries.size()};
+        }
         return found;
     }
     if (copy_mode) {
@@ -292,9 +296,8 @@ void use_or_stage(const StageItem& item, const NodeContext& ctx, const ExchangeO
     } else {
         // A refresh may bring more than the copy holds: the tier's limits
         // and space as for a staging, what the copy holds counted as free.
-        if (found.refreshable && found.before)
-            check_space(item, job_dir, layout.tier_dir, plan,
-                        WrittenBefore{found.before->total_bytes(), found.before->entries.size()});
+        if (found.refreshable)
+            check_space(item, job_dir, layout.tier_dir, plan, {}, found.held);
         if (decision.action == policy::CopyAction::Repair)
             repair(item, layout, here, found.contents(plan), checked, ctx);
         if (ctx.rank == 0) {

@@ -54,13 +54,13 @@ void check_mode_fits_plan(const StageItem& item, const Plan& plan)
 // extracted size of archives is not known before extraction: their own size
 // is the floor, and the budget returned bounds what extraction may write.
 policy::ExtractionBudget check_space(const StageItem& item, const Fd& job_dir, const std::string& shown,
-                                     const Plan& plan, const WrittenBefore& before)
+                                     const Plan& plan, const WrittenBefore& before, const HeldAlready& held)
 {
     TierSpace space = measure_tier_space(job_dir.get(), shown);
     if (space.free_bytes)
-        *space.free_bytes += before.bytes;
+        *space.free_bytes += before.bytes + held.bytes;
     if (space.free_inodes)
-        *space.free_inodes += before.entries;
+        *space.free_inodes += before.entries + held.entries;
     SourceFacts facts;
     facts.bytes = before.bytes + plan.total_bytes();
     facts.files = before.entries + plan.entry_count();

@@ -33,11 +33,18 @@ struct WrittenBefore {
     std::uint64_t bytes = 0;
     std::uint64_t entries = 0;
 };
+// What the tier already holds of the dataset, which the plan (the whole
+// dataset) replaces in place: a copy refreshed file by file.
+struct HeldAlready {
+    std::uint64_t bytes = 0;
+    std::uint64_t entries = 0;
+};
 // The tier's file system against what the plan brings (this rank's node),
 // with what was written before it counted as still to come and its space
 // as still free: one rule for a plan checked whole or a segment at a time.
+// `held`: space counted as free, not as to come (the plan counts it).
 policy::ExtractionBudget check_space(const StageItem& item, const Fd& job_dir, const std::string& shown,
-                                     const Plan& plan, const WrittenBefore& before = {});
+                                     const Plan& plan, const WrittenBefore& before = {}, const HeldAlready& held = {});
 // Removes what an earlier attempt left of the dataset in the directory.
 void clear_leftovers(const DatasetLayout& here, const Fd& job_dir, const std::string& shown);
 

@@ -46,10 +46,13 @@ void follow_mover(StatusRow& row, const std::string& state_dir, const mover::Mov
                 job->state == "COMPLETED" || job->state == "COMPLETING"))
         row.reason = "waits for " + mover + " (" + job->state +
                      (job->state == "PENDING" && !wait.mover_reason.empty() ? ": " + wait.mover_reason : "") + ")";
-    else if (slurm.asked) {
+    else if (slurm.asked && job) {
         row.state = StagingState::Failed;
         row.reason = mover + " ended " + state + " without a copy; this job never starts: scancel " + wait.job_id;
-    } else
+    } else if (slurm.asked)  // forgotten by Slurm, which then counts the dependency as met
+        row.reason =
+            "waits for " + mover + " (gone from Slurm: this job starts, and stages from the copy if there is one)";
+    else
         row.reason = "waits for " + mover;
 }
 }  // namespace

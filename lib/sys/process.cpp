@@ -215,22 +215,33 @@ void continue_detached()
         _exit(0);
 }
 
-Fd watch_process(pid_t pid)
+ProcessWatch::ProcessWatch(pid_t pid, bool use_pidfd)
+    : pid_(pid), pidfd_(use_pidfd ? static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)) : -1),
+      parent_(pid > 1 && ::getppid() == pid)
 {
-    return Fd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
 }
 
-bool process_ended(const Fd& pidfd, std::chrono::milliseconds wait)
+bool ProcessWatch::ended_within(std::chrono::milliseconds wait) const
 {
-    if (!pidfd.valid())
-        return true;
-    struct pollfd p {};
-    p.fd = pidfd.get();
-    p.events = POLLIN;
-    int r;
-    while ((r = ::poll(&p, 1, static_cast<int>(wait.count()))) < 0 && errno == EINTR) {
+    if (pidfd_.valid()) {
+        struct pollfd p {};
+        p.fd = pidfd_.get();
+        p.events = POLLIN;
+        int r;
+        while ((r = ::poll(&p, 1, static_cast<int>(wait.count()))) < 0 && errno == EINTR) {
+        }
+        return r > 0;
     }
-    return r > 0;
+    const auto until = std::chrono::steady_clock::now() + wait;
+    for (;;) {
+        if (!parent_ || ::getppid() != pid_)
+            return true;
+        const auto now = std::chrono::steady_clock::now();
+        if (now >= until)
+            return false;
+        std::this_thread::sleep_for(
+            std::min<std::chrono::steady_clock::duration>(std::chrono::milliseconds(200), until - now));
+    }
 }
 
 int wait_for(pid_t pid, const std::string& program)

@@ -55,13 +55,23 @@ void close_descriptors(unsigned first, unsigned last);
 // cannot fork.
 void continue_detached();
 
-// A descriptor that becomes readable once process pid ends (pidfd_open);
-// invalid when pid is not running (or the kernel has no pidfds).
-Fd watch_process(pid_t pid);
+// Follows another process until it ends: by a pidfd (pidfd_open, Linux
+// 5.3) where the kernel gives one, else, for our parent only, by
+// getppid() every 200 ms (a process whose parent ends is reparented).  One
+// it can follow neither way (gone already) has ended.
+class ProcessWatch {
+public:
+    explicit ProcessWatch(pid_t pid, bool use_pidfd = true);
+    // Whether it has ended, waiting up to `wait` for it.
+    bool ended_within(std::chrono::milliseconds wait) const;
+    // Followed by a pidfd: from a child of ours too (continue_detached).
+    bool by_pidfd() const { return pidfd_.valid(); }
 
-// Whether the process a watch_process descriptor watches has ended,
-// waiting up to `wait` for it; an invalid descriptor has.
-bool process_ended(const Fd& pidfd, std::chrono::milliseconds wait);
+private:
+    pid_t pid_;
+    Fd pidfd_;
+    bool parent_ = false;
+};
 
 // Waits for pid (retrying on EINTR) and returns its wait status; throws
 // Error naming `program` if it cannot.

@@ -264,12 +264,19 @@ two_jobs_as_written() {
 }
 
 @test "testing.md: the test cluster by hand, line by line (in a directory of this test for /tmp/vc)" {
-    local first='^eval "\$\(tests/cluster/vcluster up ' block script dir="$DLSTAGE_TEST_DIR/by-hand" ctlds
+    local first='^eval "\$\(tests/cluster/vcluster up ' block script plugin dir="$DLSTAGE_TEST_DIR/by-hand" ctlds
     rm -rf "$dir"
     block=$(block_of "$TESTING_DOC" "$first")
     [ "$(wc -l <<<"$block")" -eq 4 ] || { echo "no longer 4 lines: $block"; false; }
     grep -q '# n1 n2 n3$' <<<"$block"   # what the test checks below
-    script=$(doc_transcript --commands "$TESTING_DOC" "$first" | sed -E "s|/tmp/vc\\b|$dir|g")
+    # The plugin as the doc's line names it (_build in the checkout) is
+    # loaded by the test user's srun: a checkout under a private (0700)
+    # directory is out of its reach, so a readable copy stands in for it.
+    plugin="$DLSTAGE_TEST_DIR/by-hand-plugin/dlstage.so"
+    install -D -m 0755 "$BATS_TEST_DIRNAME/../../_build/dlstage.so" "$plugin"
+    chmod 0755 "$(dirname "$plugin")"
+    script=$(doc_transcript --commands "$TESTING_DOC" "$first" | sed -E "s|/tmp/vc\\b|$dir|g; s|\\\$PWD/_build/dlstage\\.so|$plugin|g")
+    grep -qF -- "--plugin $plugin" <<<"$script" || { echo "the doc's line no longer names \$PWD/_build/dlstage.so: $script"; false; }
     live_slurmctlds() { ps -C slurmctld -o stat= | grep -vc '^Z'; }  # a zombie has stopped too
     ctlds=$(live_slurmctlds)
     # From the source tree, whose _build the doc's line names; the

@@ -594,7 +594,7 @@ memory = "lots"
 )");
     BOOST_TEST(has_problem(sizes, 11, "mover.cpus_per_task", "whole number of CPUs from 1 to 1024"), dump(sizes));
     BOOST_TEST(has_problem(sizes, 12, "mover.memory", "as sbatch --mem takes it"), dump(sizes));
-    for (const char* good : {"4G", "512M", "2000", "1t"})
+    for (const char* good : {"4G", "512M", "2000", "1t", ""})
         BOOST_TEST(problems_of(tiers + "\n[mover]\npartition = \"xfer\"\nmemory = \"" + good + "\"\n").empty(), good);
 }
 

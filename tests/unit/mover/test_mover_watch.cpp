@@ -26,7 +26,7 @@ BOOST_AUTO_TEST_CASE(the_watch_ends_at_once_when_its_client_is_gone)
 {
     // No client to watch: nothing is asked of Slurm, nothing is said.
     std::vector<std::string> said;
-    watch_movers({{"4242", "in21k", false}}, Fd(), WatchTiming{},
+    watch_movers({{"4242", "in21k", false}}, ProcessWatch(0, false), WatchTiming{},
                  [&](const std::string& line) { said.push_back(line); });
     BOOST_TEST(said.empty());
 }

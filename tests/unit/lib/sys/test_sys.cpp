@@ -224,13 +224,17 @@ BOOST_AUTO_TEST_CASE(a_running_program_is_waited_for_without_blocking_and_stoppe
 BOOST_AUTO_TEST_CASE(a_watched_process_is_seen_to_end_and_one_not_running_has_ended)
 {
     const pid_t pid = spawn({"/bin/sh", "-c", "sleep 0.3"});
-    const Fd watch = watch_process(pid);
-    BOOST_TEST(watch.valid());
-    BOOST_TEST(!process_ended(watch, std::chrono::milliseconds(0)));
-    BOOST_TEST(process_ended(watch, std::chrono::seconds(10)));
+    const ProcessWatch watch(pid);
+    BOOST_TEST(watch.by_pidfd());
+    BOOST_TEST(!watch.ended_within(std::chrono::milliseconds(0)));
+    BOOST_TEST(watch.ended_within(std::chrono::seconds(10)));
     BOOST_TEST(describe_exit(wait_for(pid, "sh")) == "exited with status 0");
-    BOOST_TEST(!watch_process(pid).valid());  // reaped: no such process
-    BOOST_TEST(process_ended(Fd(), std::chrono::milliseconds(0)));
+    BOOST_TEST(ProcessWatch(pid).ended_within(std::chrono::milliseconds(0)));  // reaped: no such process
+    // Without a pidfd: our parent alone, by getppid(); anyone else has ended.
+    const ProcessWatch parent(::getppid(), false);
+    BOOST_TEST(!parent.by_pidfd());
+    BOOST_TEST(!parent.ended_within(std::chrono::milliseconds(300)));
+    BOOST_TEST(ProcessWatch(pid, false).ended_within(std::chrono::milliseconds(0)));
 }
 
 BOOST_AUTO_TEST_CASE(a_process_goes_on_detached_its_starter_reaping_only_the_parent)
