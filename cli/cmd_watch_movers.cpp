@@ -37,11 +37,9 @@ int cmd_watch_movers(const GlobalOptions&, const std::vector<std::string>& args)
         // holds must not stay open for it), and no child of it: it never
         // waits for us, and we would stay a zombie of a long salloc.
         close_descriptors(3, ~0U);
-        const ProcessWatch client_watch(client);
-        // Followed by getppid() alone (no pidfd on this kernel), the watch
-        // stays the client's child.
-        if (client_watch.by_pidfd())
-            continue_detached();
+        // Only the client's own child may be sure the pid is the client's.
+        const ProcessWatch client_watch(::getppid() == client ? client : 0);
+        continue_detached();
         mover::watch_movers(movers, client_watch, mover::WatchTiming{}, [](const std::string& line) { say(line); });
         return kExitOk;
     } catch (const Error& e) {

@@ -215,10 +215,43 @@ void continue_detached()
         _exit(0);
 }
 
-ProcessWatch::ProcessWatch(pid_t pid, bool use_pidfd)
-    : pid_(pid), pidfd_(use_pidfd ? static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)) : -1),
-      parent_(pid > 1 && ::getppid() == pid)
+namespace {
+// Field 22 of /proc/PID/stat (clock ticks after boot), or nothing when the
+// process is gone or a zombie (state Z, field 3).  The name in field 2 may
+// hold blanks and parentheses: the fields are counted after its last ')'.
+std::optional<std::uint64_t> start_time_of(pid_t pid)
 {
+    if (pid <= 0)
+        return std::nullopt;
+    const Fd fd(::open(("/proc/" + std::to_string(pid) + "/stat").c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd.valid())
+        return std::nullopt;
+    char buf[1024];
+    ssize_t got;
+    while ((got = ::read(fd.get(), buf, sizeof buf - 1)) < 0 && errno == EINTR) {
+    }
+    if (got <= 0)
+        return std::nullopt;
+    const std::string_view stat(buf, static_cast<std::size_t>(got));
+    const auto name_end = stat.rfind(')');
+    if (name_end == std::string_view::npos)
+        return std::nullopt;
+    const std::vector<std::string> fields = split(trim(stat.substr(name_end + 1)), ' ');
+    if (fields.size() < 20 || fields[0] == "Z")
+        return std::nullopt;
+    char* end = nullptr;
+    const unsigned long long ticks = std::strtoull(fields[19].c_str(), &end, 10);
+    if (end == fields[19].c_str() || *end != '\0')
+        return std::nullopt;
+    return ticks;
+}
+}  // namespace
+
+ProcessWatch::ProcessWatch(pid_t pid, bool use_pidfd)
+    : pid_(pid), pidfd_(use_pidfd ? static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)) : -1)
+{
+    if (!pidfd_.valid())
+        started_ = start_time_of(pid);
 }
 
 bool ProcessWatch::ended_within(std::chrono::milliseconds wait) const
@@ -234,7 +267,7 @@ bool ProcessWatch::ended_within(std::chrono::milliseconds wait) const
     }
     const auto until = std::chrono::steady_clock::now() + wait;
     for (;;) {
-        if (!parent_ || ::getppid() != pid_)
+        if (!started_ || start_time_of(pid_) != started_)
             return true;
         const auto now = std::chrono::steady_clock::now();
         if (now >= until)

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -55,22 +56,21 @@ void close_descriptors(unsigned first, unsigned last);
 // cannot fork.
 void continue_detached();
 
-// Follows another process until it ends: by a pidfd (pidfd_open, Linux
-// 5.3) where the kernel gives one, else, for our parent only, by
-// getppid() every 200 ms (a process whose parent ends is reparented).  One
-// it can follow neither way (gone already) has ended.
+// Follows another process until it ends, from any process (a detached
+// child of ours too): by a pidfd (pidfd_open, Linux 5.3) where the kernel
+// gives one, else by its start time in /proc/PID/stat every 200 ms (a pid
+// used again has another; a zombie has ended).  One gone already has ended.
 class ProcessWatch {
 public:
     explicit ProcessWatch(pid_t pid, bool use_pidfd = true);
     // Whether it has ended, waiting up to `wait` for it.
     bool ended_within(std::chrono::milliseconds wait) const;
-    // Followed by a pidfd: from a child of ours too (continue_detached).
     bool by_pidfd() const { return pidfd_.valid(); }
 
 private:
     pid_t pid_;
     Fd pidfd_;
-    bool parent_ = false;
+    std::optional<std::uint64_t> started_;  // without a pidfd: its start time
 };
 
 // Waits for pid (retrying on EINTR) and returns its wait status; throws

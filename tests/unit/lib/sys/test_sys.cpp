@@ -230,11 +230,15 @@ BOOST_AUTO_TEST_CASE(a_watched_process_is_seen_to_end_and_one_not_running_has_en
     BOOST_TEST(watch.ended_within(std::chrono::seconds(10)));
     BOOST_TEST(describe_exit(wait_for(pid, "sh")) == "exited with status 0");
     BOOST_TEST(ProcessWatch(pid).ended_within(std::chrono::milliseconds(0)));  // reaped: no such process
-    // Without a pidfd: our parent alone, by getppid(); anyone else has ended.
-    const ProcessWatch parent(::getppid(), false);
-    BOOST_TEST(!parent.by_pidfd());
-    BOOST_TEST(!parent.ended_within(std::chrono::milliseconds(300)));
-    BOOST_TEST(ProcessWatch(pid, false).ended_within(std::chrono::milliseconds(0)));
+    // Without a pidfd: by its start time in /proc; a zombie has ended too.
+    const pid_t other = spawn({"/bin/sh", "-c", "sleep 0.3"});
+    const ProcessWatch by_proc(other, false);
+    BOOST_TEST(!by_proc.by_pidfd());
+    BOOST_TEST(!by_proc.ended_within(std::chrono::milliseconds(0)));
+    BOOST_TEST(by_proc.ended_within(std::chrono::seconds(10)));  // a zombie until reaped below
+    BOOST_TEST(describe_exit(wait_for(other, "sh")) == "exited with status 0");
+    BOOST_TEST(ProcessWatch(other, false).ended_within(std::chrono::milliseconds(0)));
+    BOOST_TEST(!ProcessWatch(::getppid(), false).ended_within(std::chrono::milliseconds(0)));
 }
 
 BOOST_AUTO_TEST_CASE(a_process_goes_on_detached_its_starter_reaping_only_the_parent)
