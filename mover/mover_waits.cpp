@@ -1,5 +1,7 @@
 #include "mover/mover_waits.hpp"
 
+#include <map>
+
 #include "job/slurm_jobs.hpp"
 #include "lib/contract.hpp"
 #include "lib/number.hpp"
@@ -48,7 +50,7 @@ std::vector<MoverWait> waits_in_comment(const std::string& comment)
     return waits;
 }
 
-std::vector<MoverWait> parse_mover_waits(std::string_view squeue, const std::map<std::string, std::string>* states)
+std::vector<MoverWait> parse_mover_waits(std::string_view squeue, const std::set<std::string>* known)
 {
     std::vector<MoverWait> waits;
     std::map<std::string, int> lines_of;  // a job id on two lines: one of them is forged
@@ -69,13 +71,13 @@ std::vector<MoverWait> parse_mover_waits(std::string_view squeue, const std::map
             waits.push_back(std::move(wait));
         }
     }
-    if (!states)
+    if (!known)
         return waits;
     // A forged line names an id that is not Slurm's, or one whose own line
     // is there too.  (The state may move between the two answers.)
     std::vector<MoverWait> confirmed;
     for (MoverWait& wait : waits)
-        if (lines_of[wait.job_id] == 1 && states->count(wait.job_id))
+        if (lines_of[wait.job_id] == 1 && known->count(wait.job_id))
             confirmed.push_back(std::move(wait));
     return confirmed;
 }
@@ -88,10 +90,10 @@ std::vector<MoverWait> ask_mover_waits(std::string& problem, const SlurmJobs& sl
                      "squeue", kSlurmTimeout, problem);
     if (!answer)
         return {};
-    std::map<std::string, std::string> states;
+    std::set<std::string> known;
     for (const auto& [id, job] : slurm.jobs)
-        states[id] = job.state;
-    std::vector<MoverWait> waits = parse_mover_waits(*answer, &states);
+        known.insert(id);
+    std::vector<MoverWait> waits = parse_mover_waits(*answer, &known);
     // Why a pending mover job waits (held, its partition down, priority):
     // one more squeue, only when a job waits.
     std::vector<std::string> movers;

@@ -6,7 +6,7 @@
 // state_dir: `dlstage status` shows it from these.
 #pragma once
 
-#include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,11 +35,10 @@ std::vector<MoverWait> waits_in_comment(const std::string& comment);
 
 // squeue's "%A|%u|%T|%k" lines: the jobs whose comment names a mover job.
 // Any user sets their job's comment, newlines included: a comment can
-// forge whole lines.  With `states` (job id -> state, from a squeue
-// without comments), a wait is kept only for a job id that appears once
-// in the answer and is one of those; its text is made printable.
-std::vector<MoverWait> parse_mover_waits(std::string_view squeue,
-                                         const std::map<std::string, std::string>* states = nullptr);
+// forge whole lines.  With `known` (the job ids of a squeue without
+// comments), a wait is kept only for a job id that appears once in the
+// answer and is one of those; its text is made printable.
+std::vector<MoverWait> parse_mover_waits(std::string_view squeue, const std::set<std::string>* known = nullptr);
 
 // Asks squeue (every job Slurm still remembers), bounded in time, and
 // keeps the waits `slurm` (ask_slurm's answer) confirms; empty with

@@ -281,10 +281,8 @@ PlanChanges changes_between(const Plan& then, const Plan& now)
         const bool file_changed = type == EntryType::File && (a.size != b.size || a.mtime_sec != b.mtime_sec ||
                                                               a.mtime_nsec != b.mtime_nsec || a.mode != b.mode);
         const bool link_changed = type == EntryType::Symlink && was.target(w) != is.target(i);
-        if (file_changed || link_changed) {
+        if (file_changed || link_changed)
             changes.changed[i] = 1;
-            ++changes.changed_count;
-        }
     }
     return changes;
 }

@@ -71,7 +71,6 @@ struct CheckShare {
 // whose mode differs (the repair makes neither: the copy is staged again).
 struct PlanChanges {
     std::vector<char> changed;
-    std::uint64_t changed_count = 0;
     std::uint64_t kind_changes = 0;
 };
 PlanChanges changes_between(const Plan& then, const Plan& now);
