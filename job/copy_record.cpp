@@ -87,6 +87,34 @@ std::optional<CopyRecord> read_copy_record(const std::string& path)
     return copy_record_of(parse_record(file->content, path), path);
 }
 
+toml::table resume_record_table(const ResumeRecord& r)
+{
+    return toml::table{
+        {"identity", r.identity},
+        {"mode", r.mode},
+        {"began", r.began},
+        {"began_by", r.began_by},
+        {"attempts", signed_of(r.attempts)},
+    };
+}
+
+std::optional<ResumeRecord> read_resume_record(const std::string& path)
+{
+    const std::optional<SmallFile> file = read_small_file_at(AT_FDCWD, path, path, 1u << 16, ::geteuid());
+    if (!file)
+        return std::nullopt;
+    const toml::table table = parse_record(file->content, path);
+    ResumeRecord r;
+    r.identity = table["identity"].value_or(std::string());
+    r.mode = table["mode"].value_or(std::string());
+    if (r.identity.empty() || r.mode.empty())
+        throw Error("resume record " + path + " has no identity or mode");
+    r.began = number_field(table, "began", path);
+    r.began_by = table["began_by"].value_or(std::string());
+    r.attempts = static_cast<std::uint64_t>(number_field(table, "attempts", path));
+    return r;
+}
+
 std::string copy_record_path(const Tier& tier, const std::string& dataset, const std::string& user)
 {
     return tier.path.expand({"", user, ""}) + "/" + kReadyPrefix + dataset + kRecordSuffix;

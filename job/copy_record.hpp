@@ -60,6 +60,23 @@ CopyRecord copy_record_of(const toml::table& table, const std::string& name);
 // a fifo, never follows a symlink at its end.
 std::optional<CopyRecord> read_copy_record(const std::string& path);
 
+// What an unfinished copy (.partial-NAME) is a copy of, written when a
+// staging begins and removed when the copy is published
+// (.resume-NAME.toml): the next attempt (a requeued job, the next job
+// after a time limit) goes on from what the partial copy holds when it
+// copies the same source the same way (policies/shared_copy: may_resume).
+struct ResumeRecord {
+    std::string identity;        // the source's identity when the copy began
+    std::string mode;            // "copy" or "extract"
+    std::int64_t began = 0;      // when the first attempt began
+    std::string began_by;        // its job
+    std::uint64_t attempts = 1;  // attempts so far, this one included
+};
+
+toml::table resume_record_table(const ResumeRecord& record);
+// The record at path, nothing when there is none; Error as read_copy_record.
+std::optional<ResumeRecord> read_resume_record(const std::string& path);
+
 // Where a user's copy of a dataset lives in a shared tier, as status and
 // submit find it: the tier path expanded for the user (no %j, no %n in a
 // kept shared tier).

@@ -27,6 +27,7 @@ DatasetLayout layout_in(const std::string& tier_root, const std::string& tier_di
     layout.lock_file = prefix + kLockPrefix + name;
     layout.contents_file = prefix + kContentsPrefix + name;
     layout.retired_dir = prefix + kRetiredPrefix + name;
+    layout.resume_record = prefix + kResumePrefix + name + kRecordSuffix;
     return layout;
 }
 }  // namespace

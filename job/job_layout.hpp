@@ -21,6 +21,8 @@
 //   /p/scratch/dlstage/alice/.ready-imagenet.toml  its record (job/copy_record.hpp)
 //   /p/scratch/dlstage/alice/.contents-imagenet    what the copy must hold
 //   /p/scratch/dlstage/alice/.lock-imagenet        held while a job stages it
+//   /p/scratch/dlstage/alice/.resume-imagenet.toml what .partial-imagenet is a copy of,
+//                                                  for the next attempt to go on from
 //
 // A node cache (scope = "node", cleanup = "cache") keeps one entry per user
 // and dataset on each node, laid out as a shared tier's copies are, in the
@@ -56,6 +58,7 @@ struct DatasetLayout {
     std::string lock_file;      // shared tiers: who is staging the dataset now
     std::string contents_file;  // shared tiers: what the copy holds
     std::string retired_dir;    // shared tiers: prefix of a replaced copy's name
+    std::string resume_record;  // shared tiers: what partial_dir is a copy of (job/copy_record.hpp)
 };
 
 DatasetLayout dataset_layout(const StageItem& item, const TemplateValues& values);

@@ -71,6 +71,7 @@ inline constexpr const char* kRecordSuffix = ".toml";         // markers and sta
 inline constexpr const char* kLockPrefix = ".lock-";          // who is staging it now
 inline constexpr const char* kContentsPrefix = ".contents-";  // what the copy holds (a plan)
 inline constexpr const char* kRetiredPrefix = ".retired-";    // a replaced copy, being removed
+inline constexpr const char* kResumePrefix = ".resume-";      // .resume-NAME.toml: what .partial-NAME is a copy of
 inline constexpr const char* kMoverOutputPrefix = ".mover-";  // .mover-NAME.out: the last mover job's output
 
 // --- mover jobs (two-hop staging, mover/mover_job.hpp) ------------------------

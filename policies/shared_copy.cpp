@@ -9,6 +9,24 @@ bool copy_refreshable(Mode mode, const Tier& tier)
     return mode == Mode::Copy && keeps_source_mtimes(tier);
 }
 
+Verdict may_resume(const PartialFacts& facts)
+{
+    if (!facts.partial)
+        return Verdict::refuse("");
+    const std::string whole = ": staging it whole";
+    if (!facts.refreshable)
+        return Verdict::refuse("an unfinished copy cannot tell its whole files from those cut off (an unpacked "
+                               "copy, or a tier purged by mtime, whose copies do not keep the source's mtimes)" +
+                               whole);
+    if (!facts.has_record)
+        return Verdict::refuse("an unfinished copy does not say what it is a copy of" + whole);
+    if (!facts.same_mode)
+        return Verdict::refuse("an unfinished copy was made in another mode" + whole);
+    if (!facts.same_source)
+        return Verdict::refuse("the source changed since an unfinished copy began" + whole);
+    return Verdict::allow("going on from the copy job " + facts.began_by + " began");
+}
+
 CopyDecision decide_copy(const CopyFacts& facts)
 {
     if (!facts.has_record)

@@ -56,6 +56,25 @@ struct CopyDecision {
 
 CopyDecision decide_copy(const CopyFacts& facts);
 
+// What a staging finds of an earlier attempt at the same copy that did
+// not finish (its job reached its time limit, was requeued, cancelled or
+// lost its node): its partial copy and the record of what it copies.
+struct PartialFacts {
+    bool partial = false;      // .partial-NAME: a directory of the user's
+    bool has_record = false;   // .resume-NAME.toml readable and whole
+    bool same_source = false;  // its identity equals the source's now
+    bool same_mode = false;    // ... copied the same way
+    // copy_refreshable: a file's size and mtime (the source's, set once its
+    // last byte is written) tell a whole file from one cut off mid-way.
+    bool refreshable = false;
+    std::string began_by;  // the job that began it
+};
+
+// Allowed: go on from what the partial copy holds (each file checked by
+// size and mtime; the rest fetched).  Refused with the reason it is staged
+// whole (empty when there is nothing to go on from).
+Verdict may_resume(const PartialFacts& facts);
+
 // Who holds a lock on a copy, and what the waiter can tell about them.
 struct LockFacts {
     std::string holder_job, holder_host;

@@ -1,5 +1,6 @@
 #include "stager/collectives.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cstdio>
@@ -29,6 +30,17 @@ bool all_ranks(MPI_Comm comm, bool mine)
     MPI_Iallreduce(&in, &out, 1, MPI_INT, MPI_MIN, comm, &request);
     quiet_wait(request);
     return out == 1;
+}
+
+void flags_over_ranks(MPI_Comm comm, std::vector<char>& flags)
+{
+    constexpr std::size_t kStep = 1u << 30;  // one MPI message holds at most INT_MAX bytes
+    for (std::size_t off = 0; off < flags.size(); off += kStep) {
+        MPI_Request request = MPI_REQUEST_NULL;
+        MPI_Iallreduce(MPI_IN_PLACE, flags.data() + off, static_cast<int>(std::min(kStep, flags.size() - off)),
+                       MPI_BYTE, MPI_BOR, comm, &request);
+        quiet_wait(request);
+    }
 }
 
 std::uint64_t reduce_over_ranks(MPI_Comm comm, std::uint64_t mine, MPI_Op op)

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <mpi.h>
 #include <string>
+#include <vector>
 
 #include "config/stage_spec.hpp"
 #include "stager/node_context.hpp"
@@ -21,6 +22,8 @@ namespace dlstage::stager {
 bool all_ranks(MPI_Comm comm, bool mine);
 std::uint64_t reduce_over_ranks(MPI_Comm comm, std::uint64_t mine, MPI_Op op);
 std::int64_t reduce_min(MPI_Comm comm, std::int64_t mine);
+// One flag per entry, set on every rank where any rank set it.
+void flags_over_ranks(MPI_Comm comm, std::vector<char>& flags);
 // Waits for a nonblocking collective, or a barrier, sleeping instead of
 // spinning a core.
 void quiet_wait(MPI_Request& request);

@@ -139,6 +139,21 @@ KeptCopyCheck check_kept_copy(const std::string& dir, const Plan& contents, Chec
     return checked;
 }
 
+void remove_copy_entry(int copy, const std::string& name, const std::string& shown)
+{
+    struct stat st {};
+    if (::fstatat(copy, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return;
+    if (!S_ISDIR(st.st_mode)) {
+        if (::unlinkat(copy, name.c_str(), 0) != 0 && errno != ENOENT)
+            throw_cannot("remove", shown + "/" + name, errno);
+        return;
+    }
+    const RemoveResult removed = remove_tree_at(copy, name, shown);
+    if (!removed.ok())
+        throw Error("cannot remove " + shown + "/" + name + ": " + removed.problems.front());
+}
+
 // Rank 0 alone reads it: N ranks reading a file of some 100 MB (1.28 M
 // entries) from the shared file system would read it N times.
 std::optional<Plan> read_contents_once(const std::string& path, const NodeContext& ctx)

@@ -37,6 +37,9 @@ struct KeptCopyCheck {
     std::int64_t oldest = 0;  // min over ranks of CopyCheck::oldest
 };
 KeptCopyCheck check_kept_copy(const std::string& dir, const Plan& contents, CheckShare share, const NodeContext& ctx);
+// Removes the entry `name` (relative to the directory open as copy; shown:
+// that directory, for messages) whatever it is, a tree too.  Throws Error.
+void remove_copy_entry(int copy, const std::string& name, const std::string& shown);
 
 // Seconds since the epoch, as records keep times.
 std::int64_t seconds_now();

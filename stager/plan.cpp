@@ -196,6 +196,20 @@ std::string header_of(const Plan& plan, std::uint64_t arena_bytes)
 }
 }  // namespace
 
+Plan plan_part(const Plan& plan, const std::vector<char>& wanted)
+{
+    Plan part;
+    part.source_root = plan.source_root;
+    part.format = plan.format;
+    part.single_file = plan.single_file;
+    part.from_manifest = plan.from_manifest;
+    part.manifest_scanned = plan.manifest_scanned;
+    for (std::size_t i = 0; i < plan.entries.size(); ++i)
+        if (plan.entries.type(i) == EntryType::Dir || (i < wanted.size() && wanted[i]))
+            part.entries.add(plan.entries[i]);
+    return part;
+}
+
 std::string wire_header(const Plan& plan)
 {
     return header_of(plan, plan.entries.arena().size());

@@ -59,6 +59,11 @@ Plan build_plan(const Dataset& dataset, unsigned walk_threads = 16, const DirSee
 // for the job's output ("" when it was used or there is none).
 Plan plan_for(const std::string& manifest_dir, const Dataset& dataset, std::string& note, unsigned walk_threads = 16);
 
+// The plan cut down to its directories and the entries marked in `wanted`
+// (one flag per entry), in the same order: what is still to be written
+// into a tree that holds the rest (an unfinished copy gone on from).
+Plan plan_part(const Plan& plan, const std::vector<char>& wanted);
+
 // --- wire format ---------------------------------------------------------------
 // A header (magic and version, the plan's fields, the sizes of the blocks),
 // then the entry records and the path arena as they lie in memory: both ends

@@ -25,6 +25,7 @@
 #include "stager/copy_lock.hpp"
 #include "stager/kept_copy.hpp"
 #include "stager/stage_steps.hpp"
+#include "stager/unfinished_copy.hpp"
 
 namespace dlstage::stager {
 
@@ -151,22 +152,6 @@ Checked check_share(const StageItem& item, const DatasetLayout& here, const Foun
     return checked;
 }
 
-// Removes an entry of the copy (named relative to copy), whatever it holds.
-void remove_entry(int copy, const std::string& name, const std::string& shown)
-{
-    struct stat st {};
-    if (::fstatat(copy, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
-        return;
-    if (!S_ISDIR(st.st_mode)) {
-        if (::unlinkat(copy, name.c_str(), 0) != 0 && errno != ENOENT)
-            throw_cannot("remove", shown + "/" + name, errno);
-        return;
-    }
-    const RemoveResult removed = remove_tree_at(copy, name, shown);
-    if (!removed.ok())
-        throw Error("cannot remove " + shown + "/" + name + ": " + removed.problems.front());
-}
-
 // What was added goes first, each rank its share; then the directories
 // that are missing, by rank 0 in plan order; then each rank its files.
 void repair(const StageItem& item, const DatasetLayout& layout, const DatasetLayout& here, const Plan& contents,
@@ -176,7 +161,7 @@ void repair(const StageItem& item, const DatasetLayout& layout, const DatasetLay
     if (!copy.valid())
         throw_cannot("open", layout.dataset_dir, errno);
     for (const std::string& name : checked.copy.added)
-        remove_entry(copy.get(), name, layout.dataset_dir);
+        remove_copy_entry(copy.get(), name, layout.dataset_dir);
     std::vector<std::size_t> dirs;
     for (std::size_t i = 0; i < contents.entries.size(); ++i)
         if (contents.entries[i].type == EntryType::Dir) {
@@ -197,7 +182,7 @@ void repair(const StageItem& item, const DatasetLayout& layout, const DatasetLay
         struct stat st {};
         if (e.type != EntryType::Dir && ::fstatat(copy.get(), e.path.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
             S_ISDIR(st.st_mode))
-            remove_entry(copy.get(), e.path, layout.dataset_dir);  // a directory where a file belongs
+            remove_copy_entry(copy.get(), e.path, layout.dataset_dir);  // a directory where a file belongs
         if (e.type == EntryType::File) {
             fetch_again(contents, i, copy.get(), layout.dataset_dir, keep_times);
         } else if (e.type == EntryType::Symlink) {
@@ -207,6 +192,23 @@ void repair(const StageItem& item, const DatasetLayout& layout, const DatasetLay
         }
     }
     quiet_barrier(ctx.comm);
+}
+
+// A mark a job's nodes set on the record while this check ran (stager/
+// via_check: they found the copy changed) stays: what they saw may be
+// later than what this check saw.  The record is read again just before
+// it is written; a mark set in between is still lost (a window of
+// microseconds against the minutes a check may take).
+std::int64_t mark_since(const DatasetLayout& here, std::int64_t since)
+{
+    try {
+        const std::optional<CopyRecord> now = read_copy_record(here.ready_marker);
+        if (now && now->found_changed >= since)
+            return now->found_changed;
+    } catch (const Error&) {
+        // Unreadable now: record_use replaces it whole.
+    }
+    return 0;
 }
 
 // What a repair found and did, for the reuse line.
@@ -237,21 +239,38 @@ std::string purge_note(const Tier& tier, std::int64_t oldest)
     return date ? "; purged from " + day_text(*date) + " unless used" : "";
 }
 
+// What an unfinished copy holds already, for the job output.
+std::string going_on_note(const Plan& plan, const Unfinished& unfinished)
+{
+    const std::uint64_t held = plan.file_count() - unfinished.rest.file_count();
+    return "; " + std::to_string(held) + " of " + std::to_string(plan.file_count()) + " files (" +
+           format_size(unfinished.held.bytes) + ") are there whole, attempt " + std::to_string(unfinished.attempts);
+}
+
 void stage_copy(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options,
                 const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir, const Plan& plan,
                 const std::string& identity, const std::string& why)
 {
     const auto start = Clock::now();
     const std::uint64_t cpu_start = cpu_now();
+    const Unfinished unfinished = look_for_unfinished(item, layout, here, plan, identity, ctx);
     if (ctx.rank == 0) {
         say(item.dataset.name + ": " + why);
-        clear_partial(layout, here, job_dir);
+        if (!unfinished.why.empty())
+            say(item.dataset.name + ": " + unfinished.why +
+                (unfinished.resumed ? going_on_note(plan, unfinished) : ""));
+        if (!unfinished.resumed)
+            clear_partial(layout, here, job_dir);
+        if (policy::copy_refreshable(item.dataset.mode, item.tier))  // else never gone on from
+            record_unfinished(item, layout, here, job_dir, unfinished, identity, ctx);
     }
     quiet_barrier(ctx.comm);
-    const policy::ExtractionBudget budget = check_space(item, job_dir, layout.tier_dir, plan);
+    const Plan& to_write = unfinished.resumed ? unfinished.rest : plan;
+    const policy::ExtractionBudget budget = check_space(item, job_dir, layout.tier_dir, plan, {}, unfinished.held);
     if (ctx.rank == 0)
-        say_staging(item, ctx, plan);
-    const TransferResult moved = transfer(item, ctx, options, layout, here, job_dir, plan, budget);
+        say_staging(item, ctx, to_write);
+    const TransferResult moved =
+        transfer(item, ctx, options, layout, here, job_dir, to_write, budget, unfinished.resumed);
     // Every rank's share is written and unpacked; where rank 0 unpacks alone
     // (overlapping shards, a squashfs image) the others wait without spinning
     // (at N = 4 on 2 cores, three ranks spinning in MPI_Barrier made rank 0's
@@ -259,6 +278,7 @@ void stage_copy(const StageItem& item, const NodeContext& ctx, const ExchangeOpt
     quiet_barrier(ctx.comm);
     if (ctx.rank == 0) {
         publish_copy(item, layout, here, job_dir, ctx);
+        forget_unfinished(here, job_dir);
         std::optional<Plan> unpacked;
         if (item.dataset.mode == Mode::Extract)
             unpacked = unpacked_contents(item, layout);
@@ -275,6 +295,7 @@ void use_or_stage(const StageItem& item, const NodeContext& ctx, const ExchangeO
                   const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir)
 {
     const auto start = Clock::now();
+    const std::int64_t checked_from = seconds_now();
     const auto seconds_since = [](Clock::time_point t) {
         return std::chrono::duration<double>(Clock::now() - t).count();
     };
@@ -308,7 +329,7 @@ void use_or_stage(const StageItem& item, const NodeContext& ctx, const ExchangeO
             }
             const std::uint64_t fixed = checked.facts.missing + checked.facts.wrong_size;
             const std::uint64_t found_any = fixed + checked.facts.added;
-            record.found_changed = 0;  // checked (and repaired) now
+            record.found_changed = mark_since(here, checked_from);  // else checked (and repaired) now
             record.repaired += fixed;
             record.checked_scan = plan.manifest_scanned;  // checked against this scan now
             // Files fetched again, or every file when the site refreshes

@@ -177,11 +177,13 @@ WriterOptions writer_options_for(const StageItem& item)
 
 TransferResult transfer(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options,
                         const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir, const Plan& plan,
-                        const policy::ExtractionBudget& budget)
+                        const policy::ExtractionBudget& budget, bool continues)
 {
     const bool shared = item.tier.scope == Scope::Shared;
     const bool extract = item.dataset.mode == Mode::Extract;
-    TreeWriter writer(plan, extract ? here.incoming_dir : here.partial_dir, writer_options_for(item));
+    WriterOptions writing = writer_options_for(item);
+    writing.continues = continues;
+    TreeWriter writer(plan, extract ? here.incoming_dir : here.partial_dir, writing);
     stage_phases().lap(Phase::Prepare);
     if (!shared || ctx.rank == 0)
         writer.create_skeleton();

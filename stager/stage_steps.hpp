@@ -74,9 +74,11 @@ WriterOptions writer_options_for(const StageItem& item);
 
 // From the plan to the complete tree in here.partial_dir: read once,
 // written on every node (node tiers) or once into the shared tier, and
-// extracted (mode = "extract").  The caller publishes it.
+// extracted (mode = "extract").  The caller publishes it.  continues:
+// partial_dir holds the rest of the copy already, and plan what is still
+// to write (stager/unfinished_copy).
 TransferResult transfer(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options,
                         const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir, const Plan& plan,
-                        const policy::ExtractionBudget& budget);
+                        const policy::ExtractionBudget& budget, bool continues = false);
 
 }  // namespace dlstage::stager

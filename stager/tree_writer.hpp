@@ -41,6 +41,12 @@ struct WriterOptions {
     // dest exists already (a plan staged in segments: one writer each, into
     // the same directory); else create_skeleton creates it.
     bool dest_exists = false;
+    // dest holds an unfinished copy of a larger plan, gone on from (this
+    // plan: its directories and what is still to be written): directories
+    // that exist are made writable again, as create_skeleton makes new
+    // ones; the plan's files and symlinks do not exist (the caller removed
+    // what was cut off).  Implies dest_exists.
+    bool continues = false;
 };
 
 class TreeWriter {

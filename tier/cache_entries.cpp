@@ -183,11 +183,13 @@ std::string dataset_of(const std::string& name)
 {
     if (name.empty() || name[0] != '.')
         return name;
-    for (const char* prefix :
-         {kReadyPrefix, kContentsPrefix, kPartialPrefix, kIncomingPrefix, kLockPrefix, kImagePrefix, kStagedPrefix}) {
+    for (const char* prefix : {kReadyPrefix, kContentsPrefix, kPartialPrefix, kIncomingPrefix, kLockPrefix,
+                               kImagePrefix, kStagedPrefix, kResumePrefix}) {
         if (starts_with(name, prefix)) {
             std::string rest = name.substr(std::string(prefix).size());
-            if (prefix == std::string(kReadyPrefix) && ends_with(rest, kRecordSuffix))
+            const bool record = prefix == std::string(kReadyPrefix) || prefix == std::string(kStagedPrefix) ||
+                                prefix == std::string(kResumePrefix);
+            if (record && ends_with(rest, kRecordSuffix))
                 rest.resize(rest.size() - std::string(kRecordSuffix).size());
             return rest;
         }

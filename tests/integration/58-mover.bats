@@ -26,6 +26,7 @@ teardown_file() {
 teardown() {
     scancel -u "$VCLUSTER_USER" 2>/dev/null || true
     scontrol update partitionname=mover state=up 2>/dev/null || true
+    scontrol update nodename="$MOVER_NODE" state=resume 2>/dev/null || true
 }
 
 mine() { echo "$SCRATCH/$VCLUSTER_USER"; }
@@ -73,15 +74,20 @@ submit() {
 mover_in() { grep -oE 'mover job [0-9]+' <<<"$1" | head -n1 | grep -oE '[0-9]+'; }
 
 # slow_mover NAME RATE SBATCH_ARGS...: no copy of NAME; a job (SBATCH_ARGS)
-# whose mover job reads at RATE; $job, $mover; returns once it writes.
+# whose mover job reads at RATE; $job, $mover; returns once it wrote a
+# file's bytes (its first chunk, 4 MiB, comes at once).
 slow_mover() {
-    local name=$1 rate=$2
+    local name=$1 rate=$2 written=
     shift 2
     forget "$name"
     submit DLSTAGE_RATE_LIMIT="$rate" -- "$@" --stage-data="$name:shm" --wrap true
     mover=$(mover_in "$submitted")
-    for _ in $(seq 100); do [ -e "$(mine)/.partial-$name" ] && break; sleep 0.2; done
-    [ -e "$(mine)/.partial-$name" ] || { echo "the mover job $mover of $name did not begin to write"; return 1; }
+    for _ in $(seq 150); do
+        written=$(find "$(mine)/.partial-$name" -type f -size +0 2>/dev/null | head -n1)
+        [ -n "$written" ] && break
+        sleep 0.2
+    done
+    [ -n "$written" ] || { echo "the mover job $mover of $name did not begin to write"; return 1; }
 }
 
 @test "the compute nodes cannot see LARGEDATA; the mover node can" {
@@ -334,8 +340,24 @@ slow_mover() {
     [[ "$output" == *"'sample' is read on the compute nodes"* ]]
 }
 
-@test "a mover job that reaches its time limit mid-copy ends the waiting job and leaves no trusted copy" {
-    slow_mover in21k 200K -N3
+# Bytes of in21k's files at LARGEDATA.
+in21k_bytes() { find "$SRC/in21k" -type f -printf '%s\n' | awk '{ s += $1 } END { print s }'; }
+
+# read_at_most BEFORE FACTOR10: LARGEDATA served no more than FACTOR10/10
+# of in21k's bytes since BEFORE (pfs_bytes_read).
+read_at_most() {
+    local read size
+    read=$(($(pfs_bytes_read) - $1))
+    size=$(in21k_bytes)
+    [ "$read" -ge "$size" ] && [ "$((read * 10))" -le "$((size * $2))" ] ||
+        { echo "LARGEDATA served $read bytes for in21k's $size"; return 1; }
+}
+
+@test "a mover job that reaches its time limit mid-copy ends the waiting job; the next one goes on from its copy" {
+    before=$(pfs_bytes_read)
+    # 100 KB/s in chunks of 4 MiB: the first chunk at once, the next after
+    # 40 s, and the limit ends within 30 s (slurmctld's check).
+    slow_mover in21k 100K -N3
     # The limit ends now (slurmctld checks every 30 s), as in 44-lifecycle.
     end_limit_now "$mover"
     wait_job_gone "$mover" 120
@@ -344,12 +366,28 @@ slow_mover() {
     [ "$(job_state "$job")" = CANCELLED ]
     [[ "$(squeue -h -t all -j "$job" -o %k)" == "dlstage: mover job $mover for in21k failed: "*"reached its time limit" ]]
     [ ! -e "$(mine)/.ready-in21k.toml" ]
+    [ "$(record_value "$(mine)/.resume-in21k.toml" 'r["began_by"]')" = "$mover" ]
+    held=$(find "$(mine)/.partial-in21k" -type f | wc -l)
+    [ "$held" -gt 0 ] && [ "$held" -lt 301 ] || { echo "the cut-off copy holds $held files"; false; }
+    # The next job's mover job fetches only the rest: in21k read once in all.
+    submit -- -N3 --stage-data=in21k:shm --wrap true
+    second=$(mover_in "$submitted")
+    wait_job_gone "$job" 120
+    [ "$(job_state "$second")" = COMPLETED ]
+    [ "$(job_state "$job")" = COMPLETED ]
+    grep -Eq "in21k: going on from the copy job $mover began; [0-9]+ of 301 files \(.*\) are there whole, attempt 2$" \
+        "$(mine)/.mover-in21k.out" || { cat "$(mine)/.mover-in21k.out"; false; }
+    doc_says "$USER_GUIDE" 'going on from the copy job [0-9]+ began' <"$(mine)/.mover-in21k.out"
+    read_at_most "$before" 12
+    [ "$("$DIGEST" "$(mine)/in21k")" = "$("$DIGEST" "$SRC/in21k")" ]
+    [ ! -e "$(mine)/.resume-in21k.toml" ] && [ ! -e "$(mine)/.partial-in21k" ]
     assert_healthy
 }
 
-@test "a requeued mover job runs again, and the job waiting for it starts after the second run" {
-    slow_mover in21k 1M -N1
-    scontrol requeue "$mover"
+# requeued_mover_finishes: the requeued $mover runs again and $job after it;
+# the second run went on from the first one's copy, and LARGEDATA served
+# in21k at most 1.2x since $before.
+requeued_mover_finishes() {
     for _ in $(seq 600); do
         [ "$(job_state "$job")" = COMPLETED ] && break
         # Slurm holds a requeued job back for cred_expire (120 s): let the
@@ -366,6 +404,29 @@ slow_mover() {
     scontrol show job "$mover" | grep -q 'Restarts=1'
     [ "$(squeue -h -t all -j "$job" -o %k)" = "dlstage: waits for mover job $mover (in21k:shm)" ]
     [ "$("$DIGEST" "$(mine)/in21k")" = "$("$DIGEST" "$SRC/in21k")" ]
+    grep -Eq "in21k: going on from the copy job $mover began; [0-9]+ of 301 files .* attempt 2$" \
+        "$(mine)/.mover-in21k.out" || { cat "$(mine)/.mover-in21k.out"; false; }
+    read_at_most "$before" 12
+}
+
+@test "a requeued mover job goes on from its first run's copy, and the job waiting for it starts after" {
+    before=$(pfs_bytes_read)
+    slow_mover in21k 1M -N1
+    scontrol requeue "$mover"
+    requeued_mover_finishes
+    assert_healthy
+}
+
+@test "a mover job lost with its node is run again by Slurm and goes on from its copy; its waiter starts after" {
+    before=$(pfs_bytes_read)
+    slow_mover in21k 1M -N1
+    # What slurmctld does when a node stops answering: NODE_FAIL for its
+    # jobs, and a batch job submitted with --requeue queued again.
+    scontrol update nodename="$MOVER_NODE" state=down reason="dlstage test: the node is lost"
+    for _ in $(seq 60); do scontrol show job "$mover" | grep -q 'Restarts=1' && break; sleep 0.5; done
+    scontrol update nodename="$MOVER_NODE" state=resume 2>/dev/null || true
+    [ "$(job_state "$job")" = PENDING ]
+    requeued_mover_finishes
     assert_healthy
 }
 

@@ -162,4 +162,45 @@ BOOST_AUTO_TEST_CASE(a_lock_is_stale_when_its_job_ended_its_process_died_or_it_f
     BOOST_TEST(lock_is_stale(f).reason.find("silent for 301 s") != std::string::npos);
 }
 
+namespace {
+PartialFacts resumable()
+{
+    PartialFacts f;
+    f.partial = f.has_record = f.same_source = f.same_mode = f.refreshable = true;
+    f.began_by = "41";
+    return f;
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(an_unfinished_copy_of_the_same_source_is_gone_on_from)
+{
+    const Verdict v = may_resume(resumable());
+    BOOST_TEST(v.allowed);
+    BOOST_TEST(v.reason == "going on from the copy job 41 began");
+}
+
+BOOST_AUTO_TEST_CASE(nothing_unfinished_is_no_resume_and_says_nothing)
+{
+    PartialFacts f = resumable();
+    f.partial = false;
+    BOOST_TEST(!may_resume(f).allowed);
+    BOOST_TEST(may_resume(f).reason.empty());
+}
+
+BOOST_AUTO_TEST_CASE(an_unfinished_copy_is_staged_whole_unless_each_file_can_be_told_whole)
+{
+    const auto refused = [](void (*change)(PartialFacts&), const char* why) {
+        PartialFacts f = resumable();
+        change(f);
+        const Verdict v = may_resume(f);
+        BOOST_TEST(!v.allowed);
+        BOOST_TEST(v.reason.find(why) != std::string::npos, v.reason);
+        BOOST_TEST(v.reason.find(": staging it whole") != std::string::npos);
+    };
+    refused([](PartialFacts& f) { f.has_record = false; }, "does not say what it is a copy of");
+    refused([](PartialFacts& f) { f.same_mode = false; }, "another mode");
+    refused([](PartialFacts& f) { f.same_source = false; }, "the source changed");
+    refused([](PartialFacts& f) { f.refreshable = false; }, "purged by mtime");
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -37,10 +37,10 @@ void make_tree(const test::TempDir& dir)
 }
 // The plan's tree read from its source and written into dest in chunks of
 // 4 KiB, as one rank alone stages it; returns the bytes read.
-std::uint64_t copy_with_plan(const Plan& plan, const std::string& dest)
+std::uint64_t copy_with_plan(const Plan& plan, const std::string& dest, WriterOptions options = {})
 {
     SourceReader reader(plan);
-    TreeWriter writer(plan, dest);
+    TreeWriter writer(plan, dest, options);
     writer.create_skeleton();
     std::vector<char> buffer(4096);
     for (const Chunk& chunk : layout_chunks(plan, 4096)) {
@@ -70,6 +70,41 @@ BOOST_AUTO_TEST_CASE(walk_is_sorted_and_complete)
     BOOST_TEST(plan.file_count() == 4u);  // files and the symlink
     BOOST_TEST(plan.entries[2].target == "sub dir/naïve.txt");
     BOOST_TEST(plan.entries[0].mtime_sec == 1600000000);
+}
+
+BOOST_AUTO_TEST_CASE(an_unfinished_copy_is_finished_from_its_part_still_to_write)
+{
+    test::TempDir dir;
+    make_tree(dir);
+    const Plan plan = build_plan(dataset_at(dir / "src"));
+    copy_with_plan(plan, dir / "dst");
+    // Cut off: big.bin (removed by the caller, as a half-written file is),
+    // the symlink not made yet; the read-only directory already finished.
+    BOOST_REQUIRE(unlink((dir / "dst/big.bin").c_str()) == 0);
+    BOOST_REQUIRE(unlink((dir / "dst/link").c_str()) == 0);
+    std::vector<char> wanted(plan.entries.size(), 0);
+    wanted[0] = wanted[2] = 1;  // big.bin, link
+    const Plan part = plan_part(plan, wanted);
+    BOOST_TEST(part.entries.size() == 4u);  // the two, and the directories "empty" and "sub dir"
+    BOOST_TEST(part.total_bytes() == 15000u);
+    WriterOptions options;
+    options.continues = true;
+    BOOST_TEST(copy_with_plan(part, dir / "dst", options) == 15000u);
+    BOOST_TEST(content_of(dir / "dst/big.bin") == std::string(10000, 'b') + std::string(5000, 'c'));
+    char target[64] = {};
+    BOOST_TEST(readlink((dir / "dst/link").c_str(), target, sizeof target - 1) > 0);
+    BOOST_TEST(std::string(target) == "sub dir/naïve.txt");
+    struct stat st {};
+    BOOST_TEST(stat((dir / "dst/empty").c_str(), &st) == 0);
+    BOOST_TEST((st.st_mode & 07777) == 0555u);
+    BOOST_TEST(content_of(dir / "dst/sub dir/naïve.txt") == "hello");
+    // Without `continues`, the directories there already are an error.
+    BOOST_TEST(unlink((dir / "dst/big.bin").c_str()) == 0);
+    BOOST_TEST(unlink((dir / "dst/link").c_str()) == 0);
+    WriterOptions fresh;
+    fresh.dest_exists = true;
+    TreeWriter writer(part, dir / "dst", fresh);
+    BOOST_CHECK_THROW(writer.create_skeleton(), Error);
 }
 
 BOOST_AUTO_TEST_CASE(single_file_and_shards)

@@ -1,0 +1,125 @@
+#include "stager/unfinished_copy.hpp"
+
+#include <cerrno>
+#include <fcntl.h>
+#include <mpi.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "job/copy_record.hpp"
+#include "job/state_record.hpp"
+#include "lib/error.hpp"
+#include "lib/sys/sys_error.hpp"
+#include "policies/shared_copy.hpp"
+#include "stager/collectives.hpp"
+#include "stager/kept_copy.hpp"
+
+namespace dlstage::stager {
+
+namespace {
+// Rank 0: whether the policy lets this attempt go on from a partial copy.
+bool may_go_on(const StageItem& item, const DatasetLayout& here, const std::string& identity, Unfinished& found)
+{
+    policy::PartialFacts facts;
+    struct stat st {};
+    facts.partial = ::lstat(here.partial_dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == ::geteuid();
+    std::optional<ResumeRecord> record;
+    if (facts.partial) {
+        try {
+            record = read_resume_record(here.resume_record);
+        } catch (const Error&) {
+            // Unreadable or not the user's: it says nothing of the partial copy.
+        }
+    }
+    facts.has_record = record.has_value();
+    if (record) {
+        facts.same_source = record->identity == identity;
+        facts.same_mode = record->mode == to_string(item.dataset.mode);
+        facts.began_by = record->began_by;
+    }
+    facts.refreshable = policy::copy_refreshable(item.dataset.mode, item.tier);
+    const policy::Verdict verdict = policy::may_resume(facts);
+    found.why = verdict.reason;
+    if (verdict.allowed) {
+        found.attempts = record->attempts + 1;
+        found.began = record->began;
+        found.began_by = record->began_by;
+    }
+    return verdict.allowed;
+}
+
+// Every rank, its share: what was cut off or added goes; the flags say
+// which entries are still to write.  False (on every rank) when a
+// directory is missing or not the user's: the skeleton comes before the
+// first byte, so such a copy barely began (or someone else changed it),
+// and its files cannot be trusted to sit where the plan puts them.
+bool clear_what_was_cut_off(const DatasetLayout& layout, const DatasetLayout& here, const Plan& plan,
+                            const KeptCopyCheck& checked, std::vector<char>& wanted, const NodeContext& ctx)
+{
+    std::uint64_t bad_dirs = 0;
+    for (const std::size_t i : checked.mine.bad)
+        bad_dirs += plan.entries.type(i) == EntryType::Dir ? 1 : 0;
+    if (!all_ranks(ctx.comm, checked.present && bad_dirs == 0))
+        return false;
+    bool ok = true;
+    try {
+        Fd copy(::open(here.partial_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        if (!copy.valid())
+            throw_cannot("open", layout.partial_dir, errno);
+        for (const std::string& name : checked.added)
+            remove_copy_entry(copy.get(), name, layout.partial_dir);
+        for (const std::size_t i : checked.mine.bad) {
+            remove_copy_entry(copy.get(), std::string(plan.entries.path(i)), layout.partial_dir);
+            wanted[i] = 1;
+        }
+    } catch (const Error&) {
+        ok = false;  // clear_partial says what cannot be removed
+    }
+    return all_ranks(ctx.comm, ok);
+}
+}  // namespace
+
+Unfinished look_for_unfinished(const StageItem& item, const DatasetLayout& layout, const DatasetLayout& here,
+                               const Plan& plan, const std::string& identity, const NodeContext& ctx)
+{
+    Unfinished found;
+    const bool go_on = all_ranks(ctx.comm, ctx.rank != 0 || may_go_on(item, here, identity, found));
+    if (!go_on)
+        return found;
+    CheckShare share;
+    share.purge_by = item.tier.purge.by;
+    share.compare_mtime = true;  // may_resume: the copy keeps the source's mtimes
+    const KeptCopyCheck checked = check_kept_copy(here.partial_dir, plan, share, ctx);
+    std::vector<char> wanted(plan.entries.size(), 0);
+    if (!clear_what_was_cut_off(layout, here, plan, checked, wanted, ctx)) {
+        found.why = "an unfinished copy lacks directories, or holds what cannot be removed: staging it whole";
+        found.attempts = 1;
+        found.began = 0;
+        found.began_by.clear();
+        return found;
+    }
+    flags_over_ranks(ctx.comm, wanted);
+    found.resumed = true;
+    found.rest = plan_part(plan, wanted);
+    found.held = {plan.total_bytes() - found.rest.total_bytes(), plan.entries.size() - found.rest.file_count()};
+    return found;
+}
+
+void record_unfinished(const StageItem& item, const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir,
+                       const Unfinished& found, const std::string& identity, const NodeContext& ctx)
+{
+    ResumeRecord record;
+    record.identity = identity;
+    record.mode = to_string(item.dataset.mode);
+    record.began = found.began != 0 ? found.began : seconds_now();
+    record.began_by = found.began_by.empty() ? ctx.values.job_id : found.began_by;
+    record.attempts = found.attempts;
+    write_record_at(job_dir.get(), layout.tier_dir, here.resume_record, resume_record_table(record), 0600);
+}
+
+void forget_unfinished(const DatasetLayout& here, const Fd& job_dir)
+{
+    ::unlinkat(job_dir.get(), here.resume_record.c_str(), 0);  // gone already: nothing to forget
+}
+
+}  // namespace dlstage::stager
