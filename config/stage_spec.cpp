@@ -132,7 +132,11 @@ std::vector<StageItem> resolve_stage_requests(const Config& config, const std::v
             throw Error(quoted(earlier.from_catalog ? earlier.name : earlier.source) + " and " + quoted(request.name) +
                         " would both be exported as " + env + "; stage one of them, or rename the file");
         }
-        items.push_back({std::move(dataset), tier, env});
+        StageItem item;
+        item.dataset = std::move(dataset);
+        item.tier = tier;
+        item.env_name = env;
+        items.push_back(std::move(item));
     }
     return items;
 }

@@ -30,6 +30,9 @@ struct StageItem {
     // (stager/via_check), and whether the mover unpacked it (mode = "extract").
     std::optional<Tier> via = std::nullopt;
     bool via_unpacked = false;
+    // ... and the copy's path when the job was planned (its record's): the
+    // dataset's source lies there (stager/via_check holds the copy it reads).
+    std::string via_path;
 };
 
 }  // namespace dlstage

@@ -115,6 +115,31 @@ std::optional<ResumeRecord> read_resume_record(const std::string& path)
     return r;
 }
 
+std::string reader_mark_text(const ReaderMark& mark)
+{
+    return mark.copy + "\n" + mark.path + "\n";
+}
+
+std::optional<ReaderMark> reader_mark_of(const std::string& text)
+{
+    const std::vector<std::string> lines = split(text, '\n');
+    if (lines.size() < 2 || lines[0].empty() || lines[0].find('/') != std::string::npos || lines[1].empty() ||
+        lines[1][0] != '/')
+        return std::nullopt;
+    return ReaderMark{lines[0], lines[1]};
+}
+
+std::optional<ReaderMark> read_reader_mark(const std::string& readers_dir, const std::string& job)
+{
+    try {
+        const std::optional<SmallFile> file =
+            read_small_file_at(AT_FDCWD, readers_dir + "/" + job, readers_dir + "/" + job, 8192, ::geteuid());
+        return file ? reader_mark_of(file->content) : std::nullopt;
+    } catch (const Error&) {
+        return std::nullopt;  // a directory in its place, someone else's: no mark of this job
+    }
+}
+
 std::string copy_record_path(const Tier& tier, const std::string& dataset, const std::string& user)
 {
     return tier.path.expand({"", user, ""}) + "/" + kReadyPrefix + dataset + kRecordSuffix;

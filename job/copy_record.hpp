@@ -77,6 +77,23 @@ toml::table resume_record_table(const ResumeRecord& record);
 // The record at path, nothing when there is none; Error as read_copy_record.
 std::optional<ResumeRecord> read_resume_record(const std::string& path);
 
+// A job's mark that it reads a shared copy in place (.readers-NAME/JOB,
+// written by the stager as the user, stager/copy_readers): the copy's name
+// in the tier directory (NAME, or .version-NAME-... for one made beside
+// it), and the path the job was given (DLSTAGE_NAME: the copy, or its one
+// file).  Each job step exports that path (spank/slurmstepd), so a later
+// step reads the copy the mark keeps alive, not a newer one.
+struct ReaderMark {
+    std::string copy;
+    std::string path;
+};
+std::string reader_mark_text(const ReaderMark& mark);
+// Nothing when the text is not a whole mark.
+std::optional<ReaderMark> reader_mark_of(const std::string& text);
+// The mark `job` left in readers_dir (a path), as the user: nothing when
+// there is none, or it is not the caller's or not whole.
+std::optional<ReaderMark> read_reader_mark(const std::string& readers_dir, const std::string& job);
+
 // Where a user's copy of a dataset lives in a shared tier, as status and
 // submit find it: the tier path expanded for the user (no %j, no %n in a
 // kept shared tier).

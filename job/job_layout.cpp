@@ -28,6 +28,8 @@ DatasetLayout layout_in(const std::string& tier_root, const std::string& tier_di
     layout.contents_file = prefix + kContentsPrefix + name;
     layout.retired_dir = prefix + kRetiredPrefix + name;
     layout.resume_record = prefix + kResumePrefix + name + kRecordSuffix;
+    layout.readers_dir = prefix + kReadersPrefix + name;
+    layout.version_prefix = prefix + kVersionPrefix + name + "-";
     return layout;
 }
 }  // namespace

@@ -23,6 +23,10 @@
 //   /p/scratch/dlstage/alice/.lock-imagenet        held while a job stages it
 //   /p/scratch/dlstage/alice/.resume-imagenet.toml what .partial-imagenet is a copy of,
 //                                                  for the next attempt to go on from
+//   /p/scratch/dlstage/alice/.readers-imagenet/4242 job 4242 reads the copy in place
+//   /p/scratch/dlstage/alice/.version-imagenet-4250/ a newer copy, made beside the one
+//                                                  job 4242 reads (the record's path says
+//                                                  which copy is the current one)
 //
 // A node cache (scope = "node", cleanup = "cache") keeps one entry per user
 // and dataset on each node, laid out as a shared tier's copies are, in the
@@ -53,12 +57,14 @@ struct DatasetLayout {
     std::string partial_dir;
     std::string incoming_dir;
     std::string ready_marker;
-    std::string image_dir;      // mode = "mount": where the image is kept
-    std::string staged_marker;  // mode = "mount": the image is complete here
-    std::string lock_file;      // shared tiers: who is staging the dataset now
-    std::string contents_file;  // shared tiers: what the copy holds
-    std::string retired_dir;    // shared tiers: prefix of a replaced copy's name
-    std::string resume_record;  // shared tiers: what partial_dir is a copy of (job/copy_record.hpp)
+    std::string image_dir;       // mode = "mount": where the image is kept
+    std::string staged_marker;   // mode = "mount": the image is complete here
+    std::string lock_file;       // shared tiers: who is staging the dataset now
+    std::string contents_file;   // shared tiers: what the copy holds
+    std::string retired_dir;     // shared tiers: prefix of a replaced copy's name
+    std::string resume_record;   // shared tiers: what partial_dir is a copy of (job/copy_record.hpp)
+    std::string readers_dir;     // shared tiers: a file per job that reads the copy in place
+    std::string version_prefix;  // shared tiers: prefix of a copy made beside one in use (+ job id)
 };
 
 DatasetLayout dataset_layout(const StageItem& item, const TemplateValues& values);

@@ -74,6 +74,21 @@ std::optional<std::string> slurm_answer(const std::vector<std::string>& argv, co
 // processes here, and the others are listed.
 inline constexpr const char* kStaleStepSocket = "Unable to connect to slurmstepd: Connection refused";
 
+// Slurm's state and reason of each job of `ids` it still knows, from
+// squeue's "%A|%T|%r" lines (a job it has forgotten is missing).
+struct JobState {
+    std::string state;   // PENDING, RUNNING, COMPLETED, CANCELLED, ...
+    std::string reason;  // Priority, JobHeldAdmin, None, ...
+};
+std::map<std::string, JobState> parse_job_states(std::string_view squeue);
+
+// Asks squeue for them (with `env`, if given); nothing when it did not
+// answer within timeout_seconds (`problem` says why), every job missing
+// when Slurm knows none of them.
+std::optional<std::map<std::string, JobState>> ask_job_states(const std::vector<std::string>& ids, int timeout_seconds,
+                                                              std::string& problem,
+                                                              const std::vector<std::string>* env = nullptr);
+
 // Asks squeue (and, with_local_pids, scontrol listpids on this node).
 SlurmJobs ask_slurm(int timeout_seconds, bool with_local_pids = false);
 

@@ -37,6 +37,8 @@ std::vector<std::string> job_step_command(const Config& config, const std::strin
 void set_step_environment()
 {
     setenv(kStagerStepVar, "1", 1);
+    if (const char* name = std::getenv("SLURM_JOB_NAME"))
+        setenv(kJobNameVar, name, 1);
     if (const char* yield = std::getenv("OMPI_MCA_mpi_yield_when_idle"); !yield || !*yield)
         setenv("OMPI_MCA_mpi_yield_when_idle", "1", 1);
 }

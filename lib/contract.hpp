@@ -23,6 +23,9 @@ inline constexpr const char* kFactsVar = "DLSTAGE_FACTS";
 // "1" on dlstage's own job steps (stager, mount holder): the plugin
 // neither checks nor stages there again.
 inline constexpr const char* kStagerStepVar = "DLSTAGE_STAGER_STEP";
+// The job's name, for the stager (its step's own srun --job-name hides
+// SLURM_JOB_NAME): a mover job reads no copy in place (stager/copy_readers).
+inline constexpr const char* kJobNameVar = "DLSTAGE_JOB_NAME";
 
 // What Slurm tells a job (and srun, in the plugin, tells `dlstage stage`):
 // its id and its node count.
@@ -72,6 +75,8 @@ inline constexpr const char* kLockPrefix = ".lock-";          // who is staging 
 inline constexpr const char* kContentsPrefix = ".contents-";  // what the copy holds (a plan)
 inline constexpr const char* kRetiredPrefix = ".retired-";    // a replaced copy, being removed
 inline constexpr const char* kResumePrefix = ".resume-";      // .resume-NAME.toml: what .partial-NAME is a copy of
+inline constexpr const char* kVersionPrefix = ".version-";    // .version-NAME-JOB: a copy made beside one in use
+inline constexpr const char* kReadersPrefix = ".readers-";    // .readers-NAME/JOB: jobs reading a copy in place
 inline constexpr const char* kMoverOutputPrefix = ".mover-";  // .mover-NAME.out: the last mover job's output
 
 // --- mover jobs (two-hop staging, mover/mover_job.hpp) ------------------------

@@ -310,28 +310,10 @@ bool cancel_unless_awaited(const std::string& mover_id)
     return true;
 }
 
-std::map<std::string, JobState> parse_job_states(std::string_view squeue)
-{
-    std::map<std::string, JobState> states;
-    for (const std::string& line : split(squeue, '\n')) {
-        const std::vector<std::string> f = split(trim(line), '|');
-        if (f.size() >= 3 && is_job_id(f[0]))
-            states[f[0]] = {f[1], f[2]};
-    }
-    return states;
-}
-
 std::optional<std::map<std::string, JobState>> ask_job_states(const std::vector<std::string>& ids, std::string& problem)
 {
     const std::vector<std::string> env = submit_environment(environ);
-    // squeue refuses (status 1) a list of jobs it has all forgotten.
-    const auto answer = slurm_answer(bounded_command({"squeue", "--noheader", "--states=all",
-                                                      "--jobs=" + join(ids, ","), "--format=%A|%T|%r"},
-                                                     kSlurmTimeout),
-                                     "squeue", kSlurmTimeout, problem, "Invalid job id", &env);
-    if (!answer)
-        return std::nullopt;
-    return parse_job_states(*answer);
+    return dlstage::ask_job_states(ids, kSlurmTimeout, problem, &env);
 }
 
 }  // namespace dlstage::mover

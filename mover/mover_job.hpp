@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "facts/config_model.hpp"
+#include "job/slurm_jobs.hpp"
 
 namespace dlstage::mover {
 
@@ -90,16 +91,8 @@ void cancel_job(const std::string& job_id);
 // True when it was cancelled.  Throws Error when squeue does not answer.
 bool cancel_unless_awaited(const std::string& mover_id);
 
-// Slurm's state and reason of each job of `ids` it still knows, from
-// squeue's "%A|%T|%r" lines (a job it has forgotten is missing).
-struct JobState {
-    std::string state;   // PENDING, RUNNING, COMPLETED, CANCELLED, ...
-    std::string reason;  // Priority, JobHeldAdmin, None, ...
-};
-std::map<std::string, JobState> parse_job_states(std::string_view squeue);
-
-// Asks squeue for them; nothing when it did not answer (`problem` says
-// why), every job missing when Slurm knows none of them.
+// Slurm's state and reason of each job of `ids` (job/slurm_jobs), asked
+// with the environment a mover job is submitted with.
 std::optional<std::map<std::string, JobState>> ask_job_states(const std::vector<std::string>& ids,
                                                               std::string& problem);
 

@@ -23,6 +23,7 @@ std::vector<StageItem> as_staged_here(const Config& config, std::vector<StageIte
                         "): submit the job again, and a mover job copies it again");
         item.via = *config.find_tier(item.dataset.via);  // look_at_via_copy found its record there
         item.via_unpacked = item.dataset.mode == Mode::Extract;
+        item.via_path = copy.record->ready.path;
         if (item.tier.name == item.dataset.via)
             item.copy_only = true;
         else

@@ -27,6 +27,16 @@ Verdict may_resume(const PartialFacts& facts)
     return Verdict::allow("going on from the copy job " + facts.began_by + " began");
 }
 
+bool change_beside(const ChangeFacts& facts)
+{
+    return facts.rewrites && (facts.live_readers > 0 || !facts.readers_known);
+}
+
+bool old_copy_may_go(std::uint64_t live_readers, bool readers_known)
+{
+    return readers_known && live_readers == 0;
+}
+
 CopyDecision decide_copy(const CopyFacts& facts)
 {
     if (!facts.has_record)

@@ -75,6 +75,24 @@ struct PartialFacts {
 // whole (empty when there is nothing to go on from).
 Verdict may_resume(const PartialFacts& facts);
 
+// Whether a change to a copy is made beside it, as a new copy that the
+// record then names, instead of in it: when the change rewrites or
+// removes what a job reading the copy in place may still open (files
+// fetched again over changed ones, entries removed, the copy staged
+// again) and such a job runs, or Slurm did not say.  Fetching back only
+// what is missing (the purge took it) changes nothing a reader can open,
+// and is done in place.
+struct ChangeFacts {
+    bool rewrites = false;
+    std::uint64_t live_readers = 0;  // jobs that run and read the copy in place
+    bool readers_known = true;       // Slurm answered
+};
+bool change_beside(const ChangeFacts& facts);
+
+// Whether an earlier copy (not the one the record names) may be removed:
+// no job that reads it runs, as Slurm said.
+bool old_copy_may_go(std::uint64_t live_readers, bool readers_known);
+
 // Who holds a lock on a copy, and what the waiter can tell about them.
 struct LockFacts {
     std::string holder_job, holder_host;

@@ -3,6 +3,7 @@
 #include "config/config.hpp"
 #include "config/config_paths.hpp"
 #include "config/stage_spec.hpp"
+#include "job/copy_record.hpp"
 #include "job/job_layout.hpp"
 #include "lib/contract.hpp"
 #include "lib/error.hpp"
@@ -19,14 +20,19 @@ void export_paths(SpankApi& api, const Config& config, const std::string& spec)
     const JobFacts job = job_facts(api);
     std::vector<std::string> names;
     for (const StageItem& item : resolve_stage_data(config, spec)) {
-        const auto marker = read_ready_marker(dataset_layout(item, job.values()).ready_marker);
+        const DatasetLayout layout = dataset_layout(item, job.values());
+        const auto marker = read_ready_marker(layout.ready_marker);
         if (!marker) {
             // Not staged (yet) or its mount is gone: better unset than pointing
             // at nothing, also when srun passed on the batch step's value.
             api.unsetenv(item.env_name);
             continue;
         }
-        api.setenv(item.env_name, marker->path);
+        // A shared copy: the one this job was given, which its mark keeps
+        // alive, not a newer one made beside it since (stager/copy_readers).
+        const auto mark = item.tier.scope == Scope::Shared ? read_reader_mark(layout.readers_dir, job.values().job_id)
+                                                           : std::nullopt;
+        api.setenv(item.env_name, mark ? mark->path : marker->path);
         names.push_back(item.dataset.name);
     }
     if (!names.empty())

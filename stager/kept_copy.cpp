@@ -61,6 +61,12 @@ Plan unpacked_contents(const StageItem& item, const DatasetLayout& layout)
     return build_plan(unpacked);
 }
 
+std::string ready_path(const StageItem& item, const DatasetLayout& layout, const Plan& plan)
+{
+    const bool one_file = plan.single_file && item.dataset.mode != Mode::Extract;
+    return one_file ? layout.dataset_dir + "/" + plan.entries.front().path : layout.dataset_dir;
+}
+
 CopyRecord new_record(const StageItem& item, const DatasetLayout& layout, const Plan& plan, const Plan& contents,
                       const std::string& identity, const NodeContext& ctx)
 {
@@ -68,8 +74,7 @@ CopyRecord new_record(const StageItem& item, const DatasetLayout& layout, const 
     r.ready.dataset = item.dataset.name;
     r.ready.tier = item.tier.name;
     r.ready.source = item.dataset.source;
-    const bool one_file = plan.single_file && item.dataset.mode != Mode::Extract;
-    r.ready.path = one_file ? layout.dataset_dir + "/" + plan.entries.front().path : layout.dataset_dir;
+    r.ready.path = ready_path(item, layout, plan);
     r.ready.bytes = contents.total_bytes();
     r.ready.files = contents.file_count();
     r.identity = identity;
@@ -152,6 +157,56 @@ void remove_copy_entry(int copy, const std::string& name, const std::string& sho
     const RemoveResult removed = remove_tree_at(copy, name, shown);
     if (!removed.ok())
         throw Error("cannot remove " + shown + "/" + name + ": " + removed.problems.front());
+}
+
+void link_copy(const std::string& from_dir, const std::string& to_dir, const std::string& shown, const Plan& contents,
+               const std::vector<std::size_t>& skip, bool keep_times, const NodeContext& ctx)
+{
+    Fd from(::open(from_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    Fd to(::open(to_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!from.valid() || !to.valid())
+        throw_cannot("open", from.valid() ? shown : from_dir, errno);
+    const EntryList& entries = contents.entries;
+    bool ok = true;
+    if (ctx.rank == 0)
+        for (std::size_t i = 0; i < entries.size() && ok; ++i)
+            if (entries.type(i) == EntryType::Dir)
+                ok = ::mkdirat(to.get(), std::string(entries.path(i)).c_str(), 0700) == 0 || errno == EEXIST;
+    if (!all_ranks(ctx.comm, ok))
+        throw Error("cannot create the directories of " + shown);
+    const std::size_t step = static_cast<std::size_t>(ctx.size);
+    std::size_t next_skip = 0;
+    for (std::size_t i = static_cast<std::size_t>(ctx.rank); i < entries.size(); i += step) {
+        while (next_skip < skip.size() && skip[next_skip] < i)
+            ++next_skip;
+        if (entries.type(i) == EntryType::Dir || (next_skip < skip.size() && skip[next_skip] == i))
+            continue;
+        const std::string path(entries.path(i));
+        const bool made = entries.type(i) == EntryType::File
+                              ? ::linkat(from.get(), path.c_str(), to.get(), path.c_str(), 0) == 0
+                              : ::symlinkat(std::string(entries.target(i)).c_str(), to.get(), path.c_str()) == 0;
+        if (!made && errno == ENOENT && entries.type(i) == EntryType::File)
+            fetch_again(contents, i, to.get(), shown, keep_times);  // purged since the check
+        else if (!made)
+            throw_cannot("link", shown + "/" + path, errno);
+    }
+    quiet_barrier(ctx.comm);
+}
+
+void set_dir_modes(const std::string& dir, const std::string& shown, const Plan& contents, bool keep_times)
+{
+    const EntryList& entries = contents.entries;
+    for (std::size_t i = entries.size(); i-- > 0;) {
+        if (entries.type(i) != EntryType::Dir)
+            continue;
+        const std::string path = dir + "/" + std::string(entries.path(i));
+        Fd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        const EntryList::Record& e = entries.record(i);
+        const struct timespec times[2] = {{e.mtime_sec, static_cast<long>(e.mtime_nsec)},
+                                          {e.mtime_sec, static_cast<long>(e.mtime_nsec)}};
+        if (!fd.valid() || ::fchmod(fd.get(), e.mode & 0777) != 0 || (keep_times && ::futimens(fd.get(), times) != 0))
+            throw_cannot("set the mode of", shown + "/" + std::string(entries.path(i)), errno);
+    }
 }
 
 // Rank 0 alone reads it: N ranks reading a file of some 100 MB (1.28 M

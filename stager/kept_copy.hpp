@@ -37,6 +37,22 @@ struct KeptCopyCheck {
     std::int64_t oldest = 0;  // min over ranks of CopyCheck::oldest
 };
 KeptCopyCheck check_kept_copy(const std::string& dir, const Plan& contents, CheckShare share, const NodeContext& ctx);
+// Collective: a new copy at to_dir (made, empty) of what the copy at
+// from_dir holds of `contents`, by hard links: its directories (rank 0,
+// modes writable until set_dir_modes), then each rank its share of files
+// and symlinks (i % size == rank, as check_copy shares them), those in
+// `skip` (this rank's bad entries, sorted) left out; a file gone since it
+// was checked (the purge) is fetched (keep_times: with its source mtime).
+// Costs a link per file, no data; the copy at from_dir is not changed.
+// Throws Error.
+void link_copy(const std::string& from_dir, const std::string& to_dir, const std::string& shown, const Plan& contents,
+               const std::vector<std::size_t>& skip, bool keep_times, const NodeContext& ctx);
+// Rank 0: the directories' modes (and mtimes, keep_times), deepest first.
+void set_dir_modes(const std::string& dir, const std::string& shown, const Plan& contents, bool keep_times);
+// Where a record says a copy at layout.dataset_dir is: the directory, or
+// the one file a single-file dataset's job sees.
+std::string ready_path(const StageItem& item, const DatasetLayout& layout, const Plan& plan);
+
 // Removes the entry `name` (relative to the directory open as copy; shown:
 // that directory, for messages) whatever it is, a tree too.  Throws Error.
 void remove_copy_entry(int copy, const std::string& name, const std::string& shown);

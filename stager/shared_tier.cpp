@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <ctime>
 #include <fcntl.h>
 #include <memory>
@@ -23,6 +24,7 @@
 #include "policies/shared_copy.hpp"
 #include "stager/copy_check.hpp"
 #include "stager/copy_lock.hpp"
+#include "stager/copy_readers.hpp"
 #include "stager/kept_copy.hpp"
 #include "stager/stage_steps.hpp"
 #include "stager/unfinished_copy.hpp"
@@ -247,10 +249,12 @@ std::string going_on_note(const Plan& plan, const Unfinished& unfinished)
            format_size(unfinished.held.bytes) + ") are there whole, attempt " + std::to_string(unfinished.attempts);
 }
 
-void stage_copy(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options,
-                const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir, const Plan& plan,
-                const std::string& identity, const std::string& why)
+// Returns (rank 0) the name the copy was put in place as.
+std::string stage_copy(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options,
+                       const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir, const Plan& plan,
+                       const std::string& identity, const std::string& why, const CopyReaders& readers)
 {
+    std::string placed;
     const auto start = Clock::now();
     const std::uint64_t cpu_start = cpu_now();
     const Unfinished unfinished = look_for_unfinished(item, layout, here, plan, identity, ctx);
@@ -261,8 +265,10 @@ void stage_copy(const StageItem& item, const NodeContext& ctx, const ExchangeOpt
                 (unfinished.resumed ? going_on_note(plan, unfinished) : ""));
         if (!unfinished.resumed)
             clear_partial(layout, here, job_dir);
-        if (policy::copy_refreshable(item.dataset.mode, item.tier))  // else never gone on from
+        if (policy::copy_refreshable(item.dataset.mode, item.tier))
             record_unfinished(item, layout, here, job_dir, unfinished, identity, ctx);
+        else
+            forget_unfinished(here, job_dir);  // never gone on from: one an earlier mode left goes
     }
     quiet_barrier(ctx.comm);
     const Plan& to_write = unfinished.resumed ? unfinished.rest : plan;
@@ -277,20 +283,65 @@ void stage_copy(const StageItem& item, const NodeContext& ctx, const ExchangeOpt
     // extraction of the shards 3x slower).
     quiet_barrier(ctx.comm);
     if (ctx.rank == 0) {
-        publish_copy(item, layout, here, job_dir, ctx);
+        placed = place_for_new_copy(here, readers, ctx.values.job_id, seconds_now());
+        const DatasetLayout at = with_copy_at(layout, placed);
+        if (placed != here.dataset_dir)
+            sayf("%s: %s is read in place by a running job: the new copy is made beside it, in %s",
+                 item.dataset.name.c_str(), layout.dataset_dir.c_str(), at.dataset_dir.c_str());
+        publish_copy(item, at, with_copy_at(here, placed), job_dir, ctx);
         forget_unfinished(here, job_dir);
         std::optional<Plan> unpacked;
         if (item.dataset.mode == Mode::Extract)
-            unpacked = unpacked_contents(item, layout);
+            unpacked = unpacked_contents(item, at);
         const Plan& contents = unpacked ? *unpacked : plan;
         write_contents(job_dir.get(), layout.tier_dir, here.contents_file, contents);
-        CopyRecord record = new_record(item, layout, plan, contents, identity, ctx);
+        CopyRecord record = new_record(item, at, plan, contents, identity, ctx);
         record_use(record, here, ctx, record.made);
         moved.done();
     }
     quiet_barrier(ctx.comm);  // while rank 0 publishes and lists the copy
     say_transferred(item, ctx, plan.total_bytes(), moved.bytes_read, start, cpu_start);
+    return placed;
 }
+// Whether this job reads the copy in place once staged: every job but a
+// mover job (two-hop staging), which only makes it.
+bool reads_in_place(const StageItem& item, const NodeContext& ctx)
+{
+    const char* name = std::getenv(kJobNameVar);
+    return !ctx.values.job_id.empty() &&
+           !(name && std::string(name) == std::string(kMoverJobPrefix) + item.dataset.name);
+}
+
+// A repair that a running reader of the copy could see, made beside it:
+// a new copy in .partial-NAME that links what is right in the copy and
+// gets the rest from the source; then rank 0 puts it in place as
+// `beside` (a name in the tier directory).
+void repair_beside(const StageItem& item, const DatasetLayout& layout, const DatasetLayout& here,
+                   const DatasetLayout& at, const DatasetLayout& here_at, const Fd& job_dir, const Plan& contents,
+                   const Checked& checked, const std::string& beside, const NodeContext& ctx)
+{
+    if (ctx.rank == 0) {
+        clear_partial(layout, here, job_dir);
+        forget_unfinished(here, job_dir);  // the partial copy is this one now
+        if (::mkdirat(job_dir.get(), here.partial_dir.c_str(), 0700) != 0)
+            throw_cannot("create", layout.partial_dir, errno);
+        sayf("%s: %s is read in place by a running job: the new copy is made beside it, in %s/%s",
+             item.dataset.name.c_str(), at.dataset_dir.c_str(), layout.tier_dir.c_str(), beside.c_str());
+    }
+    quiet_barrier(ctx.comm);
+    link_copy(here_at.dataset_dir, here.partial_dir, layout.partial_dir, contents, checked.copy.mine.bad,
+              policy::keeps_source_mtimes(item.tier), ctx);
+    DatasetLayout into = layout, here_into = here;
+    into.dataset_dir = layout.partial_dir;
+    here_into.dataset_dir = here.partial_dir;
+    repair(item, into, here_into, contents, checked, ctx);
+    if (ctx.rank == 0) {
+        set_dir_modes(here.partial_dir, layout.partial_dir, contents, policy::keeps_source_mtimes(item.tier));
+        publish_copy(item, with_copy_at(layout, beside), with_copy_at(here, beside), job_dir, ctx);
+    }
+    quiet_barrier(ctx.comm);
+}
+
 void use_or_stage(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options,
                   const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir)
 {
@@ -305,28 +356,52 @@ void use_or_stage(const StageItem& item, const NodeContext& ctx, const ExchangeO
     const double plan_s = seconds_since(start) - source_s;
     const auto look_start = Clock::now();
     Found found = look_for_copy(item, here, plan, ctx);
+    // The copy the record names: the dataset's own name, or one made beside it.
+    const std::string named =
+        broadcast_text(ctx.comm, 0,
+                       ctx.rank == 0 && found.record ? copy_in_record(*found.record, layout, here) : here.dataset_dir);
+    const DatasetLayout at = with_copy_at(layout, named), here_at = with_copy_at(here, named);
     const double look_s = seconds_since(look_start);
     const auto stat_start = Clock::now();
-    const Checked checked = check_share(item, here, found, plan, ctx);
+    const Checked checked = check_share(item, here_at, found, plan, ctx);
     const policy::CopyDecision decision = policy::decide_copy(checked.facts);
     const double stat_s = seconds_since(stat_start);
     const double check_s = seconds_since(start);
+    // What a reader could see change: files fetched over others, entries
+    // removed (added ones, someone else's, of another type), a new copy.
+    const bool rewrites = decision.action == policy::CopyAction::Stage ||
+                          (decision.action == policy::CopyAction::Repair &&
+                           checked.facts.wrong_size + checked.facts.added + checked.facts.foreign > 0);
+    CopyReaders readers;  // rank 0
+    if (ctx.rank == 0)
+        readers = look_at_readers(job_dir.get(), here, ctx.values.job_id,
+                                  rewrites || other_copies_exist(job_dir.get(), here, named));
 
+    std::string current = named;  // rank 0: the copy the record names once done
     if (decision.action == policy::CopyAction::Stage) {
-        stage_copy(item, ctx, options, layout, here, job_dir, plan, found.identity, decision.reason);
+        current = stage_copy(item, ctx, options, layout, here, job_dir, plan, found.identity, decision.reason, readers);
     } else {
         // A refresh may bring more than the copy holds: the tier's limits
         // and space as for a staging, what the copy holds counted as free.
         if (found.refreshable)
             check_space(item, job_dir, layout.tier_dir, plan, {}, found.held);
-        if (decision.action == policy::CopyAction::Repair)
-            repair(item, layout, here, found.contents(plan), checked, ctx);
+        const bool beside =
+            all_ranks(ctx.comm,
+                      ctx.rank != 0 || policy::change_beside({rewrites, readers.live_of(named), readers.known}));
+        if (beside) {
+            current = ctx.rank == 0 ? place_for_new_copy(here, readers, ctx.values.job_id, seconds_now()) : "";
+            repair_beside(item, layout, here, at, here_at, job_dir, found.contents(plan), checked, current, ctx);
+        } else if (decision.action == policy::CopyAction::Repair) {
+            repair(item, at, here_at, found.contents(plan), checked, ctx);
+        }
         if (ctx.rank == 0) {
             CopyRecord& record = *found.record;
+            const DatasetLayout now_at = with_copy_at(layout, current);
             if (found.refreshable) {
                 say(item.dataset.name + ": " + decision.reason);
-                refresh_record(record, item, job_dir, layout, here, plan, found.identity, ctx);
+                refresh_record(record, item, job_dir, now_at, here, plan, found.identity, ctx);
             }
+            record.ready.path = ready_path(item, now_at, plan);
             const std::uint64_t fixed = checked.facts.missing + checked.facts.wrong_size;
             const std::uint64_t found_any = fixed + checked.facts.added;
             record.found_changed = mark_since(here, checked_from);  // else checked (and repaired) now
@@ -341,12 +416,18 @@ void use_or_stage(const StageItem& item, const NodeContext& ctx, const ExchangeO
             record_job_state(item, record, ctx, kReusedState);
             sayf("%s: %s the copy in %s (%s in %llu files, made by job %s on %s, used %llu times); checked in "
                  "%.2f s (plan %.2f s, record and contents %.2f s, source %.2f s, stat %.2f s)%s%s",
-                 item.dataset.name.c_str(), found_any ? "repaired and reused" : "reused", layout.dataset_dir.c_str(),
+                 item.dataset.name.c_str(), found_any ? "repaired and reused" : "reused", now_at.dataset_dir.c_str(),
                  format_size(record.ready.bytes).c_str(), static_cast<unsigned long long>(record.ready.files),
                  record.made_by.c_str(), day_text(record.made).c_str(), static_cast<unsigned long long>(record.uses),
                  check_s, plan_s, look_s, source_s, stat_s, found_any ? repair_note(checked.facts).c_str() : "",
                  purge_note(item.tier, record.oldest).c_str());
         }
+    }
+    if (ctx.rank == 0) {
+        if (reads_in_place(item, ctx))
+            add_reader(job_dir.get(), layout, here, ctx.values.job_id,
+                       {current, ready_path(item, with_copy_at(layout, current), plan)});
+        sweep_old_copies(job_dir.get(), item, layout, here, current, readers);
     }
 }
 }  // namespace

@@ -57,11 +57,12 @@ Error in_job_dir(const Error& e, const DatasetLayout& layout)
 
 }  // namespace
 
-void stage_dataset(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options)
+void stage_dataset(const StageItem& planned, const NodeContext& ctx, const ExchangeOptions& options)
 {
-    policy::require(policy::supported(item.dataset, item.tier));
-    check_via_copy(item, ctx);  // two-hop: the mover's copy as the mover left it
-    if (item.copy_only) {       // the mover job's copy, whole: nothing to move here
+    policy::require(policy::supported(planned.dataset, planned.tier));
+    // Two-hop: the mover's copy, as the mover left it, held for this job.
+    const StageItem item = hold_via_copy(planned, ctx);
+    if (item.copy_only) {  // the mover job's copy, whole: nothing to move here
         if (ctx.rank == 0) {
             say(item.dataset.name + ": using the copy in " + item.tier.name + " its mover job made");
             // For status: the job's row says reused, with the copy's size.

@@ -48,6 +48,22 @@ bool may_go_on(const StageItem& item, const DatasetLayout& here, const std::stri
     return verdict.allowed;
 }
 
+// The copy's directories writable by the user again, as the tree writer
+// leaves them until its finish.
+void make_dirs_writable(int copy, const Plan& plan, const std::string& shown)
+{
+    if (::fchmod(copy, 0700) != 0)
+        throw_cannot("open again", shown, errno);
+    for (std::size_t i = 0; i < plan.entries.size(); ++i) {
+        if (plan.entries.type(i) != EntryType::Dir)
+            continue;
+        const std::string path(plan.entries.path(i));
+        Fd dir(::openat(copy, path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        if (!dir.valid() || ::fchmod(dir.get(), 0700) != 0)
+            throw_cannot("open again", shown + "/" + path, errno);
+    }
+}
+
 // Every rank, its share: what was cut off or added goes; the flags say
 // which entries are still to write.  False (on every rank) when a
 // directory is missing or not the user's: the skeleton comes before the
@@ -62,6 +78,17 @@ bool clear_what_was_cut_off(const DatasetLayout& layout, const DatasetLayout& he
     if (!all_ranks(ctx.comm, checked.present && bad_dirs == 0))
         return false;
     bool ok = true;
+    try {
+        Fd copy(::open(here.partial_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        if (!copy.valid())
+            throw_cannot("open", layout.partial_dir, errno);
+        if (ctx.rank == 0)  // an attempt cut off in its finish left read-only directories
+            make_dirs_writable(copy.get(), plan, layout.partial_dir);
+    } catch (const Error&) {
+        ok = false;
+    }
+    if (!all_ranks(ctx.comm, ok))
+        return false;
     try {
         Fd copy(::open(here.partial_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
         if (!copy.valid())

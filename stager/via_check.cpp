@@ -1,13 +1,23 @@
 #include "stager/via_check.hpp"
 
+#include <cerrno>
 #include <ctime>
+#include <fcntl.h>
+#include <memory>
 #include <unistd.h>
 
 #include "job/copy_record.hpp"
 #include "job/job_layout.hpp"
 #include "job/state_record.hpp"
 #include "lib/error.hpp"
+#include "lib/log.hpp"
+#include "lib/strings.hpp"
+#include "lib/sys/fd.hpp"
+#include "lib/sys/sys_error.hpp"
 #include "policies/purge.hpp"
+#include "stager/collectives.hpp"
+#include "stager/copy_lock.hpp"
+#include "stager/copy_readers.hpp"
 #include "stager/kept_copy.hpp"
 
 namespace dlstage::stager {
@@ -53,13 +63,15 @@ void mark_changed(const std::string& record_path, bool listed)
 
 }  // namespace
 
-void check_via_copy(const StageItem& item, const NodeContext& ctx)
+void check_via_copy(const StageItem& item, const NodeContext& ctx, const std::string& named)
 {
     if (!item.via)
         return;
     StageItem at_via = item;
     at_via.tier = *item.via;
-    const DatasetLayout via = dataset_layout(at_via, ctx.values);
+    DatasetLayout via = dataset_layout(at_via, ctx.values);
+    if (!named.empty())
+        via = with_copy_at(via, named);
     const std::optional<Plan> contents = read_contents_once(via.contents_file, ctx);
     KeptCopyCheck found;
     if (contents) {
@@ -76,6 +88,54 @@ void check_via_copy(const StageItem& item, const NodeContext& ctx)
                 (contents ? "has changed since (" + describe(found) + ")" : "has lost its list of contents") +
                 ": it is not used; submit the job again, and a mover job " +
                 (contents ? "repairs it from its source" : "copies " + item.dataset.name + " again from its source"));
+}
+
+StageItem hold_via_copy(const StageItem& item, const NodeContext& ctx)
+{
+    if (!item.via)
+        return item;
+    StageItem at_via = item;
+    at_via.tier = *item.via;
+    const DatasetLayout via = dataset_layout(at_via, ctx.values);
+    const DatasetLayout here = dataset_layout_within(at_via);
+    Fd dir;
+    std::unique_ptr<CopyLock> lock;
+    std::string named, path;
+    if (ctx.rank == 0) {
+        dir = Fd(::open(via.tier_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        if (!dir.valid())
+            throw_cannot("open", via.tier_dir, errno);
+        LockOptions options;
+        options.say = [&](const std::string& line) { say(item.dataset.name + ": " + line); };
+        lock = std::make_unique<CopyLock>(dir.get(), here.lock_file, via.lock_file,
+                                          LockHolder{ctx.values.job_id, ctx.node, static_cast<long>(::getpid()), 0},
+                                          options);
+        try {
+            if (const std::optional<CopyRecord> record = read_copy_record(via.ready_marker)) {
+                named = copy_in_record(*record, via, here);
+                path = record->ready.path;
+            }
+        } catch (const Error&) {
+            // Unreadable: the check below finds the copy wanting.
+        }
+    }
+    named = broadcast_text(ctx.comm, 0, named);
+    path = broadcast_text(ctx.comm, 0, path);
+    try {
+        check_via_copy(item, ctx, named);
+        if (ctx.rank == 0 && !named.empty())
+            add_reader(dir.get(), via, here, ctx.values.job_id, {named, path});
+    } catch (...) {
+        if (lock)
+            lock->release();
+        throw;
+    }
+    if (lock)
+        lock->release();
+    StageItem held = item;
+    if (!item.copy_only && !path.empty() && path != item.via_path && starts_with(item.dataset.source, item.via_path))
+        held.dataset.source = path + item.dataset.source.substr(item.via_path.size());
+    return held;
 }
 
 }  // namespace dlstage::stager

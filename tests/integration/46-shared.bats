@@ -125,6 +125,53 @@ PY
     ln -sfn d1/f2.bin "$MUTABLE/link"
 }
 
+@test "a job reading the copy in place keeps one version while a change is made beside it; the old copy goes after" {
+    forget mutable
+    on_all MUTABLE mutable:scratch
+    [ "$status" -eq 0 ]
+    old=$("$DIGEST" "$MUTABLE")
+    work=$(user_workdir)
+    go="$work/go"
+    rm -f "$go"
+    # The reader: a digest of its copy, then (once told) every byte again.
+    script=$(reader_script MUTABLE "$go")
+    reader=$(as_user sbatch --parsable -N1 --stage-data=mutable:scratch -o "$work/r-%j.out" "$script")
+    for _ in $(seq 150); do grep -q '^first' "$work/r-$reader.out" 2>/dev/null && break; sleep 0.2; done
+    grep -q "^first $(mine)/mutable $old$" "$work/r-$reader.out" || { cat "$work/r-$reader.out"; false; }
+    [ "$(head -n1 "$(mine)/.readers-mutable/$reader")" = mutable ]
+    # The source changes while it runs: a file appended to, one added.
+    printf 'again' >>"$MUTABLE/d1/f4.bin"
+    head -c 5000 /dev/urandom >"$MUTABLE/d1/new.bin"
+    chmod 0644 "$MUTABLE/d1/new.bin"
+    on_all MUTABLE mutable:scratch
+    [ "$status" -eq 0 ]
+    beside="$(mine)/$(grep -oE '\.version-mutable-[0-9-]+' <<<"$output" | head -n1)"
+    [ "$beside" != "$(mine)/" ]
+    grep -q "mutable: $(mine)/mutable is read in place by a running job: the new copy is made beside it, in $beside$" <<<"$output" ||
+        { echo "$output"; false; }
+    doc_says "$USER_GUIDE" 'is read in place by a running job: the new copy is made beside it' imagenet=mutable <<<"$output"
+    grep -q "found 1 missing, 1 changed and 0 added entries: 2 fetched again" <<<"$output" || { echo "$output"; false; }
+    each_node_says "$output" "$beside $("$DIGEST" "$MUTABLE")"
+    [ "$(copy_value mutable 'r["path"]')" = "$beside" ]
+    # The reader still sees the copy it began with, whole.
+    touch "$go"
+    wait_job_gone "$reader" 60
+    [ "$(job_state "$reader")" = COMPLETED ]
+    grep -q "^second $(mine)/mutable $old$" "$work/r-$reader.out" || { cat "$work/r-$reader.out"; false; }
+    # A later step of the job too: it gets the copy the job was given.
+    grep -q "^step $(mine)/mutable $old$" "$work/r-$reader.out" || { cat "$work/r-$reader.out"; false; }
+    # Its reader gone, the next job's staging removes the old copy.
+    on_all MUTABLE mutable:scratch
+    [ "$status" -eq 0 ]
+    each_node_says "$output" "$beside $("$DIGEST" "$MUTABLE")"
+    [ ! -e "$(mine)/mutable" ]
+    [ ! -e "$(mine)/.readers-mutable/$reader" ]
+    # The source as it was, and no copy, for the tests after this one.
+    rm "$MUTABLE/d1/new.bin"
+    forget mutable
+    assert_healthy
+}
+
 @test "a copy near its purge date: a warning at submit with the date, and the date in status" {
     on_all MUTABLE mutable:scratch
     [ "$status" -eq 0 ]

@@ -129,6 +129,8 @@ slow_mover() {
     [ "$read" -ge "$files_bytes" ] && [ "$read" -le $((files_bytes * 101 / 100)) ] ||
         { echo "read $read of $files_bytes"; false; }
     grep -q "staged in21k to scratch (one shared copy) by 1 nodes" "$(mine)/.mover-in21k.out"
+    # A mover job only makes the copy: it is no reader that keeps one alive.
+    [ ! -e "$(mine)/.readers-in21k/$mover" ]
     assert_healthy
     assert_no_leftovers
     [ -z "$(on_node "$MOVER_NODE" find /dev/shm/dlstage /local/dlstage -mindepth 1 -maxdepth 2 2>/dev/null)" ]
@@ -646,4 +648,40 @@ waiters_of() { squeue -h -t pending -o '%i %E' | awk -v m="afterok:$1" 'index($2
     run "$DLSTAGE_BIN" --config "$DLSTAGE_TEST_DIR/dlstage.toml" status -a
     [[ "$output" != *"call 555"* ]] || { echo "$output"; false; }
     scancel "$victim" "$attacker"
+}
+
+@test "a job reading the mover's copy in place keeps it while the next mover job makes a new one beside it" {
+    forget in21k
+    run dlstage prefetch in21k
+    id=$(grep -E '^[0-9]+$' <<<"$output" || true)
+    [ -n "$id" ] && wait_job_gone "$id" 90
+    old=$("$DIGEST" "$SRC/in21k")
+    work=$(user_workdir)
+    go="$work/go"
+    rm -f "$go"
+    script=$(reader_script IN21K "$go")
+    submit -- -N1 --stage-data=in21k:scratch -o "$work/r-%j.out" "$script"
+    reader=$job
+    for _ in $(seq 300); do grep -q '^first' "$work/r-$reader.out" 2>/dev/null && break; sleep 0.2; done
+    grep -q "^first $(mine)/in21k $old$" "$work/r-$reader.out" || { cat "$work/r-$reader.out"; false; }
+    [ "$(head -n1 "$(mine)/.readers-in21k/$reader")" = in21k ]
+    # The source changes; the next job's mover job brings the copy up to it.
+    victim=$(find "$SRC/in21k" -type f -size +1k | sort | head -n1)
+    printf 'appended' >>"$victim"
+    script=$(digest_job IN21K)
+    submit -- -N3 --stage-data=in21k:shm -o "$work/w-%j.out" "$script"
+    wait_job_gone "$job" 120
+    [ "$(job_state "$job")" = COMPLETED ]
+    grep -q "in21k: $(mine)/in21k is read in place by a running job: the new copy is made beside it, in $(mine)/.version-in21k-" \
+        "$(mine)/.mover-in21k.out" || { cat "$(mine)/.mover-in21k.out"; false; }
+    each_node_says "$(cat "$work/w-$job.out")" "$("$DIGEST" "$SRC/in21k")"
+    # The reader, and a later step of it, still read the copy they began with.
+    touch "$go"
+    wait_job_gone "$reader" 60
+    [ "$(job_state "$reader")" = COMPLETED ]
+    grep -q "^second $(mine)/in21k $old$" "$work/r-$reader.out" || { cat "$work/r-$reader.out"; false; }
+    grep -q "^step $(mine)/in21k $old$" "$work/r-$reader.out" || { cat "$work/r-$reader.out"; false; }
+    [ "$("$DIGEST" "$(mine)/in21k")" = "$old" ]
+    forget in21k
+    assert_healthy
 }

@@ -220,9 +220,26 @@ forget_kept_copy() {
     local dir=$1 name=$2 node
     shift 2
     local paths=("$dir/$name" "$dir/.ready-$name.toml" "$dir/.contents-$name" "$dir/.lock-$name" "$dir/.partial-$name"
-        "$dir/.resume-$name.toml")
+        "$dir/.resume-$name.toml" "$dir/.readers-$name" "$dir/.version-$name-"*)
     [ "$#" -gt 0 ] || { rm -rf "${paths[@]}"; return; }
     for node in "$@"; do on_node "$node" rm -rf "${paths[@]}"; done
+}
+
+# reader_script NAME GO: the path of a job script that prints "first PATH
+# DIGEST" of $DLSTAGE_<NAME>, waits for the file GO, then prints the same
+# again ("second ...") and from a later step of the job ("step ...").
+reader_script() {
+    local var="DLSTAGE_$1" go=$2 script
+    script="$(user_workdir)/reader.sh"
+    cat >"$script" <<SH
+#!/bin/bash
+echo "first \$$var \$("$DIGEST" "\$$var")"
+for _ in \$(seq 600); do [ -e "$go" ] && break; sleep 0.2; done
+echo "second \$$var \$("$DIGEST" "\$$var")"
+srun -N1 bash -c 'echo "step \$$var \$("$DIGEST" "\$$var")"'
+SH
+    chmod 0755 "$script"
+    echo "$script"
 }
 
 # assert_no_leftovers: every node's tiers hold no job data.  The epilog runs

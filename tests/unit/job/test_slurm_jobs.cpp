@@ -117,4 +117,14 @@ BOOST_AUTO_TEST_CASE(squeue_failing_or_hanging_is_a_problem_never_an_empty_list)
     }
 }
 
+BOOST_AUTO_TEST_CASE(squeue_tells_each_known_jobs_state_and_reason)
+{
+    const auto states = parse_job_states("7|PENDING|JobHeldAdmin\n9|CANCELLED|None\nnot|a|job\n12|RUNNING\n");
+    BOOST_TEST(states.size() == 2U);
+    BOOST_TEST(states.at("7").state == "PENDING");
+    BOOST_TEST(states.at("7").reason == "JobHeldAdmin");
+    BOOST_TEST(states.at("9").state == "CANCELLED");
+    BOOST_TEST(parse_job_states("").empty());
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -123,14 +123,4 @@ BOOST_AUTO_TEST_CASE(scontrol_tells_a_requeue_and_how_the_job_ends)
     BOOST_TEST(!job_now_in("JobId=7 JobState=RUNNING Restarts=x").has_value());
 }
 
-BOOST_AUTO_TEST_CASE(squeue_tells_each_known_jobs_state_and_reason)
-{
-    const auto states = parse_job_states("7|PENDING|JobHeldAdmin\n9|CANCELLED|None\nnot|a|job\n12|RUNNING\n");
-    BOOST_TEST(states.size() == 2U);
-    BOOST_TEST(states.at("7").state == "PENDING");
-    BOOST_TEST(states.at("7").reason == "JobHeldAdmin");
-    BOOST_TEST(states.at("9").state == "CANCELLED");
-    BOOST_TEST(parse_job_states("").empty());
-}
-
 BOOST_AUTO_TEST_SUITE_END()

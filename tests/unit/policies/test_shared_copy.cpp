@@ -203,4 +203,19 @@ BOOST_AUTO_TEST_CASE(an_unfinished_copy_is_staged_whole_unless_each_file_can_be_
     refused([](PartialFacts& f) { f.refreshable = false; }, "purged by mtime");
 }
 
+BOOST_AUTO_TEST_CASE(a_change_a_running_reader_could_see_is_made_beside_the_copy)
+{
+    BOOST_TEST(change_beside({true, 1, true}));
+    BOOST_TEST(change_beside({true, 0, false}));   // Slurm did not say: a reader may run
+    BOOST_TEST(!change_beside({true, 0, true}));   // nobody reads it: in place
+    BOOST_TEST(!change_beside({false, 3, true}));  // only what was missing comes back
+}
+
+BOOST_AUTO_TEST_CASE(an_earlier_copy_goes_only_once_none_of_its_readers_runs)
+{
+    BOOST_TEST(old_copy_may_go(0, true));
+    BOOST_TEST(!old_copy_may_go(1, true));
+    BOOST_TEST(!old_copy_may_go(0, false));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

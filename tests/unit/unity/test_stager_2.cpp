@@ -5,6 +5,7 @@
 #include "tests/unit/stager/test_copy_check.cpp"
 #include "tests/unit/stager/test_copy_check_shares.cpp"
 #include "tests/unit/stager/test_copy_lock.cpp"
+#include "tests/unit/stager/test_copy_readers.cpp"
 #include "tests/unit/stager/test_manifest_scan.cpp"
 #include "tests/unit/stager/test_plan.cpp"
 #include "tests/unit/stager/test_plan_segments.cpp"
