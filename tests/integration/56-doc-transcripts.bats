@@ -19,6 +19,14 @@ block_of() {
     doc_transcript --block "$1" "$2"
 }
 
+# The by-hand cluster of testing.md's test goes also when that test fails
+# midway: its daemons would outlive the run (issue 45), and a munged left
+# running breaks the next cluster's authentication.
+teardown() {
+    [ ! -d "$DLSTAGE_TEST_DIR/by-hand" ] ||
+        "$BATS_TEST_DIRNAME/../cluster/vcluster" down --dir "$DLSTAGE_TEST_DIR/by-hand" >/dev/null 2>&1 || true
+}
+
 setup_file() {
     local site="$DLSTAGE_TEST_DIR/readme-site"
     rm -rf "$site"

@@ -138,6 +138,7 @@ class Job:
         self.versions = {}  # dataset name -> the version its source had at submission
         self.touched = []  # [(fault kind, seconds into the soak)]
         self.info = {}  # the last scontrol view
+        self.submit_err = ""  # what sbatch said on stderr (the plugin's lines)
         self.ended = False
         self.outcome = None
         self.reason = None
