@@ -33,6 +33,20 @@ plant() {
     [ "$status" -eq 0 ] || fail "after it stopped: exit $status: $out"
 }
 
+@test "a daemon naming the directory as an option's value counts too" {
+    # Its program elsewhere, so that only --key-file=DIR/... names $work.
+    local elsewhere
+    elsewhere=$(mktemp -d /tmp/dlstage-cli-elsewhere-XXXXXX)
+    cp /usr/bin/perl "$elsewhere/munged"
+    "$elsewhere/munged" -e 'sleep 300' -- "--key-file=$work/munge.key" &
+    planted=$!
+    leftovers
+    rm -rf "$elsewhere"
+    [ "$status" -eq 1 ] || fail "exit $status: $out"
+    [ "$(head -n1 <<<"$out")" = "left running or mounted: munged x1" ] || fail "$out"
+    wait "$planted" 2>/dev/null || true
+}
+
 @test "a daemon on its way out is waited for, not named" {
     cp /bin/sleep "$work/pfssim"
     "$work/pfssim" 1 &
