@@ -48,6 +48,17 @@ bool is_copy_name(const std::string& name, const DatasetLayout& here)
     const std::string rest = name.substr(here.version_prefix.size());
     return !rest.empty() && rest.find_first_not_of("0123456789_-") == std::string::npos;
 }
+// The dataset's copies in the tier directory other than `current`.
+std::vector<std::string> copies_besides(int job_dir, const DatasetLayout& here, const std::string& current)
+{
+    const Fd reading(::openat(job_dir, ".", kDirFlags));
+    std::vector<std::string> copies;
+    DirStream stream(reading.get());
+    while (const dirent* e = stream.valid() ? stream.next() : nullptr)
+        if (is_copy_name(e->d_name, here) && e->d_name != current)
+            copies.push_back(e->d_name);
+    return copies;
+}
 }  // namespace
 
 std::uint64_t CopyReaders::live_of(const std::string& copy) const
@@ -124,12 +135,7 @@ std::string place_for_new_copy(const DatasetLayout& here, const CopyReaders& rea
 
 bool other_copies_exist(int job_dir, const DatasetLayout& here, const std::string& current)
 {
-    const Fd reading(::openat(job_dir, ".", kDirFlags));
-    DirStream stream(reading.get());
-    while (const dirent* e = stream.valid() ? stream.next() : nullptr)
-        if (is_copy_name(e->d_name, here) && e->d_name != current)
-            return true;
-    return false;
+    return !copies_besides(job_dir, here, current).empty();
 }
 
 void add_reader(int job_dir, const DatasetLayout& layout, const DatasetLayout& here, const std::string& job,
@@ -157,13 +163,7 @@ void sweep_old_copies(int job_dir, const StageItem& item, const DatasetLayout& l
             if (dir.valid())
                 ::unlinkat(dir.get(), job.c_str(), 0);  // gone already: another job swept it
     }
-    const Fd reading(::openat(job_dir, ".", kDirFlags));
-    std::vector<std::string> copies;
-    DirStream stream(reading.get());
-    while (const dirent* e = stream.valid() ? stream.next() : nullptr)
-        if (is_copy_name(e->d_name, here) && e->d_name != current)
-            copies.push_back(e->d_name);
-    for (const std::string& copy : copies) {
+    for (const std::string& copy : copies_besides(job_dir, here, current)) {
         const std::uint64_t live = readers.live_of(copy);
         if (!policy::old_copy_may_go(live, readers.known)) {
             sayf("%s: the earlier copy %s/%s stays while %llu running %s it", item.dataset.name.c_str(),

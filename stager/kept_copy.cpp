@@ -19,6 +19,16 @@
 
 namespace dlstage::stager {
 
+std::unique_ptr<CopyLock> take_copy_lock(const StageItem& item, const NodeContext& ctx, int dir_fd,
+                                         const std::string& name, const std::string& shown)
+{
+    LockOptions options;
+    options.say = [dataset = item.dataset.name](const std::string& line) { say(dataset + ": " + line); };
+    return std::make_unique<CopyLock>(dir_fd, name, shown,
+                                      LockHolder{ctx.values.job_id, ctx.node, static_cast<long>(::getpid()), 0},
+                                      options);
+}
+
 std::int64_t seconds_now()
 {
     return static_cast<std::int64_t>(std::time(nullptr));
@@ -191,22 +201,6 @@ void link_copy(const std::string& from_dir, const std::string& to_dir, const std
             throw_cannot("link", shown + "/" + path, errno);
     }
     quiet_barrier(ctx.comm);
-}
-
-void set_dir_modes(const std::string& dir, const std::string& shown, const Plan& contents, bool keep_times)
-{
-    const EntryList& entries = contents.entries;
-    for (std::size_t i = entries.size(); i-- > 0;) {
-        if (entries.type(i) != EntryType::Dir)
-            continue;
-        const std::string path = dir + "/" + std::string(entries.path(i));
-        Fd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-        const EntryList::Record& e = entries.record(i);
-        const struct timespec times[2] = {{e.mtime_sec, static_cast<long>(e.mtime_nsec)},
-                                          {e.mtime_sec, static_cast<long>(e.mtime_nsec)}};
-        if (!fd.valid() || ::fchmod(fd.get(), e.mode & 0777) != 0 || (keep_times && ::futimens(fd.get(), times) != 0))
-            throw_cannot("set the mode of", shown + "/" + std::string(entries.path(i)), errno);
-    }
 }
 
 // Rank 0 alone reads it: N ranks reading a file of some 100 MB (1.28 M

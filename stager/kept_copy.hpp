@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "job/job_layout.hpp"
 #include "lib/sys/fd.hpp"
 #include "stager/copy_check.hpp"
+#include "stager/copy_lock.hpp"
 #include "stager/node_context.hpp"
 #include "stager/plan.hpp"
 
@@ -39,7 +41,7 @@ struct KeptCopyCheck {
 KeptCopyCheck check_kept_copy(const std::string& dir, const Plan& contents, CheckShare share, const NodeContext& ctx);
 // Collective: a new copy at to_dir (made, empty) of what the copy at
 // from_dir holds of `contents`, by hard links: its directories (rank 0,
-// modes writable until set_dir_modes), then each rank its share of files
+// modes writable until stager/tree_writer's set_dir_modes), then each rank its share of files
 // and symlinks (i % size == rank, as check_copy shares them), those in
 // `skip` (this rank's bad entries, sorted) left out; a file gone since it
 // was checked (the purge) is fetched (keep_times: with its source mtime).
@@ -47,8 +49,6 @@ KeptCopyCheck check_kept_copy(const std::string& dir, const Plan& contents, Chec
 // Throws Error.
 void link_copy(const std::string& from_dir, const std::string& to_dir, const std::string& shown, const Plan& contents,
                const std::vector<std::size_t>& skip, bool keep_times, const NodeContext& ctx);
-// Rank 0: the directories' modes (and mtimes, keep_times), deepest first.
-void set_dir_modes(const std::string& dir, const std::string& shown, const Plan& contents, bool keep_times);
 // Where a record says a copy at layout.dataset_dir is: the directory, or
 // the one file a single-file dataset's job sees.
 std::string ready_path(const StageItem& item, const DatasetLayout& layout, const Plan& plan);
@@ -56,6 +56,12 @@ std::string ready_path(const StageItem& item, const DatasetLayout& layout, const
 // Removes the entry `name` (relative to the directory open as copy; shown:
 // that directory, for messages) whatever it is, a tree too.  Throws Error.
 void remove_copy_entry(int copy, const std::string& name, const std::string& shown);
+
+// Rank 0: the lock on a copy (`name` in the directory open as dir_fd,
+// `shown` its path), as this job's rank, waiting for a live holder and
+// saying who it waits for.  Released when it goes.
+std::unique_ptr<CopyLock> take_copy_lock(const StageItem& item, const NodeContext& ctx, int dir_fd,
+                                         const std::string& name, const std::string& shown);
 
 // Seconds since the epoch, as records keep times.
 std::int64_t seconds_now();

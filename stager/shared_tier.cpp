@@ -27,6 +27,7 @@
 #include "stager/copy_readers.hpp"
 #include "stager/kept_copy.hpp"
 #include "stager/stage_steps.hpp"
+#include "stager/tree_writer.hpp"
 #include "stager/unfinished_copy.hpp"
 
 namespace dlstage::stager {
@@ -336,7 +337,7 @@ void repair_beside(const StageItem& item, const DatasetLayout& layout, const Dat
     here_into.dataset_dir = here.partial_dir;
     repair(item, into, here_into, contents, checked, ctx);
     if (ctx.rank == 0) {
-        set_dir_modes(here.partial_dir, layout.partial_dir, contents, policy::keeps_source_mtimes(item.tier));
+        set_dir_modes(here.partial_dir, contents, policy::keeps_source_mtimes(item.tier));
         publish_copy(item, with_copy_at(layout, beside), with_copy_at(here, beside), job_dir, ctx);
     }
     quiet_barrier(ctx.comm);
@@ -436,24 +437,12 @@ void stage_shared(const StageItem& item, const NodeContext& ctx, const ExchangeO
                   const DatasetLayout& layout, const Fd& job_dir)
 {
     const DatasetLayout here = dataset_layout_within(item);
-    std::unique_ptr<CopyLock> lock;
-    if (ctx.rank == 0) {
-        LockOptions lock_options;
-        lock_options.say = [&](const std::string& line) { say(item.dataset.name + ": " + line); };
-        lock = std::make_unique<CopyLock>(job_dir.get(), here.lock_file, layout.lock_file,
-                                          LockHolder{ctx.values.job_id, ctx.node, static_cast<long>(::getpid()), 0},
-                                          lock_options);
-    }
+    // Released when it goes, also when staging throws (else the next job
+    // would wait until it is judged stale).
+    const std::unique_ptr<CopyLock> lock =
+        ctx.rank == 0 ? take_copy_lock(item, ctx, job_dir.get(), here.lock_file, layout.lock_file) : nullptr;
     quiet_barrier(ctx.comm);  // the others wait for the lock without spinning
-    try {
-        use_or_stage(item, ctx, options, layout, here, job_dir);
-    } catch (...) {
-        if (lock)
-            lock->release();  // else the next job waits until it is judged stale
-        throw;
-    }
-    if (lock)
-        lock->release();
+    use_or_stage(item, ctx, options, layout, here, job_dir);
 }
 
 }  // namespace dlstage::stager

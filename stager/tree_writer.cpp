@@ -58,32 +58,17 @@ TreeWriter::TreeWriter(const Plan& plan, std::string dest, WriterOptions options
         written_[i] = 0;
 }
 
-namespace {
-// A directory an earlier attempt made, writable again (its finish may have
-// given it a read-only mode already).  Never through a symlink.
-void reopen_dir(const std::string& path)
-{
-    Fd dir(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (!dir.valid() || fchmod(dir.get(), 0700) != 0)
-        throw_cannot("open again", path, errno);
-}
-}  // namespace
-
 void TreeWriter::create_skeleton()
 {
     if (!options_.dest_exists && !options_.continues && mkdir(dest_.c_str(), 0700) != 0)
         throw_cannot("create", dest_, errno);
-    if (options_.continues)
-        reopen_dir(dest_);
     const EntryList& entries = plan_.entries;
     for (std::size_t i = 0; i < entries.size(); ++i) {
         // Directories stay writable (0700) until finish(): a read-only
         // directory in the source must still receive its files.
-        if (entries.type(i) == EntryType::Dir && mkdir(dest_path(i).c_str(), 0700) != 0) {
-            if (errno != EEXIST || !options_.continues)
-                throw_cannot("create", dest_path(i), errno);
-            reopen_dir(dest_path(i));
-        }
+        if (entries.type(i) == EntryType::Dir && mkdir(dest_path(i).c_str(), 0700) != 0 &&
+            (errno != EEXIST || !options_.continues))
+            throw_cannot("create", dest_path(i), errno);
         if (entries.type(i) == EntryType::File && entries.file_size(i) == 0)
             finish_file(i, open_for_write(i, true));
     }
@@ -218,16 +203,24 @@ void TreeWriter::finish()
                 apply_times(dest_path(i), e.mtime_sec, e.mtime_nsec);
         }
     }
+    set_dir_modes(dest_, plan_, options_.keep_times);
+}
+
+void set_dir_modes(const std::string& dest, const Plan& plan, bool keep_times)
+{
     // Deepest first: setting a directory's mode or time must come after
     // everything inside it has been created.
+    const EntryList& entries = plan.entries;
     for (std::size_t i = entries.size(); i-- > 0;) {
-        const EntryList::Record& e = entries.record(i);
-        if (e.type != EntryType::Dir)
+        if (entries.type(i) != EntryType::Dir)
             continue;
-        if (chmod(dest_path(i).c_str(), e.mode & 0777) != 0)
-            throw_cannot("set the mode of", dest_path(i), errno);
-        if (options_.keep_times)
-            apply_times(dest_path(i), e.mtime_sec, e.mtime_nsec);
+        const std::string path = dest + "/" + std::string(entries.path(i));
+        const EntryList::Record& e = entries.record(i);
+        const std::array<struct timespec, 2> times = planned_times(e);
+        Fd dir(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        if (!dir.valid() || fchmod(dir.get(), e.mode & 0777) != 0 ||
+            (keep_times && futimens(dir.get(), times.data()) != 0))
+            throw_cannot("set the mode of", path, errno);
     }
 }
 

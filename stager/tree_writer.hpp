@@ -43,9 +43,9 @@ struct WriterOptions {
     bool dest_exists = false;
     // dest holds an unfinished copy of a larger plan, gone on from (this
     // plan: its directories and what is still to be written): directories
-    // that exist are made writable again, as create_skeleton makes new
-    // ones; the plan's files and symlinks do not exist (the caller removed
-    // what was cut off).  Implies dest_exists.
+    // that exist are kept (the caller made them writable again, as
+    // create_skeleton makes new ones); the plan's files and symlinks do not
+    // exist (the caller removed what was cut off).  Implies dest_exists.
     bool continues = false;
 };
 
@@ -103,5 +103,10 @@ private:
 
 // Sets mode and mtime of a path without following a symlink at its end.
 void apply_times(const std::string& path, std::int64_t sec, std::uint32_t nsec);
+
+// The plan's directories below dest get their modes (and, keep_times,
+// their mtimes), deepest first, never through a symlink: a tree's last
+// step (TreeWriter::finish, a copy made by links in stager/kept_copy).
+void set_dir_modes(const std::string& dest, const Plan& plan, bool keep_times);
 
 }  // namespace dlstage::stager

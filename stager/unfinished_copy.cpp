@@ -49,7 +49,7 @@ bool may_go_on(const StageItem& item, const DatasetLayout& here, const std::stri
 }
 
 // The copy's directories writable by the user again, as the tree writer
-// leaves them until its finish.
+// leaves them until its finish (its `continues` keeps them as they are).
 void make_dirs_writable(int copy, const Plan& plan, const std::string& shown)
 {
     if (::fchmod(copy, 0700) != 0)
@@ -77,22 +77,17 @@ bool clear_what_was_cut_off(const DatasetLayout& layout, const DatasetLayout& he
         bad_dirs += plan.entries.type(i) == EntryType::Dir ? 1 : 0;
     if (!all_ranks(ctx.comm, checked.present && bad_dirs == 0))
         return false;
-    bool ok = true;
+    Fd copy(::open(here.partial_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    bool ok = copy.valid();
     try {
-        Fd copy(::open(here.partial_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-        if (!copy.valid())
-            throw_cannot("open", layout.partial_dir, errno);
-        if (ctx.rank == 0)  // an attempt cut off in its finish left read-only directories
+        if (ok && ctx.rank == 0)  // an attempt cut off in its finish left read-only directories
             make_dirs_writable(copy.get(), plan, layout.partial_dir);
     } catch (const Error&) {
         ok = false;
     }
     if (!all_ranks(ctx.comm, ok))
-        return false;
+        return false;  // clear_partial says what is wrong with it
     try {
-        Fd copy(::open(here.partial_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-        if (!copy.valid())
-            throw_cannot("open", layout.partial_dir, errno);
         for (const std::string& name : checked.added)
             remove_copy_entry(copy.get(), name, layout.partial_dir);
         for (const std::size_t i : checked.mine.bad) {

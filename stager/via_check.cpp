@@ -10,7 +10,6 @@
 #include "job/job_layout.hpp"
 #include "job/state_record.hpp"
 #include "lib/error.hpp"
-#include "lib/log.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/fd.hpp"
 #include "lib/sys/sys_error.hpp"
@@ -105,11 +104,7 @@ StageItem hold_via_copy(const StageItem& item, const NodeContext& ctx)
         dir = Fd(::open(via.tier_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
         if (!dir.valid())
             throw_cannot("open", via.tier_dir, errno);
-        LockOptions options;
-        options.say = [&](const std::string& line) { say(item.dataset.name + ": " + line); };
-        lock = std::make_unique<CopyLock>(dir.get(), here.lock_file, via.lock_file,
-                                          LockHolder{ctx.values.job_id, ctx.node, static_cast<long>(::getpid()), 0},
-                                          options);
+        lock = take_copy_lock(item, ctx, dir.get(), here.lock_file, via.lock_file);
         try {
             if (const std::optional<CopyRecord> record = read_copy_record(via.ready_marker)) {
                 named = copy_in_record(*record, via, here);
@@ -121,17 +116,10 @@ StageItem hold_via_copy(const StageItem& item, const NodeContext& ctx)
     }
     named = broadcast_text(ctx.comm, 0, named);
     path = broadcast_text(ctx.comm, 0, path);
-    try {
-        check_via_copy(item, ctx, named);
-        if (ctx.rank == 0 && !named.empty())
-            add_reader(dir.get(), via, here, ctx.values.job_id, {named, path});
-    } catch (...) {
-        if (lock)
-            lock->release();
-        throw;
-    }
-    if (lock)
-        lock->release();
+    check_via_copy(item, ctx, named);
+    if (ctx.rank == 0 && !named.empty())
+        add_reader(dir.get(), via, here, ctx.values.job_id, {named, path});
+    lock.reset();  // also released when the check throws
     StageItem held = item;
     if (!item.copy_only && !path.empty() && path != item.via_path && starts_with(item.dataset.source, item.via_path))
         held.dataset.source = path + item.dataset.source.substr(item.via_path.size());

@@ -79,7 +79,8 @@ BOOST_AUTO_TEST_CASE(an_unfinished_copy_is_finished_from_its_part_still_to_write
     const Plan plan = build_plan(dataset_at(dir / "src"));
     copy_with_plan(plan, dir / "dst");
     // Cut off: big.bin (removed by the caller, as a half-written file is),
-    // the symlink not made yet; the read-only directory already finished.
+    // the symlink not made yet; the read-only directory already finished
+    // (nothing is written into it, and finish gives its mode again).
     BOOST_REQUIRE(unlink((dir / "dst/big.bin").c_str()) == 0);
     BOOST_REQUIRE(unlink((dir / "dst/link").c_str()) == 0);
     std::vector<char> wanted(plan.entries.size(), 0);
