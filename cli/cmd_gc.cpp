@@ -1,8 +1,9 @@
 // dlstage gc [--dry-run] [--node NAME] [--tier NAME] [-v]: removes, on this
 // node, what ended jobs left (job directories an epilog did not finish, a
 // shared tier's unfinished claims, old records), as root, from a systemd
-// timer or cron.  Slurm is asked once which jobs exist and which have
-// processes on this node; without its answer nothing is removed.  This
+// timer or cron.  Slurm is asked which jobs exist and which have processes
+// on this node, at the start and again when a node cache's turn comes;
+// without its answer nothing is removed.  This
 // file parses and prints; the work is gc/gc_run's.
 #include <iostream>
 #include <unistd.h>
@@ -87,7 +88,8 @@ int cmd_gc(const GlobalOptions& global, const std::vector<std::string>& args)
     if (options.node.empty())
         options.node = this_node_name();
 
-    const SlurmJobs jobs = ask_slurm(kSlurmTimeout, true);
+    const auto ask_slurm_now = [] { return ask_slurm(kSlurmTimeout, true); };
+    const SlurmJobs jobs = ask_slurm_now();
     if (!jobs.asked) {
         say("gc: cannot tell which jobs still run: " + jobs.problem + "; nothing removed");
         return kExitNoSlurm;
@@ -103,7 +105,7 @@ int cmd_gc(const GlobalOptions& global, const std::vector<std::string>& args)
         total.kept += outcome.kept;
         total.problems += outcome.problems;
     };
-    run_gc(config, jobs, options, report);
+    run_gc(config, jobs, ask_slurm_now, options, report);
     std::cout << "gc on " << options.node << (options.dry_run ? " (dry run): would remove " : ": removed ")
               << total.removed << ", kept " << total.kept << ", " << total.problems
               << (total.problems == 1 ? " problem" : " problems") << (options.dry_run ? "; nothing removed" : "")

@@ -5,6 +5,7 @@
 // the node itself, so it must run there (srun -w NODE ...).
 #include <ctime>
 #include <iostream>
+#include <unistd.h>
 
 #include <toml++/toml.h>
 
@@ -45,6 +46,14 @@ void insert_count(toml::table& t, const char* key, std::optional<std::uint64_t> 
         t.insert(key, static_cast<std::int64_t>(std::min<std::uint64_t>(*n, INT64_MAX)));
 }
 
+// Root's records of a node cache (last use, the jobs using an entry) are
+// 0700/0600 (tier/cache_entries.hpp): a user's status shows their own
+// entries without them.
+bool sees_root_records()
+{
+    return ::geteuid() == 0;
+}
+
 toml::table view_json(const TierView& v)
 {
     const Tier& tier = *v.tier;
@@ -73,12 +82,15 @@ toml::table view_json(const TierView& v)
         toml::array jobs;
         for (const std::string& j : c.jobs)
             jobs.push_back(std::stoll(j));
-        cache.push_back(toml::table{{"dataset", c.dataset},
-                                    {"bytes", static_cast<std::int64_t>(c.bytes)},
-                                    {"files", static_cast<std::int64_t>(c.files)},
-                                    {"last_use", c.last_use},
-                                    {"users", users},
-                                    {"jobs", jobs}});
+        toml::table entry{{"dataset", c.dataset},
+                          {"bytes", static_cast<std::int64_t>(c.bytes)},
+                          {"files", static_cast<std::int64_t>(c.files)},
+                          {"users", users}};
+        if (sees_root_records()) {
+            entry.insert("last_use", c.last_use);
+            entry.insert("jobs", jobs);
+        }
+        cache.push_back(std::move(entry));
     }
     t.insert("entries", entries);
     t.insert("cache_entries", cache);
@@ -112,6 +124,9 @@ void print_views(const std::vector<TierView>& views)
     if (cached.size() > 1) {
         std::cout << "\n";
         print_aligned(std::cout, cached);
+        if (!sees_root_records())
+            std::cout << "LAST_USE and JOBS come from root's records on the node: run dlstage status --node as root "
+                         "to see them\n";
     }
     for (const TierView& v : views)
         if (!v.problem.empty())

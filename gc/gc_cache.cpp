@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
+#include <map>
 #include <optional>
 
 #include "lib/error.hpp"
@@ -14,17 +16,37 @@
 namespace dlstage {
 
 namespace {
-// Whether a job that used a cache entry still runs (or has processes here).
-bool still_running(const std::string& job, const SlurmJobs& jobs)
+// When each job's use record was written, by job.
+using UseRecords = std::map<std::string, std::int64_t>;
+
+UseRecords use_records(const Config& config, const GcRequest& options)
+{
+    UseRecords records;
+    for (const auto& [job, written] : cache_use_records(config.site.state_dir, options.node))
+        records[job] = written;
+    return records;
+}
+
+// Whether a job's recorded use of the node cache still holds
+// (policy::cache_use_holds): a job Slurm lists, one with processes here,
+// or one whose use was recorded around Slurm's answer.
+bool use_holds(const std::string& job, const SlurmJobs& jobs, const UseRecords& records,
+               const policy::GcSettings& settings)
 {
     const SlurmJob* known = jobs.find(job);
-    return (known && policy::job_state_from_slurm(known->state) != policy::JobState::Ended) || jobs.here.count(job) > 0;
+    const auto record = records.find(job);
+    const std::int64_t age = record == records.end() ? std::numeric_limits<std::int64_t>::max() / 2
+                                                     : jobs.asked_at - record->second;
+    return policy::cache_use_holds(known ? policy::job_state_from_slurm(known->state) : policy::JobState::Ended,
+                                   jobs.here.count(job) > 0, age, settings);
 }
 
 // Whether a running job uses the entry, by root's records as last read.
-bool in_use(const NodeCacheEntry& e, const SlurmJobs& jobs)
+bool in_use(const NodeCacheEntry& e, const SlurmJobs& jobs, const UseRecords& records,
+            const policy::GcSettings& settings)
 {
-    return std::any_of(e.jobs.begin(), e.jobs.end(), [&](const std::string& job) { return still_running(job, jobs); });
+    return std::any_of(e.jobs.begin(), e.jobs.end(),
+                       [&](const std::string& job) { return use_holds(job, jobs, records, settings); });
 }
 
 // Takes the node's cache lock into `lock`, or says why not (a problem).
@@ -43,10 +65,12 @@ bool take_cache_lock(std::optional<CacheLock>& lock, const Tier& tier, const Con
 }
 
 // Forgets the use records of jobs that ended (a crashed epilog's).
-void forget_ended_uses(const Config& config, const SlurmJobs& jobs, const GcRequest& options, GcOutcome& outcome)
+void forget_ended_uses(const Config& config, const SlurmJobs& jobs, const policy::GcSettings& settings,
+                       const GcRequest& options, GcOutcome& outcome)
 {
-    for (const std::string& job : cache_use_jobs(config.site.state_dir, options.node)) {
-        if (still_running(job, jobs))
+    const UseRecords records = use_records(config, options);
+    for (const auto& [job, written] : records) {
+        if (use_holds(job, jobs, records, settings))
             continue;
         if (options.dry_run) {
             outcome.out.push_back("would forget job " + job + "'s use of the node cache: the job ended");
@@ -58,21 +82,31 @@ void forget_ended_uses(const Config& config, const SlurmJobs& jobs, const GcRequ
 }
 }  // namespace
 
-// The node's cache lock (which prologs take to record and evict) is held
-// only to forget and to evict, each time at most half of
-// prolog_epilog_timeout: measuring, the slow part, goes without it, and
-// whether an entry is in use is read again under the lock before it goes.
-GcOutcome gc_node_cache(const Tier& tier, const Config& config, const SlurmJobs& jobs,
+// Slurm is asked afresh here, not trusted from gc's start: the parts before
+// may have taken long (a leftover of millions of files), and a job that
+// started meanwhile would count as ended.  The node's cache lock (which
+// prologs take to record and evict) is held only to forget and to evict,
+// each time at most half of prolog_epilog_timeout: measuring, the slow
+// part, goes without it, and whether an entry is in use is read again
+// under the lock before it goes.
+GcOutcome gc_node_cache(const Tier& tier, const Config& config, const std::function<SlurmJobs()>& ask_slurm_now,
                         const policy::GcSettings& settings, const GcRequest& options)
 {
     GcOutcome outcome;
+    const SlurmJobs jobs = ask_slurm_now();
+    if (!jobs.asked) {
+        ++outcome.problems;
+        outcome.err.push_back("tier " + quoted(tier.name) + ": cannot tell which jobs still run: " + jobs.problem +
+                              "; the node cache was left alone");
+        return outcome;
+    }
     const std::string& state_dir = config.site.state_dir;
     const double step = std::max(1.0, config.site.prolog_epilog_timeout / 4.0);
     {
         std::optional<CacheLock> lock;
         if (!take_cache_lock(lock, tier, config, options, outcome))
             return outcome;
-        forget_ended_uses(config, jobs, options, outcome);
+        forget_ended_uses(config, jobs, settings, options, outcome);
     }
     const std::uint64_t generation = eviction_generation(state_dir, options.node);
     FoundCacheEntries found = find_cache_entries(tier, state_dir, options.node, step);
@@ -80,6 +114,7 @@ GcOutcome gc_node_cache(const Tier& tier, const Config& config, const SlurmJobs&
         ++outcome.problems;
         outcome.err.push_back("tier " + quoted(tier.name) + ": " + problem);
     }
+    UseRecords records = use_records(config, options);
     std::vector<policy::CacheEntryFacts> facts;
     policy::CacheTierFacts tier_facts;
     TierSpace space;
@@ -91,7 +126,7 @@ GcOutcome gc_node_cache(const Tier& tier, const Config& config, const SlurmJobs&
     tier_facts.max_inodes = tier.max_inodes;
     for (const NodeCacheEntry& e : found.entries) {
         // In dry-run, the use records of ended jobs are still there.
-        facts.push_back({entry_name(e), e.bytes, e.inodes, e.last_use, in_use(e, jobs)});
+        facts.push_back({entry_name(e), e.bytes, e.inodes, e.last_use, in_use(e, jobs, records, settings)});
         tier_facts.used_bytes += e.bytes;
         tier_facts.used_inodes += e.inodes;
     }
@@ -102,6 +137,7 @@ GcOutcome gc_node_cache(const Tier& tier, const Config& config, const SlurmJobs&
         if (!take_cache_lock(lock, tier, config, options, outcome))
             return outcome;
         refresh_cache_uses(found.entries, tier, state_dir, options.node);
+        records = use_records(config, options);
     }
     // A prolog evicted since gc measured: the sizes no longer hold, and the
     // next run decides (a prolog makes room for its own job anyway).
@@ -111,10 +147,11 @@ GcOutcome gc_node_cache(const Tier& tier, const Config& config, const SlurmJobs&
         const NodeCacheEntry& e = found.entries[i];
         policy::GcFacts f;
         f.kind = policy::GcKind::CacheEntry;
-        f.in_use = in_use(e, jobs);  // the uses read again under the lock
+        f.in_use = in_use(e, jobs, records, settings);  // the uses read again under the lock
         f.over_watermark = std::find(plan.evict.begin(), plan.evict.end(), i) != plan.evict.end();
         f.idle = e.last_use ? jobs.asked_at - e.last_use : 0;
         f.unfinished = !e.ready;
+        f.age = jobs.asked_at - e.changed;
         const policy::Verdict verdict = policy::gc_may_remove(f, settings);
         const std::string what =
             "cache entry " + entry_name(e) + " (tier " + quoted(tier.name) + ", " + format_size(e.bytes) + ")";

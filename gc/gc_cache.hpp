@@ -5,6 +5,8 @@
 // (tier/cache_entries).
 #pragma once
 
+#include <functional>
+
 #include "config/config.hpp"
 #include "gc/gc_outcome.hpp"
 #include "job/slurm_jobs.hpp"
@@ -12,7 +14,9 @@
 
 namespace dlstage {
 
-GcOutcome gc_node_cache(const Tier& tier, const Config& config, const SlurmJobs& jobs,
+// `ask_slurm_now` answers which jobs exist and which have processes here;
+// it is asked when the node cache's turn comes.
+GcOutcome gc_node_cache(const Tier& tier, const Config& config, const std::function<SlurmJobs()>& ask_slurm_now,
                         const policy::GcSettings& settings, const GcRequest& options);
 
 }  // namespace dlstage

@@ -132,8 +132,8 @@ std::vector<std::pair<std::string, std::function<Found()>>> parts_of(const Confi
 }
 }  // namespace
 
-void run_gc(const Config& config, const SlurmJobs& jobs, const GcRequest& options,
-            const std::function<void(const GcOutcome&)>& report)
+void run_gc(const Config& config, const SlurmJobs& jobs, const std::function<SlurmJobs()>& ask_slurm_now,
+            const GcRequest& options, const std::function<void(const GcOutcome&)>& report)
 {
     const policy::GcSettings settings{config.site.gc_grace, config.site.gc_records_days, config.site.cache_idle_days};
     for (const auto& [part, find] : parts_of(config, options))
@@ -144,7 +144,7 @@ void run_gc(const Config& config, const SlurmJobs& jobs, const GcRequest& option
             continue;
         report(run_bounded_part("tier " + quoted(name), [&, t = &tier] {
             try {
-                return gc_node_cache(*t, config, jobs, settings, options);
+                return gc_node_cache(*t, config, ask_slurm_now, settings, options);
             } catch (const Error& e) {
                 GcOutcome outcome;
                 outcome.err.push_back("tier " + quoted(t->name) + ": " + e.what());

@@ -14,7 +14,9 @@ namespace dlstage {
 
 // `report` gets each part's outcome as soon as the part is done, so that
 // its lines show while the next part runs.
-void run_gc(const Config& config, const SlurmJobs& jobs, const GcRequest& request,
-            const std::function<void(const GcOutcome&)>& report);
+// `jobs` is Slurm's answer at gc's start; a node cache's part asks again
+// with `ask_slurm_now` when its turn comes (gc/gc_cache.hpp).
+void run_gc(const Config& config, const SlurmJobs& jobs, const std::function<SlurmJobs()>& ask_slurm_now,
+            const GcRequest& request, const std::function<void(const GcOutcome&)>& report);
 
 }  // namespace dlstage

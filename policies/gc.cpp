@@ -21,7 +21,11 @@ Verdict cache_entry(const GcFacts& f, const GcSettings& s)
     if (f.in_use)
         return Verdict::refuse("in use by a running job");
     // Half-written data no job will finish (a job staging it uses it): the
-    // next job of its user stages it anew anyway.
+    // next job of its user stages it anew anyway.  Within the grace, a
+    // stager may be at work on it whose use Slurm's answer missed.
+    if (f.unfinished && f.age <= s.grace)
+        return Verdict::refuse("no ready record, but changed " + age_text(f.age) + " ago, within the grace period of " +
+                               age_text(s.grace) + " (gc_grace)");
     if (f.unfinished)
         return Verdict::allow("a staging that did not finish left it (no ready record)");
     if (f.over_watermark)
@@ -51,6 +55,11 @@ std::string age_text(std::int64_t seconds)
     if (seconds >= 2 * 60)
         return std::to_string(seconds / 60) + " min";
     return std::to_string(seconds) + " s";
+}
+
+bool cache_use_holds(JobState job, bool processes_here, std::int64_t record_age, const GcSettings& s)
+{
+    return job != JobState::Ended || processes_here || record_age <= s.grace;
 }
 
 Verdict gc_may_remove(const GcFacts& f, const GcSettings& s)

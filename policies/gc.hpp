@@ -56,6 +56,7 @@ struct GcFacts {
     bool over_watermark = false;  // the tier is above its high watermark, this entry next in line
     std::int64_t idle = 0;        // seconds since a job last used it
     bool unfinished = false;      // no ready record: a staging that did not finish left it
+    // (age, above: from the newest change of anything in the entry)
 };
 
 struct GcSettings {
@@ -68,6 +69,14 @@ struct GcSettings {
 // only the final states are Ended; every other state, one a later Slurm
 // adds too, is Present, so an unknown word keeps data rather than losing it.
 JobState job_state_from_slurm(std::string_view state);
+
+// Whether a job's recorded use of a node cache entry still holds: Slurm
+// lists the job (pending, running, completing), it has processes here, or
+// root's record of the use is younger than the grace at the moment Slurm
+// was asked (`record_age` may be negative: written after).  The last is
+// for a job that started around the question: its prolog records the use
+// under the node's cache lock, Slurm's answer may predate it.
+bool cache_use_holds(JobState job, bool processes_here, std::int64_t record_age, const GcSettings& settings);
 
 // Whether gc may remove the candidate, and why (one line).
 Verdict gc_may_remove(const GcFacts& facts, const GcSettings& settings);

@@ -48,6 +48,25 @@ Fd open_state_subdir(const std::string& state_dir, const std::string& dir, bool 
     return std::move(opened.dir);
 }
 
+// A directory of root's records of a node's cache (created if missing),
+// 0700 whatever an earlier release left: the records name users' datasets,
+// which come from their private paths, and which jobs use them.
+Fd open_private_records(const std::string& state_dir, const std::string& node, const std::string& sub = "")
+{
+    const auto make_private = [&state_dir](const std::string& dir) {
+        Fd opened = open_state_subdir(state_dir, dir, true);
+        const Fd reading = reopen_for_reading(opened);  // O_PATH: no fchmod through it
+        if (!reading.valid() || ::fchmod(reading.get(), 0700) != 0)
+            throw_cannot("make private", dir, errno);
+        return opened;
+    };
+    const std::string base = cache_state_dir(state_dir, node);
+    Fd opened = make_private(base);
+    if (sub.empty())
+        return opened;
+    return make_private(base + sub);
+}
+
 std::string last_use_name(const std::string& tier, uid_t uid, const std::string& dataset)
 {
     return tier + "." + std::to_string(uid) + "." + dataset;
@@ -64,13 +83,13 @@ void record_cache_use(const std::string& state_dir, const std::string& node, con
                                    {"user", use.user},
                                    {"uid", static_cast<std::int64_t>(use.uid)},
                                    {"dataset", use.dataset}});
-    const Fd jobs = open_state_subdir(state_dir, base + "/jobs", true);
-    write_record_at(jobs.get(), base + "/jobs", job + kRecordSuffix, toml::table{{"job", job}, {"uses", list}}, 0644);
-    const Fd last = open_state_subdir(state_dir, base + "/last-use", true);
+    const Fd jobs = open_private_records(state_dir, node, "/jobs");
+    write_record_at(jobs.get(), base + "/jobs", job + kRecordSuffix, toml::table{{"job", job}, {"uses", list}}, 0600);
+    const Fd last = open_private_records(state_dir, node, "/last-use");
     for (const CacheUse& use : uses) {
         const std::string name = last_use_name(use.tier, use.uid, use.dataset);
-        Fd marker(::openat(last.get(), name.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644));
-        if (!marker.valid() || ::futimens(marker.get(), nullptr) != 0)
+        Fd marker(::openat(last.get(), name.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+        if (!marker.valid() || ::fchmod(marker.get(), 0600) != 0 || ::futimens(marker.get(), nullptr) != 0)
             throw_cannot("record the use of", base + "/last-use/" + name, errno);
     }
 }
@@ -86,21 +105,25 @@ void forget_cache_use(const std::string& state_dir, const std::string& node, con
         throw_cannot("remove", base + "/jobs/" + name, errno);
 }
 
-std::vector<std::string> cache_use_jobs(const std::string& state_dir, const std::string& node)
+std::vector<CacheUseRecord> cache_use_records(const std::string& state_dir, const std::string& node)
 {
-    std::vector<std::string> ids;
+    std::vector<CacheUseRecord> records;
     OpenResult jobs = open_trusted_dir(state_dir, cache_state_dir(state_dir, node) + "/jobs", false);
     if (!jobs.dir.valid())
-        return ids;
+        return records;
     const Fd reading = reopen_for_reading(jobs.dir);
     DirStream stream(reading.get());
     while (const dirent* e = stream.valid() ? stream.next() : nullptr) {
         const std::string name = e->d_name;
-        if (ends_with(name, kRecordSuffix))
-            ids.push_back(name.substr(0, name.size() - std::string(kRecordSuffix).size()));
+        struct stat st {};
+        if (!ends_with(name, kRecordSuffix) || ::fstatat(reading.get(), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+            continue;  // removed meanwhile
+        records.push_back({name.substr(0, name.size() - std::string(kRecordSuffix).size()),
+                           static_cast<std::int64_t>(st.st_mtim.tv_sec)});
     }
-    std::sort(ids.begin(), ids.end());
-    return ids;
+    std::sort(records.begin(), records.end(),
+              [](const CacheUseRecord& a, const CacheUseRecord& b) { return a.job < b.job; });
+    return records;
 }
 
 std::uint64_t eviction_generation(const std::string& state_dir, const std::string& node)
@@ -115,10 +138,10 @@ std::uint64_t eviction_generation(const std::string& state_dir, const std::strin
 void count_eviction(const std::string& state_dir, const std::string& node)
 {
     const std::string base = cache_state_dir(state_dir, node);
-    const Fd dir = open_state_subdir(state_dir, base, true);
+    const Fd dir = open_private_records(state_dir, node);
     // One byte each: the size only grows, where an mtime could repeat
     // within the clock's tick.
-    Fd marker(::openat(dir.get(), "evictions", O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644));
+    Fd marker(::openat(dir.get(), "evictions", O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!marker.valid() || ::write(marker.get(), "e", 1) != 1)
         throw_cannot("count an eviction in", base + "/evictions", errno);
 }
@@ -126,7 +149,7 @@ void count_eviction(const std::string& state_dir, const std::string& node)
 CacheLock::CacheLock(const std::string& state_dir, const std::string& node, double seconds)
 {
     const std::string base = cache_state_dir(state_dir, node);
-    const Fd dir = open_state_subdir(state_dir, base, true);
+    const Fd dir = open_private_records(state_dir, node);
     fd_ = ::openat(dir.get(), "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd_ < 0)
         throw_cannot("create", base + "/lock", errno);
@@ -212,22 +235,27 @@ bool is_retired_copy_of(const std::string& entry, const std::string& name)
            entry.find_first_not_of("0123456789", prefix.size()) == std::string::npos;
 }
 
-// The measuring child's answer: per dataset its name, bytes, inodes, files
-// and whether its ready record is there (1, 0), each field ended by a NUL.
+// The measuring child's answer: per dataset its name, bytes, inodes, files,
+// whether its ready record is there (1, 0) and its newest ctime (the user
+// cannot set a ctime back), each field ended by a NUL.
 // Names are the user's (a directory called "x 999999999999 1 1\nother" is
 // allowed), and NUL is the one byte no name can hold, so no name can forge
 // a field or an entry.
 struct Sum {
     std::uint64_t bytes = 0, inodes = 0, files = 0;
     bool ready = false;
+    std::int64_t changed = 0;
 };
+
+constexpr std::size_t kSumFields = 6;
 
 std::string encode_sums(const std::map<std::string, Sum>& sums)
 {
     std::string out;
     for (const auto& [dataset, sum] : sums)
-        for (const std::string& field : {dataset, std::to_string(sum.bytes), std::to_string(sum.inodes),
-                                         std::to_string(sum.files), std::string(sum.ready ? "1" : "0")})
+        for (const std::string& field :
+             {dataset, std::to_string(sum.bytes), std::to_string(sum.inodes), std::to_string(sum.files),
+              std::string(sum.ready ? "1" : "0"), std::to_string(sum.changed)})
             out.append(field).push_back('\0');
     return out;
 }
@@ -251,17 +279,20 @@ std::vector<NodeCacheEntry> decode_sums(const std::string& text, const NodeCache
         fields.push_back(text.substr(at, nul - at));
         at = nul + 1;
     }
-    if (fields.size() % 5 != 0)
-        throw Error("the measurement has " + std::to_string(fields.size()) + " fields, not a multiple of 5");
+    if (fields.size() % kSumFields != 0)
+        throw Error("the measurement has " + std::to_string(fields.size()) + " fields, not a multiple of " +
+                    std::to_string(kSumFields));
     std::vector<NodeCacheEntry> entries;
-    for (std::size_t i = 0; i < fields.size(); i += 5) {
+    for (std::size_t i = 0; i < fields.size(); i += kSumFields) {
         NodeCacheEntry entry = owner;
         entry.dataset = fields[i];
+        std::uint64_t changed = 0;
         if (entry.dataset.empty() || !parse_count(fields[i + 1], entry.bytes) ||
             !parse_count(fields[i + 2], entry.inodes) || !parse_count(fields[i + 3], entry.files) ||
-            (fields[i + 4] != "0" && fields[i + 4] != "1"))
+            (fields[i + 4] != "0" && fields[i + 4] != "1") || !parse_count(fields[i + 5], changed))
             throw Error("the measurement has an unreadable entry");
         entry.ready = fields[i + 4] == "1";
+        entry.changed = static_cast<std::int64_t>(changed);
         entries.push_back(entry);
     }
     return entries;
@@ -283,6 +314,7 @@ std::string measure_user_dir(const std::string& root, const std::string& dir, co
             return false;
         sum.bytes += static_cast<std::uint64_t>(st.st_blocks) * 512;
         sum.inodes += 1;
+        sum.changed = std::max(sum.changed, static_cast<std::int64_t>(st.st_ctim.tv_sec));
         return true;
     };
     const Fd reading = reopen_for_reading(opened.dir);
@@ -407,7 +439,7 @@ void add_root_records(std::vector<NodeCacheEntry>& entries, const Tier& tier, co
                                           &st, AT_SYMLINK_NOFOLLOW) == 0)
             entry.last_use = static_cast<std::int64_t>(st.st_mtim.tv_sec);
     }
-    for (const std::string& job : cache_use_jobs(state_dir, node)) {
+    for (const auto& [job, written] : cache_use_records(state_dir, node)) {
         toml::table record;
         try {
             record = read_record(base + "/jobs/" + job + kRecordSuffix);

@@ -48,8 +48,13 @@ void record_cache_use(const std::string& state_dir, const std::string& node, con
                       const std::vector<CacheUse>& uses);
 // The epilog (and gc, for a job that ended without one): `job` uses none.
 void forget_cache_use(const std::string& state_dir, const std::string& node, const std::string& job);
-// The jobs with use records on node.
-std::vector<std::string> cache_use_jobs(const std::string& state_dir, const std::string& node);
+// The jobs with use records on node, in job id order as text, each with
+// when its record was written (root's own file's mtime).
+struct CacheUseRecord {
+    std::string job;
+    std::int64_t written = 0;
+};
+std::vector<CacheUseRecord> cache_use_records(const std::string& state_dir, const std::string& node);
 
 // Held while a prolog records its use, and while a prolog, an epilog or
 // gc reads the uses and evicts, so that no entry a job has recorded its use
@@ -77,6 +82,7 @@ struct NodeCacheEntry {
     std::uint64_t inodes = 0;
     std::uint64_t files = 0;        // files in the copy
     bool ready = true;              // its ready record is there (false: a staging that did not finish)
+    std::int64_t changed = 0;       // the newest ctime of anything in it (epoch seconds)
     std::int64_t last_use = 0;      // root's record; 0: none
     std::vector<std::string> jobs;  // jobs on this node that use it, by root's records
 };

@@ -50,6 +50,10 @@ teardown() {
     scancel -u "$VCLUSTER_USER" 2>/dev/null || true
     scancel -u "$OTHER_USER" 2>/dev/null || true
     scancel -u "$THIRD_USER" 2>/dev/null || true
+    if [ -n "${gc_pid:-}" ]; then
+        kill -CONT "$gc_pid" ${gc_child:+"$gc_child"} 2>/dev/null || true
+        wait "$gc_bg" 2>/dev/null || true
+    fi
     if [ -n "${holder:-}" ]; then
         sleeper=$(pgrep -P "$holder" || true)
         # shellcheck disable=SC2086  # none, or one pid
@@ -283,5 +287,105 @@ PY
     grep -qx lru2 <<<"$entries"
     on_node n1 test -d "$(cache_of "$THIRD_USER")/lru3"
     ! grep -E "job $job on n1: node cache 'cache': evicted $VCLUSTER_USER/lru2" "$LOG_N1" || false
+    assert_healthy
+}
+
+# gc_stopped_after_asking CONF ARGS...: dlstage gc on n1 in the background,
+# stopped (SIGSTOP, with its child) once its first part's child is at work:
+# Slurm was asked, the node cache not yet looked at.  A user's leftover job
+# directory of millions of files holds that window open for minutes; the
+# test holds it open by stopping gc.  Sets $gc_pid and $gc_child.
+gc_stopped_after_asking() {
+    on_node n1 "$DLSTAGE_BIN" -c "$1" gc "${@:2}" >"$BATS_TEST_TMPDIR/gc.out" 2>"$BATS_TEST_TMPDIR/gc.err" &
+    gc_bg=$!
+    gc_pid="" gc_child=""
+    for _ in $(seq 2000); do
+        [ -n "$gc_pid" ] || gc_pid=$(pgrep -f "dlstage -c $1 gc" | head -1 || true)
+        if [ -n "$gc_pid" ]; then
+            gc_child=$(pgrep -P "$gc_pid" -x dlstage || true)
+            if [ -n "$gc_child" ]; then
+                kill -STOP "$gc_pid"
+                kill -STOP "$gc_child" 2>/dev/null || true  # done already: gc stopped before the next part
+                return 0
+            fi
+        fi
+        sleep 0.005
+    done
+    echo "gc's first part never started"
+    return 1
+}
+
+@test "gc asks Slurm again before the node cache: a job that started meanwhile keeps its use and its unfinished entry" {
+    clear_cache
+    # A leftover job directory of an ended job in the cache tier, for gc's
+    # first part to remove: 20,000 files.
+    on_node n1 bash -c 'd=/local/dlcache/99999991 && mkdir -p "$d" && cd "$d" && seq 20000 | xargs touch &&
+        chown -R "$0" "$d" && touch -d "2 days ago" "$d"' "$VCLUSTER_USER"
+    conf="$DLSTAGE_TEST_DIR/gc-stale-55.toml"
+    sed '/^\[site\]/a gc_grace = 1' "$CONF" >"$conf"
+    sleep 2.1  # the leftover is past that grace
+    gc_stopped_after_asking "$conf" --tier cache -v
+    # Meanwhile a job starts on n1: its prolog records its use of lru1, and
+    # its stager is still at work on it (no ready record yet: the job's
+    # script takes it away, as a stager still writing has none).
+    mine=$(cache_of "$VCLUSTER_USER")
+    go="$(user_workdir)/started-55"
+    rm -f "$go"
+    run as_user sbatch --parsable -w n1 -o /dev/null --stage-data=lru1 \
+        --wrap "rm $mine/.ready-lru1.toml && touch $go && sleep 120"
+    [ "$status" -eq 0 ]
+    job=$output
+    for _ in $(seq 300); do [ -e "$go" ] && break; sleep 0.2; done
+    [ -e "$go" ]
+    [ "$(job_state "$job")" = RUNNING ]
+    kill -CONT "$gc_child" "$gc_pid"
+    wait "$gc_bg" || true
+    cat "$BATS_TEST_TMPDIR/gc.out" "$BATS_TEST_TMPDIR/gc.err"
+    # The leftover went; the running job's use and entry stayed.
+    grep -q "removed /local/dlcache/99999991" "$BATS_TEST_TMPDIR/gc.out"
+    ! grep -F "job $job" "$BATS_TEST_TMPDIR/gc.out" | grep -v "^keep" || false
+    on_node n1 test -f "$STATE/cache/n1/jobs/$job.toml"
+    on_node n1 test -d "$(cache_of "$VCLUSTER_USER")/lru1"
+    grep -Fx "keep cache entry $VCLUSTER_USER/lru1 (tier 'cache', 15.0 MiB): in use by a running job" \
+        "$BATS_TEST_TMPDIR/gc.out"
+    scancel "$job"
+    wait_job_gone "$job" 30
+    assert_healthy
+}
+
+@test "root's node cache records are private: another user learns no one's datasets or jobs from them" {
+    clear_cache
+    run as_user sbatch --parsable -w n1 -o /dev/null --stage-data=lru1 --wrap 'sleep 120'
+    [ "$status" -eq 0 ]
+    job=$output
+    ready="$(cache_of "$VCLUSTER_USER")/.ready-lru1.toml"
+    for _ in $(seq 150); do on_node n1 test -f "$ready" && break; sleep 0.2; done
+    on_node n1 test -f "$ready"
+    uid=$(id -u "$VCLUSTER_USER")
+    [ -f "$STATE/cache/n1/jobs/$job.toml" ]
+    [ -f "$STATE/cache/n1/last-use/cache.$uid.lru1" ]
+    # The attacker lists and reads root's records: nothing.
+    run as_other ls "$STATE/cache/n1/last-use" "$STATE/cache/n1/jobs"
+    echo "$output"
+    [ "$status" -ne 0 ]
+    ! grep -q lru1 <<<"$output" || false
+    run as_other cat "$STATE/cache/n1/jobs/$job.toml"
+    [ "$status" -ne 0 ]
+    ! grep -q lru1 <<<"$output" || false
+    for d in "" /jobs /last-use; do [ "$(stat -c %a "$STATE/cache/n1$d")" = 700 ]; done
+    [ "$(stat -c %a "$STATE/cache/n1/jobs/$job.toml")" = 600 ]
+    [ "$(stat -c %a "$STATE/cache/n1/last-use/cache.$uid.lru1")" = 600 ]
+    # The user still sees their own entry, without root's columns, and why.
+    run as_user srun -w n1 -N1 "$DLSTAGE_BIN" --config "$CONF" status --node n1
+    echo "$output"
+    [ "$status" -eq 0 ]
+    grep -Eq "^cache +lru1 +$VCLUSTER_USER +15\.0[0-9]*M +1 +- +-$" <<<"$output"
+    grep -Fx "LAST_USE and JOBS come from root's records on the node: run dlstage status --node as root to see them" <<<"$output"
+    # Root sees them.
+    run on_node n1 "$DLSTAGE_BIN" --config "$CONF" status --node n1
+    echo "$output"
+    grep -Eq "^cache +lru1 +$VCLUSTER_USER +15\.0[0-9]*M +1 +20[0-9-]+T[0-9:]+ +$job$" <<<"$output"
+    scancel "$job"
+    wait_job_gone "$job" 30
     assert_healthy
 }

@@ -135,13 +135,31 @@ BOOST_AUTO_TEST_CASE(an_unfinished_cache_entry_goes_unless_a_job_stages_it)
     f.kind = GcKind::CacheEntry;
     f.idle = 60;
     f.unfinished = true;
+    f.age = 301;
     BOOST_TEST(gc_may_remove(f, s).allowed);
     BOOST_TEST(gc_may_remove(f, s).reason == "a staging that did not finish left it (no ready record)");
     f.in_use = true;  // the job staging it now
     BOOST_TEST(!gc_may_remove(f, s).allowed);
     f.in_use = false;
+    f.age = 300;  // a stager whose use Slurm's answer missed may be at work on it
+    BOOST_TEST(!gc_may_remove(f, s).allowed);
+    BOOST_TEST(gc_may_remove(f, s).reason ==
+               "no ready record, but changed 5 min ago, within the grace period of 5 min (gc_grace)");
+    f.age = 301;
     f.unfinished = false;
     BOOST_TEST(!gc_may_remove(f, s).allowed);
+}
+
+BOOST_AUTO_TEST_CASE(a_cache_use_holds_while_slurm_lists_the_job_or_its_record_is_young)
+{
+    GcSettings s;  // grace 300 s
+    BOOST_TEST(cache_use_holds(JobState::Present, false, 86400, s));
+    BOOST_TEST(cache_use_holds(JobState::Ended, true, 86400, s));  // processes here
+    BOOST_TEST(cache_use_holds(JobState::Unknown, false, 86400, s));
+    BOOST_TEST(!cache_use_holds(JobState::Ended, false, 301, s));
+    // Recorded around the question, or after it: a job Slurm's answer missed.
+    BOOST_TEST(cache_use_holds(JobState::Ended, false, 300, s));
+    BOOST_TEST(cache_use_holds(JobState::Ended, false, -5, s));
 }
 
 BOOST_AUTO_TEST_CASE(ages_read_in_the_largest_whole_unit)

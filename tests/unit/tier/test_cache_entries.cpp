@@ -274,6 +274,38 @@ BOOST_AUTO_TEST_CASE(each_eviction_changes_the_generation)
     BOOST_TEST(eviction_generation(c.state, "n2") == 0u);  // per node
 }
 
+// Root's records name users' datasets and jobs: private, whatever an
+// earlier release left; each job's record carries when it was written.
+BOOST_AUTO_TEST_CASE(roots_records_are_private_and_carry_when_they_were_written)
+{
+    if (!test::is_root())
+        return;
+    Cache c;
+    const std::string base = c.state + "/cache/n1";
+    test::make_dir(c.state + "/cache");
+    test::make_dir(base, 0755);
+    test::make_dir(base + "/last-use", 0755);
+    test::make_file(base + "/last-use/cache.65534.old", "");
+    BOOST_REQUIRE(::chmod((base + "/last-use/cache.65534.old").c_str(), 0644) == 0);
+    const auto before = static_cast<std::int64_t>(::time(nullptr));
+    record_cache_use(c.state, "n1", "42", {{"cache", "nobody", c.nobody->pw_uid, "old"}});
+    const auto mode = [](const std::string& path) {
+        struct stat st {};
+        BOOST_REQUIRE(::lstat(path.c_str(), &st) == 0);
+        return st.st_mode & 07777;
+    };
+    BOOST_TEST(mode(base) == 0700u);
+    BOOST_TEST(mode(base + "/jobs") == 0700u);
+    BOOST_TEST(mode(base + "/last-use") == 0700u);
+    BOOST_TEST(mode(base + "/jobs/42.toml") == 0600u);
+    BOOST_TEST(mode(base + "/last-use/cache.65534.old") == 0600u);
+    const std::vector<CacheUseRecord> records = cache_use_records(c.state, "n1");
+    BOOST_REQUIRE(records.size() == 1u);
+    BOOST_TEST(records[0].job == "42");
+    BOOST_TEST(records[0].written >= before);
+    BOOST_TEST(records[0].written <= static_cast<std::int64_t>(::time(nullptr)));
+}
+
 // What a job brings is what the source is, as its user can see it.
 BOOST_AUTO_TEST_CASE(a_source_is_sized_as_the_jobs_user_sees_it)
 {
