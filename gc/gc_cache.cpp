@@ -151,6 +151,7 @@ GcOutcome gc_node_cache(const Tier& tier, const Config& config, const std::funct
         f.over_watermark = std::find(plan.evict.begin(), plan.evict.end(), i) != plan.evict.end();
         f.idle = e.last_use ? jobs.asked_at - e.last_use : 0;
         f.unfinished = !e.ready;
+        f.moved_aside = e.aside;
         f.age = jobs.asked_at - e.changed;
         const policy::Verdict verdict = policy::gc_may_remove(f, settings);
         const std::string what =

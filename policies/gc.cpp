@@ -20,6 +20,14 @@ Verdict cache_entry(const GcFacts& f, const GcSettings& s)
 {
     if (f.in_use)
         return Verdict::refuse("in use by a running job");
+    // No job can use it again: what it holds is the tier's room, and its
+    // owner's next job stages anew.
+    if (f.moved_aside && f.age <= s.grace)
+        return Verdict::refuse("moved aside as untrusted " + age_text(f.age) + " ago, within the grace period of " +
+                               age_text(s.grace) + " (gc_grace)");
+    if (f.moved_aside)
+        return Verdict::allow("a prolog moved it aside as untrusted (it held a mount, or another uid's); no job "
+                              "can use it");
     // Half-written data no job will finish (a job staging it uses it): the
     // next job of its user stages it anew anyway.  Within the grace, a
     // stager may be at work on it whose use Slurm's answer missed.

@@ -56,6 +56,7 @@ struct GcFacts {
     bool over_watermark = false;  // the tier is above its high watermark, this entry next in line
     std::int64_t idle = 0;        // seconds since a job last used it
     bool unfinished = false;      // no ready record: a staging that did not finish left it
+    bool moved_aside = false;     // a user's cache directory a prolog moved aside as untrusted
     // (age, above: from the newest change of anything in the entry)
 };
 

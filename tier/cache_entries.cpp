@@ -179,6 +179,8 @@ CacheLock::~CacheLock()
 
 std::string entry_name(const NodeCacheEntry& entry)
 {
+    if (entry.aside)  // its name holds the user's already
+        return printable(entry.dataset) + " (moved aside)";
     return printable(entry.user + "/" + entry.dataset);  // a name may hold a newline
 }
 
@@ -298,6 +300,52 @@ std::vector<NodeCacheEntry> decode_sums(const std::string& text, const NodeCache
     return entries;
 }
 
+// Adds what one name takes to a sum.  A file with several links is counted
+// once, at its first name: a thousand links to one file are not a thousand
+// files' worth of room.
+struct Tally {
+    std::set<std::pair<dev_t, ino_t>> linked;
+
+    bool add(Sum& sum, const struct stat& st)
+    {
+        if (st.st_nlink > 1 && !S_ISDIR(st.st_mode) && !linked.insert({st.st_dev, st.st_ino}).second)
+            return false;
+        sum.bytes += static_cast<std::uint64_t>(st.st_blocks) * 512;
+        sum.inodes += 1;
+        sum.changed = std::max(sum.changed, static_cast<std::int64_t>(st.st_ctim.tv_sec));
+        return true;
+    }
+};
+
+// In the child, as the aside's owner: all of a directory a prolog moved
+// aside (`name` in the cache parent), as one entry.  Reached as root's
+// code reaches a directory it only looks into: it may be 0755 by now.
+std::string measure_aside(const std::string& root, const std::string& name, const std::string& shown)
+{
+    OpenResult opened = look_into_dir(root, shown);
+    if (!opened.problem.empty() || !opened.dir.valid())
+        throw Error(opened.problem.empty() ? shown + ": gone" : opened.problem);
+    const Fd& dir = opened.dir;
+    struct stat st {};
+    if (::fstat(dir.get(), &st) != 0)
+        throw_cannot("examine", shown, errno);
+    Sum sum;
+    sum.ready = true;  // nothing stages into it: never "unfinished"
+    Tally tally;
+    tally.add(sum, st);
+    std::mutex mutex;
+    try {
+        walk_tree(dir.get(), shown, 4, [&](const FoundEntry& found) {
+            const std::lock_guard<std::mutex> lock(mutex);
+            if (tally.add(sum, found.st) && S_ISREG(found.st.st_mode))
+                sum.files += 1;
+        });
+    } catch (const Error&) {
+        // A part the owner cannot read: what was counted stays.
+    }
+    return encode_sums({{name, sum}});
+}
+
 // In the child, as the user: the sums of the entries of `dir`, leaving out
 // every name of a dataset in `skipped` (one of its names holds a mount).
 std::string measure_user_dir(const std::string& root, const std::string& dir, const std::set<std::string>& skipped)
@@ -306,17 +354,8 @@ std::string measure_user_dir(const std::string& root, const std::string& dir, co
     if (!opened.problem.empty())
         throw Error(opened.problem);
     std::map<std::string, Sum> sums;
-    // A file with several links is counted once, at its first name: a
-    // thousand links to one file are not a thousand files' worth of room.
-    std::set<std::pair<dev_t, ino_t>> linked;
-    const auto add = [&linked](Sum& sum, const struct stat& st) {
-        if (st.st_nlink > 1 && !S_ISDIR(st.st_mode) && !linked.insert({st.st_dev, st.st_ino}).second)
-            return false;
-        sum.bytes += static_cast<std::uint64_t>(st.st_blocks) * 512;
-        sum.inodes += 1;
-        sum.changed = std::max(sum.changed, static_cast<std::int64_t>(st.st_ctim.tv_sec));
-        return true;
-    };
+    Tally tally;
+    const auto add = [&tally](Sum& sum, const struct stat& st) { return tally.add(sum, st); };
     const Fd reading = reopen_for_reading(opened.dir);
     DirStream stream(reading.get());
     while (const dirent* e = stream.valid() ? stream.next() : nullptr) {
@@ -356,8 +395,15 @@ std::string measure_user_dir(const std::string& root, const std::string& dir, co
 // at), and where the kernel has that level, to find mounts below it.
 struct CacheUsers {
     std::vector<std::string> names;
+    std::vector<std::string> asides;  // NAME.untrusted-STAMP: what a prolog moved aside (tier/tier_walk)
     std::string real_parent;
+    Fd parent;  // the cache parent (O_PATH)
 };
+
+bool is_aside(const std::string& name)
+{
+    return name.find(".untrusted-") != std::string::npos;
+}
 
 CacheUsers cache_users(const Tier& tier, std::vector<std::string>& problems)
 {
@@ -380,8 +426,10 @@ CacheUsers cache_users(const Tier& tier, std::vector<std::string>& problems)
     const Fd reading = reopen_for_reading(opened.dir);  // open_trusted_dir's is a passage (O_PATH)
     DirStream stream(reading.get());
     while (const dirent* e = stream.valid() ? stream.next() : nullptr)
-        users.names.push_back(e->d_name);
+        (is_aside(e->d_name) ? users.asides : users.names).push_back(e->d_name);
     std::sort(users.names.begin(), users.names.end());
+    std::sort(users.asides.begin(), users.asides.end());
+    users.parent = std::move(opened.dir);
     return users;
 }
 
@@ -461,6 +509,50 @@ void add_root_records(std::vector<NodeCacheEntry>& entries, const Tier& tier, co
         }
     }
 }
+
+// A directory a prolog moved aside in the cache parent (a user's cache
+// directory with a mount on it, one of another uid): still the owner's
+// bytes in the tier, so one entry, measured as its owner, that no job uses.
+// Whose it is comes from root's own look at the name in root's directory.
+void measure_aside_entry(const Tier& tier, const CacheUsers& users, const MountTable& mounts, const std::string& name,
+                         double seconds, FoundCacheEntries& found)
+{
+    const std::string dir = cache_parent_of(tier) + "/" + name;
+    struct stat st {};
+    if (::fstatat(users.parent.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return;  // gone meanwhile
+    if (!S_ISDIR(st.st_mode) || st.st_uid == 0) {
+        found.problems.push_back(shown_path(dir) + ": moved aside, but " +
+                                 (S_ISDIR(st.st_mode) ? "root's" : "not a directory") +
+                                 "; neither measured nor evicted, left for the admin");
+        return;
+    }
+    const MountsInCache mounted = mounts_in(mounts, users.real_parent + "/" + name, dir);
+    if (mounted.whole || !mounted.datasets.empty()) {
+        found.problems.push_back(mounted.whole ? *mounted.whole : mounted.datasets.begin()->second);
+        return;
+    }
+    NodeCacheEntry owner;
+    owner.uid = st.st_uid;
+    owner.gid = st.st_gid;
+    const struct passwd* pw = ::getpwuid(st.st_uid);
+    owner.user = pw ? pw->pw_name : "uid " + std::to_string(st.st_uid);
+    owner.aside = true;
+    const BoundedOutcome outcome = run_bounded(seconds, [&] {
+        act_as(owner.uid, owner.gid);
+        return measure_aside(tier.path.root(), name, dir);
+    });
+    if (outcome.status != BoundedOutcome::Status::Done) {
+        found.problems.push_back(dir + ": " + outcome.problem);
+        return;
+    }
+    try {
+        for (NodeCacheEntry& entry : decode_sums(outcome.output, owner))
+            found.entries.push_back(std::move(entry));
+    } catch (const Error& e) {
+        found.problems.push_back(dir + ": " + e.what() + "; left out");
+    }
+}
 }  // namespace
 
 FoundCacheEntries find_cache_entries(const Tier& tier, const std::string& state_dir, const std::string& node,
@@ -468,7 +560,7 @@ FoundCacheEntries find_cache_entries(const Tier& tier, const std::string& state_
 {
     FoundCacheEntries found;
     const CacheUsers users = cache_users(tier, found.problems);
-    if (users.names.empty())
+    if (users.names.empty() && users.asides.empty())
         return found;
     MountTable mounts;
     try {
@@ -513,12 +605,44 @@ FoundCacheEntries find_cache_entries(const Tier& tier, const std::string& state_
             found.problems.push_back(dir + ": " + e.what() + "; its entries are left out");
         }
     }
+    for (const std::string& name : users.asides)
+        measure_aside_entry(tier, users, mounts, name, seconds, found);
     add_root_records(found.entries, tier, state_dir, node);
     return found;
 }
 
+namespace {
+// Everything below the aside goes as its owner (setfsuid), the emptied
+// directory, in root's cache parent, as root: as the epilog removes a job
+// directory (tier/safe_fs).
+std::string evict_aside(const Tier& tier, const NodeCacheEntry& entry, double seconds)
+{
+    const std::string dir = cache_parent_of(tier) + "/" + entry.dataset;
+    std::vector<std::string> problems;
+    const CacheUsers users = cache_users(tier, problems);
+    if (users.real_parent.empty())
+        return problems.empty() ? dir + ": not found" : problems.front();
+    try {
+        const MountsInCache mounted = mounts_in(MountTable::current(), users.real_parent + "/" + entry.dataset, dir);
+        if (mounted.whole || !mounted.datasets.empty())
+            return mounted.whole ? *mounted.whole : mounted.datasets.begin()->second;
+    } catch (const Error& e) {
+        return std::string(e.what()) + ": not evicted (a mount in it could hang the removal)";
+    }
+    const BoundedOutcome outcome = run_bounded(seconds, [&] {
+        const RemoveResult removed = remove_tree_within(tier.path.root(), dir, Owner{entry.uid, entry.gid});
+        if (!removed.ok())
+            throw Error(removed.problems.front());
+        return std::string();
+    });
+    return outcome.status == BoundedOutcome::Status::Done ? "" : outcome.problem;
+}
+}  // namespace
+
 std::string evict_cache_entry(const Tier& tier, const NodeCacheEntry& entry, double seconds)
 {
+    if (entry.aside)
+        return evict_aside(tier, entry, seconds);
     const std::string dir = cache_dir_of(tier, entry.user);
     // A mount made since the entry was measured: left alone as well.
     std::vector<std::string> problems;

@@ -14,7 +14,9 @@
 // - everything in a user's cache directory counts as some entry (a name
 //   no dataset has is an entry of its own), a file with several links
 //   once, and an entry's eviction removes every name of it (the copy, its
-//   partial, incoming, image and retired copies, its record and list);
+//   partial, incoming, image and retired copies, its record and list); a
+//   user's cache directory a prolog moved aside (USER.untrusted-STAMP) is
+//   an entry of its owner's as a whole, so no byte in the tier escapes;
 // - nor does that child enter a mount in a user's cache directory: the
 //   mounts come from mountinfo first, and a dataset one of whose names
 //   holds a mount (a FUSE server that never answers would hold the child
@@ -80,9 +82,13 @@ struct NodeCacheEntry {
     std::string dataset;
     std::uint64_t bytes = 0;  // allocated, of the copy and its files (record, list, partial data)
     std::uint64_t inodes = 0;
-    std::uint64_t files = 0;        // files in the copy
-    bool ready = true;              // its ready record is there (false: a staging that did not finish)
-    std::int64_t changed = 0;       // the newest ctime of anything in it (epoch seconds)
+    std::uint64_t files = 0;   // files in the copy
+    bool ready = true;         // its ready record is there (false: a staging that did not finish)
+    std::int64_t changed = 0;  // the newest ctime of anything in it (epoch seconds)
+    // A directory a prolog moved aside in the cache parent (USER.untrusted-
+    // STAMP: it held a mount, or another uid's): `dataset` is that name, the
+    // whole of it one entry of its owner's that no job uses.
+    bool aside = false;
     std::int64_t last_use = 0;      // root's record; 0: none
     std::vector<std::string> jobs;  // jobs on this node that use it, by root's records
 };

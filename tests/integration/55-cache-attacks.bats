@@ -389,3 +389,50 @@ gc_stopped_after_asking() {
     wait_job_gone "$job" 30
     assert_healthy
 }
+
+@test "a cache directory moved aside as untrusted is still measured, gc would collect it, a prolog evicts it first" {
+    clear_cache
+    on_node n1 bash -c 'rm -rf /local/dlcache/.cache/*.untrusted-*'
+    # The attacker's cache directory with 20 MiB in it, then their own FUSE
+    # mount on the directory itself: measuring leaves it out.
+    stage_on_n1 as_other cached-file
+    [ "$status" -eq 0 ]
+    run as_other timeout 60 srun -w n1 -N1 bash -c '
+        head -c 20M /dev/urandom >"$0/filler" && squashfuse -o allow_other "$1" "$0" && echo MOUNTED' \
+        "$(cache_of "$OTHER_USER")" "$DATA/tree.sqfs"
+    echo "$output"
+    grep -qx MOUNTED <<<"$output"
+    # Their next job's prolog detaches the mount and moves the directory
+    # aside: 23 MiB (the filler and cached-file) that no entry of today's main holds.
+    stage_on_n1 as_other cached-file
+    [ "$status" -eq 0 ]
+    aside=$(on_node n1 bash -c 'ls -d /local/dlcache/.cache/dlstest2.untrusted-*')
+    echo "aside: $aside"
+    [ -n "$aside" ]
+    on_node n1 test -f "$aside/filler"
+    # gc sees it, as an entry of the attacker's (dry run: it stays for now).
+    conf="$DLSTAGE_TEST_DIR/gc-aside-55.toml"
+    sed '/^\[site\]/a gc_grace = 1' "$CONF" >"$conf"
+    sleep 2.1
+    GC_ERR="$BATS_TEST_TMPDIR/gc.err"
+    run gc_n1 "$conf" --tier cache --dry-run
+    echo "$output"
+    cat "$GC_ERR"
+    grep -Fx "would remove cache entry ${aside##*/} (moved aside) (tier 'cache', 23.0 MiB): a prolog moved it aside as untrusted (it held a mount, or another uid's); no job can use it" <<<"$output"
+    # (the man page shows the line gc prints when it removes it)
+    sed 's/^would remove /removed /' <<<"$output" |
+        doc_says "$MAN1" 'a prolog moved it aside as untrusted' mallory=dlstest2 ssd=cache
+    # dlstest's 30 MiB on top is over the high watermark (43.2 MiB) with
+    # the aside counted: the aside, never used, goes first.
+    for ds in lru1 lru2; do
+        stage_on_n1 as_user "$ds"
+        [ "$status" -eq 0 ]
+    done
+    grep -F "node cache 'cache': evicted ${aside##*/} (moved aside)" "$LOG_N1"
+    ! on_node n1 test -e "$aside" || false
+    used=$(on_node n1 du -s --block-size=1 /local/dlcache/.cache | cut -f1)
+    [ "$used" -le $((48 * 1048576 * 9 / 10)) ] || { echo "cache holds $used bytes"; false; }
+    on_node n1 test -d "$(cache_of "$VCLUSTER_USER")/lru1"
+    on_node n1 test -d "$(cache_of "$VCLUSTER_USER")/lru2"
+    assert_healthy
+}

@@ -150,6 +150,22 @@ BOOST_AUTO_TEST_CASE(an_unfinished_cache_entry_goes_unless_a_job_stages_it)
     BOOST_TEST(!gc_may_remove(f, s).allowed);
 }
 
+BOOST_AUTO_TEST_CASE(a_cache_directory_moved_aside_goes_after_the_grace)
+{
+    GcSettings s;
+    GcFacts f;
+    f.kind = GcKind::CacheEntry;
+    f.moved_aside = true;
+    f.age = 300;
+    BOOST_TEST(!gc_may_remove(f, s).allowed);
+    BOOST_TEST(gc_may_remove(f, s).reason == "moved aside as untrusted 5 min ago, within the grace period of 5 min "
+                                             "(gc_grace)");
+    f.age = 301;
+    BOOST_TEST(gc_may_remove(f, s).allowed);
+    BOOST_TEST(gc_may_remove(f, s).reason ==
+               "a prolog moved it aside as untrusted (it held a mount, or another uid's); no job can use it");
+}
+
 BOOST_AUTO_TEST_CASE(a_cache_use_holds_while_slurm_lists_the_job_or_its_record_is_young)
 {
     GcSettings s;  // grace 300 s

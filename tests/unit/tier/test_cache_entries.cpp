@@ -238,6 +238,35 @@ BOOST_AUTO_TEST_CASE(every_name_counts_and_an_eviction_takes_all_of_an_entry)
     BOOST_TEST(!test::exists(c.user_dir + "/.stash"));
 }
 
+// A user's cache directory a prolog moved aside (it held a mount): all of
+// it one entry of its owner's, measured and evicted as theirs, even one the
+// owner opened to others (0755); one of root's is left to the admin.
+BOOST_AUTO_TEST_CASE(a_cache_directory_moved_aside_is_an_entry_and_can_be_evicted)
+{
+    if (!test::is_root())
+        return;
+    Cache c;
+    c.entry("x");
+    const std::string aside = c.root + "/.cache/nobody.untrusted-20261129T080000Z-7";
+    BOOST_REQUIRE(::rename(c.user_dir.c_str(), aside.c_str()) == 0);
+    BOOST_REQUIRE(::chmod(aside.c_str(), 0755) == 0);
+    test::make_dir(c.root + "/.cache/root.untrusted-20261129T080000Z-8");
+    const FoundCacheEntries found = find_cache_entries(c.tier, c.state, "n1", 10);
+    BOOST_TEST(listing(found) == "nobody.untrusted-20261129T080000Z-7 1\nproblem: " + c.root +
+                                     "/.cache/root.untrusted-20261129T080000Z-8: moved aside, but root's; neither "
+                                     "measured nor evicted, left for the admin\n");
+    BOOST_REQUIRE(found.entries.size() == 1u);
+    const NodeCacheEntry& e = found.entries[0];
+    BOOST_TEST(e.aside);
+    BOOST_TEST(e.user == "nobody");
+    BOOST_TEST(e.bytes >= 5000u);
+    BOOST_TEST(e.changed > 0);
+    BOOST_TEST(entry_name(e) == "nobody.untrusted-20261129T080000Z-7 (moved aside)");
+    BOOST_TEST(evict_cache_entry(c.tier, e, 10) == "");
+    BOOST_TEST(!test::exists(aside));
+    BOOST_TEST(test::exists(c.root + "/.cache/root.untrusted-20261129T080000Z-8"));
+}
+
 BOOST_AUTO_TEST_CASE(the_lock_is_waited_for_with_a_deadline)
 {
     if (!test::is_root())
