@@ -16,6 +16,10 @@
 namespace dlstage {
 
 namespace {
+// How long measuring every entry may take (without the lock): well within
+// the part's own bound (gc/gc_run), what is left out waits for the next run.
+constexpr double kMeasureSeconds = 600;
+
 // When each job's use record was written, by job.
 using UseRecords = std::map<std::string, std::int64_t>;
 
@@ -109,7 +113,7 @@ GcOutcome gc_node_cache(const Tier& tier, const Config& config, const std::funct
         forget_ended_uses(config, jobs, settings, options, outcome);
     }
     const std::uint64_t generation = eviction_generation(state_dir, options.node);
-    FoundCacheEntries found = find_cache_entries(tier, state_dir, options.node, step);
+    FoundCacheEntries found = find_cache_entries(tier, state_dir, options.node, step, kMeasureSeconds);
     for (const std::string& problem : found.problems) {
         ++outcome.problems;
         outcome.err.push_back("tier " + quoted(tier.name) + ": " + problem);

@@ -294,10 +294,12 @@ policy::Incoming incoming_to(const Tier& tier, const std::vector<StageItem>& ite
 // be over the high watermark (judged with what the submitting user's
 // sbatch claimed); what is evicted is then judged with the sizes the
 // prolog probed itself.  Measuring goes without the node's cache lock (a
-// user's directory can make it slow); under the lock the uses are read
-// again, and the entries measured again only if another prolog, epilog or
-// gc evicted meanwhile.  Evicting under the lock gets a quarter of the
-// prolog's time in all; what is left stays for the epilog or gc.
+// user's directory can make it slow), all of it within a quarter of the
+// prolog's time; under the lock the uses are read again, and the entries
+// measured again only if another prolog, epilog or gc evicted meanwhile.
+// Everything under the lock, measuring again (at most half of it) and
+// evicting, gets a quarter of the prolog's time in all; what is left stays
+// for the epilog or gc.
 void make_room(const Tier& tier, const std::vector<StageItem>& items, const ScriptStart& start, Report& report)
 {
     const TierSpace space = measure_tier_space(tier.path.root());
@@ -318,12 +320,18 @@ void make_room(const Tier& tier, const std::vector<StageItem>& items, const Scri
         return;  // the whole file system is below the mark: so is the cache
     const std::string& state_dir = start.config.site.state_dir;
     const std::string& node = start.job.node;
+    const double step = cache_step_seconds(start);
     const std::uint64_t generation = eviction_generation(state_dir, node);
-    FoundCacheEntries found = find_cache_entries(tier, state_dir, node, cache_step_seconds(start));
+    FoundCacheEntries found = find_cache_entries(tier, state_dir, node, step, step);
     const SizesByDataset sizes = probed_sizes(tier, items, start, report);
     const CacheLock lock(state_dir, node, cache_lock_seconds(start));
-    if (eviction_generation(state_dir, node) != generation)
-        found = find_cache_entries(tier, state_dir, node, cache_step_seconds(start));
+    // Everything under the lock (measuring again, evicting) within one step.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(step);
+    const auto left = [&deadline] {
+        return std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+    };
+    if (eviction_generation(state_dir, node) != generation)  // half of it, the rest to evict
+        found = find_cache_entries(tier, state_dir, node, step / 2, step / 2);
     else
         refresh_cache_uses(found.entries, tier, state_dir, node);
     for (const std::string& problem : found.problems)
@@ -340,16 +348,15 @@ void make_room(const Tier& tier, const std::vector<StageItem>& items, const Scri
     policy::cap_at_file_system_use(tier_facts, space);
     const policy::EvictionPlan plan = policy::plan_eviction(facts, tier_facts, tier.watermarks,
                                                             incoming_to(tier, items, start, sizes, found.entries));
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(cache_step_seconds(start));
     for (std::size_t i = 0; i < plan.evict.size(); ++i) {
         const NodeCacheEntry& entry = found.entries[plan.evict[i]];
-        const double left = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
-        if (left < 1) {
+        const double seconds = left();
+        if (seconds < 1) {
             report.notes.push_back("node cache " + quoted(tier.name) + ": no time left to evict " +
                                    std::to_string(plan.evict.size() - i) + " more entries; left for the epilog or gc");
             break;
         }
-        const std::string problem = evict_cache_entry(tier, entry, std::min(cache_step_seconds(start), left));
+        const std::string problem = evict_cache_entry(tier, entry, seconds);
         if (problem.empty())
             count_eviction(state_dir, node);
         report.notes.push_back("node cache " + quoted(tier.name) + ": evicted " + entry_name(entry) + " (" +

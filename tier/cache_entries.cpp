@@ -5,6 +5,7 @@
 #include <charconv>
 #include <chrono>
 #include <fcntl.h>
+#include <functional>
 #include <grp.h>
 #include <map>
 #include <mutex>
@@ -510,12 +511,53 @@ void add_root_records(std::vector<NodeCacheEntry>& entries, const Tier& tier, co
     }
 }
 
+// How long measuring may take: each user's directory at most `each`, all
+// of them together until `until` (`total` after the start, for messages).
+struct MeasureBudget {
+    double each;
+    double total;
+    std::chrono::steady_clock::time_point until;
+
+    double left() const
+    {
+        return std::min(each, std::chrono::duration<double>(until - std::chrono::steady_clock::now()).count());
+    }
+};
+
+// Runs `measure` in a child acting as `owner`, bounded by what is left of
+// the budget, and adds the entries it reports to `found`; what cannot be
+// measured is a problem and its entries are left out.
+void measure_as_owner(const NodeCacheEntry& owner, const std::string& dir, const MeasureBudget& budget,
+                      const std::function<std::string()>& measure, FoundCacheEntries& found)
+{
+    const double seconds = budget.left();
+    if (seconds < 0.5) {
+        found.problems.push_back(dir + ": not measured: the " + std::to_string(static_cast<long long>(budget.total)) +
+                                 " s" + " for measuring the node cache are up; its entries are left out");
+        return;
+    }
+    const BoundedOutcome outcome = run_bounded(seconds, [&] {
+        act_as(owner.uid, owner.gid);
+        return measure();
+    });
+    if (outcome.status != BoundedOutcome::Status::Done) {
+        found.problems.push_back(dir + ": " + outcome.problem);
+        return;
+    }
+    try {
+        for (NodeCacheEntry& entry : decode_sums(outcome.output, owner))
+            found.entries.push_back(std::move(entry));
+    } catch (const Error& e) {
+        found.problems.push_back(dir + ": " + e.what() + "; its entries are left out");
+    }
+}
+
 // A directory a prolog moved aside in the cache parent (a user's cache
 // directory with a mount on it, one of another uid): still the owner's
 // bytes in the tier, so one entry, measured as its owner, that no job uses.
 // Whose it is comes from root's own look at the name in root's directory.
 void measure_aside_entry(const Tier& tier, const CacheUsers& users, const MountTable& mounts, const std::string& name,
-                         double seconds, FoundCacheEntries& found)
+                         const MeasureBudget& budget, FoundCacheEntries& found)
 {
     const std::string dir = cache_parent_of(tier) + "/" + name;
     struct stat st {};
@@ -538,26 +580,18 @@ void measure_aside_entry(const Tier& tier, const CacheUsers& users, const MountT
     const struct passwd* pw = ::getpwuid(st.st_uid);
     owner.user = pw ? pw->pw_name : "uid " + std::to_string(st.st_uid);
     owner.aside = true;
-    const BoundedOutcome outcome = run_bounded(seconds, [&] {
-        act_as(owner.uid, owner.gid);
-        return measure_aside(tier.path.root(), name, dir);
-    });
-    if (outcome.status != BoundedOutcome::Status::Done) {
-        found.problems.push_back(dir + ": " + outcome.problem);
-        return;
-    }
-    try {
-        for (NodeCacheEntry& entry : decode_sums(outcome.output, owner))
-            found.entries.push_back(std::move(entry));
-    } catch (const Error& e) {
-        found.problems.push_back(dir + ": " + e.what() + "; left out");
-    }
+    measure_as_owner(
+        owner, dir, budget, [&] { return measure_aside(tier.path.root(), name, dir); }, found);
 }
 }  // namespace
 
 FoundCacheEntries find_cache_entries(const Tier& tier, const std::string& state_dir, const std::string& node,
-                                     double seconds)
+                                     double each_seconds, double total_seconds)
 {
+    const MeasureBudget budget{each_seconds, total_seconds,
+                               std::chrono::steady_clock::now() +
+                                   std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                       std::chrono::duration<double>(total_seconds))};
     FoundCacheEntries found;
     const CacheUsers users = cache_users(tier, found.problems);
     if (users.names.empty() && users.asides.empty())
@@ -590,23 +624,11 @@ FoundCacheEntries find_cache_entries(const Tier& tier, const std::string& state_
         for (const auto& [dataset, why] : mounted.datasets)
             found.problems.push_back(why);
         const std::set<std::string> skipped = mounted.names();
-        const BoundedOutcome outcome = run_bounded(seconds, [&] {
-            act_as(owner.uid, owner.gid);
-            return measure_user_dir(tier.path.root(), dir, skipped);
-        });
-        if (outcome.status != BoundedOutcome::Status::Done) {
-            found.problems.push_back(dir + ": " + outcome.problem);
-            continue;
-        }
-        try {
-            for (NodeCacheEntry& entry : decode_sums(outcome.output, owner))
-                found.entries.push_back(std::move(entry));
-        } catch (const Error& e) {
-            found.problems.push_back(dir + ": " + e.what() + "; its entries are left out");
-        }
+        measure_as_owner(
+            owner, dir, budget, [&] { return measure_user_dir(tier.path.root(), dir, skipped); }, found);
     }
     for (const std::string& name : users.asides)
-        measure_aside_entry(tier, users, mounts, name, seconds, found);
+        measure_aside_entry(tier, users, mounts, name, budget, found);
     add_root_records(found.entries, tier, state_dir, node);
     return found;
 }

@@ -100,9 +100,11 @@ struct FoundCacheEntries {
 
 // The entries of `tier` (a cache tier) on this node.  Every user's directory
 // below <tier root>/.cache is measured as that user (root only; another
-// caller measures only their own), each within `seconds`.
+// caller measures only their own), each within `each_seconds` and all of
+// them within `total_seconds`: a directory whose turn comes when the time
+// is up is a problem, its entries left out (neither counted nor evicted).
 FoundCacheEntries find_cache_entries(const Tier& tier, const std::string& state_dir, const std::string& node,
-                                     double seconds);
+                                     double each_seconds, double total_seconds);
 
 // Which evictions happened on the node: a number that grows with each
 // (root's state_dir/cache/<node>/evictions).  Entries are measured without

@@ -357,7 +357,7 @@ PY
     [ "$status" -eq 0 ]
     grep -q "removed cache entry $VCLUSTER_USER/lru3 (tier 'cache', .*): unused for 3 d" <<<"$output"
     grep -q "keep cache entry $VCLUSTER_USER/lru1 (tier 'cache', .*): in use by a running job" <<<"$output"
-    doc_says "$MAN1" '^removed cache entry' alice="$VCLUSTER_USER" imagenet=lru3 ssd=cache <<<"$output"
+    doc_says "$MAN1" '^removed cache entry alice/' alice="$VCLUSTER_USER" imagenet=lru3 ssd=cache <<<"$output"
     doc_says "$MAN1" '^keep cache entry' bob="$VCLUSTER_USER" coco=lru1 ssd=cache <<<"$output"
     ! on_node n1 test -e "$(cache_of "$VCLUSTER_USER")/lru3" || false
     on_node n1 test -d "$(cache_of "$VCLUSTER_USER")/lru1"

@@ -50,6 +50,10 @@ teardown() {
     scancel -u "$VCLUSTER_USER" 2>/dev/null || true
     scancel -u "$OTHER_USER" 2>/dev/null || true
     scancel -u "$THIRD_USER" 2>/dev/null || true
+    if [ -n "${restore_conf:-}" ]; then
+        cp "$BATS_TEST_TMPDIR/dlstage.toml.saved" "$CONF"
+        restore_conf=""
+    fi
     if [ -n "${gc_pid:-}" ]; then
         kill -CONT "$gc_pid" ${gc_child:+"$gc_child"} 2>/dev/null || true
         wait "$gc_bg" 2>/dev/null || true
@@ -65,7 +69,7 @@ teardown() {
     if on_node n1 awk -v m="$ATTACK_MNT" '$5 == m { f = 1 } END { exit !f }' /proc/self/mountinfo; then
         on_node n1 umount -l -c "$ATTACK_MNT" || true
     fi
-    on_node n1 rm -rf "$(cache_of "$OTHER_USER")"
+    on_node n1 rm -rf "$(cache_of "$OTHER_USER")" "$(cache_of dlstest4)" "$(cache_of dlstest5)"
 }
 
 # clear_cache: n1's cache tier holds no one's entries.
@@ -434,5 +438,88 @@ gc_stopped_after_asking() {
     [ "$used" -le $((48 * 1048576 * 9 / 10)) ] || { echo "cache holds $used bytes"; false; }
     on_node n1 test -d "$(cache_of "$VCLUSTER_USER")/lru1"
     on_node n1 test -d "$(cache_of "$VCLUSTER_USER")/lru2"
+    assert_healthy
+}
+
+# hold_measuring UID...: in the background, every measuring child acting
+# for one of UIDs (root's real uid, the user's effective one: act_as) is
+# stopped as soon as it appears, as a directory of millions of files or a
+# slow disk would hold it, until its bound ends it; and n1's eviction count
+# keeps changing, as other prologs evicting would, so that a prolog always
+# measures again under the lock.  Sets $holder.
+hold_measuring() {
+    local uids
+    uids=$(echo $*)
+    local n=0
+    (
+        while :; do
+            # shellcheck disable=SC2046  # pids, or none
+            kill -STOP $(pgrep -U 0 -u "${uids// /,}") 2>/dev/null || true
+            n=$((n + 1))
+            [ $((n % 10)) -ne 0 ] || printf e >>"$STATE/cache/n1/evictions"
+            sleep 0.01
+        done
+    ) >/dev/null 2>&1 3>&- &
+    holder=$!
+}
+
+@test "everything a prolog does under the node cache lock has one deadline, however many users' directories are slow" {
+    clear_cache
+    # dlstest's lru2 and lru3 (30 MiB) and three attackers' entries: lru1
+    # on top is over the high watermark, so the victim's prolog measures.
+    for ds in lru2 lru3; do stage_on_n1 as_user "$ds"; [ "$status" -eq 0 ]; done
+    attackers=""
+    for who in "$OTHER_USER" dlstest4 dlstest5; do
+        # 20,000 names in it: measuring takes long enough to be caught.
+        run as_someone "$who" "$who" timeout 60 srun -w n1 -N1 --stage-data=cached-file \
+            bash -c 'mkdir "$0/many" && cd "$0/many" && seq 20000 | xargs touch' "$(cache_of "$who")"
+        [ "$status" -eq 0 ]
+        attackers="$attackers $(id -u "$who")"
+    done
+    # Their epilogs are done (each measures too).
+    for _ in $(seq 150); do [ -z "$(squeue -h -u "$OTHER_USER,dlstest4,dlstest5")" ] && break; sleep 0.2; done
+    # The site's prolog time cut to 12 s for this test: 3 s per step.
+    cp "$CONF" "$BATS_TEST_TMPDIR/dlstage.toml.saved"
+    restore_conf=1
+    sed -i '/^\[site\]/a prolog_epilog_timeout = 12' "$CONF"
+    hold_measuring $attackers
+    t0=$SECONDS
+    stage_on_n1 as_user lru1
+    took=$((SECONDS - t0))
+    echo "the victim's job took $took s"
+    [ "$status" -eq 0 ]
+    # Its prolog finished: measuring took its 3 s, under the lock 1.5 s
+    # more, then it evicted; not 3 s for each attacker each time (18 s: the
+    # prolog's 12 s ran out, the lock held all along).
+    ! grep -F "job $job on n1: the prolog " "$LOG_N1" || false
+    grep -F "job $job on n1: stage-data=lru1 prepared" "$LOG_N1"
+    grep -E "job $job on n1: node cache 'cache': /local/dlcache/.cache/dlstest[245]: not measured: the [0-9]+ s for measuring the node cache are up; its entries are left out" "$LOG_N1"
+    ! grep -F "job $job on n1: node cache 'cache': no time left to evict" "$LOG_N1" || false
+    on_node n1 test -d "$(cache_of "$VCLUSTER_USER")/lru1"
+    [ "$took" -lt 12 ]
+    assert_healthy
+}
+
+@test "a sparse source is counted as the room its copy takes: the stager keeps no holes" {
+    clear_cache
+    # 20 MiB that take 4 KiB on the source.
+    [ "$(stat -c %s "$SRC/sparse.bin")" -eq $((20 << 20)) ]
+    [ "$(du -k "$SRC/sparse.bin" | cut -f1)" -le 64 ]
+    for ds in lru2 lru3; do stage_on_n1 as_user "$ds"; [ "$status" -eq 0 ]; sleep 1.1; done
+    # The attacker's sparse dataset on top (30 + 20 MiB, over the high
+    # watermark of 43.2 MiB): the prolog makes room for 20 MiB, the least
+    # recently used entry (lru2) goes.
+    stage_on_n1 as_other sparse
+    [ "$status" -eq 0 ]
+    grep -F "job $job on n1: node cache 'cache': evicted $VCLUSTER_USER/lru2" "$LOG_N1"
+    # ... and the copy takes those 20 MiB: the room made was needed, no more.
+    copy="$(cache_of "$OTHER_USER")/sparse/sparse.bin"
+    on_node n1 cmp "$SRC/sparse.bin" "$copy"
+    taken=$(on_node n1 du -k "$copy" | cut -f1)
+    echo "the copy takes $taken KiB"
+    [ "$taken" -ge $((20 * 1024)) ]
+    used=$(on_node n1 du -s --block-size=1 /local/dlcache/.cache | cut -f1)
+    [ "$used" -le $((48 * 1048576 * 9 / 10)) ] || { echo "cache holds $used bytes"; false; }
+    on_node n1 test -d "$(cache_of "$VCLUSTER_USER")/lru3"
     assert_healthy
 }

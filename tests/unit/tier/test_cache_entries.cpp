@@ -132,7 +132,7 @@ BOOST_AUTO_TEST_CASE(a_stopped_fuse_mount_in_a_users_cache_directory_is_neither_
         [&] {
             ::alarm(30);  // a hang ends the child: "ended abnormally"
             const auto start = std::chrono::steady_clock::now();
-            std::string out = listing(find_cache_entries(c.tier, c.state, "n1", 10));
+            std::string out = listing(find_cache_entries(c.tier, c.state, "n1", 10, 30));
             out += "evict zz: " + evict_cache_entry(c.tier, c.owned("zz"), 10) + "\n";
             return out + (seconds_since(start) < 5 ? "" : "slow\n");
         },
@@ -156,7 +156,7 @@ BOOST_AUTO_TEST_CASE(a_mount_on_the_users_cache_directory_itself_leaves_all_of_i
         [&] {
             ::alarm(30);
             const auto start = std::chrono::steady_clock::now();
-            std::string out = listing(find_cache_entries(c.tier, c.state, "n1", 10));
+            std::string out = listing(find_cache_entries(c.tier, c.state, "n1", 10, 30));
             out += "evict imagenet: " + evict_cache_entry(c.tier, c.owned("imagenet"), 10) + "\n";
             return out + (seconds_since(start) < 5 ? "" : "slow\n");
         },
@@ -178,7 +178,7 @@ BOOST_AUTO_TEST_CASE(an_entry_name_cannot_forge_the_measurement)
     const std::string forged = "x 999999999999 1 1\nlru9 999999999999 1 1";
     c.entry(forged);
     c.entry("lru1");
-    const FoundCacheEntries found = find_cache_entries(c.tier, c.state, "n1", 10);
+    const FoundCacheEntries found = find_cache_entries(c.tier, c.state, "n1", 10, 30);
     BOOST_TEST(listing(found) == "lru1 1\n" + forged + " 1\n");
     for (const NodeCacheEntry& e : found.entries) {
         BOOST_TEST(e.bytes < (1u << 20));
@@ -206,7 +206,7 @@ BOOST_AUTO_TEST_CASE(a_file_with_many_links_counts_once)
         BOOST_REQUIRE(::link(file.c_str(), (c.user_dir + "/x/l" + std::to_string(i)).c_str()) == 0);
     test::make_dir(c.user_dir + "/y");
     BOOST_REQUIRE(::link(file.c_str(), (c.user_dir + "/y/l").c_str()) == 0);
-    const FoundCacheEntries found = find_cache_entries(c.tier, c.state, "n1", 10);
+    const FoundCacheEntries found = find_cache_entries(c.tier, c.state, "n1", 10, 30);
     BOOST_REQUIRE(found.entries.size() == 2u);
     BOOST_TEST(found.entries[0].bytes < (200u << 10));  // x: 5000 bytes and 64 KiB, once
     BOOST_TEST(found.entries[0].inodes == 3u);          // x, f, big
@@ -227,7 +227,7 @@ BOOST_AUTO_TEST_CASE(every_name_counts_and_an_eviction_takes_all_of_an_entry)
     c.entry(".retired-x-y-18");  // dataset x-y's, not x's
     test::make_file(c.user_dir + "/.ready-x.toml");
     c.give(c.user_dir + "/.ready-x.toml");
-    const FoundCacheEntries found = find_cache_entries(c.tier, c.state, "n1", 10);
+    const FoundCacheEntries found = find_cache_entries(c.tier, c.state, "n1", 10, 30);
     BOOST_TEST(listing(found) == ".stash 1\nx 1\nx-y 0\n");
     BOOST_TEST(evict_cache_entry(c.tier, c.owned("x"), 10) == "");
     BOOST_TEST(!test::exists(c.user_dir + "/x"));
@@ -251,7 +251,7 @@ BOOST_AUTO_TEST_CASE(a_cache_directory_moved_aside_is_an_entry_and_can_be_evicte
     BOOST_REQUIRE(::rename(c.user_dir.c_str(), aside.c_str()) == 0);
     BOOST_REQUIRE(::chmod(aside.c_str(), 0755) == 0);
     test::make_dir(c.root + "/.cache/root.untrusted-20261129T080000Z-8");
-    const FoundCacheEntries found = find_cache_entries(c.tier, c.state, "n1", 10);
+    const FoundCacheEntries found = find_cache_entries(c.tier, c.state, "n1", 10, 30);
     BOOST_TEST(listing(found) == "nobody.untrusted-20261129T080000Z-7 1\nproblem: " + c.root +
                                      "/.cache/root.untrusted-20261129T080000Z-8: moved aside, but root's; neither "
                                      "measured nor evicted, left for the admin\n");
@@ -265,6 +265,20 @@ BOOST_AUTO_TEST_CASE(a_cache_directory_moved_aside_is_an_entry_and_can_be_evicte
     BOOST_TEST(evict_cache_entry(c.tier, e, 10) == "");
     BOOST_TEST(!test::exists(aside));
     BOOST_TEST(test::exists(c.root + "/.cache/root.untrusted-20261129T080000Z-8"));
+}
+
+// All of the measuring has one deadline, however many users' directories
+// there are: those whose turn comes after it are left out, said so.
+BOOST_AUTO_TEST_CASE(measuring_stops_at_its_overall_deadline)
+{
+    if (!test::is_root())
+        return;
+    Cache c;
+    c.entry("x");
+    BOOST_TEST(listing(find_cache_entries(c.tier, c.state, "n1", 10, 0)) ==
+               "problem: " + c.user_dir +
+                   ": not measured: the 0 s for measuring the node cache are up; its entries are left out\n");
+    BOOST_TEST(listing(find_cache_entries(c.tier, c.state, "n1", 10, 10)) == "x 1\n");
 }
 
 BOOST_AUTO_TEST_CASE(the_lock_is_waited_for_with_a_deadline)
