@@ -41,8 +41,7 @@ bool use_holds(const std::string& job, const SlurmJobs& jobs, const UseRecords& 
     const auto record = records.find(job);
     const std::int64_t age = record == records.end() ? std::numeric_limits<std::int64_t>::max() / 2
                                                      : jobs.asked_at - record->second;
-    return policy::cache_use_holds(known ? policy::job_state_from_slurm(known->state) : policy::JobState::Ended,
-                                   jobs.here.count(job) > 0, age, settings);
+    return policy::cache_use_holds(known && policy::job_started(known->state), jobs.here.count(job) > 0, age, settings);
 }
 
 // Whether a running job uses the entry, by root's records as last read.
@@ -130,7 +129,7 @@ GcOutcome gc_node_cache(const Tier& tier, const Config& config, const std::funct
     tier_facts.max_inodes = tier.max_inodes;
     for (const NodeCacheEntry& e : found.entries) {
         // In dry-run, the use records of ended jobs are still there.
-        facts.push_back({entry_name(e), e.bytes, e.inodes, e.last_use, in_use(e, jobs, records, settings)});
+        facts.push_back({entry_name(e), e.bytes, e.inodes, e.last_use, in_use(e, jobs, records, settings), true});
         tier_facts.used_bytes += e.bytes;
         tier_facts.used_inodes += e.inodes;
     }

@@ -103,10 +103,15 @@ EvictionPlan plan_eviction(const std::vector<CacheEntryFacts>& entries, const Ca
     // their entries and give this job nothing.
     plan.evict.clear();
     plan.why.clear();
+    // Other users' entries are counted, not named: their datasets' names
+    // come from their private paths.
     std::vector<std::string> busy;
+    std::size_t others = 0;
     for (const CacheEntryFacts& entry : entries)
         if (entry.in_use)
-            busy.push_back(entry.name);
+            entry.shown ? busy.push_back(entry.name) : void(++others);
+    if (others > 0)
+        busy.push_back(std::to_string(others) + (others == 1 ? " entry" : " entries") + " of other users");
     plan.fits = Verdict::refuse("the tier would be at " + pressure(usage, tier, 1.0) +
                                 " even with every unused cache entry evicted" +
                                 (busy.empty() ? std::string() : "; in use by running jobs: " + join(busy, ", ")));

@@ -26,6 +26,7 @@ struct CacheEntryFacts {
     std::uint64_t inodes = 0;
     std::int64_t last_use = 0;  // seconds; from a record root keeps, never the user's own
     bool in_use = false;        // a job running on this node uses it
+    bool shown = true;          // its name may be in a refusal (the job's own user's, or gc's)
 };
 
 // A tier on one node: what is used, and the limits (max_bytes and

@@ -65,9 +65,19 @@ std::string age_text(std::int64_t seconds)
     return std::to_string(seconds) + " s";
 }
 
-bool cache_use_holds(JobState job, bool processes_here, std::int64_t record_age, const GcSettings& s)
+bool cache_use_holds(bool started, bool processes_here, std::int64_t record_age, const GcSettings& s)
 {
-    return job != JobState::Ended || processes_here || record_age <= s.grace;
+    return started || processes_here || record_age <= s.grace;
+}
+
+bool job_started(std::string_view state)
+{
+    // Every state that is not final counts as started, but a pending one:
+    // an unknown word a later Slurm adds keeps the entry.
+    for (const char* waiting : {"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "SPECIAL_EXIT", "RESV_DEL_HOLD"})
+        if (state == waiting)
+            return false;
+    return !slurm_state_has_ended(state);
 }
 
 Verdict gc_may_remove(const GcFacts& f, const GcSettings& s)

@@ -72,12 +72,16 @@ struct GcSettings {
 JobState job_state_from_slurm(std::string_view state);
 
 // Whether a job's recorded use of a node cache entry still holds: Slurm
-// lists the job (pending, running, completing), it has processes here, or
-// root's record of the use is younger than the grace at the moment Slurm
-// was asked (`record_age` may be negative: written after).  The last is
-// for a job that started around the question: its prolog records the use
-// under the node's cache lock, Slurm's answer may predate it.
-bool cache_use_holds(JobState job, bool processes_here, std::int64_t record_age, const GcSettings& settings);
+// lists the job as started and not ended (running, completing, suspended:
+// `started`), it has processes here, or root's record of the use is
+// younger than the grace at the moment Slurm was asked (`record_age` may be
+// negative: written after).  The last is for a job that started around the
+// question: its prolog records the use under the node's cache lock, Slurm's
+// answer may predate it.  A pending job (requeued, held) uses nothing: its
+// next prolog records its use again.
+bool cache_use_holds(bool started, bool processes_here, std::int64_t record_age, const GcSettings& settings);
+// Whether a job in this squeue state (%T) has started and not ended.
+bool job_started(std::string_view slurm_state);
 
 // Whether gc may remove the candidate, and why (one line).
 Verdict gc_may_remove(const GcFacts& facts, const GcSettings& settings);

@@ -341,7 +341,8 @@ void make_room(const Tier& tier, const std::vector<StageItem>& items, const Scri
     tier_facts.max_bytes = max_bytes;
     tier_facts.max_inodes = max_inodes;
     for (const NodeCacheEntry& entry : found.entries) {
-        facts.push_back({entry_name(entry), entry.bytes, entry.inodes, entry.last_use, !entry.jobs.empty()});
+        facts.push_back({entry_name(entry), entry.bytes, entry.inodes, entry.last_use, !entry.jobs.empty(),
+                         entry.uid == start.job.uid});
         tier_facts.used_bytes += entry.bytes;
         tier_facts.used_inodes += entry.inodes;
     }

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <optional>
 #include <pwd.h>
+#include <regex>
 #include <set>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -29,6 +30,7 @@
 #include "lib/sys/dir_fd.hpp"
 #include "lib/sys/group_list.hpp"
 #include "lib/sys/mount_table.hpp"
+#include "lib/sys/quick_stat.hpp"
 #include "lib/sys/sys_error.hpp"
 #include "lib/sys/tree_remover.hpp"
 #include "tier/safe_fs.hpp"
@@ -401,9 +403,12 @@ struct CacheUsers {
     Fd parent;  // the cache parent (O_PATH)
 };
 
+// NAME.untrusted-YYYYMMDDTHHMMSSZ-PID[-N], as tier/tier_walk names what
+// it moves aside, and no user's name (whose cache directory it would be).
 bool is_aside(const std::string& name)
 {
-    return name.find(".untrusted-") != std::string::npos;
+    static const std::regex aside(R"(.+\.untrusted-[0-9]{8}T[0-9]{6}Z-[0-9]+(-[0-9]+)?)");
+    return std::regex_match(name, aside) && ::getpwnam(name.c_str()) == nullptr;
 }
 
 CacheUsers cache_users(const Tier& tier, std::vector<std::string>& problems)
@@ -512,25 +517,32 @@ void add_root_records(std::vector<NodeCacheEntry>& entries, const Tier& tier, co
 }
 
 // How long measuring may take: each user's directory at most `each`, all
-// of them together until `until` (`total` after the start, for messages).
+// of them together until `until` (`total` after the start, for messages),
+// and each no more than its fair share of what is left: one slow directory
+// that comes first in the listing cannot take every later one's time.
 struct MeasureBudget {
     double each;
     double total;
     std::chrono::steady_clock::time_point until;
+    std::size_t remaining;  // directories still to measure, this one included
 
-    double left() const
+    double next_share()
     {
-        return std::min(each, std::chrono::duration<double>(until - std::chrono::steady_clock::now()).count());
+        const double left = std::chrono::duration<double>(until - std::chrono::steady_clock::now()).count();
+        const double share = left / static_cast<double>(std::max<std::size_t>(1, remaining));
+        if (remaining > 0)
+            --remaining;
+        return std::min(each, left < 0.5 ? left : std::max(0.5, share));
     }
 };
 
 // Runs `measure` in a child acting as `owner`, bounded by what is left of
 // the budget, and adds the entries it reports to `found`; what cannot be
 // measured is a problem and its entries are left out.
-void measure_as_owner(const NodeCacheEntry& owner, const std::string& dir, const MeasureBudget& budget,
+void measure_as_owner(const NodeCacheEntry& owner, const std::string& dir, MeasureBudget& budget,
                       const std::function<std::string()>& measure, FoundCacheEntries& found)
 {
-    const double seconds = budget.left();
+    const double seconds = budget.next_share();
     if (seconds < 0.5) {
         found.problems.push_back(dir + ": not measured: the " + std::to_string(static_cast<long long>(budget.total)) +
                                  " s" + " for measuring the node cache are up; its entries are left out");
@@ -555,30 +567,42 @@ void measure_as_owner(const NodeCacheEntry& owner, const std::string& dir, const
 // A directory a prolog moved aside in the cache parent (a user's cache
 // directory with a mount on it, one of another uid): still the owner's
 // bytes in the tier, so one entry, measured as its owner, that no job uses.
-// Whose it is comes from root's own look at the name in root's directory.
+// No job can use it either: a mount in it (a user's, on it or carried
+// along by the rename) is detached first, from mountinfo, never entered;
+// then whose it is comes from the kernel's cached attributes of the name in
+// root's directory (a FUSE server is not asked).  Root only.
 void measure_aside_entry(const Tier& tier, const CacheUsers& users, const MountTable& mounts, const std::string& name,
-                         const MeasureBudget& budget, FoundCacheEntries& found)
+                         MeasureBudget& budget, FoundCacheEntries& found)
 {
     const std::string dir = cache_parent_of(tier) + "/" + name;
-    struct stat st {};
-    if (::fstatat(users.parent.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
-        return;  // gone meanwhile
-    if (!S_ISDIR(st.st_mode) || st.st_uid == 0) {
+    const MountsInCache mounted = mounts_in(mounts, users.real_parent + "/" + name, dir);
+    if (mounted.whole || !mounted.datasets.empty()) {
+        const DetachResult detached = detach_mounts_within(tier.path.root(), dir);
+        if (!detached.problems.empty()) {
+            found.problems.push_back(shown_path(dir) + ": moved aside, holds a mount: " + detached.problems.front() +
+                                     "; neither measured nor evicted");
+            return;
+        }
+    }
+    QuickStat st;
+    if (!quick_stat(users.parent.get(), name.c_str(), AT_SYMLINK_NOFOLLOW, st)) {
+        if (errno != ENOENT)  // else gone meanwhile
+            found.problems.push_back(cannot("examine", shown_path(dir), errno) + "; neither measured nor evicted");
+        return;
+    }
+    if (!S_ISDIR(st.mode) || st.uid == 0) {
         found.problems.push_back(shown_path(dir) + ": moved aside, but " +
-                                 (S_ISDIR(st.st_mode) ? "root's" : "not a directory") +
+                                 (S_ISDIR(st.mode) ? "root's" : "not a directory") +
                                  "; neither measured nor evicted, left for the admin");
         return;
     }
-    const MountsInCache mounted = mounts_in(mounts, users.real_parent + "/" + name, dir);
-    if (mounted.whole || !mounted.datasets.empty()) {
-        found.problems.push_back(mounted.whole ? *mounted.whole : mounted.datasets.begin()->second);
-        return;
-    }
     NodeCacheEntry owner;
-    owner.uid = st.st_uid;
-    owner.gid = st.st_gid;
-    const struct passwd* pw = ::getpwuid(st.st_uid);
-    owner.user = pw ? pw->pw_name : "uid " + std::to_string(st.st_uid);
+    owner.uid = st.uid;
+    const struct passwd* pw = ::getpwuid(st.uid);
+    // The owner's own group when they have one: the directory's may be any
+    // group they chose.
+    owner.gid = pw ? pw->pw_gid : st.gid;
+    owner.user = pw ? pw->pw_name : "uid " + std::to_string(st.uid);
     owner.aside = true;
     measure_as_owner(
         owner, dir, budget, [&] { return measure_aside(tier.path.root(), name, dir); }, found);
@@ -588,10 +612,11 @@ void measure_aside_entry(const Tier& tier, const CacheUsers& users, const MountT
 FoundCacheEntries find_cache_entries(const Tier& tier, const std::string& state_dir, const std::string& node,
                                      double each_seconds, double total_seconds)
 {
-    const MeasureBudget budget{each_seconds, total_seconds,
-                               std::chrono::steady_clock::now() +
-                                   std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                       std::chrono::duration<double>(total_seconds))};
+    MeasureBudget budget{each_seconds, total_seconds,
+                         std::chrono::steady_clock::now() +
+                             std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                 std::chrono::duration<double>(total_seconds)),
+                         0};
     FoundCacheEntries found;
     const CacheUsers users = cache_users(tier, found.problems);
     if (users.names.empty() && users.asides.empty())
@@ -603,6 +628,7 @@ FoundCacheEntries find_cache_entries(const Tier& tier, const std::string& state_
         found.problems.push_back(std::string(e.what()) + ": no entry measured (a mount in one could hang it)");
         return found;
     }
+    budget.remaining = ::geteuid() == 0 ? users.names.size() + users.asides.size() : 1;
     for (const std::string& user : users.names) {
         const struct passwd* pw = ::getpwnam(user.c_str());
         if (!pw) {
@@ -627,8 +653,9 @@ FoundCacheEntries find_cache_entries(const Tier& tier, const std::string& state_
         measure_as_owner(
             owner, dir, budget, [&] { return measure_user_dir(tier.path.root(), dir, skipped); }, found);
     }
-    for (const std::string& name : users.asides)
-        measure_aside_entry(tier, users, mounts, name, budget, found);
+    if (::geteuid() == 0)  // asides are root's to look at (and detach mounts in)
+        for (const std::string& name : users.asides)
+            measure_aside_entry(tier, users, mounts, name, budget, found);
     add_root_records(found.entries, tier, state_dir, node);
     return found;
 }

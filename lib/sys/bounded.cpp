@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <fcntl.h>
@@ -19,6 +21,16 @@
 namespace dlstage {
 
 namespace {
+// "3 s", "0.5 s": a bound under ten seconds keeps its tenths.
+std::string bound_text(double seconds)
+{
+    if (seconds >= 10 || seconds == std::floor(seconds))
+        return std::to_string(static_cast<long long>(seconds)) + " s";
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f s", seconds);
+    return text;
+}
+
 using Clock = std::chrono::steady_clock;
 
 // The child keeps nothing of its parent's but its result pipe, which it
@@ -125,7 +137,7 @@ BoundedOutcome run_bounded(double seconds, const std::function<std::string()>& w
     if (!read_until(in.get(), deadline, text)) {
         ::kill(pid, SIGKILL);
         outcome.status = BoundedOutcome::Status::TimedOut;
-        outcome.problem = "did not finish within " + std::to_string(static_cast<long long>(seconds)) + " s";
+        outcome.problem = "did not finish within " + bound_text(seconds);
         if (!wait_within(pid, kReapGrace))
             outcome.problem += " and could not be stopped (pid " + std::to_string(pid) + ")";
         return outcome;

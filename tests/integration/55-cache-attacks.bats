@@ -490,11 +490,12 @@ hold_measuring() {
     [ "$status" -eq 0 ]
     # Its prolog finished: measuring took its 3 s, under the lock 1.5 s
     # more, then it evicted; not 3 s for each attacker each time (18 s: the
-    # prolog's 12 s ran out, the lock held all along).
+    # prolog's 12 s ran out, the lock held all along).  What was left
+    # to evict when its time was up, the epilog or gc evicts.
     ! grep -F "job $job on n1: the prolog " "$LOG_N1" || false
     grep -F "job $job on n1: stage-data=lru1 prepared" "$LOG_N1"
-    grep -E "job $job on n1: node cache 'cache': /local/dlcache/.cache/dlstest[245]: not measured: the [0-9]+ s for measuring the node cache are up; its entries are left out" "$LOG_N1"
-    ! grep -F "job $job on n1: node cache 'cache': no time left to evict" "$LOG_N1" || false
+    # Each attacker's directory got its share of those 3 s, or none left.
+    grep -E "job $job on n1: node cache 'cache': /local/dlcache/.cache/dlstest[245]: (did not finish within [0-9.]+ s|not measured: the [0-9]+ s for measuring the node cache are up; its entries are left out)" "$LOG_N1"
     on_node n1 test -d "$(cache_of "$VCLUSTER_USER")/lru1"
     [ "$took" -lt 12 ]
     assert_healthy

@@ -77,6 +77,20 @@ BOOST_AUTO_TEST_CASE(refused_when_entries_in_use_leave_no_room_and_nothing_is_ev
     BOOST_TEST(plan.fits.reason.find("110% of max_bytes") != std::string::npos, plan.fits.reason);
 }
 
+BOOST_AUTO_TEST_CASE(a_refusal_names_only_the_jobs_own_users_entries_and_counts_the_rest)
+{
+    std::vector<CacheEntryFacts> entries{entry("alice/imagenet", 40, 1, true), entry("bob/secret", 20, 2, true),
+                                         entry("carol/x", 15, 3, true)};
+    entries[1].shown = false;
+    entries[2].shown = false;
+    const auto plan = plan_eviction(entries, tier_of(80, 100), {}, {40 * kGiB, 0});
+    BOOST_TEST(!plan.fits.allowed);
+    BOOST_TEST(plan.fits.reason.find("; in use by running jobs: alice/imagenet, 2 entries of other users") !=
+                   std::string::npos,
+               plan.fits.reason);
+    BOOST_TEST(plan.fits.reason.find("bob") == std::string::npos, plan.fits.reason);
+}
+
 BOOST_AUTO_TEST_CASE(a_job_larger_than_the_tier_evicts_nothing)
 {
     // Whatever the job claims past the tier's size, no entry goes for it.

@@ -169,13 +169,17 @@ BOOST_AUTO_TEST_CASE(a_cache_directory_moved_aside_goes_after_the_grace)
 BOOST_AUTO_TEST_CASE(a_cache_use_holds_while_slurm_lists_the_job_or_its_record_is_young)
 {
     GcSettings s;  // grace 300 s
-    BOOST_TEST(cache_use_holds(JobState::Present, false, 86400, s));
-    BOOST_TEST(cache_use_holds(JobState::Ended, true, 86400, s));  // processes here
-    BOOST_TEST(cache_use_holds(JobState::Unknown, false, 86400, s));
-    BOOST_TEST(!cache_use_holds(JobState::Ended, false, 301, s));
+    BOOST_TEST(cache_use_holds(true, false, 86400, s));
+    BOOST_TEST(cache_use_holds(false, true, 86400, s));  // processes here
+    BOOST_TEST(!cache_use_holds(false, false, 301, s));
     // Recorded around the question, or after it: a job Slurm's answer missed.
-    BOOST_TEST(cache_use_holds(JobState::Ended, false, 300, s));
-    BOOST_TEST(cache_use_holds(JobState::Ended, false, -5, s));
+    BOOST_TEST(cache_use_holds(false, false, 300, s));
+    BOOST_TEST(cache_use_holds(false, false, -5, s));
+    // A job requeued and held: pending, its old use holds nothing.
+    for (const char* state : {"RUNNING", "COMPLETING", "SUSPENDED", "CONFIGURING", "STAGE_OUT", "SOME_NEW_STATE"})
+        BOOST_TEST(job_started(state), state);
+    for (const char* state : {"PENDING", "REQUEUE_HOLD", "REQUEUED", "COMPLETED", "CANCELLED", "FAILED"})
+        BOOST_TEST(!job_started(state), state);
 }
 
 BOOST_AUTO_TEST_CASE(ages_read_in_the_largest_whole_unit)

@@ -168,6 +168,32 @@ BOOST_AUTO_TEST_CASE(a_mount_on_the_users_cache_directory_itself_leaves_all_of_i
     BOOST_TEST(text == "problem: " + why + "\nevict imagenet: " + why + "\n");
 }
 
+// The hostile case of an aside: the user's stopped FUSE server on the
+// directory a prolog moved aside (it is still theirs).  Root detaches it
+// from mountinfo, never asking the server, then measures what is beneath.
+BOOST_AUTO_TEST_CASE(a_stopped_fuse_mount_on_a_moved_aside_directory_is_detached_then_measured)
+{
+    if (test::cannot_mount())
+        return;
+    Cache c;
+    c.entry("x");
+    const std::string aside = c.root + "/.cache/nobody.untrusted-20261129T080000Z-9";
+    BOOST_REQUIRE(::rename(c.user_dir.c_str(), aside.c_str()) == 0);
+    test::make_dir(c.tmp / "content");
+    const std::string text = test::with_stopped_fuse(
+        c.tmp / "content", c.tmp / "image.sqfs", aside,
+        [&] {
+            ::alarm(30);
+            const auto start = std::chrono::steady_clock::now();
+            const std::string out = listing(find_cache_entries(c.tier, c.state, "n1", 10, 30));
+            return out + (seconds_since(start) < 5 ? "" : "slow\n");
+        },
+        true);
+    if (test::skipped(text))
+        return;
+    BOOST_TEST(text == "nobody.untrusted-20261129T080000Z-9 1\n");
+}
+
 // Names are the user's: one made to look like the measuring child's
 // answer for a huge entry must be measured as the small thing it is.
 BOOST_AUTO_TEST_CASE(an_entry_name_cannot_forge_the_measurement)
@@ -251,11 +277,33 @@ BOOST_AUTO_TEST_CASE(a_cache_directory_moved_aside_is_an_entry_and_can_be_evicte
     BOOST_REQUIRE(::rename(c.user_dir.c_str(), aside.c_str()) == 0);
     BOOST_REQUIRE(::chmod(aside.c_str(), 0755) == 0);
     test::make_dir(c.root + "/.cache/root.untrusted-20261129T080000Z-8");
-    const FoundCacheEntries found = find_cache_entries(c.tier, c.state, "n1", 10, 30);
-    BOOST_TEST(listing(found) == "nobody.untrusted-20261129T080000Z-7 1\nproblem: " + c.root +
-                                     "/.cache/root.untrusted-20261129T080000Z-8: moved aside, but root's; neither "
-                                     "measured nor evicted, left for the admin\n");
-    BOOST_REQUIRE(found.entries.size() == 1u);
+    // One of a uid no passwd entry names, and a file (neither made by a prolog).
+    const std::string gone_user = c.root + "/.cache/gone.untrusted-20261129T080000Z-10";
+    test::make_dir(gone_user, 0700);
+    test::make_file(gone_user + "/f", "x");
+    BOOST_REQUIRE(::chown(gone_user.c_str(), 54321, 54321) == 0 &&
+                  ::chown((gone_user + "/f").c_str(), 54321, 54321) == 0);
+    test::make_file(c.root + "/.cache/file.untrusted-20261129T080000Z-11", "x");
+    // Not the form tier_walk gives: a user's directory, however it is named.
+    test::make_dir(c.root + "/.cache/x.untrusted-yesterday", 0700);
+    FoundCacheEntries found = find_cache_entries(c.tier, c.state, "n1", 10, 30);
+    BOOST_TEST(listing(found) == "gone.untrusted-20261129T080000Z-10 1\nnobody.untrusted-20261129T080000Z-7 1\n"
+                                 "problem: " +
+                                     c.root +
+                                     "/.cache/x.untrusted-yesterday: no such user\n"
+                                     "problem: " +
+                                     c.root +
+                                     "/.cache/file.untrusted-20261129T080000Z-11: moved aside, but "
+                                     "not a directory; neither measured nor evicted, left for the admin\n"
+                                     "problem: " +
+                                     c.root +
+                                     "/.cache/root.untrusted-20261129T080000Z-8: moved aside, but "
+                                     "root's; neither measured nor evicted, left for the admin\n");
+    BOOST_REQUIRE(found.entries.size() == 2u);
+    BOOST_TEST(found.entries[0].user == "uid 54321");
+    BOOST_TEST(evict_cache_entry(c.tier, found.entries[0], 10) == "");
+    BOOST_TEST(!test::exists(gone_user));
+    found.entries.erase(found.entries.begin());
     const NodeCacheEntry& e = found.entries[0];
     BOOST_TEST(e.aside);
     BOOST_TEST(e.user == "nobody");
