@@ -24,6 +24,7 @@
 #include "stager/copy_check.hpp"
 #include "stager/copy_lock.hpp"
 #include "stager/kept_copy.hpp"
+#include "stager/phase_times.hpp"
 #include "stager/stage_steps.hpp"
 #include "tier/safe_fs.hpp"
 
@@ -179,18 +180,34 @@ std::int64_t seal_of(const DatasetLayout& here, const DatasetLayout& entry)
 }
 
 // The nodes that missed, together: read once among them, written on each,
-// into .partial-NAME, then into place with its record.
+// into .partial-NAME, then into place with its record.  unchecked: the plan
+// came from a manifest that was not checked file by file (no node had the
+// entry to reuse): the reads prove it, and a file found rewritten since
+// the scan discards what was written; the plan (and its identity) is then
+// a walk's, and the transfer starts again.
 void stage_entry(const StageItem& item, const NodeContext& part, const ExchangeOptions& options,
-                 const DatasetLayout& entry, const DatasetLayout& here, const Fd& cache_dir, const Plan& plan,
-                 const std::string& identity)
+                 const DatasetLayout& entry, const DatasetLayout& here, const Fd& cache_dir, Plan& plan,
+                 std::string& identity, bool unchecked)
 {
     const auto start = Clock::now();
     const std::uint64_t cpu_start = cpu_now();
     clear_partial(entry, here, cache_dir);
-    const policy::ExtractionBudget budget = check_space(item, cache_dir, entry.tier_dir, plan);
-    if (part.rank == 0)
-        say_staging(item, part, plan);
-    const TransferResult moved = transfer(item, part, options, entry, here, cache_dir, plan, budget);
+    TransferResult moved;
+    for (bool checked_by_reading = unchecked;; checked_by_reading = false) {
+        const policy::ExtractionBudget budget = check_space(item, cache_dir, entry.tier_dir, plan);
+        if (part.rank == 0)
+            say_staging(item, part, plan);
+        ChangesSeen changes;
+        moved = transfer(item, part, options, entry, here, cache_dir, plan, budget, false,
+                         checked_by_reading ? &changes : nullptr);
+        if (moved.drift.changed == 0)
+            break;
+        say_stale_manifest(item, part, moved.drift);
+        clear_partial(entry, here, cache_dir);
+        plan = plan_saying_progress(item, part, PlanFrom::Walk);
+        check_mode_fits_plan(item, plan);
+        identity = shared_identity(plan, part);
+    }
     // As on any node tier: published only once every node that stages
     // holds a complete, verified copy.
     MPI_Barrier(part.comm);
@@ -250,10 +267,27 @@ void stage_cached(const StageItem& item, const NodeContext& ctx, const ExchangeO
     MPI_Comm part = MPI_COMM_NULL;
     try {
         const WorkIn in_cache(cache_dir, job_dir, entry.tier_dir);
-        const Plan plan = usable_plan(item, ctx);
+        Plan plan = plan_saying_progress(item, ctx);
+        stage_phases().lap(Phase::Plan);
         check_mode_fits_plan(item, plan);
-        const std::string identity = shared_identity(plan, ctx);
+        std::string identity = shared_identity(plan, ctx);
         Look look = look_here(item, here, plan, identity);
+        // A manifest's plan is checked file by file first when a node holds
+        // an entry: reused on the plan's word, nothing of the source is read;
+        // and one a walk made (the manifest stale since) is reused only
+        // after that check finds the walk's plan.  With nothing cached the
+        // reads prove the plan (stage_entry).
+        bool unchecked = manifest_unchecked(item, ctx, plan);
+        if (unchecked && !all_ranks(ctx.comm, !look.record.has_value())) {
+            unchecked = false;
+            if (!plan_still_holds(item, ctx, plan)) {
+                plan = plan_saying_progress(item, ctx, PlanFrom::Walk);
+                check_mode_fits_plan(item, plan);
+                identity = shared_identity(plan, ctx);
+                look = look_here(item, here, plan, identity);
+            }
+            stage_phases().lap(Phase::Check);
+        }
         const double check_s = std::chrono::duration<double>(Clock::now() - start).count();
         const int hits = static_cast<int>(reduce_over_ranks(ctx.comm, look.hit ? 1 : 0, MPI_SUM));
         if (!look.hit)
@@ -266,7 +300,7 @@ void stage_cached(const StageItem& item, const NodeContext& ctx, const ExchangeO
             missed.comm = part;
             MPI_Comm_rank(part, &missed.rank);
             MPI_Comm_size(part, &missed.size);
-            stage_entry(item, missed, options, entry, here, cache_dir, plan, identity);
+            stage_entry(item, missed, options, entry, here, cache_dir, plan, identity, unchecked);
             look.record = read_copy_record(here.ready_marker);
             if (!look.record)
                 throw Error("the record of " + entry.dataset_dir + " vanished");

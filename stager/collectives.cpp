@@ -197,41 +197,44 @@ Plan plan_saying_progress(const StageItem& item, const NodeContext& ctx, PlanFro
     return broadcast_plan(item, ctx, from);
 }
 
-Plan usable_plan(const StageItem& item, const NodeContext& ctx, double* source_s)
+bool manifest_unchecked(const StageItem& item, const NodeContext& ctx, const Plan& plan)
 {
-    Plan plan = plan_saying_progress(item, ctx);
-    stage_phases().lap(Phase::Plan);
-    const auto start = Clock::now();
-    const bool holds = plan_still_holds(item, ctx, plan);
-    if (source_s)
-        *source_s = std::chrono::duration<double>(Clock::now() - start).count();
-    stage_phases().lap(Phase::Check);
-    if (!holds) {
-        plan = plan_saying_progress(item, ctx, PlanFrom::Walk);
-        stage_phases().lap(Phase::Plan);
-    }
-    return plan;  // moved: a million entries are not copied
+    const bool from_manifest = reduce_over_ranks(ctx.comm, ctx.rank == 0 && plan.from_manifest ? 1 : 0, MPI_MAX) != 0;
+    return from_manifest && !item.dataset.immutable;
 }
 
 bool plan_still_holds(const StageItem& item, const NodeContext& ctx, const Plan& plan)
 {
-    const bool from_manifest = reduce_over_ranks(ctx.comm, ctx.rank == 0 && plan.from_manifest ? 1 : 0, MPI_MAX) != 0;
-    if (!from_manifest || item.dataset.immutable)
+    if (!manifest_unchecked(item, ctx, plan))
         return true;
-    const SourceDrift mine = check_source(plan, ctx.rank, ctx.size);
-    const std::uint64_t changed = reduce_over_ranks(ctx.comm, mine.changed, MPI_SUM);
-    if (changed == 0)
+    const SourceDrift drift = drift_over_ranks(ctx.comm, ctx.rank, check_source(plan, ctx.rank, ctx.size));
+    if (drift.changed == 0)
         return true;
-    // The example rank 0 says: the lowest rank's that found one.
-    const auto first = static_cast<int>(
-        reduce_over_ranks(ctx.comm, mine.changed > 0 ? static_cast<std::uint64_t>(ctx.rank) : ~0ull, MPI_MIN));
-    const std::string example = broadcast_text(ctx.comm, first, mine.example);
+    say_stale_manifest(item, ctx, drift);
+    return false;
+}
+
+SourceDrift drift_over_ranks(MPI_Comm comm, int rank, const SourceDrift& mine)
+{
+    SourceDrift all;
+    all.checked = reduce_over_ranks(comm, mine.checked, MPI_SUM);
+    all.changed = reduce_over_ranks(comm, mine.changed, MPI_SUM);
+    if (all.changed == 0)
+        return all;
+    // The example: the lowest rank's that found one.
+    const auto first =
+        static_cast<int>(reduce_over_ranks(comm, mine.changed > 0 ? static_cast<std::uint64_t>(rank) : ~0ull, MPI_MIN));
+    all.example = broadcast_text(comm, first, mine.example);
+    return all;
+}
+
+void say_stale_manifest(const StageItem& item, const NodeContext& ctx, const SourceDrift& drift)
+{
     if (ctx.rank == 0)
         sayf("manifest of %s is older than its source (%llu files changed in place since the scan, e.g. %s): "
              "planning from a walk; run 'dlstage catalog scan %s'",
-             item.dataset.name.c_str(), static_cast<unsigned long long>(changed), example.c_str(),
+             item.dataset.name.c_str(), static_cast<unsigned long long>(drift.changed), drift.example.c_str(),
              item.dataset.name.c_str());
-    return false;
 }
 
 void say_transferred(const StageItem& item, const NodeContext& ctx, std::uint64_t total_bytes, std::uint64_t bytes_read,

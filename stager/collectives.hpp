@@ -16,6 +16,7 @@
 #include "stager/node_context.hpp"
 #include "stager/plan.hpp"
 #include "stager/plan_segments.hpp"
+#include "stager/source_check.hpp"
 
 namespace dlstage::stager {
 
@@ -43,17 +44,22 @@ Plan broadcast_plan(const StageItem& item, const NodeContext& ctx, PlanFrom from
 bool broadcast_segment(const StageItem& item, const NodeContext& ctx, SegmentedWalk* walk, Plan& segment);
 // The same, with rank 0 saying now and then how many entries its walk found.
 Plan plan_saying_progress(const StageItem& item, const NodeContext& ctx, PlanFrom from = PlanFrom::ManifestOrWalk);
+// Whether the plan came from a manifest (rank 0's word, on every rank) and
+// the site did not promise the source immutable: a plan current as far as
+// directories go, still to be proven file by file (by a stat of each, or by
+// the open that reads each).
+bool manifest_unchecked(const StageItem& item, const NodeContext& ctx, const Plan& plan);
 // A plan from a manifest is current as far as directories go: true when
 // every source file is still as the plan says too, or the site promised
 // that the dataset's source is never rewritten in place (immutable =
 // true), or the plan came from a walk; else rank 0 says what changed.
 bool plan_still_holds(const StageItem& item, const NodeContext& ctx, const Plan& plan);
-// The plan every way of staging uses: plan_saying_progress, and when that
-// plan came from a manifest that does not hold file by file, a walk's.  A
-// kept copy is reused unread on its word, and a stale manifest's plan
-// would fail the staging at the first file rewritten since the scan, job
-// after job.  source_s: the seconds plan_still_holds took.
-Plan usable_plan(const StageItem& item, const NodeContext& ctx, double* source_s = nullptr);
+// What every rank found not as planned (SourceDrift: stager/source_check),
+// added up, with the lowest such rank's example, on every rank.
+SourceDrift drift_over_ranks(MPI_Comm comm, int rank, const SourceDrift& mine);
+// Rank 0: "manifest of NAME is older than its source (N files changed in
+// place since the scan, e.g. EXAMPLE): planning from a walk; run ...".
+void say_stale_manifest(const StageItem& item, const NodeContext& ctx, const SourceDrift& drift);
 // "staging NAME (SIZE in N files) from SOURCE to TIER on N nodes" (rank 0).
 void say_staging(const StageItem& item, const NodeContext& ctx, const Plan& plan);
 

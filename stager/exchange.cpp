@@ -138,8 +138,8 @@ std::vector<std::vector<char>>& spare_buffers()
 class Ring {
 public:
     Ring(const Plan& plan, const std::vector<Chunk>& chunks, TreeWriter& writer, const ExchangeOptions& options,
-         MPI_Comm comm)
-        : plan_(plan), chunks_(chunks), writer_(writer), options_(options), comm_(comm),
+         MPI_Comm comm, ChangesSeen* changes)
+        : plan_(plan), chunks_(chunks), writer_(writer), options_(options), comm_(comm), changes_(changes),
           throttle_(static_cast<double>(options.read_rate_limit))
     {
         MPI_Comm_rank(comm_, &rank_);
@@ -206,7 +206,7 @@ private:
     // at once (options_.opens over all readers).
     void read_loop()
     {
-        SourceReader reader(plan_, opens_per_reader(options_));
+        SourceReader reader(plan_, opens_per_reader(options_), changes_);
         Throttle::TimePoint due;
         // Time slots of the rate limit go out in chunk order: the ring hands
         // chunks on in order, so the first must not wait behind later ones.
@@ -359,6 +359,7 @@ private:
     TreeWriter& writer_;
     const ExchangeOptions& options_;
     MPI_Comm comm_;
+    ChangesSeen* changes_;
     Throttle throttle_;
     int rank_ = 0, size_ = 1, left_ = 0, right_ = 0;
 
@@ -376,12 +377,13 @@ private:
     std::atomic<std::uint64_t> bytes_written_{0};
 };
 ExchangeResult broadcast_one_at_a_time(const Plan& plan, const std::vector<Chunk>& chunks, TreeWriter& writer,
-                                       const ExchangeOptions& options, const ProgressFn& progress, MPI_Comm comm)
+                                       const ExchangeOptions& options, const ProgressFn& progress, MPI_Comm comm,
+                                       ChangesSeen* changes)
 {
     int rank = 0, size = 1;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
-    SourceReader reader(plan, options.opens);  // the one reader
+    SourceReader reader(plan, options.opens, changes);  // the one reader
     Throttle throttle(static_cast<double>(options.read_rate_limit));
     std::vector<char> buffer(options.chunk_size + kHashBytes);
     std::uint64_t bytes_done = 0;
@@ -408,11 +410,12 @@ ExchangeResult broadcast_one_at_a_time(const Plan& plan, const std::vector<Chunk
 }  // namespace
 
 ExchangeResult exchange_chunks(const Plan& plan, const std::vector<Chunk>& chunks, TreeWriter& writer,
-                               const ExchangeOptions& options, const ProgressFn& progress, MPI_Comm comm)
+                               const ExchangeOptions& options, const ProgressFn& progress, MPI_Comm comm,
+                               ChangesSeen* changes)
 {
     if (options.scheme == ExchangeScheme::Bcast)
-        return broadcast_one_at_a_time(plan, chunks, writer, options, progress, comm);
-    Ring ring(plan, chunks, writer, options, comm);
+        return broadcast_one_at_a_time(plan, chunks, writer, options, progress, comm, changes);
+    Ring ring(plan, chunks, writer, options, comm, changes);
     return ring.run(progress);
 }
 

@@ -14,6 +14,7 @@
 #include "lib/sys/sys_error.hpp"
 #include "policies/staging_mode.hpp"
 #include "stager/collectives.hpp"
+#include "stager/phase_times.hpp"
 #include "stager/plan.hpp"
 #include "stager/segment_transfer.hpp"
 #include "stager/stage_steps.hpp"
@@ -93,6 +94,33 @@ void publish(const StageItem& item, const DatasetLayout& layout, const DatasetLa
     write_ready_marker(output.marker, marker);
 }
 
+// Plans and moves the dataset into here.partial_dir.  A plan from a
+// manifest is not checked file by file first: the open that reads each
+// file proves it (stager/source_reader), so a file is asked for once.  One
+// found not as planned (rewritten in place since the scan) discards what
+// was written; the dataset is then planned from a walk and moved again.
+TransferResult plan_and_transfer(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options,
+                                 const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir, Plan& plan)
+{
+    plan = plan_saying_progress(item, ctx);
+    stage_phases().lap(Phase::Plan);
+    const bool unchecked = manifest_unchecked(item, ctx, plan);
+    for (int attempt = 0;; ++attempt) {
+        check_mode_fits_plan(item, plan);
+        const policy::ExtractionBudget budget = check_space(item, job_dir, layout.tier_dir, plan);
+        if (ctx.rank == 0)
+            say_staging(item, ctx, plan);
+        ChangesSeen changes;
+        TransferResult moved = transfer(item, ctx, options, layout, here, job_dir, plan, budget, false,
+                                        unchecked && attempt == 0 ? &changes : nullptr);
+        if (moved.drift.changed == 0)
+            return moved;
+        say_stale_manifest(item, ctx, moved.drift);
+        clear_leftovers(here, job_dir, layout.tier_dir);
+        plan = plan_saying_progress(item, ctx, PlanFrom::Walk);
+        stage_phases().lap(Phase::Plan);
+    }
+}
 }  // namespace
 
 void stage_node_tier(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options,
@@ -119,12 +147,8 @@ void stage_node_tier(const StageItem& item, const NodeContext& ctx, const Exchan
         say_transferred(item, ctx, moved.bytes, moved.bytes_read, start, cpu_start);
         return;
     }
-    const Plan plan = usable_plan(item, ctx);
-    check_mode_fits_plan(item, plan);
-    const policy::ExtractionBudget budget = check_space(item, job_dir, layout.tier_dir, plan);
-    if (ctx.rank == 0)
-        say_staging(item, ctx, plan);
-    const TransferResult moved = transfer(item, ctx, options, layout, here, job_dir, plan, budget);
+    Plan plan;
+    const TransferResult moved = plan_and_transfer(item, ctx, options, layout, here, job_dir, plan);
 
     // Publish only once every node holds a complete, verified copy: a rank
     // that failed has exited by now, and the launcher stops the others

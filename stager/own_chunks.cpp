@@ -48,7 +48,8 @@ std::vector<Chunk> split_chunk(const Chunk& chunk, std::uint64_t most)
 }
 
 ExchangeResult copy_own_chunks(const std::vector<Chunk>& chunks, const Plan& plan, TreeWriter& writer, int rank,
-                               int ranks, const ExchangeOptions& options, const ProgressFn& progress)
+                               int ranks, const ExchangeOptions& options, const ProgressFn& progress,
+                               ChangesSeen* changes)
 {
     std::vector<std::size_t> mine;
     for (std::size_t c = static_cast<std::size_t>(rank); c < chunks.size(); c += static_cast<std::size_t>(ranks))
@@ -81,7 +82,7 @@ ExchangeResult copy_own_chunks(const std::vector<Chunk>& chunks, const Plan& pla
     // One index per worker; the first error stops the others' loops and
     // is rethrown here.
     for_each_index(threads, threads, [&](std::size_t) {
-        SourceReader reader(plan);
+        SourceReader reader(plan, 1, changes);
         std::vector<char> buffer(std::min<std::uint64_t>(options.chunk_size, kIoBytes));
         const struct Flag {
             std::atomic<bool>& failed;

@@ -6,6 +6,7 @@
 
 #include <vector>
 
+#include "stager/source_reader.hpp"
 #include "stager/transfer_types.hpp"
 
 namespace dlstage::stager {
@@ -15,8 +16,10 @@ namespace dlstage::stager {
 // unit of who owns what (the layout all ranks share).
 std::vector<Chunk> split_chunk(const Chunk& chunk, std::uint64_t most);
 
-// progress: (chunks written, bytes written) by this rank.
+// progress: (chunks written, bytes written) by this rank.  changes: as
+// exchange_chunks' (stager/exchange.hpp).
 ExchangeResult copy_own_chunks(const std::vector<Chunk>& chunks, const Plan& plan, TreeWriter& writer, int rank,
-                               int ranks, const ExchangeOptions& options, const ProgressFn& progress);
+                               int ranks, const ExchangeOptions& options, const ProgressFn& progress,
+                               ChangesSeen* changes = nullptr);
 
 }  // namespace dlstage::stager

@@ -18,6 +18,7 @@
 #include "lib/log.hpp"
 #include "lib/size.hpp"
 #include "lib/strings.hpp"
+#include "lib/sys/quick_stat.hpp"
 #include "lib/sys/sys_error.hpp"
 #include "lib/sys/tree_remover.hpp"
 #include "policies/purge.hpp"
@@ -26,6 +27,7 @@
 #include "stager/copy_lock.hpp"
 #include "stager/copy_readers.hpp"
 #include "stager/kept_copy.hpp"
+#include "stager/phase_times.hpp"
 #include "stager/stage_steps.hpp"
 #include "stager/tree_writer.hpp"
 #include "stager/unfinished_copy.hpp"
@@ -250,10 +252,14 @@ std::string going_on_note(const Plan& plan, const Unfinished& unfinished)
            format_size(unfinished.held.bytes) + ") are there whole, attempt " + std::to_string(unfinished.attempts);
 }
 
-// Returns (rank 0) the name the copy was put in place as.
+// Returns (rank 0) the name the copy was put in place as.  unchecked: the
+// plan came from a manifest not checked file by file (there was no copy to
+// reuse on its word): the reads prove it, and a file found rewritten since
+// the scan discards what was written; the plan is then a walk's (so is
+// `plan` on return) and the copy is staged from it.
 std::string stage_copy(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options,
-                       const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir, const Plan& plan,
-                       const std::string& identity, const std::string& why, const CopyReaders& readers)
+                       const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir, Plan& plan,
+                       const std::string& identity, const std::string& why, const CopyReaders& readers, bool unchecked)
 {
     std::string placed;
     const auto start = Clock::now();
@@ -276,8 +282,21 @@ std::string stage_copy(const StageItem& item, const NodeContext& ctx, const Exch
     const policy::ExtractionBudget budget = check_space(item, job_dir, layout.tier_dir, plan, {}, unfinished.held);
     if (ctx.rank == 0)
         say_staging(item, ctx, to_write);
-    const TransferResult moved =
-        transfer(item, ctx, options, layout, here, job_dir, to_write, budget, unfinished.resumed);
+    ChangesSeen changes;
+    const TransferResult moved = transfer(item, ctx, options, layout, here, job_dir, to_write, budget,
+                                          unfinished.resumed, unchecked ? &changes : nullptr);
+    if (moved.drift.changed > 0) {
+        say_stale_manifest(item, ctx, moved.drift);
+        if (ctx.rank == 0) {
+            clear_partial(layout, here, job_dir);
+            forget_unfinished(here, job_dir);
+        }
+        quiet_barrier(ctx.comm);
+        plan = plan_saying_progress(item, ctx, PlanFrom::Walk);
+        check_mode_fits_plan(item, plan);
+        const std::string walked = ctx.rank == 0 ? source_identity(plan) : std::string();
+        return stage_copy(item, ctx, options, layout, here, job_dir, plan, walked, why, readers, false);
+    }
     // Every rank's share is written and unpacked; where rank 0 unpacks alone
     // (overlapping shards, a squashfs image) the others wait without spinning
     // (at N = 4 on 2 cores, three ranks spinning in MPI_Barrier made rank 0's
@@ -352,11 +371,36 @@ void use_or_stage(const StageItem& item, const NodeContext& ctx, const ExchangeO
         return std::chrono::duration<double>(Clock::now() - t).count();
     };
     double source_s = 0;
-    const Plan plan = usable_plan(item, ctx, &source_s);
+    Plan plan = plan_saying_progress(item, ctx);
+    stage_phases().lap(Phase::Plan);
     check_mode_fits_plan(item, plan);
-    const double plan_s = seconds_since(start) - source_s;
-    const auto look_start = Clock::now();
+    double plan_s = seconds_since(start);
+    auto look_start = Clock::now();
     Found found = look_for_copy(item, here, plan, ctx);
+    // A manifest's plan is checked file by file first when there is a copy
+    // (reused on the plan's word, nothing of the source read; or one a walk
+    // made, the manifest stale since) or an unfinished one to go on from.
+    // With neither, the reads prove the plan (stage_copy).
+    bool unchecked = manifest_unchecked(item, ctx, plan);
+    QuickStat partial;
+    const bool has_partial = unchecked &&
+                             !all_ranks(ctx.comm, ctx.rank != 0 || !quick_stat(AT_FDCWD, here.partial_dir.c_str(),
+                                                                               AT_SYMLINK_NOFOLLOW, partial));
+    if (unchecked && (found.has_record || has_partial)) {
+        unchecked = false;
+        const auto source_start = Clock::now();
+        const bool holds = plan_still_holds(item, ctx, plan);
+        source_s = seconds_since(source_start);
+        stage_phases().lap(Phase::Check);
+        if (!holds) {
+            plan = plan_saying_progress(item, ctx, PlanFrom::Walk);
+            stage_phases().lap(Phase::Plan);
+            check_mode_fits_plan(item, plan);
+            plan_s = seconds_since(start) - source_s;
+            look_start = Clock::now();
+            found = look_for_copy(item, here, plan, ctx);
+        }
+    }
     // The copy the record names: the dataset's own name, or one made beside it.
     const std::string named =
         broadcast_text(ctx.comm, 0,
@@ -380,7 +424,8 @@ void use_or_stage(const StageItem& item, const NodeContext& ctx, const ExchangeO
 
     std::string current = named;  // rank 0: the copy the record names once done
     if (decision.action == policy::CopyAction::Stage) {
-        current = stage_copy(item, ctx, options, layout, here, job_dir, plan, found.identity, decision.reason, readers);
+        current = stage_copy(item, ctx, options, layout, here, job_dir, plan, found.identity, decision.reason, readers,
+                             unchecked);
     } else {
         // A refresh may bring more than the copy holds: the tier's limits
         // and space as for a staging, what the copy holds counted as free.

@@ -58,6 +58,33 @@ std::string changed_since_planned(const std::string& path, const Entry& entry, c
     return how.empty() ? how : changed(path, how);
 }
 
+void ChangesSeen::add(const std::string& path, const std::string& how)
+{
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (count_++ == 0)
+        example_ = shown_path(path) + ": " + how;
+}
+
+std::uint64_t ChangesSeen::count() const
+{
+    const std::lock_guard<std::mutex> lock(mutex_);
+    return count_;
+}
+
+std::string ChangesSeen::example() const
+{
+    const std::lock_guard<std::mutex> lock(mutex_);
+    return example_;
+}
+
+Fd SourceReader::not_as_planned(std::size_t entry, const std::string& how) const
+{
+    if (!changes_)
+        throw Error(changed(path_of(entry), how));
+    changes_->add(path_of(entry), how);
+    return Fd();
+}
+
 std::string SourceReader::path_of(std::size_t entry) const
 {
     return plan_.source_root + "/" + std::string(plan_.entries.path(entry));
@@ -101,14 +128,18 @@ bool opens_in_parallel(bool parallel_now, std::vector<float>& open_us, double sl
 Fd SourceReader::open_checked(std::size_t entry, int dir_fd) const
 {
     Fd fd(::openat(dir_fd, BaseNameZ(plan_.entries.path(entry)).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (!fd.valid() && (errno == ENOENT || errno == ENOTDIR || errno == ELOOP))
+        return not_as_planned(entry, errno == ELOOP ? "no longer a regular file" : "gone");
     if (!fd.valid())
         throw_cannot("read", path_of(entry), errno);
     struct stat st {};
     if (fstat(fd.get(), &st) != 0)
         throw_cannot("read", path_of(entry), errno);
     const EntryList::Record& planned = plan_.entries.record(entry);
+    if (!S_ISREG(st.st_mode))
+        return not_as_planned(entry, "no longer a regular file");
     if (!as_planned(planned.size, planned.mtime_sec, planned.mtime_nsec, st))
-        throw Error(changed_since_planned(path_of(entry), plan_.entries[entry], st));
+        return not_as_planned(entry, how_changed(plan_.entries[entry], st));
     // One sequential pass of a file larger than the kernel's first
     // read-ahead: let it read further ahead.  A small file is read whole at once.
     if (planned.size > kSmallFile)
@@ -185,16 +216,22 @@ void SourceReader::read(const Chunk& chunk, char* out)
         }
         const int fd = file_.get();
         std::uint64_t done = 0;
-        while (done < piece.length) {
+        if (fd < 0)  // not as planned, told: zeros, and on
+            std::memset(out, 0, piece.length);
+        while (fd >= 0 && done < piece.length) {
             const ssize_t n = ::pread(fd, out + done, piece.length - done, static_cast<off_t>(piece.offset + done));
             if (n < 0 && errno == EINTR)
                 continue;
             if (n < 0)
                 throw_cannot("read", path_of(piece.entry), errno);
-            if (n == 0)
-                throw Error(changed(path_of(piece.entry), "shorter than its planned " +
-                                                              std::to_string(plan_.entries[piece.entry].size) +
-                                                              " bytes while being read"));
+            if (n == 0) {
+                not_as_planned(piece.entry, "shorter than its planned " +
+                                                std::to_string(plan_.entries[piece.entry].size) +
+                                                " bytes while being read");
+                file_ = Fd();  // its other pieces: zeros too
+                std::memset(out + done, 0, piece.length - done);
+                break;
+            }
             done += static_cast<std::uint64_t>(n);
         }
         out += piece.length;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <sys/stat.h>
@@ -35,6 +36,22 @@ bool as_planned(std::uint64_t size, std::int64_t mtime_sec, std::uint32_t mtime_
 // after the other below half of it.
 bool opens_in_parallel(bool parallel_now, std::vector<float>& open_us, double slow_us);
 
+// What readers found not as planned (gone, of another size or mtime,
+// shorter than planned while read), for the transfer to say and act on
+// once every rank is done: a count and the first, "PATH: size A -> B".
+// Safe on several threads.
+class ChangesSeen {
+public:
+    void add(const std::string& path, const std::string& how);
+    std::uint64_t count() const;
+    std::string example() const;  // "" when none
+
+private:
+    mutable std::mutex mutex_;
+    std::uint64_t count_ = 0;
+    std::string example_;
+};
+
 class SourceReader {
 public:
     // opens: how many of a chunk's files this reader opens at once.  On a
@@ -42,7 +59,15 @@ public:
     // milliseconds, and a 4 MiB chunk of small images holds dozens of
     // files: opened one after the other, the round trips, not the bytes,
     // set the pace.
-    explicit SourceReader(const Plan& plan, unsigned opens = 1) : plan_(plan), opens_(opens) {}
+    // changes: where a file not as planned is told; its pieces read as
+    // zeros and the reader goes on (the copy is then not to be published).
+    // Without it, such a file throws Error.  The open that reads a file is
+    // what proves it (fstat on that descriptor): no stat of the source
+    // beforehand.
+    explicit SourceReader(const Plan& plan, unsigned opens = 1, ChangesSeen* changes = nullptr)
+        : plan_(plan), opens_(opens), changes_(changes)
+    {
+    }
 
     // Fills out (chunk.bytes long).  Throws Error when a file cannot be read
     // or is not what the plan says (the source changed since planning).
@@ -57,12 +82,16 @@ private:
     static constexpr std::uint64_t kSmallFile = 128 * 1024;
 
     Fd open_checked(std::size_t entry, int dir_fd) const;
+    // A file not as planned: told to changes_ (Fd() returned, its pieces
+    // zeros), or thrown without.
+    Fd not_as_planned(std::size_t entry, const std::string& how) const;
     std::size_t open_ahead(const Chunk& chunk, std::size_t first);
     int dir_fd_for(std::string_view dir);
     std::string path_of(std::size_t entry) const;
 
     const Plan& plan_;
     unsigned opens_;
+    ChangesSeen* changes_;
     std::size_t open_entry_ = static_cast<std::size_t>(-1);
     Fd file_;  // the file of open_entry_: it may go on in the next chunk
     std::uint64_t bytes_read_ = 0;

@@ -177,7 +177,7 @@ WriterOptions writer_options_for(const StageItem& item)
 
 TransferResult transfer(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options,
                         const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir, const Plan& plan,
-                        const policy::ExtractionBudget& budget, bool continues)
+                        const policy::ExtractionBudget& budget, bool continues, ChangesSeen* changes)
 {
     const bool shared = item.tier.scope == Scope::Shared;
     const bool extract = item.dataset.mode == Mode::Extract;
@@ -195,12 +195,13 @@ TransferResult transfer(const StageItem& item, const NodeContext& ctx, const Exc
     ExchangeResult exchanged;
     if (shared) {
         // Rank 0 sees its own share: about one in N of what all write.
-        exchanged =
-            copy_own_chunks(chunks, plan, writer, ctx.rank, ctx.size, options,
-                            [&](std::size_t done, std::uint64_t bytes) {
-                                (*progress)(std::min(chunks.size() - 1, done * static_cast<std::size_t>(ctx.size)),
-                                            std::min(plan.total_bytes(), bytes * static_cast<std::uint64_t>(ctx.size)));
-                            });
+        exchanged = copy_own_chunks(
+            chunks, plan, writer, ctx.rank, ctx.size, options,
+            [&](std::size_t done, std::uint64_t bytes) {
+                (*progress)(std::min(chunks.size() - 1, done * static_cast<std::size_t>(ctx.size)),
+                            std::min(plan.total_bytes(), bytes * static_cast<std::uint64_t>(ctx.size)));
+            },
+            changes);
         quiet_barrier(ctx.comm);
         stage_phases().lap(Phase::Transfer);
         writer.finish_split_files();
@@ -208,11 +209,19 @@ TransferResult transfer(const StageItem& item, const NodeContext& ctx, const Exc
         if (ctx.rank == 0)
             writer.finish();
     } else {
-        exchanged = exchange_chunks(plan, chunks, writer, options, std::ref(*progress), ctx.comm);
+        exchanged = exchange_chunks(plan, chunks, writer, options, std::ref(*progress), ctx.comm, changes);
         stage_phases().lap(Phase::Transfer);
         writer.finish();
     }
     stage_phases().lap(Phase::Finish);
+    if (changes) {
+        SourceDrift mine;
+        mine.changed = changes->count();
+        mine.example = changes->example();
+        const SourceDrift drift = drift_over_ranks(ctx.comm, ctx.rank, mine);
+        if (drift.changed > 0)
+            return {exchanged.bytes_read, {}, drift};
+    }
     if (extract) {
         // To a shared tier every rank unpacks its own shards into the one
         // copy (stager/unpack_step); on a node tier each its own copy.
@@ -234,7 +243,7 @@ TransferResult transfer(const StageItem& item, const NodeContext& ctx, const Exc
         }
     }
     stage_phases().lap(Phase::Extract);
-    return {exchanged.bytes_read, [progress] { progress->done(); }};
+    return {exchanged.bytes_read, [progress] { progress->done(); }, {}};
 }
 
 }  // namespace dlstage::stager

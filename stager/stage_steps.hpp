@@ -67,6 +67,7 @@ bool write_progress(const StageItem& item, const NodeContext& ctx, const Progres
 struct TransferResult {
     std::uint64_t bytes_read = 0;  // from the source, by this rank
     std::function<void()> done;    // records the job's progress as ready (rank 0)
+    SourceDrift drift;             // files not as planned, over all ranks (with `changes`)
 };
 
 // How the tree writer writes into the item's tier.
@@ -76,9 +77,12 @@ WriterOptions writer_options_for(const StageItem& item);
 // written on every node (node tiers) or once into the shared tier, and
 // extracted (mode = "extract").  The caller publishes it.  continues:
 // partial_dir holds the rest of the copy already, and plan what is still
-// to write (stager/unfinished_copy).
+// to write (stager/unfinished_copy).  changes: a source file not as
+// planned is counted there and read on as zeros (else it throws); the
+// result's drift then says so on every rank, nothing is extracted, and the
+// caller must not publish partial_dir.
 TransferResult transfer(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options,
                         const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir, const Plan& plan,
-                        const policy::ExtractionBudget& budget, bool continues = false);
+                        const policy::ExtractionBudget& budget, bool continues = false, ChangesSeen* changes = nullptr);
 
 }  // namespace dlstage::stager

@@ -41,7 +41,7 @@ setup_file() {
     # The node cache trees' files are read-only, as a cached copy's are: a
     # copy's digest is then the source's.  The scratch trees' are the
     # user's to write in their copy (ns-added's job writes into it).
-    for ds in ns-cache ns-immutable ns-walk; do make_tree "$SRCS/$ds" 3 24 0444; done
+    for ds in ns-cache ns-immutable ns-walk ns-shm; do make_tree "$SRCS/$ds" 3 24 0444; done
     make_tree "$SRCS/ns-scratch" 3 24 0644
     make_tree "$SRCS/ns-added" 3 30 0644
     chmod -R a+rX "$SRCS"
@@ -69,16 +69,20 @@ immutable = true
 [datasets.ns-walk]
 source = "$SRCS/ns-walk"
 tiers  = ["cache"]
+
+[datasets.ns-shm]
+source = "$SRCS/ns-shm"
+tiers  = ["shm"]
 TOML
     # ns-added and ns-walk have no manifest: their jobs walk the source.
-    for ds in ns-cache ns-scratch ns-immutable; do
+    for ds in ns-cache ns-scratch ns-immutable ns-shm; do
         "$DLSTAGE_BIN" --config "$CONFIG" catalog scan "$ds"
     done
 }
 
 teardown_file() {
     mv "$CONFIG.before-57" "$CONFIG"
-    rm -f "$STATE"/manifests/ns-{cache,scratch,immutable}.manifest
+    rm -f "$STATE"/manifests/ns-{cache,scratch,immutable,shm}.manifest
     for ds in ns-scratch ns-added; do forget_kept_copy "$SCRATCH/$VCLUSTER_USER" "$ds"; done
     for ds in ns-cache ns-immutable ns-walk; do forget_kept_copy "$CACHE/$VCLUSTER_USER" "$ds" n1 n2 n3; done
     rm -rf "$SRCS"
@@ -123,15 +127,35 @@ in_place_line() {
     echo "dlstage: manifest of $1 is older than its source (1 files changed in place since the scan, e.g. $2: size $3 -> $4): planning from a walk; run 'dlstage catalog scan $1'"
 }
 
+# staged_then_grown VAR SPEC FILE: a first staging of SPEC on n1,n2, from
+# its manifest, then FILE grown in place; sets $old and $new (FILE's sizes)
+# and $want (the source's digest now).
+staged_then_grown() {
+    local name=${2%%:*}
+    stage_on n1,n2 "$1" "$2"
+    [ "$status" -eq 0 ] || return 1
+    grep -q "dlstage: $name: planned from its manifest (no walk of the source)" <<<"$output" || return 1
+    read -r old new < <(grow "$3")
+    want=$("$DIGEST" "$SRCS/$name")
+}
+
+@test "node tier + manifest: a file rewritten in place after the scan is found as it is read, and staged from a walk" {
+    f="$SRCS/ns-shm/d1/f007.bin"
+    staged_then_grown NS_SHM ns-shm "$f"
+    stage_on n1,n2 NS_SHM ns-shm
+    [ "$status" -eq 0 ]
+    found_while_reading ns-shm "$f"
+    # The copy the reads made is discarded and the walk's plan staged.
+    [ "$(grep -c "dlstage: staging ns-shm (" <<<"$output")" -eq 2 ]
+    grep -q "staged ns-shm to shm on 2 nodes" <<<"$output"
+    nodes_say "$output" "/dev/shm/dlstage/[0-9]+/ns-shm $want 24" n1 n2
+    assert_healthy
+}
+
 @test "node cache + manifest: a file rewritten in place after the scan is staged again, not a cache hit" {
     forget_kept_copy "$CACHE/$VCLUSTER_USER" ns-cache n1 n2
-    stage_on n1,n2 NS_CACHE ns-cache
-    [ "$status" -eq 0 ]
-    grep -q "dlstage: ns-cache: planned from its manifest (no walk of the source)" <<<"$output"
-    grep -q "staged ns-cache to cache on 2 nodes" <<<"$output"
     f="$SRCS/ns-cache/d1/f004.bin"
-    read -r old new < <(grow "$f")
-    want=$("$DIGEST" "$SRCS/ns-cache")
+    staged_then_grown NS_CACHE ns-cache "$f"
     stage_on n1,n2 NS_CACHE ns-cache
     [ "$status" -eq 0 ]
     [[ "$output" == *"$(in_place_line ns-cache "$f" "$old" "$new")"* ]]
@@ -144,15 +168,58 @@ in_place_line() {
     assert_healthy
 }
 
-@test "shared tier + manifest: a file rewritten in place after the scan is fetched again, alone" {
-    forget_kept_copy "$(mine)" ns-scratch
-    stage_on n1,n2 NS_SCRATCH ns-scratch:scratch
+# rescan NAME: NAME's manifest made current again, as root.
+rescan() {
+    "$DLSTAGE_BIN" --config "$CONFIG" catalog scan "$1" >/dev/null
+}
+
+# found_while_reading NAME FILE: the job output ($output) says the manifest
+# of NAME was stale for FILE (grown from $old to $new) after its staging
+# began: the reads found it, no stat of every file before.
+found_while_reading() {
+    local stale first found
+    stale=$(in_place_line "$1" "$2" "$old" "$new")
+    first=$(grep -n "dlstage: staging $1 (" <<<"$output" | head -n1 | cut -d: -f1)
+    found=$(grep -nF "$stale" <<<"$output" | head -n1 | cut -d: -f1)
+    [ -n "$first" ] && [ -n "$found" ] && [ "$first" -lt "$found" ]
+}
+
+@test "node cache + manifest, nothing cached yet: the reads find a file rewritten since the scan" {
+    rescan ns-cache  # what the tests before grew is in it
+    forget_kept_copy "$CACHE/$VCLUSTER_USER" ns-cache n1 n2
+    f="$SRCS/ns-cache/d2/f014.bin"
+    read -r old new < <(grow "$f")
+    want=$("$DIGEST" "$SRCS/ns-cache")
+    stage_on n1,n2 NS_CACHE ns-cache
     [ "$status" -eq 0 ]
-    grep -q "dlstage: ns-scratch: planned from its manifest (no walk of the source)" <<<"$output"
-    grep -q "staged ns-scratch to scratch (one shared copy) by 2 nodes" <<<"$output"
-    f="$SRCS/ns-scratch/d2/f011.bin"
+    found_while_reading ns-cache "$f"
+    nodes_say "$output" "$CACHE/$VCLUSTER_USER/ns-cache $want 24" n1 n2
+    # The entry is the walk's: the next job hits, the manifest still stale.
+    stage_on n1,n2 NS_CACHE ns-cache
+    [ "$status" -eq 0 ]
+    grep -q "ns-cache: cache hit on 2 of 2 nodes" <<<"$output"
+    rescan ns-cache
+    assert_healthy
+}
+
+@test "shared tier + manifest, no copy yet: the reads find a file rewritten since the scan" {
+    rescan ns-scratch
+    forget_kept_copy "$(mine)" ns-scratch
+    f="$SRCS/ns-scratch/d0/f009.bin"
     read -r old new < <(grow "$f")
     want=$("$DIGEST" "$SRCS/ns-scratch")
+    stage_on n1,n2 NS_SCRATCH ns-scratch:scratch
+    [ "$status" -eq 0 ]
+    found_while_reading ns-scratch "$f"
+    nodes_say "$output" "$(mine)/ns-scratch $want 24" n1 n2
+    rescan ns-scratch  # for the next test, a manifest current but for what it grows
+    assert_healthy
+}
+
+@test "shared tier + manifest: a file rewritten in place after the scan is fetched again, alone" {
+    forget_kept_copy "$(mine)" ns-scratch
+    f="$SRCS/ns-scratch/d2/f011.bin"
+    staged_then_grown NS_SCRATCH ns-scratch:scratch "$f"
     stage_on n1,n2 NS_SCRATCH ns-scratch:scratch
     [ "$status" -eq 0 ]
     stale=$(in_place_line ns-scratch "$f" "$old" "$new")

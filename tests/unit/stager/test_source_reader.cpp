@@ -122,7 +122,36 @@ BOOST_AUTO_TEST_CASE(a_file_gone_since_planning_is_named)
     unlink((dir / "src/b/30.jpg").c_str());
     SourceReader reader(plan, 4);
     BOOST_TEST(test::error_of([&] { read_all(reader, plan, 1 << 20); }) ==
-               "cannot read " + dir / "src/b/30.jpg" + ": No such file or directory");
+               dir / "src/b/30.jpg" + " changed since it was planned (gone): run again");
+}
+
+// With somewhere to tell them, files not as planned (rewritten, gone,
+// replaced by a directory) do not stop the read: each is counted, the first
+// kept as the example, its bytes read as zeros; the rest reads as planned.
+BOOST_AUTO_TEST_CASE(with_changes_told_the_read_goes_on_and_counts_them)
+{
+    test::TempDir dir;
+    make_small_files(dir, 40);
+    const Plan plan = build_plan(test::dataset_at(dir / "src"));
+    SourceReader clean(plan, 8);
+    const std::string want = read_all(clean, plan, 1 << 20);
+    dir.write("src/1.jpg", std::string(107, 'X') + "more");  // was 107 bytes of 'b'
+    unlink((dir / "src/b/30.jpg").c_str());
+    unlink((dir / "src/2.jpg").c_str());
+    mkdir((dir / "src/2.jpg").c_str(), 0755);
+    ChangesSeen changes;
+    SourceReader reader(plan, 8, &changes);
+    const std::string got = read_all(reader, plan, 64);  // small chunks: files span them
+    BOOST_TEST(changes.count() == 3u);
+    BOOST_TEST(changes.example().find(dir / "src/") == 0u, changes.example());
+    BOOST_REQUIRE(got.size() == want.size());
+    std::size_t differ = 0, zeros = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+        differ += got[i] != want[i];
+        zeros += got[i] != want[i] && got[i] == '\0';
+    }
+    BOOST_TEST(differ == 107u + 114u + 310u);  // 1.jpg, 2.jpg and b/30.jpg, zeros each
+    BOOST_TEST(zeros == differ);
 }
 
 // Opens turn parallel when most of a group is slow (a parallel file
