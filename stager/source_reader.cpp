@@ -7,11 +7,13 @@
 #include <ctime>
 #include <fcntl.h>
 #include <unistd.h>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
+#include "lib/sys/dir_fd.hpp"
 #include "lib/sys/parallel.hpp"
 #include "lib/sys/sys_error.hpp"
 
@@ -90,6 +92,31 @@ std::string SourceReader::path_of(std::size_t entry) const
     return plan_.source_root + "/" + std::string(plan_.entries.path(entry));
 }
 
+// One listing of a directory before its files are opened one by one: a
+// client that answers a listing with every entry's attributes (NFS's and
+// FUSE's readdirplus) then has each name the opens look up, instead of a
+// round trip per file.  A directory that cannot be listed (one the user
+// may pass through only) costs nothing more: the opens look names up.
+void SourceReader::warm_names(const std::string& path)
+{
+    // Once per directory and process (a rank's readers share it): the
+    // listing is the rank's, not each reader's.  Bounded: forgotten past
+    // 65,536 directories, at worst listed again.
+    // The others wait for the listing (a round trip or two) rather than
+    // look their names up meanwhile.
+    static std::mutex mutex;
+    static std::unordered_set<std::string> listed;
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (listed.size() >= 65536)
+        listed.clear();
+    if (!listed.insert(path).second)
+        return;
+    const Fd listing(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    DirStream stream(listing.get());
+    while (stream.valid() && stream.next()) {
+    }
+}
+
 int SourceReader::dir_fd_for(std::string_view dir)
 {
     // A chunk's files lie in one or two directories (the plan is sorted by
@@ -103,6 +130,8 @@ int SourceReader::dir_fd_for(std::string_view dir)
         Fd fd(::open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
         if (!fd.valid())
             throw_cannot("read", path, errno);
+        if (changes_)  // proving a plan nothing walked or stat'ed: no name of it is known here
+            warm_names(path);
         it = dir_fds_.emplace(key, std::move(fd)).first;
     }
     last_dir_ = std::move(key);

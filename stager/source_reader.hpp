@@ -63,7 +63,9 @@ public:
     // zeros and the reader goes on (the copy is then not to be published).
     // Without it, such a file throws Error.  The open that reads a file is
     // what proves it (fstat on that descriptor): no stat of the source
-    // beforehand.
+    // beforehand.  With it the plan is a manifest's that nothing walked or
+    // stat'ed on this node, so each directory is listed once first
+    // (warm_names).
     explicit SourceReader(const Plan& plan, unsigned opens = 1, ChangesSeen* changes = nullptr)
         : plan_(plan), opens_(opens), changes_(changes)
     {
@@ -87,6 +89,8 @@ private:
     Fd not_as_planned(std::size_t entry, const std::string& how) const;
     std::size_t open_ahead(const Chunk& chunk, std::size_t first);
     int dir_fd_for(std::string_view dir);
+    // One listing of a directory before its files are opened one by one.
+    static void warm_names(const std::string& path);
     std::string path_of(std::size_t entry) const;
 
     const Plan& plan_;
