@@ -197,7 +197,7 @@ void stage_entry(const StageItem& item, const NodeContext& part, const ExchangeO
         const policy::ExtractionBudget budget = check_space(item, cache_dir, entry.tier_dir, plan);
         if (part.rank == 0)
             say_staging(item, part, plan);
-        ChangesSeen changes;
+        ProvingReads changes;
         moved = transfer(item, part, options, entry, here, cache_dir, plan, budget, false,
                          checked_by_reading ? &changes : nullptr);
         if (moved.drift.changed == 0)

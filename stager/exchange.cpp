@@ -138,7 +138,7 @@ std::vector<std::vector<char>>& spare_buffers()
 class Ring {
 public:
     Ring(const Plan& plan, const std::vector<Chunk>& chunks, TreeWriter& writer, const ExchangeOptions& options,
-         MPI_Comm comm, ChangesSeen* changes)
+         MPI_Comm comm, ProvingReads* changes)
         : plan_(plan), chunks_(chunks), writer_(writer), options_(options), comm_(comm), changes_(changes),
           throttle_(static_cast<double>(options.read_rate_limit))
     {
@@ -359,7 +359,7 @@ private:
     TreeWriter& writer_;
     const ExchangeOptions& options_;
     MPI_Comm comm_;
-    ChangesSeen* changes_;
+    ProvingReads* changes_;
     Throttle throttle_;
     int rank_ = 0, size_ = 1, left_ = 0, right_ = 0;
 
@@ -378,7 +378,7 @@ private:
 };
 ExchangeResult broadcast_one_at_a_time(const Plan& plan, const std::vector<Chunk>& chunks, TreeWriter& writer,
                                        const ExchangeOptions& options, const ProgressFn& progress, MPI_Comm comm,
-                                       ChangesSeen* changes)
+                                       ProvingReads* changes)
 {
     int rank = 0, size = 1;
     MPI_Comm_rank(comm, &rank);
@@ -411,7 +411,7 @@ ExchangeResult broadcast_one_at_a_time(const Plan& plan, const std::vector<Chunk
 
 ExchangeResult exchange_chunks(const Plan& plan, const std::vector<Chunk>& chunks, TreeWriter& writer,
                                const ExchangeOptions& options, const ProgressFn& progress, MPI_Comm comm,
-                               ChangesSeen* changes)
+                               ProvingReads* changes)
 {
     if (options.scheme == ExchangeScheme::Bcast)
         return broadcast_one_at_a_time(plan, chunks, writer, options, progress, comm, changes);

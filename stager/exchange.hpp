@@ -26,6 +26,6 @@ namespace dlstage::stager {
 // told to `changes` when given (stager/source_reader.hpp), else an Error.
 ExchangeResult exchange_chunks(const Plan& plan, const std::vector<Chunk>& chunks, TreeWriter& writer,
                                const ExchangeOptions& options, const ProgressFn& progress, MPI_Comm comm,
-                               ChangesSeen* changes = nullptr);
+                               ProvingReads* changes = nullptr);
 
 }  // namespace dlstage::stager

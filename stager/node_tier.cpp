@@ -110,7 +110,7 @@ TransferResult plan_and_transfer(const StageItem& item, const NodeContext& ctx, 
         const policy::ExtractionBudget budget = check_space(item, job_dir, layout.tier_dir, plan);
         if (ctx.rank == 0)
             say_staging(item, ctx, plan);
-        ChangesSeen changes;
+        ProvingReads changes;
         TransferResult moved = transfer(item, ctx, options, layout, here, job_dir, plan, budget, false,
                                         unchecked && attempt == 0 ? &changes : nullptr);
         if (moved.drift.changed == 0)

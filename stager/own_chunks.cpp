@@ -49,7 +49,7 @@ std::vector<Chunk> split_chunk(const Chunk& chunk, std::uint64_t most)
 
 ExchangeResult copy_own_chunks(const std::vector<Chunk>& chunks, const Plan& plan, TreeWriter& writer, int rank,
                                int ranks, const ExchangeOptions& options, const ProgressFn& progress,
-                               ChangesSeen* changes)
+                               ProvingReads* changes)
 {
     std::vector<std::size_t> mine;
     for (std::size_t c = static_cast<std::size_t>(rank); c < chunks.size(); c += static_cast<std::size_t>(ranks))

@@ -20,6 +20,6 @@ std::vector<Chunk> split_chunk(const Chunk& chunk, std::uint64_t most);
 // exchange_chunks' (stager/exchange.hpp).
 ExchangeResult copy_own_chunks(const std::vector<Chunk>& chunks, const Plan& plan, TreeWriter& writer, int rank,
                                int ranks, const ExchangeOptions& options, const ProgressFn& progress,
-                               ChangesSeen* changes = nullptr);
+                               ProvingReads* changes = nullptr);
 
 }  // namespace dlstage::stager

@@ -282,7 +282,11 @@ std::string stage_copy(const StageItem& item, const NodeContext& ctx, const Exch
     const policy::ExtractionBudget budget = check_space(item, job_dir, layout.tier_dir, plan, {}, unfinished.held);
     if (ctx.rank == 0)
         say_staging(item, ctx, to_write);
-    ChangesSeen changes;
+    ProvingReads changes;
+    // What is written from here on can hold zeros for a changed file, at
+    // its planned size and mtime: a job cut off before the end must not
+    // leave it to be gone on from.
+    changes.on_first_change = [&job_dir, &here] { forget_unfinished(here, job_dir); };
     const TransferResult moved = transfer(item, ctx, options, layout, here, job_dir, to_write, budget,
                                           unfinished.resumed, unchecked ? &changes : nullptr);
     if (moved.drift.changed > 0) {

@@ -38,7 +38,7 @@ std::string how_differs(int root_fd, const Entry& e)
 }
 }  // namespace
 
-SourceDrift check_source(const Plan& plan, int rank, int ranks, unsigned threads)
+SourceDrift check_source(const Plan& plan, int rank, int ranks, unsigned threads, Checked which)
 {
     SourceDrift drift;
     // O_PATH: a root the user may pass through but not list is still checked.
@@ -53,7 +53,9 @@ SourceDrift check_source(const Plan& plan, int rank, int ranks, unsigned threads
                         [&](std::size_t from, std::size_t to, std::size_t step) {
                             SourceDrift part;
                             for (std::size_t i = from; i < to; i += step) {
-                                if (plan.entries.type(i) == EntryType::Dir)
+                                if (plan.entries.type(i) == EntryType::Dir ||
+                                    (which == Checked::EmptyFiles &&
+                                     (plan.entries.type(i) != EntryType::File || plan.entries.record(i).size != 0)))
                                     continue;
                                 const Entry e = plan.entries[i];
                                 ++part.checked;

@@ -23,7 +23,10 @@ struct SourceDrift {
 
 // This share (entries i with i % ranks == rank) of plan's files and
 // symlinks, below plan.source_root.  Directories are left out: the
-// manifest's own check looked at every one.
-SourceDrift check_source(const Plan& plan, int rank, int ranks, unsigned threads = 16);
+// manifest's own check looked at every one.  Which: every file and
+// symlink, or only the empty files (no read ever opens one, so the reads
+// that prove the rest cannot see one written to since the scan).
+enum class Checked { All, EmptyFiles };
+SourceDrift check_source(const Plan& plan, int rank, int ranks, unsigned threads = 16, Checked which = Checked::All);
 
 }  // namespace dlstage::stager

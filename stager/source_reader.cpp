@@ -60,20 +60,29 @@ std::string changed_since_planned(const std::string& path, const Entry& entry, c
     return how.empty() ? how : changed(path, how);
 }
 
-void ChangesSeen::add(const std::string& path, const std::string& how)
+void ProvingReads::add(std::size_t entry, const std::string& path, const std::string& how)
 {
-    const std::lock_guard<std::mutex> lock(mutex_);
-    if (count_++ == 0)
-        example_ = shown_path(path) + ": " + how;
+    std::function<void()> first;
+    {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        if (!entries_.insert(entry).second)
+            return;  // another reader found it too
+        if (entries_.size() == 1) {
+            example_ = shown_path(path) + ": " + how;
+            first = on_first_change;
+        }
+    }
+    if (first)
+        first();
 }
 
-std::uint64_t ChangesSeen::count() const
+std::uint64_t ProvingReads::count() const
 {
     const std::lock_guard<std::mutex> lock(mutex_);
-    return count_;
+    return entries_.size();
 }
 
-std::string ChangesSeen::example() const
+std::string ProvingReads::example() const
 {
     const std::lock_guard<std::mutex> lock(mutex_);
     return example_;
@@ -83,7 +92,7 @@ Fd SourceReader::not_as_planned(std::size_t entry, const std::string& how) const
 {
     if (!changes_)
         throw Error(changed(path_of(entry), how));
-    changes_->add(path_of(entry), how);
+    changes_->add(entry, path_of(entry), how);
     return Fd();
 }
 
@@ -130,7 +139,7 @@ int SourceReader::dir_fd_for(std::string_view dir)
         Fd fd(::open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
         if (!fd.valid())
             throw_cannot("read", path, errno);
-        if (changes_)  // proving a plan nothing walked or stat'ed: no name of it is known here
+        if (changes_ && changes_->list_directories)  // no name of the plan is known here yet
             warm_names(path);
         it = dir_fds_.emplace(key, std::move(fd)).first;
     }
@@ -232,6 +241,10 @@ std::size_t SourceReader::open_ahead(const Chunk& chunk, std::size_t first)
 
 void SourceReader::read(const Chunk& chunk, char* out)
 {
+    if (changes_ && changes_->count() > 0) {  // the copy is to be discarded: read no more
+        std::memset(out, 0, chunk.bytes);
+        return;
+    }
     for (std::size_t next = 0, opened_until = 0; next < chunk.pieces.size(); ++next) {
         if (next == opened_until)
             opened_until = open_ahead(chunk, next);

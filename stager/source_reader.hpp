@@ -3,12 +3,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <sys/stat.h>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "lib/sys/fd.hpp"
@@ -36,19 +38,28 @@ bool as_planned(std::uint64_t size, std::int64_t mtime_sec, std::uint32_t mtime_
 // after the other below half of it.
 bool opens_in_parallel(bool parallel_now, std::vector<float>& open_us, double slow_us);
 
-// What readers found not as planned (gone, of another size or mtime,
-// shorter than planned while read), for the transfer to say and act on
-// once every rank is done: a count and the first, "PATH: size A -> B".
-// Safe on several threads.
-class ChangesSeen {
+// Reads that prove a plan nothing checked beforehand (a manifest's: the
+// open that reads a file is its check).  What they find not as planned
+// (gone, of another size or mtime, shorter than planned while read) is
+// counted, once a file, the first kept as the example ("PATH: size A ->
+// B"), for the transfer to say and act on once every rank is done.  Safe
+// on several threads.
+class ProvingReads {
 public:
-    void add(const std::string& path, const std::string& how);
+    // Each directory listed once before its files are opened (warm_names):
+    // the caller's choice, for few ranks (each opens much of a directory).
+    bool list_directories = false;
+    // Called once, at the first file found not as planned (on a reader's
+    // thread): what was written can no longer be gone on from.
+    std::function<void()> on_first_change;
+
+    void add(std::size_t entry, const std::string& path, const std::string& how);
     std::uint64_t count() const;
     std::string example() const;  // "" when none
 
 private:
     mutable std::mutex mutex_;
-    std::uint64_t count_ = 0;
+    std::unordered_set<std::size_t> entries_;
     std::string example_;
 };
 
@@ -63,10 +74,9 @@ public:
     // zeros and the reader goes on (the copy is then not to be published).
     // Without it, such a file throws Error.  The open that reads a file is
     // what proves it (fstat on that descriptor): no stat of the source
-    // beforehand.  With it the plan is a manifest's that nothing walked or
-    // stat'ed on this node, so each directory is listed once first
-    // (warm_names).
-    explicit SourceReader(const Plan& plan, unsigned opens = 1, ChangesSeen* changes = nullptr)
+    // beforehand.  Once this process has found one, the rest reads as
+    // zeros without opening anything: the copy is to be discarded.
+    explicit SourceReader(const Plan& plan, unsigned opens = 1, ProvingReads* changes = nullptr)
         : plan_(plan), opens_(opens), changes_(changes)
     {
     }
@@ -95,7 +105,7 @@ private:
 
     const Plan& plan_;
     unsigned opens_;
-    ChangesSeen* changes_;
+    ProvingReads* changes_;
     std::size_t open_entry_ = static_cast<std::size_t>(-1);
     Fd file_;  // the file of open_entry_: it may go on in the next chunk
     std::uint64_t bytes_read_ = 0;

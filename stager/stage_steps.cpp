@@ -25,6 +25,7 @@
 #include "stager/extract_budget.hpp"
 #include "stager/own_chunks.hpp"
 #include "stager/phase_times.hpp"
+#include "stager/source_check.hpp"
 #include "stager/unpack_step.hpp"
 #include "tier/tier_measure.hpp"
 
@@ -177,13 +178,19 @@ WriterOptions writer_options_for(const StageItem& item)
 
 TransferResult transfer(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options,
                         const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir, const Plan& plan,
-                        const policy::ExtractionBudget& budget, bool continues, ChangesSeen* changes)
+                        const policy::ExtractionBudget& budget, bool continues, ProvingReads* changes)
 {
     const bool shared = item.tier.scope == Scope::Shared;
     const bool extract = item.dataset.mode == Mode::Extract;
     WriterOptions writing = writer_options_for(item);
     writing.continues = continues;
     TreeWriter writer(plan, extract ? here.incoming_dir : here.partial_dir, writing);
+    // A listing before the opens pays when a rank opens much of each
+    // directory; with many ranks each opens a little of every one, and the
+    // listings would multiply the metadata service's work.
+    constexpr int kMostRanksListing = 8;
+    if (changes)
+        changes->list_directories = ctx.size <= kMostRanksListing;
     stage_phases().lap(Phase::Prepare);
     if (!shared || ctx.rank == 0)
         writer.create_skeleton();
@@ -215,9 +222,11 @@ TransferResult transfer(const StageItem& item, const NodeContext& ctx, const Exc
     }
     stage_phases().lap(Phase::Finish);
     if (changes) {
-        SourceDrift mine;
-        mine.changed = changes->count();
-        mine.example = changes->example();
+        // Empty files have no pieces: no read proved them.
+        SourceDrift mine = check_source(plan, ctx.rank, ctx.size, 16, Checked::EmptyFiles);
+        mine.changed += changes->count();
+        if (changes->count() > 0)
+            mine.example = changes->example();
         const SourceDrift drift = drift_over_ranks(ctx.comm, ctx.rank, mine);
         if (drift.changed > 0)
             return {exchanged.bytes_read, {}, drift};

@@ -83,6 +83,7 @@ WriterOptions writer_options_for(const StageItem& item);
 // caller must not publish partial_dir.
 TransferResult transfer(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options,
                         const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir, const Plan& plan,
-                        const policy::ExtractionBudget& budget, bool continues = false, ChangesSeen* changes = nullptr);
+                        const policy::ExtractionBudget& budget, bool continues = false,
+                        ProvingReads* changes = nullptr);
 
 }  // namespace dlstage::stager

@@ -42,6 +42,8 @@ setup_file() {
     # copy's digest is then the source's.  The scratch trees' are the
     # user's to write in their copy (ns-added's job writes into it).
     for ds in ns-cache ns-immutable ns-walk ns-shm; do make_tree "$SRCS/$ds" 3 24 0444; done
+    : >"$SRCS/ns-shm/d0/empty"  # no read opens it (ns-shm's test of an empty file)
+    chmod 0444 "$SRCS/ns-shm/d0/empty"
     make_tree "$SRCS/ns-scratch" 3 24 0644
     make_tree "$SRCS/ns-added" 3 30 0644
     chmod -R a+rX "$SRCS"
@@ -148,7 +150,20 @@ staged_then_grown() {
     # The copy the reads made is discarded and the walk's plan staged.
     [ "$(grep -c "dlstage: staging ns-shm (" <<<"$output")" -eq 2 ]
     grep -q "staged ns-shm to shm on 2 nodes" <<<"$output"
-    nodes_say "$output" "/dev/shm/dlstage/[0-9]+/ns-shm $want 24" n1 n2
+    nodes_say "$output" "/dev/shm/dlstage/[0-9]+/ns-shm $want 25" n1 n2
+    assert_healthy
+}
+
+@test "node tier + manifest: an empty file written to after the scan is found too, though no read opens it" {
+    rescan ns-shm
+    f="$SRCS/ns-shm/d0/empty"
+    read -r old new < <(grow "$f")
+    want=$("$DIGEST" "$SRCS/ns-shm")
+    stage_on n1,n2 NS_SHM ns-shm
+    [ "$status" -eq 0 ]
+    found_while_reading ns-shm "$f"
+    nodes_say "$output" "/dev/shm/dlstage/[0-9]+/ns-shm $want 25" n1 n2
+    rescan ns-shm
     assert_healthy
 }
 
