@@ -441,20 +441,26 @@ gc_stopped_after_asking() {
     assert_healthy
 }
 
-# hold_measuring UID...: in the background, every measuring child acting
-# for one of UIDs (root's real uid, the user's effective one: act_as) is
-# stopped as soon as it appears, as a directory of millions of files or a
+# hold_measuring UID...: in the background, every measuring child on n1
+# acting for one of UIDs (root's real uid, the user's effective one: act_as)
+# is stopped as soon as it appears, as a directory of millions of files or a
 # slow disk would hold it, until its bound ends it; and n1's eviction count
 # keeps changing, as other prologs evicting would, so that a prolog always
 # measures again under the lock.  Sets $holder.
+# Only n1's processes (its mount namespace): the other test cluster's
+# slurmstepd also runs as root with a user's effective uid at times, and one
+# stopped there never ends its job.
 hold_measuring() {
-    local uids
+    local uids n1_ns
     uids=$(echo $*)
-    local n=0
+    n1_ns=$(on_node n1 readlink /proc/self/ns/mnt)
+    local n=0 pid
     (
         while :; do
-            # shellcheck disable=SC2046  # pids, or none
-            kill -STOP $(pgrep -U 0 -u "${uids// /,}") 2>/dev/null || true
+            for pid in $(pgrep -U 0 -u "${uids// /,}"); do
+                [ "$(readlink "/proc/$pid/ns/mnt" 2>/dev/null)" = "$n1_ns" ] &&
+                    kill -STOP "$pid" 2>/dev/null
+            done
             n=$((n + 1))
             [ $((n % 20)) -ne 0 ] || printf e >>"$STATE/cache/n1/evictions"
         done
