@@ -58,8 +58,8 @@ std::string joined(const std::string& rel, const char* name)
 
 // The directory rel below the root, listed: a subdirectory is told by its
 // type in the listing (one stat each, for its identity and times), or by a
-// stat where the file system does not say.  What else it holds is stat'ed
-// only if the cut goes through this directory (take_others).
+// stat where the file system does not say.  What else it holds is named
+// only: stat'ed later, in slices (keep_others).
 Listing list_dir(int root_fd, const std::string& root, const std::string& rel, const Caller& reader)
 {
     const Fd dir = open_below(root_fd, root, rel);
@@ -88,29 +88,21 @@ Listing list_dir(int root_fd, const std::string& root, const std::string& rel, c
     return listing;
 }
 
-// The files and symlinks of a directory the cut goes through, into `above`
-// (checked as the walk checks every entry).
-void take_others(int root_fd, const std::string& root, const Listing& listing, const Caller& reader, EntryList& above)
+// What a directory the cut goes through holds besides its subdirectories
+// (its files and symlinks): names, stat'ed later in slices.
+void keep_others(const Listed& dir, Listing& listing, std::vector<NamesIn>& loose)
 {
-    if (listing.others.empty())
-        return;
-    const Fd dir = open_below(root_fd, root, listing.rel);
-    for (const std::string& name : listing.others) {
-        const std::string path = joined(listing.rel, name.c_str());
-        struct stat st {};
-        if (::fstatat(dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
-            throw_cannot("read", shown(root, path), errno);
-        const std::string target = check_dataset_entry(FoundEntry{dir.get(), name.c_str(), path, st}, root, &reader);
-        add_walked(above, path, st, target);
-    }
+    if (!listing.others.empty())
+        loose.push_back(NamesIn{dir.path, dir.st.st_dev, dir.st.st_ino, std::move(listing.others)});
 }
 
 // Goes down from the root until a level holds kMinUnits directories, or
-// the next one holds none (a level of class directories full of files is
-// the units then, not cut through), or kMaxCutDepth levels.  What lies above
-// the returned level goes into `above`; the level's directories are
-// returned, in path order.
-std::vector<Listed> cut(int root_fd, const std::string& root, const Caller& reader, EntryList& above)
+// the next one holds none (a level of class directories full of files),
+// or kMaxCutDepth levels.  The directories above the returned level, and
+// those of a last level of files only, go into `above`; the names of their
+// files into `loose`.  The level's directories are returned, in path order.
+std::vector<Listed> cut(int root_fd, const std::string& root, const Caller& reader, EntryList& above,
+                        std::vector<NamesIn>& loose)
 {
     std::vector<Listed> level{Listed{}};  // the root
     for (int depth = 0;; ++depth) {
@@ -121,12 +113,10 @@ std::vector<Listed> cut(int root_fd, const std::string& root, const Caller& read
             for (const Listed& sub : listings.back().dirs)
                 below.push_back(sub);
         }
-        if (depth > 0 && below.empty())
-            return level;  // sorted below when it was `below`
         for (std::size_t i = 0; i < level.size(); ++i) {
             if (!level[i].path.empty())
                 add_walked(above, level[i].path, level[i].st, {});
-            take_others(root_fd, root, listings[i], reader, above);
+            keep_others(level[i], listings[i], loose);
         }
         std::sort(below.begin(), below.end(), [](const Listed& a, const Listed& b) { return a.path < b.path; });
         if (below.size() >= kMinUnits || below.empty() || depth + 1 >= kMaxCutDepth)
@@ -143,11 +133,12 @@ struct Walked {
     double seconds = 0;
 };
 
-// Units in the next segment: twice the last, as many as the limits allow
-// by what the units walked so far held and took on average, one at least.
-std::size_t units_next(std::size_t last, const Walked& walked, const SegmentLimits& limits)
+// Units in the next segment: `first`, then twice the last, as many as the
+// limits allow by what the units walked so far held and took on average,
+// one at least.
+std::size_t units_next(std::size_t last, std::size_t first, const Walked& walked, const SegmentLimits& limits)
 {
-    std::size_t want = last == 0 ? 1 : 2 * last;
+    std::size_t want = last == 0 ? first : 2 * last;
     if (walked.units > 0) {
         const std::size_t per_unit_entries = std::max<std::size_t>(1, walked.entries / walked.units);
         const std::uint64_t per_unit_bytes = std::max<std::uint64_t>(1, walked.bytes / walked.units);
@@ -221,36 +212,21 @@ void SegmentedWalk::run()
     ready_.notify_one();
 }
 
-void SegmentedWalk::walk()
+// Cuts `total` units, in order, into segments of units_next each (the
+// first of `first_count`), waiting for room before each: walk_units(first,
+// count, segment) walks units [first, first + count) into the segment.
+// False when stopped.
+bool SegmentedWalk::segments_of(std::size_t total, std::size_t first_count, const UnitWalker& walk_units)
 {
-    const std::string& root = dataset_.source;
-    const Fd root_fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!root_fd.valid())
-        throw_cannot("read", shown_path(root), errno);
-    const Caller reader = Caller::current();
-    EntryList above;
-    const std::vector<Listed> units = cut(root_fd.get(), root, reader, above);
-    push(std::move(above));
-
     std::size_t last = 0;
     Walked walked;
-    for (std::size_t first = 0; first < units.size();) {
+    for (std::size_t first = 0; first < total;) {
         if (!wait_for_room())
-            return;
+            return false;
         const auto start = std::chrono::steady_clock::now();
-        const std::size_t count = std::min(units.size() - first, units_next(last, walked, limits_));
+        const std::size_t count = std::min(total - first, units_next(last, first_count, walked, limits_));
         EntryList segment;
-        std::vector<SubtreeStart> starts;
-        for (std::size_t u = first; u < first + count; ++u) {
-            add_walked(segment, units[u].path, units[u].st, {});
-            starts.push_back({units[u].path, units[u].st.st_dev, units[u].st.st_ino});
-        }
-        std::mutex add;
-        walk_below(root_fd.get(), root, starts, threads_, [&](const FoundEntry& found) {
-            const std::string target = check_dataset_entry(found, root, &reader);
-            const std::lock_guard<std::mutex> lock(add);
-            add_walked(segment, found.path, found.st, target);
-        });
+        walk_units(first, count, segment);
         walked.units += count;
         walked.entries += segment.size();
         walked.bytes += segment.total_file_bytes();
@@ -259,6 +235,68 @@ void SegmentedWalk::walk()
         first += count;
         push(std::move(segment));
     }
+    return true;
+}
+
+// The directories above the units first (their files come later), then
+// those files in slices, then the units: a tree of one large directory is
+// read a slice at a time while the walk stats the next, not after its walk.
+void SegmentedWalk::walk()
+{
+    const std::string& root = dataset_.source;
+    const Fd root_fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!root_fd.valid())
+        throw_cannot("read", shown_path(root), errno);
+    const Caller reader = Caller::current();
+    EntryList above;
+    std::vector<NamesIn> loose;
+    const std::vector<Listed> units = cut(root_fd.get(), root, reader, above, loose);
+    push(std::move(above));
+
+    std::mutex add;
+    EntryList* into = nullptr;
+    const EntryVisitor visit = [&](const FoundEntry& found) {
+        const std::string target = check_dataset_entry(found, root, &reader);
+        const std::lock_guard<std::mutex> lock(add);
+        add_walked(*into, found.path, found.st, target);
+    };
+
+    // The loose names, a slice after the other: the first slice gives each
+    // thread two names.
+    std::size_t loose_total = 0;
+    for (const NamesIn& in : loose)
+        loose_total += in.names.size();
+    std::size_t dir = 0, name = 0;  // where the next slice begins
+    const bool slices_walked =
+        segments_of(loose_total, 2 * threads_, [&](std::size_t, std::size_t count, EntryList& segment) {
+            std::vector<NamesIn> slice;
+            for (; count > 0; ++dir, name = 0) {
+                const NamesIn& in = loose[dir];
+                const std::size_t take = std::min(count, in.names.size() - name);
+                const auto from = in.names.begin() + static_cast<std::ptrdiff_t>(name);
+                slice.push_back(NamesIn{in.dir, in.dev, in.ino,
+                                        std::vector<std::string>(from, from + static_cast<std::ptrdiff_t>(take))});
+                count -= take;
+                name += take;
+                if (name < in.names.size())
+                    break;
+            }
+            into = &segment;
+            walk_names(root_fd.get(), root, slice, threads_, visit);
+        });
+    if (!slices_walked)
+        return;
+    loose.clear();
+
+    segments_of(units.size(), 1, [&](std::size_t first, std::size_t count, EntryList& segment) {
+        std::vector<SubtreeStart> starts;
+        for (std::size_t u = first; u < first + count; ++u) {
+            add_walked(segment, units[u].path, units[u].st, {});
+            starts.push_back({units[u].path, units[u].st.st_dev, units[u].st.st_ino});
+        }
+        into = &segment;
+        walk_below(root_fd.get(), root, starts, threads_, visit);
+    });
 }
 
 }  // namespace dlstage::stager

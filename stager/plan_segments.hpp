@@ -6,26 +6,30 @@
 //
 // The tree is cut at its top: the root's entries, or when it holds fewer
 // than kMinUnits directories, the entries of the levels below it until a
-// level holds that many (imagenet/ with train/ and val/ is cut below them).
-// Each directory of that level is a unit: it and everything below it.
-// The first segment holds what lies above the units (the root's files, the
-// directories the cut went through, their files); each later one whole
-// units, in path order, more of them each time (the first transfer starts
-// early, the later ones are large enough to keep the ring busy), but no
-// more than the walk gets through in half a second, and the walk stays at
-// most one segment ahead of the transfer: each file is opened soon after
+// level holds that many (imagenet/ with train/ and val/ is cut below them)
+// or a level holds files only (one directory of 1,600 images).  Each
+// directory of the level reached is a unit: it and everything below it.
+// The first segment holds the directories above the units (and those of a
+// last level of files only), the next ones their files, a slice each (the
+// files of one large directory are read a slice at a time while the walk
+// stats the next slice), then each later one whole units, in path order.
+// Slices and units alike come more of them each time (the first transfer
+// starts early, the later ones are large enough to keep the ring busy), but
+// no more than the walk gets through in half a second, and the walk stays
+// at most one segment ahead of the transfer: each file is opened soon after
 // its stat, while the file system still caches what the stat looked up
 // (through pfssim, whose caches last a second, a walk far ahead made each
 // open look the file up again: three metadata calls per file, not two).
 // Every directory of a later segment is complete within it; those of the
-// first are complete only at the end (their units come later), so the
-// first segment's directories get their modes and times last.
+// first are complete only at the end (their files and units come later),
+// so the first segment's directories get their modes and times last.
 #pragma once
 
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -57,8 +61,10 @@ public:
     bool next(EntryList& segment);
 
 private:
+    using UnitWalker = std::function<void(std::size_t first, std::size_t count, EntryList& segment)>;
     void run();
     void walk();
+    bool segments_of(std::size_t total, std::size_t first_count, const UnitWalker& walk_units);
     void push(EntryList&& segment);
     bool wait_for_room();  // false when stopped
 

@@ -144,6 +144,21 @@ public:
         }
     }
 
+    // Names already listed, handed out as batches before the threads
+    // start: small enough batches that every thread gets some.
+    void add_names(const NamesIn& in)
+    {
+        if (in.names.empty())
+            return;
+        auto open = std::make_shared<OpenDir>(OpenDir{open_dir({in.dir, in.dev, in.ino}), in.dir});
+        const std::size_t per = std::clamp<std::size_t>((in.names.size() + most_ - 1) / most_, 1, kBatch);
+        for (std::size_t first = 0; first < in.names.size(); first += per) {
+            const auto from = in.names.begin() + static_cast<std::ptrdiff_t>(first);
+            const auto to = in.names.begin() + static_cast<std::ptrdiff_t>(std::min(first + per, in.names.size()));
+            batches_.push_back(StatBatch{open, std::vector<std::string>(from, to)});
+        }
+    }
+
     void rethrow() const
     {
         if (error_)
@@ -299,9 +314,11 @@ unsigned walk_threads_for(bool slow, unsigned most, unsigned cpus)
 // PATH_MAX: deeper than that, the walk fails with ENAMETOOLONG).
 namespace {
 void run_walk(int root_fd, const std::string& root, unsigned threads, const EntryVisitor& visit,
-              std::deque<PendingDir> start)
+              std::deque<PendingDir> start, const std::vector<NamesIn>& names = {})
 {
     Walk walk(root_fd, root, threads, visit, std::move(start));
+    for (const NamesIn& in : names)
+        walk.add_names(in);
     run_on_threads(threads, [&] { walk.work(); });
     walk.rethrow();
 }
@@ -320,6 +337,12 @@ void walk_below(int root_fd, const std::string& root, const std::vector<SubtreeS
         start.push_back({dir.name, dir.dev, dir.ino});
     if (!start.empty())
         run_walk(root_fd, root, threads, visit, std::move(start));
+}
+
+void walk_names(int root_fd, const std::string& root, const std::vector<NamesIn>& names, unsigned threads,
+                const EntryVisitor& visit)
+{
+    run_walk(root_fd, root, threads, visit, {}, names);
 }
 
 std::uint64_t entries_walked()

@@ -59,6 +59,21 @@ struct SubtreeStart {
 void walk_below(int root_fd, const std::string& root, const std::vector<SubtreeStart>& dirs, unsigned threads,
                 const EntryVisitor& visit);
 
+// Names one listing of a directory below a walk's root gave, not stat'ed
+// yet: a staging that walks a large directory in slices (stager/
+// plan_segments) stats each slice while the one before it is read.
+struct NamesIn {
+    std::string dir;  // relative to the root; "" for the root itself
+    dev_t dev = 0;    // the directory as its parent's listing saw it
+    ino_t ino = 0;    // (not checked for the root)
+    std::vector<std::string> names;
+};
+// The same walk, of the given names (and of what lies below any that is a
+// directory by now), spread over the threads; each directory is checked
+// to be the one listed (dev and inode).  Paths relative to the root.
+void walk_names(int root_fd, const std::string& root, const std::vector<NamesIn>& names, unsigned threads,
+                const EntryVisitor& visit);
+
 // A stat slower than this (a batch's median, slow_by_median in
 // lib/sys/parallel) is a round trip to a server: a parallel file system's
 // metadata server, a cold disk.  The walk hides it behind all its threads.

@@ -1,5 +1,6 @@
 #include <boost/test/unit_test.hpp>
 
+#include <regex>
 #include <set>
 #include <string>
 #include <sys/stat.h>
@@ -81,13 +82,15 @@ BOOST_AUTO_TEST_CASE(segments_hold_the_walks_entries_each_unit_whole_and_more_un
 
     const std::vector<EntryList> segments = all_segments(dir / "src");
     BOOST_TEST(paths_of(segments) == paths_of(build_plan(dataset_at(dir / "src"))));
-    // The first: what lies above the units (here the root's file and symlink).
-    BOOST_REQUIRE(segments.size() >= 3u);
-    BOOST_TEST(segments[0].size() == 2u);
+    // The first: the directories above the units (none here); the next the
+    // files above them (the root's file and symlink).
+    BOOST_REQUIRE(segments.size() >= 4u);
+    BOOST_TEST(segments[0].size() == 0u);
+    BOOST_TEST(segments[1].size() == 2u);
     // Each later one: whole units, sorted, each unit in one segment only.
     std::set<std::string> seen;
     std::size_t last_units = 0;
-    for (std::size_t s = 1; s < segments.size(); ++s) {
+    for (std::size_t s = 2; s < segments.size(); ++s) {
         std::set<std::string> units;
         for (std::size_t i = 0; i < segments[s].size(); ++i) {
             units.insert(top_of(segments[s].path(i)));
@@ -134,7 +137,7 @@ BOOST_AUTO_TEST_CASE(the_walk_stays_one_segment_ahead_of_what_was_taken)
     test::TempDir dir;
     mkdir((dir / "src").c_str(), 0755);
     mkdir((dir / "gone").c_str(), 0755);
-    make_classes(dir, "", 10, 2);
+    make_classes(dir, "", 20, 2);
     SegmentLimits limits;
     limits.seconds = 1e-12;
     SegmentedWalk walk(dataset_at(dir / "src"), 2, limits);
@@ -170,19 +173,70 @@ BOOST_AUTO_TEST_CASE(a_top_with_few_directories_is_cut_below_them)
     std::set<std::string> first;
     for (std::size_t i = 0; i < segments.at(0).size(); ++i)
         first.emplace(segments[0].path(i));
-    BOOST_TEST((first == std::set<std::string>{"train", "val", "val/README"}));
-    BOOST_TEST(segments.size() > 2u);
+    BOOST_TEST((first == std::set<std::string>{"train", "val"}));
+    BOOST_REQUIRE(segments.size() > 3u);
+    BOOST_TEST(segments[1].size() == 1u);
+    BOOST_TEST(segments[1].path(0) == "val/README");
 }
 
-BOOST_AUTO_TEST_CASE(a_few_directories_of_files_only_are_the_units_themselves)
+// names_of(segment): its entries' paths, as a set.
+std::set<std::string> names_of(const EntryList& segment)
+{
+    std::set<std::string> names;
+    for (std::size_t i = 0; i < segment.size(); ++i)
+        names.emplace(segment.path(i));
+    return names;
+}
+
+BOOST_AUTO_TEST_CASE(a_few_directories_of_files_only_come_first_and_their_files_in_growing_slices)
 {
     test::TempDir dir;
     mkdir((dir / "src").c_str(), 0755);
     make_classes(dir, "", 6, 20);
     const std::vector<EntryList> segments = all_segments(dir / "src");
-    BOOST_TEST(segments.at(0).size() == 0u);  // nothing above them
-    BOOST_TEST(segments.size() == 4u);        // 1, 2, then the 3 left
-    BOOST_TEST(paths_of(segments).size() == 126u);
+    BOOST_TEST(paths_of(segments) == paths_of(build_plan(dataset_at(dir / "src"))));
+    // The six directories first, then their 120 files: 8 (two names for
+    // each of the walk's 4 threads), 16, 32, 64.
+    BOOST_TEST(
+        (names_of(segments.at(0)) == std::set<std::string>{"n1000", "n1001", "n1002", "n1003", "n1004", "n1005"}));
+    BOOST_REQUIRE(segments.size() == 5u);
+    const std::size_t sizes[] = {8, 16, 32, 64};
+    for (std::size_t s = 1; s < segments.size(); ++s) {
+        BOOST_TEST(segments[s].size() == sizes[s - 1]);
+        BOOST_TEST(segments[s].non_dir_count() == segments[s].size());
+    }
+}
+
+BOOST_AUTO_TEST_CASE(a_flat_directory_is_walked_a_slice_at_a_time_one_ahead_of_what_was_taken)
+{
+    test::TempDir dir;
+    mkdir((dir / "src").c_str(), 0755);
+    mkdir((dir / "gone").c_str(), 0755);
+    for (int f = 100; f < 200; ++f)
+        dir.write("src/f" + std::to_string(f), "x");
+    SegmentLimits limits;
+    limits.seconds = 1e-12;  // after the first slice, one name a slice
+    SegmentedWalk walk(dataset_at(dir / "src"), 2, limits);
+    EntryList segment;
+    BOOST_REQUIRE(walk.next(segment));  // no directories
+    BOOST_TEST(segment.size() == 0u);
+    BOOST_REQUIRE(walk.next(segment));  // the first slice: 4 names
+    BOOST_TEST(segment.size() == 4u);
+    usleep(200000);  // a walk running ahead would be through all 100 by now
+    for (int f = 150; f < 200; ++f) {
+        const std::string name = "f" + std::to_string(f);
+        BOOST_REQUIRE(rename((dir / ("src/" + name)).c_str(), (dir / ("gone/" + name)).c_str()) == 0);
+    }
+    std::size_t taken = 4;
+    const std::string error = test::error_of([&] {
+        while (walk.next(segment))
+            taken += segment.size();
+    });
+    // Listed at the start, stat'ed a slice at a time: a name gone since is
+    // found missing (a walk ahead would have found them all), and the walk
+    // stops there.
+    BOOST_TEST(std::regex_search(error, std::regex("f1[5-9][0-9]")));
+    BOOST_TEST(taken <= 50u);
 }
 
 BOOST_AUTO_TEST_CASE(written_segment_by_segment_the_tree_is_its_source)

@@ -243,4 +243,49 @@ BOOST_AUTO_TEST_CASE(a_tree_in_the_page_cache_is_walked_on_as_many_threads_as_cp
     BOOST_TEST(late.size() <= std::max(2u, cpus));
 }
 
+// walk_names_of(dir, names): what walk_names finds of `names` listed in
+// dir (below the root), with `threads`, as sorted paths.
+std::set<std::string> walk_names_of(const test::TempDir& root, const NamesIn& names, unsigned threads)
+{
+    const Fd fd(::open(root.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    std::mutex mutex;
+    std::set<std::string> found;
+    walk_names(fd.get(), root.path(), {names}, threads, [&](const FoundEntry& e) {
+        const std::lock_guard<std::mutex> lock(mutex);
+        found.insert(e.path);
+    });
+    return found;
+}
+
+BOOST_AUTO_TEST_CASE(names_listed_earlier_are_stated_and_one_now_a_directory_walked_below)
+{
+    test::TempDir dir;
+    make_wide_tree(dir, 2, 3);  // class0/, class1/, each with 0.jpg..2.jpg
+    struct stat st {};
+    BOOST_REQUIRE(stat((dir / "class1").c_str(), &st) == 0);
+    const NamesIn names{"class1", st.st_dev, st.st_ino, {"0.jpg", "2.jpg"}};
+    for (unsigned threads : {1u, 16u})
+        BOOST_TEST((walk_names_of(dir, names, threads) == std::set<std::string>{"class1/0.jpg", "class1/2.jpg"}));
+    // A name listed as a file, a directory by the time it is stat'ed: what
+    // it holds is walked too.
+    BOOST_REQUIRE(unlink((dir / "class1/2.jpg").c_str()) == 0);
+    BOOST_REQUIRE(mkdir((dir / "class1/2.jpg").c_str(), 0755) == 0);
+    dir.write("class1/2.jpg/inner", "i");
+    BOOST_TEST(
+        (walk_names_of(dir, names, 4) == std::set<std::string>{"class1/0.jpg", "class1/2.jpg", "class1/2.jpg/inner"}));
+}
+
+BOOST_AUTO_TEST_CASE(names_of_a_directory_replaced_since_its_listing_are_refused)
+{
+    test::TempDir dir;
+    make_wide_tree(dir, 2, 3);
+    struct stat st {};
+    BOOST_REQUIRE(stat((dir / "class1").c_str(), &st) == 0);
+    const NamesIn names{"class1", st.st_dev, st.st_ino, {"0.jpg"}};
+    BOOST_REQUIRE(rename((dir / "class1").c_str(), (dir / "old").c_str()) == 0);
+    BOOST_REQUIRE(rename((dir / "class0").c_str(), (dir / "class1").c_str()) == 0);
+    BOOST_TEST(test::error_of([&] { walk_names_of(dir, names, 2); }) ==
+               "'" + dir.path() + "/class1' changed while being read");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
