@@ -661,23 +661,40 @@ FoundCacheEntries find_cache_entries(const Tier& tier, const std::string& state_
 }
 
 namespace {
+// Why nothing may be removed from `dir`, the cache parent's directory
+// `name` (a user's, or an aside), for `dataset` (nullptr: for anything in
+// it): a mount on it or on what is to go, made since it was measured, or
+// the cache parent gone; "" when removing may go on.
+std::string mounted_in_the_way(const Tier& tier, const std::string& name, const std::string& dir,
+                               const std::string* dataset)
+{
+    std::vector<std::string> problems;
+    const CacheUsers users = cache_users(tier, problems);
+    if (users.real_parent.empty())
+        return problems.empty() ? dir + ": not found" : problems.front();
+    try {
+        const MountsInCache mounted = mounts_in(MountTable::current(), users.real_parent + "/" + name, dir);
+        if (mounted.whole)
+            return *mounted.whole;
+        if (!dataset && !mounted.datasets.empty())
+            return mounted.datasets.begin()->second;
+        if (const auto it = dataset ? mounted.datasets.find(*dataset) : mounted.datasets.end();
+            it != mounted.datasets.end())
+            return it->second;
+    } catch (const Error& e) {
+        return std::string(e.what()) + ": not evicted (a mount in it could hang the removal)";
+    }
+    return "";
+}
+
 // Everything below the aside goes as its owner (setfsuid), the emptied
 // directory, in root's cache parent, as root: as the epilog removes a job
 // directory (tier/safe_fs).
 std::string evict_aside(const Tier& tier, const NodeCacheEntry& entry, double seconds)
 {
     const std::string dir = cache_parent_of(tier) + "/" + entry.dataset;
-    std::vector<std::string> problems;
-    const CacheUsers users = cache_users(tier, problems);
-    if (users.real_parent.empty())
-        return problems.empty() ? dir + ": not found" : problems.front();
-    try {
-        const MountsInCache mounted = mounts_in(MountTable::current(), users.real_parent + "/" + entry.dataset, dir);
-        if (mounted.whole || !mounted.datasets.empty())
-            return mounted.whole ? *mounted.whole : mounted.datasets.begin()->second;
-    } catch (const Error& e) {
-        return std::string(e.what()) + ": not evicted (a mount in it could hang the removal)";
-    }
+    if (std::string why = mounted_in_the_way(tier, entry.dataset, dir, nullptr); !why.empty())
+        return why;
     const BoundedOutcome outcome = run_bounded(seconds, [&] {
         const RemoveResult removed = remove_tree_within(tier.path.root(), dir, Owner{entry.uid, entry.gid});
         if (!removed.ok())
@@ -694,19 +711,8 @@ std::string evict_cache_entry(const Tier& tier, const NodeCacheEntry& entry, dou
         return evict_aside(tier, entry, seconds);
     const std::string dir = cache_dir_of(tier, entry.user);
     // A mount made since the entry was measured: left alone as well.
-    std::vector<std::string> problems;
-    const CacheUsers users = cache_users(tier, problems);
-    if (users.real_parent.empty())
-        return problems.empty() ? dir + ": not found" : problems.front();
-    try {
-        const MountsInCache mounted = mounts_in(MountTable::current(), users.real_parent + "/" + entry.user, dir);
-        if (mounted.whole)
-            return *mounted.whole;
-        if (const auto it = mounted.datasets.find(entry.dataset); it != mounted.datasets.end())
-            return it->second;
-    } catch (const Error& e) {
-        return std::string(e.what()) + ": not evicted (a mount in it could hang the removal)";
-    }
+    if (std::string why = mounted_in_the_way(tier, entry.user, dir, &entry.dataset); !why.empty())
+        return why;
     const BoundedOutcome outcome = run_bounded(seconds, [&] {
         act_as(entry.uid, entry.gid);
         OpenResult opened = open_job_dir(tier.path.root(), dir);
