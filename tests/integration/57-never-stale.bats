@@ -199,16 +199,26 @@ found_while_reading() {
     [ -n "$first" ] && [ -n "$found" ] && [ "$first" -lt "$found" ]
 }
 
+# nothing_kept_then_found VAR SPEC FILE KEPT FILES [NODE...]: SPEC's
+# dataset, its manifest made current and nothing of it kept in KEPT (on
+# each NODE given), staged on n1,n2 after FILE grew in place: the reads
+# find FILE changed, and every node holds the source's bytes ($want, FILES
+# files) in KEPT.
+nothing_kept_then_found() {
+    local name=${2%%:*} var=$1 spec=$2 file=$3 kept=$4 files=$5
+    shift 5
+    rescan "$name"  # what the tests before grew is in it
+    forget_kept_copy "$kept" "$name" "$@"
+    read -r old new < <(grow "$file")
+    want=$("$DIGEST" "$SRCS/$name")
+    stage_on n1,n2 "$var" "$spec"
+    [ "$status" -eq 0 ] || return 1
+    found_while_reading "$name" "$file" || return 1
+    nodes_say "$output" "$kept/$name $want $files" n1 n2
+}
+
 @test "node cache + manifest, nothing cached yet: the reads find a file rewritten since the scan" {
-    rescan ns-cache  # what the tests before grew is in it
-    forget_kept_copy "$CACHE/$VCLUSTER_USER" ns-cache n1 n2
-    f="$SRCS/ns-cache/d2/f014.bin"
-    read -r old new < <(grow "$f")
-    want=$("$DIGEST" "$SRCS/ns-cache")
-    stage_on n1,n2 NS_CACHE ns-cache
-    [ "$status" -eq 0 ]
-    found_while_reading ns-cache "$f"
-    nodes_say "$output" "$CACHE/$VCLUSTER_USER/ns-cache $want 24" n1 n2
+    nothing_kept_then_found NS_CACHE ns-cache "$SRCS/ns-cache/d2/f014.bin" "$CACHE/$VCLUSTER_USER" 24 n1 n2
     # The entry is the walk's: the next job hits, the manifest still stale.
     stage_on n1,n2 NS_CACHE ns-cache
     [ "$status" -eq 0 ]
@@ -218,15 +228,7 @@ found_while_reading() {
 }
 
 @test "shared tier + manifest, no copy yet: the reads find a file rewritten since the scan" {
-    rescan ns-scratch
-    forget_kept_copy "$(mine)" ns-scratch
-    f="$SRCS/ns-scratch/d0/f009.bin"
-    read -r old new < <(grow "$f")
-    want=$("$DIGEST" "$SRCS/ns-scratch")
-    stage_on n1,n2 NS_SCRATCH ns-scratch:scratch
-    [ "$status" -eq 0 ]
-    found_while_reading ns-scratch "$f"
-    nodes_say "$output" "$(mine)/ns-scratch $want 24" n1 n2
+    nothing_kept_then_found NS_SCRATCH ns-scratch:scratch "$SRCS/ns-scratch/d0/f009.bin" "$(mine)" 24
     rescan ns-scratch  # for the next test, a manifest current but for what it grows
     assert_healthy
 }
