@@ -59,7 +59,9 @@ std::string joined(const std::string& rel, const char* name)
 // The directory rel below the root, listed: a subdirectory is told by its
 // type in the listing (one stat each, for its identity and times), or by a
 // stat where the file system does not say.  What else it holds is named
-// only: stat'ed later, in slices (keep_others).
+// only: stat'ed later, in slices (keep_others); an entry of unknown type
+// then takes a second stat (a file system that gives no types in its
+// listings pays it for each file).
 Listing list_dir(int root_fd, const std::string& root, const std::string& rel, const Caller& reader)
 {
     const Fd dir = open_below(root_fd, root, rel);

@@ -6,13 +6,15 @@
 //
 // The tree is cut at its top: the root's entries, or when it holds fewer
 // than kMinUnits directories, the entries of the levels below it until a
-// level holds that many (imagenet/ with train/ and val/ is cut below them)
-// or a level holds files only (one directory of 1,600 images).  Each
-// directory of the level reached is a unit: it and everything below it.
-// The first segment holds the directories above the units (and those of a
-// last level of files only), the next ones their files, a slice each (the
-// files of one large directory are read a slice at a time while the walk
-// stats the next slice), then each later one whole units, in path order.
+// level holds that many (imagenet/ with train/ and val/ is cut below them),
+// or kMaxCutDepth levels down.  Each directory of the level reached is a
+// unit: it and everything below it.  When the levels run out first (the
+// last one holds files only, as one directory of 1,600 images does), there
+// are no units.  The first segment holds the directories the cut went
+// through, the next ones their files, in slices (listed once, each slice
+// stat'ed while the one before is read: one large directory's files are
+// not all stat'ed before its first open), then each later one whole units,
+// in path order.
 // Slices and units alike come more of them each time (the first transfer
 // starts early, the later ones are large enough to keep the ring busy), but
 // no more than the walk gets through in half a second, and the walk stays
@@ -52,7 +54,7 @@ class SegmentedWalk {
 public:
     // Starts walking dataset.source (a directory) as the calling user.
     SegmentedWalk(const Dataset& dataset, unsigned walk_threads, SegmentLimits limits = {});
-    ~SegmentedWalk();  // stops the walk after the units it is walking
+    ~SegmentedWalk();  // stops the walk after the slice or units it is walking
     SegmentedWalk(const SegmentedWalk&) = delete;
     SegmentedWalk& operator=(const SegmentedWalk&) = delete;
 

@@ -71,11 +71,12 @@ WalkedTransfer transfer_while_walking(const StageItem& item, const NodeContext& 
 {
     std::unique_ptr<SegmentedWalk> walk;
     if (ctx.rank == 0)
-        // 32 threads, as many as a node's reads open at once
+        // 32 threads, as many as a rank's reads open at once by default
         // (DLSTAGE_OPENS): with 16, each slice of a large directory (twice
         // the one before) took longer to walk than the one before took to
-        // read, and the reads waited for it (bench/latency --smoke: 1.31x
-        // of the open-and-read limit, 1.26x with 32).
+        // read, and the reads waited for it (bench/latency --smoke: 1.31-
+        // 1.32x of the open-and-read limit; 1.23-1.37x, median 1.27x,
+        // with 32).
         walk = std::make_unique<SegmentedWalk>(item.dataset, 32);
     if (mkdir(here.partial_dir.c_str(), 0700) != 0)
         throw_cannot("create", layout.partial_dir, errno);
@@ -84,8 +85,8 @@ WalkedTransfer transfer_while_walking(const StageItem& item, const NodeContext& 
     const auto progress = std::make_shared<WalkProgress>(item, ctx);
     stage_phases().lap(Phase::Prepare);
 
-    // The first segment's directories hold later segments' units: its
-    // writer gives them their modes and times last.
+    // The first segment's directories hold later segments' slices and
+    // units: its writer gives them their modes and times last.
     Plan top;
     std::unique_ptr<TreeWriter> top_writer;
     WalkedTransfer totals;

@@ -38,11 +38,14 @@ std::string path_of(const std::string& root, const std::string& rel)
     return rel.empty() ? root : root + "/" + rel;
 }
 
-// A directory still to list, and what it was when its parent was listed.
+// A directory still to list, and what it was when its parent was listed;
+// or, listed already (walk_names), the names of it still to stat.
 struct PendingDir {
     std::string rel;  // "" for the root
     dev_t dev = 0;
     ino_t ino = 0;
+    bool listed = false;
+    std::vector<std::string> names;  // when listed
 };
 
 // A directory open for the walk: kept open while a thread lists it or
@@ -144,21 +147,6 @@ public:
         }
     }
 
-    // Names already listed, handed out as batches before the threads
-    // start: small enough batches that every thread gets some.
-    void add_names(const NamesIn& in)
-    {
-        if (in.names.empty())
-            return;
-        auto open = std::make_shared<OpenDir>(OpenDir{open_dir({in.dir, in.dev, in.ino}), in.dir});
-        const std::size_t per = std::clamp<std::size_t>((in.names.size() + most_ - 1) / most_, 1, kBatch);
-        for (std::size_t first = 0; first < in.names.size(); first += per) {
-            const auto from = in.names.begin() + static_cast<std::ptrdiff_t>(first);
-            const auto to = in.names.begin() + static_cast<std::ptrdiff_t>(std::min(first + per, in.names.size()));
-            batches_.push_back(StatBatch{open, std::vector<std::string>(from, to)});
-        }
-    }
-
     void rethrow() const
     {
         if (error_)
@@ -174,6 +162,10 @@ private:
     void list(const PendingDir& dir, std::vector<PendingDir>& subdirs)
     {
         auto open = std::make_shared<OpenDir>(OpenDir{open_dir(dir), dir.rel});
+        if (dir.listed) {
+            hand_out_listed(open, dir.names, subdirs);
+            return;
+        }
         DirStream stream(open->fd.get());
         if (!stream.valid())
             cannot_read(path_of(root_, dir.rel), errno);
@@ -187,6 +179,21 @@ private:
             cannot_read(path_of(root_, dir.rel), stream.error());
         if (!batch.names.empty())
             hand_out(std::move(batch), subdirs);
+    }
+
+    // Names of a directory listed before the walk (walk_names), handed out
+    // as a listing's are, in batches small enough that every thread gets
+    // some: the directory is opened by the thread that took it, as one to
+    // list would be, so no more are open than threads.
+    void hand_out_listed(const std::shared_ptr<OpenDir>& open, const std::vector<std::string>& names,
+                         std::vector<PendingDir>& subdirs)
+    {
+        const std::size_t per = std::clamp<std::size_t>((names.size() + most_ - 1) / most_, 1, kBatch);
+        for (std::size_t first = 0; first < names.size(); first += per) {
+            const auto from = names.begin() + static_cast<std::ptrdiff_t>(first);
+            const auto to = names.begin() + static_cast<std::ptrdiff_t>(std::min(first + per, names.size()));
+            hand_out(StatBatch{open, std::vector<std::string>(from, to)}, subdirs);
+        }
     }
 
     // Queued for any thread; or, when enough batches wait already, stat'ed
@@ -227,7 +234,7 @@ private:
             visit_(FoundEntry{fd, name.c_str(), path, st});
             g_entries_found.fetch_add(1, std::memory_order_relaxed);
             if (S_ISDIR(st.st_mode))
-                subdirs.push_back({path, st.st_dev, st.st_ino});
+                subdirs.push_back({path, st.st_dev, st.st_ino, false, {}});
         }
         judge(took.data(), timed);
     }
@@ -314,11 +321,9 @@ unsigned walk_threads_for(bool slow, unsigned most, unsigned cpus)
 // PATH_MAX: deeper than that, the walk fails with ENAMETOOLONG).
 namespace {
 void run_walk(int root_fd, const std::string& root, unsigned threads, const EntryVisitor& visit,
-              std::deque<PendingDir> start, const std::vector<NamesIn>& names = {})
+              std::deque<PendingDir> start)
 {
     Walk walk(root_fd, root, threads, visit, std::move(start));
-    for (const NamesIn& in : names)
-        walk.add_names(in);
     run_on_threads(threads, [&] { walk.work(); });
     walk.rethrow();
 }
@@ -334,7 +339,7 @@ void walk_below(int root_fd, const std::string& root, const std::vector<SubtreeS
 {
     std::deque<PendingDir> start;
     for (const SubtreeStart& dir : dirs)
-        start.push_back({dir.name, dir.dev, dir.ino});
+        start.push_back({dir.name, dir.dev, dir.ino, false, {}});
     if (!start.empty())
         run_walk(root_fd, root, threads, visit, std::move(start));
 }
@@ -342,7 +347,11 @@ void walk_below(int root_fd, const std::string& root, const std::vector<SubtreeS
 void walk_names(int root_fd, const std::string& root, const std::vector<NamesIn>& names, unsigned threads,
                 const EntryVisitor& visit)
 {
-    run_walk(root_fd, root, threads, visit, {}, names);
+    std::deque<PendingDir> start;
+    for (const NamesIn& in : names)
+        if (!in.names.empty())
+            start.push_back({in.dir, in.dev, in.ino, true, in.names});
+    run_walk(root_fd, root, threads, visit, std::move(start));
 }
 
 std::uint64_t entries_walked()

@@ -69,7 +69,8 @@ struct NamesIn {
     std::vector<std::string> names;
 };
 // The same walk, of the given names (and of what lies below any that is a
-// directory by now), spread over the threads; each directory is checked
+// directory by now), spread over the threads; each directory is opened by
+// the thread that takes its names (no more open than a walk's) and checked
 // to be the one listed (dev and inode).  Paths relative to the root.
 void walk_names(int root_fd, const std::string& root, const std::vector<NamesIn>& names, unsigned threads,
                 const EntryVisitor& visit);

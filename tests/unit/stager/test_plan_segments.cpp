@@ -317,4 +317,90 @@ BOOST_AUTO_TEST_CASE(a_walk_given_up_early_stops)
     BOOST_TEST(walk.next(first));
 }  // the destructor joins the walk's thread
 
+namespace {
+void make_dir(const test::TempDir& dir, const std::string& rel)
+{
+    BOOST_REQUIRE(mkdir((dir / rel).c_str(), 0755) == 0);
+}
+
+// Every entry of src in exactly one segment, on 1, 4 or 32 threads, with
+// slices and units as large as the walk allows or of one each.
+void each_entry_once(const std::string& src)
+{
+    const std::multiset<std::string> want = paths_of(build_plan(dataset_at(src)));
+    for (unsigned threads : {1u, 4u, 32u})
+        for (double seconds : {0.5, 1e-12}) {
+            SegmentLimits limits;
+            limits.seconds = seconds;
+            SegmentedWalk walk(dataset_at(src), threads, limits);
+            std::vector<EntryList> segments;
+            for (EntryList segment; walk.next(segment);)
+                segments.push_back(std::move(segment));
+            BOOST_TEST((paths_of(segments) == want), threads << " threads, " << seconds << " s");
+        }
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(every_entry_comes_once_whatever_the_shape_of_the_tree)
+{
+    {  // a flat root: files, a symlink, an empty file, an empty directory
+        test::TempDir dir;
+        make_dir(dir, "src");
+        for (int f = 0; f < 150; ++f)
+            dir.write("src/f" + std::to_string(f), "x");
+        dir.write("src/empty", "");
+        BOOST_REQUIRE(symlink("f1", (dir / "src/link").c_str()) == 0);
+        make_dir(dir, "src/emptydir");
+        each_entry_once(dir / "src");
+    }
+    {  // a few directories of files, one empty, and a file at the root
+        test::TempDir dir;
+        make_dir(dir, "src");
+        for (int d = 0; d < 3; ++d) {
+            make_dir(dir, "src/d" + std::to_string(d));
+            for (int f = 0; f < 3 + 10 * d; ++f)
+                dir.write("src/d" + std::to_string(d) + "/f" + std::to_string(f), "x");
+        }
+        make_dir(dir, "src/empty");
+        dir.write("src/top", "x");
+        each_entry_once(dir / "src");
+    }
+    {  // deeper than the cut goes: two directories a level, files and a symlink in each
+        test::TempDir dir;
+        make_dir(dir, "src");
+        std::vector<std::string> level{"src"};
+        for (int depth = 0; depth < 7; ++depth) {
+            std::vector<std::string> next;
+            for (const std::string& d : level) {
+                for (int f = 0; f < 3; ++f)
+                    dir.write(d + "/f" + std::to_string(f), "x");
+                BOOST_REQUIRE(symlink("f0", (dir / (d + "/l")).c_str()) == 0);
+                for (int sub = 0; depth < 6 && sub < 2; ++sub) {
+                    make_dir(dir, d + "/s" + std::to_string(sub));
+                    next.push_back(d + "/s" + std::to_string(sub));
+                }
+            }
+            level = std::move(next);
+        }
+        each_entry_once(dir / "src");
+    }
+    {  // cut below a/ (20 directories) with files at every level it went through
+        test::TempDir dir;
+        make_dir(dir, "src");
+        dir.write("src/r", "x");
+        make_dir(dir, "src/a");
+        make_dir(dir, "src/b");
+        for (int f = 0; f < 40; ++f)
+            dir.write("src/a/f" + std::to_string(f), "x");
+        for (int sub = 0; sub < 20; ++sub) {
+            make_dir(dir, "src/a/s" + std::to_string(sub));
+            dir.write("src/a/s" + std::to_string(sub) + "/x", "x");
+            make_dir(dir, "src/a/s" + std::to_string(sub) + "/y");
+        }
+        make_dir(dir, "src/b/emptydir");
+        dir.write("src/b/g", "x");
+        each_entry_once(dir / "src");
+    }
+}
+
 BOOST_AUTO_TEST_SUITE_END()

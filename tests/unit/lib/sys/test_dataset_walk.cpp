@@ -1,5 +1,6 @@
 #include <boost/test/unit_test.hpp>
 
+#include <atomic>
 #include <fcntl.h>
 #include <mutex>
 #include <set>
@@ -286,6 +287,36 @@ BOOST_AUTO_TEST_CASE(names_of_a_directory_replaced_since_its_listing_are_refused
     BOOST_REQUIRE(rename((dir / "class0").c_str(), (dir / "class1").c_str()) == 0);
     BOOST_TEST(test::error_of([&] { walk_names_of(dir, names, 2); }) ==
                "'" + dir.path() + "/class1' changed while being read");
+}
+
+BOOST_AUTO_TEST_CASE(names_of_many_directories_stay_within_the_descriptor_bound)
+{
+    // As a walk of the directories would (wide_directories_stay_within_
+    // the_descriptor_bound): each directory of the names is opened by the
+    // thread that stats them, not all of them up front.
+    test::TempDir dir;
+    make_wide_tree(dir, 40, 2);
+    std::vector<NamesIn> names;
+    for (int c = 0; c < 40; ++c) {
+        struct stat st {};
+        const std::string d = "class" + std::to_string(c);
+        BOOST_REQUIRE(stat((dir / d).c_str(), &st) == 0);
+        names.push_back(NamesIn{d, st.st_dev, st.st_ino, {"0.jpg", "1.jpg"}});
+    }
+    const std::string text = test::in_child([&] {
+        const rlimit limit{3 + 2 + 2 * 8 + 2, 3 + 2 + 2 * 8 + 2};
+        if (::setrlimit(RLIMIT_NOFILE, &limit) != 0)
+            return std::string("setrlimit failed");
+        const Fd fd(::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+        std::atomic<int> found{0};
+        try {
+            walk_names(fd.get(), dir.path(), names, 8, [&](const FoundEntry&) { ++found; });
+        } catch (const std::exception& e) {
+            return std::string(e.what());
+        }
+        return "entries=" + std::to_string(found.load());
+    });
+    BOOST_TEST(text == "entries=80");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
