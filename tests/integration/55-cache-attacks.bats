@@ -447,20 +447,23 @@ gc_stopped_after_asking() {
 # slow disk would hold it, until its bound ends it; and n1's eviction count
 # keeps changing, as other prologs evicting would, so that a prolog always
 # measures again under the lock.  Sets $holder.
-# Only n1's processes (its mount namespace): the other test cluster's
-# slurmstepd also runs as root with a user's effective uid at times, and one
-# stopped there never ends its job.
+# Only n1's processes (its mount namespace, that of its slurmd): the other
+# test cluster's slurmstepd also runs as root with a user's effective uid at
+# times, and one stopped there never ends its job.  One pgrep a look, no
+# command per process: a slower loop let a CI run's measuring finish first.
 hold_measuring() {
-    local uids n1_ns
+    local uids n1_ns n1_slurmd= pid
     uids=$(echo $*)
     n1_ns=$(on_node n1 readlink /proc/self/ns/mnt)
-    local n=0 pid
+    for pid in $(pgrep -x slurmd); do
+        [ "$(readlink "/proc/$pid/ns/mnt" 2>/dev/null)" = "$n1_ns" ] && n1_slurmd=$pid
+    done
+    [ -n "$n1_slurmd" ] || { echo "no slurmd of n1 found"; return 1; }
+    local n=0
     (
         while :; do
-            for pid in $(pgrep -U 0 -u "${uids// /,}"); do
-                [ "$(readlink "/proc/$pid/ns/mnt" 2>/dev/null)" = "$n1_ns" ] &&
-                    kill -STOP "$pid" 2>/dev/null
-            done
+            # shellcheck disable=SC2046  # pids, or none
+            kill -STOP $(pgrep --ns "$n1_slurmd" --nslist mnt -U 0 -u "${uids// /,}") 2>/dev/null || true
             n=$((n + 1))
             [ $((n % 20)) -ne 0 ] || printf e >>"$STATE/cache/n1/evictions"
         done
