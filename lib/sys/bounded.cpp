@@ -60,14 +60,24 @@ int keep_only(int result_pipe)
     return result_pipe;
 }
 
-// Runs work and sends its message: 'R' and the result, or 'E' and the error.
-[[noreturn]] void run_child(int out, const std::function<std::string()>& work)
+// What the child writes: any number of parts, each 'P', its length in
+// decimal and ':' before its bytes, then 'R' and the result or 'E' and the
+// error, to the end.
+constexpr char kPart = 'P';
+
+// Runs work and sends its message: its parts as it sends them, then 'R'
+// and the result, or 'E' and the error.
+[[noreturn]] void run_child(int out, const std::function<std::string(const SendPart&)>& work)
 {
     out = keep_only(out);
+    const SendPart send = [out](const std::string& part) {
+        if (!write_all(out, kPart + std::to_string(part.size()) + ":" + part))
+            ::_exit(1);  // the parent stopped reading: nothing more to say
+    };
     std::string message;
     int rc = 0;
     try {
-        message = "R" + work();
+        message = "R" + work(send);
     } catch (const std::exception& e) {
         message = std::string("E") + e.what();
         rc = 1;
@@ -106,9 +116,38 @@ bool read_until(int fd, Clock::time_point deadline, std::string& text)
         text.append(buf, static_cast<std::size_t>(n));
     }
 }
+
+// Splits the parts off the front of what the child wrote: whole ones go
+// to `parts`, a part cut off (the child killed while writing it) is
+// dropped; what follows the last whole part is returned.
+std::string take_parts(const std::string& text, std::vector<std::string>& parts)
+{
+    std::size_t at = 0;
+    while (at < text.size() && text[at] == kPart) {
+        const std::size_t colon = text.find(':', at);
+        if (colon == std::string::npos || colon == at + 1)
+            return "";
+        std::size_t length = 0;
+        for (std::size_t i = at + 1; i < colon; ++i) {
+            if (text[i] < '0' || text[i] > '9' || length > text.size())
+                return "";
+            length = length * 10 + static_cast<std::size_t>(text[i] - '0');
+        }
+        if (text.size() - colon - 1 < length)
+            return "";
+        parts.push_back(text.substr(colon + 1, length));
+        at = colon + 1 + length;
+    }
+    return text.substr(at);
+}
 }  // namespace
 
 BoundedOutcome run_bounded(double seconds, const std::function<std::string()>& work)
+{
+    return run_bounded_parts(seconds, [&work](const SendPart&) { return work(); });
+}
+
+BoundedOutcome run_bounded_parts(double seconds, const std::function<std::string(const SendPart& send)>& work)
 {
     BoundedOutcome outcome;
     int fds[2];
@@ -118,8 +157,17 @@ BoundedOutcome run_bounded(double seconds, const std::function<std::string()>& w
         return outcome;
     }
     Fd in(fds[0]), out(fds[1]);
-    const auto deadline =
-        Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+    // The whole call ends within `seconds`: the child is killed a reap's
+    // time before, so that a caller holding a lock (a prolog's node cache
+    // lock) keeps its own deadline.  A process stuck in an uninterruptible
+    // wait cannot be reaped at all: it is left to init.
+    const auto start = Clock::now();
+    const auto bound = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+    const auto reap = std::min<Clock::duration>(std::chrono::seconds(2), bound / 5);
+    const auto remaining = [end = start + bound] {
+        return std::max(std::chrono::milliseconds(1),
+                        std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now()));
+    };
     const pid_t pid = ::fork();
     if (pid < 0) {
         outcome.status = BoundedOutcome::Status::Failed;
@@ -132,17 +180,17 @@ BoundedOutcome run_bounded(double seconds, const std::function<std::string()>& w
     }
     out.reset();
     std::string text;
-    // A process stuck in an uninterruptible wait cannot be reaped: it is left to init.
-    constexpr auto kReapGrace = std::chrono::seconds(5);
-    if (!read_until(in.get(), deadline, text)) {
+    const bool ended_in_time = read_until(in.get(), start + bound - reap, text);
+    text = take_parts(text, outcome.parts);
+    if (!ended_in_time) {
         ::kill(pid, SIGKILL);
         outcome.status = BoundedOutcome::Status::TimedOut;
         outcome.problem = "did not finish within " + bound_text(seconds);
-        if (!wait_within(pid, kReapGrace))
+        if (!wait_within(pid, remaining()))
             outcome.problem += " and could not be stopped (pid " + std::to_string(pid) + ")";
         return outcome;
     }
-    const auto ended = wait_within(pid, kReapGrace);
+    const auto ended = wait_within(pid, remaining());
     // A result counts only from a child that ended as run_child ends it: one
     // killed while writing may have sent part of its answer.
     const bool exited_cleanly = ended && WIFEXITED(*ended) && WEXITSTATUS(*ended) == 0;

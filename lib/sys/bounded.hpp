@@ -18,6 +18,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace dlstage {
 
@@ -26,6 +27,9 @@ struct BoundedOutcome {
     Status status = Status::Done;
     std::string output;   // Done: what the work returned
     std::string problem;  // TimedOut / Failed: one line
+    // run_bounded_parts: the parts the work sent that arrived whole, in
+    // order, whatever the status (a part is sent once it is final).
+    std::vector<std::string> parts;
 };
 
 // Runs work() in a forked child and returns its result, or TimedOut after
@@ -37,5 +41,12 @@ struct BoundedOutcome {
 // must open what it uses itself: descriptors the caller opened are closed
 // in the child.
 BoundedOutcome run_bounded(double seconds, const std::function<std::string()>& work);
+
+// As run_bounded, but work() may send parts of its answer as it goes
+// (`send`), so that what it finished counts when its time runs out before
+// all of it does: root measuring a user's directory keeps the entries
+// measured whole.
+using SendPart = std::function<void(const std::string&)>;
+BoundedOutcome run_bounded_parts(double seconds, const std::function<std::string(const SendPart& send)>& work);
 
 }  // namespace dlstage
