@@ -52,6 +52,14 @@ bool in_use(const NodeCacheEntry& e, const SlurmJobs& jobs, const UseRecords& re
                        [&](const std::string& job) { return use_holds(job, jobs, records, settings); });
 }
 
+// Whether a running job of the entry's owner uses the tier here.
+bool owner_busy(const NodeCacheEntry& e, const SlurmJobs& jobs, const UseRecords& records,
+                const policy::GcSettings& settings)
+{
+    return std::any_of(e.owner_jobs.begin(), e.owner_jobs.end(),
+                       [&](const std::string& job) { return use_holds(job, jobs, records, settings); });
+}
+
 // Takes the node's cache lock into `lock`, or says why not (a problem).
 bool take_cache_lock(std::optional<CacheLock>& lock, const Tier& tier, const Config& config, const GcRequest& options,
                      GcOutcome& outcome)
@@ -127,13 +135,17 @@ GcOutcome gc_node_cache(const Tier& tier, const Config& config, const std::funct
     }
     tier_facts.max_bytes = tier.max_bytes.resolve(space.total_bytes);
     tier_facts.max_inodes = tier.max_inodes;
+    bool any_unmeasured = false;
     for (const NodeCacheEntry& e : found.entries) {
         // In dry-run, the use records of ended jobs are still there.
-        facts.push_back({entry_name(e), e.bytes, e.inodes, e.last_use, in_use(e, jobs, records, settings), true});
+        facts.push_back(
+            {entry_name(e), e.bytes, e.inodes, e.last_use, in_use(e, jobs, records, settings), true, e.measured});
         tier_facts.used_bytes += e.bytes;
         tier_facts.used_inodes += e.inodes;
+        any_unmeasured = any_unmeasured || !e.measured;
     }
     policy::cap_at_file_system_use(tier_facts, space);
+    policy::count_unmeasured(tier_facts, space, any_unmeasured);
     const policy::EvictionPlan plan = policy::plan_eviction(facts, tier_facts, tier.watermarks);
     std::optional<CacheLock> lock;
     if (!options.dry_run) {
@@ -155,10 +167,12 @@ GcOutcome gc_node_cache(const Tier& tier, const Config& config, const std::funct
         f.idle = e.last_use ? jobs.asked_at - e.last_use : 0;
         f.unfinished = !e.ready;
         f.moved_aside = e.aside;
+        f.measured = e.measured;
+        f.owner_busy = owner_busy(e, jobs, records, settings);
         f.age = jobs.asked_at - e.changed;
         const policy::Verdict verdict = policy::gc_may_remove(f, settings);
-        const std::string what =
-            "cache entry " + entry_name(e) + " (tier " + quoted(tier.name) + ", " + format_size(e.bytes) + ")";
+        const std::string what = "cache entry " + entry_name(e) + " (tier " + quoted(tier.name) + ", " +
+                                 (e.measured ? format_size(e.bytes) : std::string("size unknown")) + ")";
         if (!verdict.allowed) {
             ++outcome.kept;
             if (options.verbose)

@@ -48,6 +48,20 @@ std::string share_text(double share)
 {
     return std::to_string(static_cast<long long>(std::llround(share * 100))) + "%";
 }
+
+// "its file system holds 3.1 GiB no measured entry explains", for the kind
+// that is over: a tier that shares its file system can hold far more than
+// max_bytes that is no entry's, so no percentage of the tier.
+std::string unexplained(const CacheTierFacts& tier, const Usage& seen, double share)
+{
+    if (above(seen.bytes, tier.max_bytes, share))
+        return "its file system holds " + format_size(tier.unmeasured_bytes) +
+               " no measured entry explains, which takes the tier past " + share_text(share) + " of max_bytes (" +
+               format_size(*tier.max_bytes) + ")";
+    return "its file system holds " + std::to_string(tier.unmeasured_inodes) +
+           " inodes no measured entry explains, which takes the tier past " + share_text(share) + " of max_inodes (" +
+           std::to_string(tier.max_inodes.value_or(0)) + ")";
+}
 }  // namespace
 
 void cap_at_file_system_use(CacheTierFacts& tier, const TierSpace& space)
@@ -61,16 +75,32 @@ void cap_at_file_system_use(CacheTierFacts& tier, const TierSpace& space)
     cap(tier.used_inodes, space.total_inodes, space.free_inodes);
 }
 
+void count_unmeasured(CacheTierFacts& tier, const TierSpace& space, bool any_unmeasured)
+{
+    const auto beyond = [any_unmeasured](std::uint64_t used, const std::optional<std::uint64_t>& total,
+                                         const std::optional<std::uint64_t>& free) -> std::uint64_t {
+        if (!any_unmeasured || !total || !free || *total < *free || *total - *free < used)
+            return 0;
+        return *total - *free - used;
+    };
+    tier.unmeasured_bytes = beyond(tier.used_bytes, space.total_bytes, space.free_bytes);
+    tier.unmeasured_inodes = beyond(tier.used_inodes, space.total_inodes, space.free_inodes);
+}
+
 EvictionPlan plan_eviction(const std::vector<CacheEntryFacts>& entries, const CacheTierFacts& tier,
                            const Watermarks& marks, const Incoming& incoming)
 {
     EvictionPlan plan;
     Usage usage{tier.used_bytes + incoming.bytes, tier.used_inodes + incoming.inodes};
-    if (!above(usage, tier, marks.high)) {
+    const Usage seen{usage.bytes + tier.unmeasured_bytes, usage.inodes + tier.unmeasured_inodes};
+    if (!above(seen, tier, marks.high)) {
         plan.fits = Verdict::allow("below the high watermark (" + share_text(marks.high) + ")");
         return plan;
     }
-    const std::string before = pressure(usage, tier, marks.high);
+    // Measured entries go only while the measured usage is over the mark:
+    // bytes nobody measured cost only the entries nobody measured.
+    const bool measured_over = above(usage, tier, marks.high);
+    const std::string before = pressure(measured_over ? usage : seen, tier, marks.high);
     std::vector<std::size_t> order(entries.size());
     std::iota(order.begin(), order.end(), 0);
     // Least recently used first; equal times by name, so that every node
@@ -81,10 +111,10 @@ EvictionPlan plan_eviction(const std::vector<CacheEntryFacts>& entries, const Ca
         return entries[a].name < entries[b].name;
     });
     for (const std::size_t i : order) {
-        if (!above(usage, tier, marks.low))
+        if (!measured_over || !above(usage, tier, marks.low))
             break;
         const CacheEntryFacts& entry = entries[i];
-        if (entry.in_use)
+        if (entry.in_use || !entry.measured)
             continue;
         usage.bytes -= std::min(usage.bytes, entry.bytes);
         usage.inodes -= std::min(usage.inodes, entry.inodes);
@@ -92,6 +122,18 @@ EvictionPlan plan_eviction(const std::vector<CacheEntryFacts>& entries, const Ca
         plan.why.push_back("evict " + entry.name + " (" + format_size(entry.bytes) + ", " +
                            std::to_string(entry.inodes) + " inodes, last used " + day_text(entry.last_use) +
                            "): the tier was at " + before + ", above the high watermark " + share_text(marks.high));
+    }
+    // Then every entry nobody could measure that no job uses: what each
+    // gives back is unknown.  Last in the plan, so that the room the job
+    // needs, which the measured ones give, is made first.
+    for (const std::size_t i : order) {
+        const CacheEntryFacts& entry = entries[i];
+        if (entry.measured || entry.in_use)
+            continue;
+        plan.evict.push_back(i);
+        plan.why.push_back("evict " + entry.name + " (not measured in time, its size unknown, " +
+                           (entry.last_use ? "last used " + day_text(entry.last_use) : std::string("no recorded use")) +
+                           "): " + unexplained(tier, seen, marks.high));
     }
     if (!above(usage, tier, 1.0)) {
         plan.fits = Verdict::allow(plan.evict.empty() ? "above the high watermark, but every entry is in use"

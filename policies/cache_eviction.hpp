@@ -27,6 +27,7 @@ struct CacheEntryFacts {
     std::int64_t last_use = 0;  // seconds; from a record root keeps, never the user's own
     bool in_use = false;        // a job running on this node uses it
     bool shown = true;          // its name may be in a refusal (the job's own user's, or gc's)
+    bool measured = true;       // false: not measured in time, its size unknown (bytes, inodes 0)
 };
 
 // A tier on one node: what is used, and the limits (max_bytes and
@@ -36,6 +37,11 @@ struct CacheTierFacts {
     std::uint64_t used_inodes = 0;
     std::optional<std::uint64_t> max_bytes;
     std::optional<std::uint64_t> max_inodes;
+    // While an entry is not measured: what the file system says is used
+    // beyond the measured entries (count_unmeasured), somewhere in which
+    // its bytes are.
+    std::uint64_t unmeasured_bytes = 0;
+    std::uint64_t unmeasured_inodes = 0;
 };
 
 // The tier's high_watermark and low_watermark (config/config).
@@ -64,6 +70,18 @@ struct EvictionPlan {
 // otherwise, must not make room at other users' cost).
 void cap_at_file_system_use(CacheTierFacts& tier, const TierSpace& space);
 
+// An entry not measured in time (a user's directory too slow to measure
+// in the prolog's share, or one held from being measured) still holds its
+// bytes: while there is one, what the file system says is used beyond the
+// measured entries counts as theirs.  Call after cap_at_file_system_use.
+void count_unmeasured(CacheTierFacts& tier, const TierSpace& space, bool any_unmeasured);
+
+// Over the high watermark with that counted, the entries not measured that
+// no running job uses go first (nobody can say how much each gives back,
+// and none may hold bytes past eviction for being slow to measure), then
+// the measured ones, least recently used first, until the measured usage is
+// below the low watermark.  Whether the job fits is judged on the measured
+// usage: bytes of an unmeasured entry in use are not guessed at.
 EvictionPlan plan_eviction(const std::vector<CacheEntryFacts>& entries, const CacheTierFacts& tier,
                            const Watermarks& marks, const Incoming& incoming = {});
 

@@ -28,17 +28,21 @@ Verdict cache_entry(const GcFacts& f, const GcSettings& s)
     if (f.moved_aside)
         return Verdict::allow("a prolog moved it aside as untrusted (it held a mount, or another uid's); no job "
                               "can use it");
-    // Half-written data no job will finish (a job staging it uses it): the
-    // next job of its user stages it anew anyway.  Within the grace, a
-    // stager may be at work on it whose use Slurm's answer missed.
-    if (f.unfinished && f.age <= s.grace)
-        return Verdict::refuse("no ready record, but changed " + age_text(f.age) + " ago, within the grace period of " +
-                               age_text(s.grace) + " (gc_grace)");
-    if (f.unfinished)
-        return Verdict::allow("a staging that did not finish left it (no ready record)");
+    if (f.over_watermark && !f.measured)
+        return Verdict::allow("not measured in time (its size unknown), and the tier's file system says it is over "
+                              "its high watermark");
     if (f.over_watermark)
         return Verdict::allow("the tier is over its high watermark and this entry was used least recently (" +
                               age_text(f.idle) + " ago)");
+    // Half-written data no job will finish: the next job of its user stages
+    // it anew anyway.  Whether a stager may be at it is root's knowledge
+    // (its owner's jobs here), never the entry's times, which its owner
+    // could keep fresh.
+    if (f.unfinished && f.owner_busy)
+        return Verdict::refuse("no ready record, but a job of its owner on this node may be staging it");
+    if (f.unfinished)
+        return Verdict::allow("a staging that did not finish left it (no ready record), and no job of its owner "
+                              "runs here");
     const std::int64_t limit = std::int64_t{s.cache_idle_days} * 86400;
     if (s.cache_idle_days > 0 && f.idle > limit)
         return Verdict::allow("unused for " + age_text(f.idle) + " (more than " + std::to_string(s.cache_idle_days) +

@@ -57,7 +57,13 @@ struct GcFacts {
     std::int64_t idle = 0;        // seconds since a job last used it
     bool unfinished = false;      // no ready record: a staging that did not finish left it
     bool moved_aside = false;     // a user's cache directory a prolog moved aside as untrusted
-    // (age, above: from the newest change of anything in the entry)
+    bool measured = true;         // false: not measured in time, its size unknown
+    // A running job of the entry's owner uses this tier on the node, by
+    // root's records and Slurm (cache_use_holds): its stager may be writing
+    // an unfinished entry.
+    bool owner_busy = false;
+    // (age, above: for an aside, from when it was moved, as its name says;
+    // else from the newest change of anything in the entry)
 };
 
 struct GcSettings {

@@ -340,13 +340,16 @@ void make_room(const Tier& tier, const std::vector<StageItem>& items, const Scri
     policy::CacheTierFacts tier_facts;
     tier_facts.max_bytes = max_bytes;
     tier_facts.max_inodes = max_inodes;
+    bool any_unmeasured = false;
     for (const NodeCacheEntry& entry : found.entries) {
         facts.push_back({entry_name(entry), entry.bytes, entry.inodes, entry.last_use, !entry.jobs.empty(),
-                         entry.uid == start.job.uid});
+                         entry.uid == start.job.uid, entry.measured});
         tier_facts.used_bytes += entry.bytes;
         tier_facts.used_inodes += entry.inodes;
+        any_unmeasured = any_unmeasured || !entry.measured;
     }
     policy::cap_at_file_system_use(tier_facts, space);
+    policy::count_unmeasured(tier_facts, space, any_unmeasured);
     const policy::EvictionPlan plan = policy::plan_eviction(facts, tier_facts, tier.watermarks,
                                                             incoming_to(tier, items, start, sizes, found.entries));
     for (std::size_t i = 0; i < plan.evict.size(); ++i) {

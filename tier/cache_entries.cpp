@@ -4,6 +4,8 @@
 #include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <cstdio>
+#include <ctime>
 #include <fcntl.h>
 #include <functional>
 #include <grp.h>
@@ -184,6 +186,8 @@ std::string entry_name(const NodeCacheEntry& entry)
 {
     if (entry.aside)  // its name holds the user's already
         return printable(entry.dataset) + " (moved aside)";
+    if (entry.unlisted)
+        return printable(entry.user) + "'s cache directory (not listed in time)";
     return printable(entry.user + "/" + entry.dataset);  // a name may hold a newline
 }
 
@@ -265,6 +269,32 @@ std::string encode_sums(const std::map<std::string, Sum>& sums)
     return out;
 }
 
+// The measuring child's first part: the datasets it is about to measure,
+// each ended by a NUL; then one part of encode_sums per dataset measured.
+std::string encode_names(const std::vector<std::string>& names)
+{
+    std::string out;
+    for (const std::string& name : names)
+        out.append(name).push_back('\0');
+    return out;
+}
+
+// The NUL-ended fields of what the child sent; throws Error naming `what`
+// (the listing, the measurement) on a field cut off.
+std::vector<std::string> nul_ended_fields(const std::string& text, const std::string& what)
+{
+    std::vector<std::string> fields;
+    std::size_t at = 0;
+    while (at < text.size()) {
+        const std::size_t nul = text.find('\0', at);
+        if (nul == std::string::npos)
+            throw Error(what + " ends in the middle of a field");
+        fields.push_back(text.substr(at, nul - at));
+        at = nul + 1;
+    }
+    return fields;
+}
+
 bool parse_count(const std::string& text, std::uint64_t& value)
 {
     const char* end = text.data() + text.size();
@@ -275,15 +305,7 @@ bool parse_count(const std::string& text, std::uint64_t& value)
 // Throws Error on anything but what encode_sums writes.
 std::vector<NodeCacheEntry> decode_sums(const std::string& text, const NodeCacheEntry& owner)
 {
-    std::vector<std::string> fields;
-    std::size_t at = 0;
-    while (at < text.size()) {
-        const std::size_t nul = text.find('\0', at);
-        if (nul == std::string::npos)
-            throw Error("the measurement ends in the middle of a field");
-        fields.push_back(text.substr(at, nul - at));
-        at = nul + 1;
-    }
+    const std::vector<std::string> fields = nul_ended_fields(text, "the measurement");
     if (fields.size() % kSumFields != 0)
         throw Error("the measurement has " + std::to_string(fields.size()) + " fields, not a multiple of " +
                     std::to_string(kSumFields));
@@ -323,11 +345,13 @@ struct Tally {
 // In the child, as the aside's owner: all of a directory a prolog moved
 // aside (`name` in the cache parent), as one entry.  Reached as root's
 // code reaches a directory it only looks into: it may be 0755 by now.
-std::string measure_aside(const std::string& root, const std::string& name, const std::string& shown)
+std::string measure_aside(const std::string& root, const std::string& name, const std::string& shown,
+                          const SendPart& send)
 {
     OpenResult opened = look_into_dir(root, shown);
     if (!opened.problem.empty() || !opened.dir.valid())
         throw Error(opened.problem.empty() ? shown + ": gone" : opened.problem);
+    send(encode_names({name}));
     const Fd& dir = opened.dir;
     struct stat st {};
     if (::fstat(dir.get(), &st) != 0)
@@ -346,51 +370,67 @@ std::string measure_aside(const std::string& root, const std::string& name, cons
     } catch (const Error&) {
         // A part the owner cannot read: what was counted stays.
     }
-    return encode_sums({{name, sum}});
+    send(encode_sums({{name, sum}}));
+    return "";
 }
 
-// In the child, as the user: the sums of the entries of `dir`, leaving out
-// every name of a dataset in `skipped` (one of its names holds a mount).
-std::string measure_user_dir(const std::string& root, const std::string& dir, const std::set<std::string>& skipped)
+// In the child, as the user: the entries of `dir`, leaving out every name
+// of a dataset in `skipped` (one of its names holds a mount).  All names
+// are listed first and sent as one part, then each dataset is measured
+// whole and sent as it is done: when the time runs out, what was measured
+// counts, and what was listed is known to be there.
+std::string measure_user_dir(const std::string& root, const std::string& dir, const std::set<std::string>& skipped,
+                             const SendPart& send)
 {
     OpenResult opened = open_job_dir(root, dir);
     if (!opened.problem.empty())
         throw Error(opened.problem);
-    std::map<std::string, Sum> sums;
-    Tally tally;
-    const auto add = [&tally](Sum& sum, const struct stat& st) { return tally.add(sum, st); };
-    const Fd reading = reopen_for_reading(opened.dir);
-    DirStream stream(reading.get());
-    while (const dirent* e = stream.valid() ? stream.next() : nullptr) {
-        const std::string name = e->d_name;
-        const std::string dataset = dataset_of(name);
-        if (dataset.empty() || skipped.count(dataset))
-            continue;
-        struct stat st {};
-        if (::fstatat(opened.dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
-            continue;
-        Sum& sum = sums[dataset];
-        if (name == kReadyPrefix + dataset + kRecordSuffix)
-            sum.ready = true;
-        if (!add(sum, st) || !S_ISDIR(st.st_mode))
-            continue;
-        Fd sub(::openat(opened.dir.get(), name.c_str(), kDirFlags));
-        if (!sub.valid())
-            continue;
-        std::mutex mutex;
-        const bool copy = name == dataset;
-        try {
-            walk_tree(sub.get(), dir + "/" + name, 4, [&](const FoundEntry& found) {
-                const std::lock_guard<std::mutex> lock(mutex);
-                if (add(sum, found.st) && copy && S_ISREG(found.st.st_mode))
-                    sum.files += 1;
-            });
-        } catch (const Error&) {
-            // A part the owner cannot read (chmod 000): what was counted
-            // stays, so that hiding a part does not hide the entry.
+    std::map<std::string, std::vector<std::string>> names_of;
+    {
+        const Fd reading = reopen_for_reading(opened.dir);
+        DirStream stream(reading.get());
+        while (const dirent* e = stream.valid() ? stream.next() : nullptr) {
+            const std::string name = e->d_name;
+            const std::string dataset = dataset_of(name);
+            if (!dataset.empty() && !skipped.count(dataset))
+                names_of[dataset].push_back(name);
         }
     }
-    return encode_sums(sums);
+    std::vector<std::string> datasets;
+    for (const auto& [dataset, names] : names_of)
+        datasets.push_back(dataset);
+    send(encode_names(datasets));
+    Tally tally;
+    const auto add = [&tally](Sum& sum, const struct stat& st) { return tally.add(sum, st); };
+    for (const auto& [dataset, names] : names_of) {
+        Sum sum;
+        for (const std::string& name : names) {
+            struct stat st {};
+            if (::fstatat(opened.dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+                continue;
+            if (name == kReadyPrefix + dataset + kRecordSuffix)
+                sum.ready = true;
+            if (!add(sum, st) || !S_ISDIR(st.st_mode))
+                continue;
+            Fd sub(::openat(opened.dir.get(), name.c_str(), kDirFlags));
+            if (!sub.valid())
+                continue;
+            std::mutex mutex;
+            const bool copy = name == dataset;
+            try {
+                walk_tree(sub.get(), dir + "/" + name, 4, [&, &sum = sum](const FoundEntry& found) {
+                    const std::lock_guard<std::mutex> lock(mutex);
+                    if (add(sum, found.st) && copy && S_ISREG(found.st.st_mode))
+                        sum.files += 1;
+                });
+            } catch (const Error&) {
+                // A part the owner cannot read (chmod 000): what was counted
+                // stays, so that hiding a part does not hide the entry.
+            }
+        }
+        send(encode_sums({{dataset, sum}}));
+    }
+    return "";
 }
 
 // The users with a directory below <root>/.cache: names only, read as
@@ -489,8 +529,9 @@ void add_root_records(std::vector<NodeCacheEntry>& entries, const Tier& tier, co
     OpenResult last = open_trusted_dir(state_dir, base + "/last-use", false);
     for (NodeCacheEntry& entry : entries) {
         struct stat st {};
-        if (last.dir.valid() && ::fstatat(last.dir.get(), last_use_name(tier.name, entry.uid, entry.dataset).c_str(),
-                                          &st, AT_SYMLINK_NOFOLLOW) == 0)
+        if (!entry.unlisted && last.dir.valid() &&
+            ::fstatat(last.dir.get(), last_use_name(tier.name, entry.uid, entry.dataset).c_str(), &st,
+                      AT_SYMLINK_NOFOLLOW) == 0)
             entry.last_use = static_cast<std::int64_t>(st.st_mtim.tv_sec);
     }
     for (const auto& [job, written] : cache_use_records(state_dir, node)) {
@@ -509,9 +550,15 @@ void add_root_records(std::vector<NodeCacheEntry>& entries, const Tier& tier, co
                 continue;
             const auto uid = (*use)["uid"].value<std::int64_t>();
             const std::string dataset = (*use)["dataset"].value_or(std::string());
-            for (NodeCacheEntry& entry : entries)
-                if (uid && static_cast<uid_t>(*uid) == entry.uid && entry.dataset == dataset)
+            for (NodeCacheEntry& entry : entries) {
+                if (!uid || static_cast<uid_t>(*uid) != entry.uid || entry.aside)
+                    continue;
+                if (entry.dataset == dataset && !entry.unlisted)
                     entry.jobs.push_back(job);
+                if (entry.owner_jobs.empty() || entry.owner_jobs.back() != job)
+                    entry.owner_jobs.push_back(job);
+                entry.owner_datasets.insert(dataset);
+            }
         }
     }
 }
@@ -536,32 +583,76 @@ struct MeasureBudget {
     }
 };
 
-// Runs `measure` in a child acting as `owner`, bounded by what is left of
-// the budget, and adds the entries it reports to `found`; what cannot be
-// measured is a problem and its entries are left out.
-void measure_as_owner(const NodeCacheEntry& owner, const std::string& dir, MeasureBudget& budget,
-                      const std::function<std::string()>& measure, FoundCacheEntries& found)
+// The entries a measuring child sent before it ended: each dataset of its
+// listing, measured or not; `unlisted` when no listing came.
+std::vector<NodeCacheEntry> entries_sent(const std::vector<std::string>& parts, const NodeCacheEntry& owner,
+                                         const NodeCacheEntry& unlisted)
 {
+    if (parts.empty())
+        return {unlisted};
+    std::map<std::string, NodeCacheEntry> by_dataset;
+    for (std::size_t i = 1; i < parts.size(); ++i)
+        for (NodeCacheEntry& entry : decode_sums(parts[i], owner))
+            by_dataset[entry.dataset] = std::move(entry);
+    std::vector<NodeCacheEntry> entries;
+    for (const std::string& dataset : nul_ended_fields(parts.front(), "the listing")) {
+        const auto measured = by_dataset.find(dataset);
+        if (measured != by_dataset.end()) {
+            entries.push_back(measured->second);
+            continue;
+        }
+        NodeCacheEntry entry = owner;
+        entry.dataset = dataset;
+        entry.measured = false;
+        entries.push_back(std::move(entry));
+    }
+    return entries;
+}
+
+// Runs `measure` in a child acting as `owner`, bounded by what is left of
+// the budget, and adds the entries it sent to `found`: what it had no time
+// to measure is an entry of unknown size (`unlisted` when it listed
+// nothing), and a problem.
+void measure_as_owner(const NodeCacheEntry& owner, const NodeCacheEntry& unlisted, const std::string& dir,
+                      MeasureBudget& budget, const std::function<std::string(const SendPart&)>& measure,
+                      FoundCacheEntries& found)
+{
+    constexpr const char* kUnknown = "; what it did not measure counts as unknown, evicted first";
     const double seconds = budget.next_share();
     if (seconds < 0.5) {
         found.problems.push_back(dir + ": not measured: the " + std::to_string(static_cast<long long>(budget.total)) +
-                                 " s" + " for measuring the node cache are up; its entries are left out");
+                                 " s" + " for measuring the node cache are up" + kUnknown);
+        found.entries.push_back(unlisted);
         return;
     }
-    const BoundedOutcome outcome = run_bounded(seconds, [&] {
+    const BoundedOutcome outcome = run_bounded_parts(seconds, [&](const SendPart& send) {
         act_as(owner.uid, owner.gid);
-        return measure();
+        return measure(send);
     });
-    if (outcome.status != BoundedOutcome::Status::Done) {
-        found.problems.push_back(dir + ": " + outcome.problem);
-        return;
-    }
+    if (outcome.status != BoundedOutcome::Status::Done)
+        found.problems.push_back(dir + ": " + outcome.problem + kUnknown);
     try {
-        for (NodeCacheEntry& entry : decode_sums(outcome.output, owner))
+        for (NodeCacheEntry& entry : entries_sent(outcome.parts, owner, unlisted))
             found.entries.push_back(std::move(entry));
     } catch (const Error& e) {
-        found.problems.push_back(dir + ": " + e.what() + "; its entries are left out");
+        found.problems.push_back(dir + ": " + e.what() + kUnknown);
+        found.entries.push_back(unlisted);
     }
+}
+
+// When NAME.untrusted-YYYYMMDDTHHMMSSZ-PID was moved aside (epoch
+// seconds); 0 when its name does not say.
+std::int64_t moved_aside_at(const std::string& name)
+{
+    const std::string mark = ".untrusted-";
+    const std::size_t at = name.rfind(mark);
+    if (at == std::string::npos || name.size() < at + mark.size() + 16)
+        return 0;
+    struct tm t {};
+    const std::string stamp = name.substr(at + mark.size(), 16);
+    if (!::strptime(stamp.c_str(), "%Y%m%dT%H%M%SZ", &t))
+        return 0;
+    return static_cast<std::int64_t>(::timegm(&t));
 }
 
 // A directory a prolog moved aside in the cache parent (a user's cache
@@ -604,8 +695,17 @@ void measure_aside_entry(const Tier& tier, const CacheUsers& users, const MountT
     owner.gid = pw ? pw->pw_gid : st.gid;
     owner.user = pw ? pw->pw_name : "uid " + std::to_string(st.uid);
     owner.aside = true;
+    NodeCacheEntry unmeasured = owner;
+    unmeasured.dataset = name;
+    unmeasured.measured = false;
+    const std::size_t before = found.entries.size();
     measure_as_owner(
-        owner, dir, budget, [&] { return measure_aside(tier.path.root(), name, dir); }, found);
+        owner, unmeasured, dir, budget,
+        [&](const SendPart& send) { return measure_aside(tier.path.root(), name, dir, send); }, found);
+    // Its age is how long ago it was moved, which root wrote in its name:
+    // not the newest ctime in it, which its owner could keep fresh.
+    for (std::size_t i = before; i < found.entries.size(); ++i)
+        found.entries[i].changed = moved_aside_at(name);
 }
 }  // namespace
 
@@ -650,8 +750,12 @@ FoundCacheEntries find_cache_entries(const Tier& tier, const std::string& state_
         for (const auto& [dataset, why] : mounted.datasets)
             found.problems.push_back(why);
         const std::set<std::string> skipped = mounted.names();
+        NodeCacheEntry unlisted = owner;
+        unlisted.measured = false;
+        unlisted.unlisted = true;
         measure_as_owner(
-            owner, dir, budget, [&] { return measure_user_dir(tier.path.root(), dir, skipped); }, found);
+            owner, unlisted, dir, budget,
+            [&](const SendPart& send) { return measure_user_dir(tier.path.root(), dir, skipped, send); }, found);
     }
     if (::geteuid() == 0)  // asides are root's to look at (and detach mounts in)
         for (const std::string& name : users.asides)
@@ -703,12 +807,87 @@ std::string evict_aside(const Tier& tier, const NodeCacheEntry& entry, double se
     });
     return outcome.status == BoundedOutcome::Status::Done ? "" : outcome.problem;
 }
+
+// A user's directory that could not be listed in time: everything in it
+// goes, as its owner, but the datasets their jobs here use and those a
+// mount is in; ready records first, so that no job looking meanwhile takes
+// a copy being removed for a whole one.  What is left when the time is up
+// goes next time.
+// When its owner has no job here, the directory is first renamed aside in
+// root's cache parent (no listing needed, however many names it holds) and
+// removed from there as its time allows: an aside goes on being evicted
+// first until it is gone.
+std::string evict_unlisted(const Tier& tier, const NodeCacheEntry& entry, double seconds)
+{
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    const std::string dir = cache_dir_of(tier, entry.user);
+    std::set<std::string> kept = entry.owner_datasets;
+    {
+        std::vector<std::string> problems;
+        const CacheUsers users = cache_users(tier, problems);
+        if (users.real_parent.empty())
+            return problems.empty() ? dir + ": not found" : problems.front();
+        try {
+            const MountsInCache mounted = mounts_in(MountTable::current(), users.real_parent + "/" + entry.user, dir);
+            if (mounted.whole)
+                return *mounted.whole;
+            for (const auto& [dataset, why] : mounted.datasets)
+                kept.insert(dataset);
+        } catch (const Error& e) {
+            return std::string(e.what()) + ": not evicted (a mount in it could hang the removal)";
+        }
+        if (kept.empty()) {
+            NodeCacheEntry aside = entry;
+            aside.unlisted = false;
+            aside.aside = true;
+            aside.dataset =
+                entry.user + ".untrusted-" + utc_stamp(std::time(nullptr)) + "-" + std::to_string(::getpid());
+            if (::renameat2(users.parent.get(), entry.user.c_str(), users.parent.get(), aside.dataset.c_str(),
+                            RENAME_NOREPLACE) != 0)
+                return cannot("move aside", dir, errno);
+            const double left = std::chrono::duration<double>(until - std::chrono::steady_clock::now()).count();
+            return left < 0.5 ? "" : evict_aside(tier, aside, left);
+        }
+    }
+    const BoundedOutcome outcome = run_bounded(seconds, [&] {
+        act_as(entry.uid, entry.gid);
+        OpenResult opened = open_job_dir(tier.path.root(), dir);
+        if (!opened.problem.empty())
+            throw Error(opened.problem);
+        std::vector<std::string> records, others;
+        {
+            const Fd reading = reopen_for_reading(opened.dir);
+            DirStream stream(reading.get());
+            while (const dirent* e = stream.valid() ? stream.next() : nullptr) {
+                const std::string name = e->d_name;
+                const std::string dataset = dataset_of(name);
+                if (dataset.empty() || kept.count(dataset))
+                    continue;
+                (name == kReadyPrefix + dataset + kRecordSuffix ? records : others).push_back(name);
+            }
+        }
+        for (const std::vector<std::string>* names : {&records, &others})
+            for (const std::string& name : *names) {
+                if (::unlinkat(opened.dir.get(), name.c_str(), 0) == 0 || errno == ENOENT)
+                    continue;
+                if (errno != EISDIR)
+                    throw_cannot("remove", dir + "/" + name, errno);
+                const RemoveResult removed = remove_tree_at(opened.dir.get(), name, dir);
+                if (!removed.ok())
+                    throw Error(removed.problems.front());
+            }
+        return std::string();
+    });
+    return outcome.status == BoundedOutcome::Status::Done ? "" : outcome.problem;
+}
 }  // namespace
 
 std::string evict_cache_entry(const Tier& tier, const NodeCacheEntry& entry, double seconds)
 {
     if (entry.aside)
         return evict_aside(tier, entry, seconds);
+    if (entry.unlisted)
+        return evict_unlisted(tier, entry, seconds);
     const std::string dir = cache_dir_of(tier, entry.user);
     // A mount made since the entry was measured: left alone as well.
     if (std::string why = mounted_in_the_way(tier, entry.user, dir, &entry.dataset); !why.empty())
@@ -747,6 +926,8 @@ void refresh_cache_uses(std::vector<NodeCacheEntry>& entries, const Tier& tier, 
 {
     for (NodeCacheEntry& entry : entries) {
         entry.jobs.clear();
+        entry.owner_jobs.clear();
+        entry.owner_datasets.clear();
         entry.last_use = 0;
     }
     add_root_records(entries, tier, state_dir, node);

@@ -27,6 +27,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <sys/types.h>
 #include <vector>
@@ -89,8 +90,20 @@ struct NodeCacheEntry {
     // STAMP: it held a mount, or another uid's): `dataset` is that name, the
     // whole of it one entry of its owner's that no job uses.
     bool aside = false;
+    // Not measured in time (bytes, inodes and files 0, ready true: unknown):
+    // a dataset the listing named whose turn did not come, or, `unlisted`,
+    // all of a user's directory that could not even be listed (`dataset`
+    // empty).  Counted by what the tier's file system says is used, and
+    // evicted first (policies/cache_eviction).
+    bool measured = true;
+    bool unlisted = false;
     std::int64_t last_use = 0;      // root's record; 0: none
     std::vector<std::string> jobs;  // jobs on this node that use it, by root's records
+    // Jobs on this node that use any entry of its owner's in this tier, by
+    // root's records: one of them may be staging it (gc's rule for an
+    // unfinished entry); for an unlisted entry, the datasets they use stay.
+    std::vector<std::string> owner_jobs;
+    std::set<std::string> owner_datasets;
 };
 
 struct FoundCacheEntries {
@@ -101,8 +114,11 @@ struct FoundCacheEntries {
 // The entries of `tier` (a cache tier) on this node.  Every user's directory
 // below <tier root>/.cache is measured as that user (root only; another
 // caller measures only their own), each within `each_seconds` and all of
-// them within `total_seconds`: a directory whose turn comes when the time
-// is up is a problem, its entries left out (neither counted nor evicted).
+// them within `total_seconds`.  What is not measured in time is still an
+// entry, `measured` false: the datasets the child listed but had no time to
+// measure, or the whole directory (`unlisted`) when it could not list it
+// or its turn came when the time was up; each such directory is a problem
+// too.  No byte in the tier escapes eviction for being slow to measure.
 FoundCacheEntries find_cache_entries(const Tier& tier, const std::string& state_dir, const std::string& node,
                                      double each_seconds, double total_seconds);
 
@@ -123,7 +139,9 @@ void refresh_cache_uses(std::vector<NodeCacheEntry>& entries, const Tier& tier, 
 
 // Removes the entry, as its owner, within `seconds`: the record first (a
 // job looking meanwhile sees no copy, never half of one), then the list of
-// contents and the copy.  Returns the problem, or "".
+// contents and the copy.  An unlisted entry: every name in its user's
+// directory but those of `owner_datasets` (and of a dataset a mount is
+// in), ready records first.  Returns the problem, or "".
 std::string evict_cache_entry(const Tier& tier, const NodeCacheEntry& entry, double seconds);
 
 // What a job's dataset brings to a cache, as root may believe it: the

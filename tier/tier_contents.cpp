@@ -74,7 +74,8 @@ std::vector<CacheEntry> cache_entries(const Tier& tier, const std::string& state
         return entries;
     for (const NodeCacheEntry& e :
          find_cache_entries(tier, state_dir, node, kCacheLookSeconds, 3 * kCacheLookSeconds).entries)
-        entries.push_back({e.dataset, e.bytes, e.files, e.last_use, {e.user}, e.jobs});
+        if (e.measured)  // status lists what it measured
+            entries.push_back({e.dataset, e.bytes, e.files, e.last_use, {e.user}, e.jobs});
     return entries;
 }
 

@@ -441,6 +441,17 @@ gc_stopped_after_asking() {
     assert_healthy
 }
 
+# n1_slurmd_pid: the pid of n1's slurmd (in n1's mount namespace, seen
+# from the host), whose namespace pgrep --ns picks n1's processes by.
+n1_slurmd_pid() {
+    local n1_ns pid
+    n1_ns=$(on_node n1 readlink /proc/self/ns/mnt)
+    for pid in $(pgrep -x slurmd); do
+        [ "$(readlink "/proc/$pid/ns/mnt" 2>/dev/null)" != "$n1_ns" ] || { echo "$pid"; return 0; }
+    done
+    return 1
+}
+
 # hold_measuring UID...: in the background, every measuring child on n1
 # acting for one of UIDs (root's real uid, the user's effective one: act_as)
 # is stopped as soon as it appears, as a directory of millions of files or a
@@ -452,13 +463,9 @@ gc_stopped_after_asking() {
 # times, and one stopped there never ends its job.  One pgrep a look, no
 # command per process: a slower loop let a CI run's measuring finish first.
 hold_measuring() {
-    local uids n1_ns n1_slurmd= pid
+    local uids n1_slurmd
     uids=$(echo $*)
-    n1_ns=$(on_node n1 readlink /proc/self/ns/mnt)
-    for pid in $(pgrep -x slurmd); do
-        [ "$(readlink "/proc/$pid/ns/mnt" 2>/dev/null)" = "$n1_ns" ] && n1_slurmd=$pid
-    done
-    [ -n "$n1_slurmd" ] || { echo "no slurmd of n1 found"; return 1; }
+    n1_slurmd=$(n1_slurmd_pid) || { echo "no slurmd of n1 found"; return 1; }
     local n=0
     (
         while :; do
@@ -505,7 +512,7 @@ hold_measuring() {
     ! grep -F "job $job on n1: the prolog " "$LOG_N1" || false
     grep -F "job $job on n1: stage-data=lru1 prepared" "$LOG_N1"
     # Each attacker's directory got its share of those 3 s, or none left.
-    grep -E "job $job on n1: node cache 'cache': /local/dlcache/.cache/dlstest[245]: (did not finish within [0-9.]+ s|not measured: the [0-9]+ s for measuring the node cache are up; its entries are left out)" "$LOG_N1"
+    grep -E "job $job on n1: node cache 'cache': /local/dlcache/.cache/dlstest[245]: (did not finish within [0-9.]+ s|not measured: the [0-9]+ s for measuring the node cache are up; what it did not measure counts as unknown, evicted first)" "$LOG_N1"
     on_node n1 test -d "$(cache_of "$VCLUSTER_USER")/lru1"
     [ "$took" -lt 12 ]
     assert_healthy
@@ -532,5 +539,106 @@ hold_measuring() {
     used=$(on_node n1 du -s --block-size=1 /local/dlcache/.cache | cut -f1)
     [ "$used" -le $((48 * 1048576 * 9 / 10)) ] || { echo "cache holds $used bytes"; false; }
     on_node n1 test -d "$(cache_of "$VCLUSTER_USER")/lru3"
+    assert_healthy
+}
+
+# hold_first_measuring UID: hold_measuring, for the first child on n1 acting
+# for UID only: it is stopped as soon as it appears (in a prolog, the one
+# measuring UID's cache directory), until its bound ends it; then nothing
+# more is stopped, so that a later child acting for UID (evicting one of
+# their entries) runs as it would.  n1's eviction count is left alone: the
+# prolog measures once.  Sets $holder (it exits once it stopped one).
+hold_first_measuring() {
+    local n1_slurmd
+    n1_slurmd=$(n1_slurmd_pid) || { echo "no slurmd of n1 found"; return 1; }
+    (
+        while :; do
+            pids=$(pgrep --ns "$n1_slurmd" --nslist mnt -U 0 -u "$1") || continue
+            # shellcheck disable=SC2086  # one pid, rarely more
+            kill -STOP $pids
+            exit 0
+        done
+    ) >/dev/null 2>&1 3>&- &
+    holder=$!
+}
+
+@test "a user's cache directory too slow to measure is still counted: its unused entries are evicted first" {
+    clear_cache
+    # The victim's lru2, then the attacker's lru3 (15 MiB each): of the
+    # two, the victim's was used least recently.
+    stage_on_n1 as_user lru2
+    [ "$status" -eq 0 ]
+    sleep 1.1
+    stage_on_n1 as_other lru3
+    [ "$status" -eq 0 ]
+    # 60,000 names in the attacker's entry (1.2 MiB more): measuring their
+    # directory takes long enough to be caught (with 20,000 it was done
+    # before the loop below looked, one run in two), removing it 0.4 s.
+    run as_other timeout 60 srun -w n1 -N1 bash -c 'mkdir "$0/many" && cd "$0/many" && seq 60000 | xargs touch' \
+        "$(cache_of "$OTHER_USER")/lru3"
+    [ "$status" -eq 0 ]
+    # Every job's epilog is done (each measures the attacker's directory
+    # too): the first child acting for the attacker is the victim's prolog's.
+    for _ in $(seq 150); do [ -z "$(squeue -h)" ] && break; sleep 0.2; done
+    [ -z "$(squeue -h)" ]
+    # The site's prolog time cut to 12 s for this test: 3 s for measuring.
+    cp "$CONF" "$BATS_TEST_TMPDIR/dlstage.toml.saved"
+    restore_conf=1
+    sed -i '/^\[site\]/a prolog_epilog_timeout = 12' "$CONF"
+    hold_first_measuring "$(id -u "$OTHER_USER")"
+    # The victim's lru1 on top: 45 MiB, over the high watermark (90% of
+    # 48M: 43.2 MiB).  The attacker's directory, too slow to measure, still
+    # holds 15 MiB of the tier: no watermark may overlook them.  Counted,
+    # and unmeasured, its entries no running job uses go first (not the
+    # victim's lru2, though used less recently).
+    stage_on_n1 as_user lru1
+    [ "$status" -eq 0 ]
+    wait_job_gone "$job" 30
+    grep -F "job $job on n1: " "$LOG_N1"
+    # The prolog did not measure the attacker's directory (the scenario held).
+    grep -qF "job $job on n1: node cache 'cache': $(cache_of "$OTHER_USER"): " "$LOG_N1"
+    ! on_node n1 test -e "$(cache_of "$OTHER_USER")/lru3" || false
+    # Evicted as an entry its child listed, or, caught before it listed,
+    # as the attacker's whole directory (renamed aside: no job of theirs
+    # runs there).
+    grep -qE "job $job on n1: node cache 'cache': evicted ($OTHER_USER/lru3|$OTHER_USER's cache directory \(not listed in time\))" \
+        "$LOG_N1"
+    on_node n1 test -d "$(cache_of "$VCLUSTER_USER")/lru2"
+    on_node n1 test -d "$(cache_of "$VCLUSTER_USER")/lru1"
+    used=$(on_node n1 du -s --block-size=1 /local/dlcache/.cache | cut -f1)
+    [ "$used" -le $((48 * 1048576 * 9 / 10)) ] || { echo "cache holds $used bytes"; false; }
+    assert_healthy
+}
+
+@test "an unfinished entry its owner keeps touching is still collected by gc while no job of theirs runs there" {
+    clear_cache
+    stage_on_n1 as_other lru3
+    [ "$status" -eq 0 ]
+    wait_job_gone "$job" 30
+    theirs=$(cache_of "$OTHER_USER")
+    # The attacker takes their ready record away: the entry is unfinished,
+    # as a staging that never ended leaves one.
+    run as_other timeout 60 srun -w n1 -N1 rm "$theirs/.ready-lru3.toml"
+    [ "$status" -eq 0 ]
+    # Root's record of its last use (the prolog's), set an hour back, as
+    # an entry long unused would have it.  (touch -c: it must be root's.)
+    last_use="$STATE/cache/n1/last-use/cache.$(id -u "$OTHER_USER").lru3"
+    [ -f "$last_use" ]
+    touch -c -d "1 hour ago" "$last_use"
+    # Right before gc, the attacker touches a file of the entry: its newest
+    # ctime, which is theirs to set, is fresh, as often as they like.
+    run as_other timeout 60 srun -w n1 -N1 touch "$theirs/lru3/lru3.bin"
+    [ "$status" -eq 0 ]
+    conf="$DLSTAGE_TEST_DIR/gc-touched-55.toml"
+    sed '/^\[site\]/a gc_grace = 60' "$CONF" >"$conf"
+    GC_ERR="$BATS_TEST_TMPDIR/gc.err"
+    run gc_n1 "$conf" --tier cache -v
+    echo "$output"
+    cat "$GC_ERR"
+    # Whether a stager may be at an unfinished entry is root's to know (a
+    # job of its owner using the tier on n1: none), not the entry's times,
+    # which its owner last touched: it goes.
+    grep -q "^removed cache entry $OTHER_USER/lru3 " <<<"$output"
+    ! on_node n1 test -e "$theirs/lru3" || false
     assert_healthy
 }

@@ -1,5 +1,6 @@
 #include <boost/test/unit_test.hpp>
 
+#include "facts/tier_space.hpp"
 #include "lib/error.hpp"
 #include "policies/cache_eviction.hpp"
 
@@ -117,6 +118,47 @@ BOOST_AUTO_TEST_CASE(the_file_system_caps_what_the_entries_are_said_to_hold)
     CacheTierFacts unknown = tier_of(95, 100);
     cap_at_file_system_use(unknown, TierSpace{});
     BOOST_TEST(unknown.used_bytes == 95 * kGiB);
+}
+
+// A user's directory too slow to measure still holds its bytes: what the
+// file system says is used beyond the measured entries counts while one
+// is not measured, and the unmeasured entries no job uses go first.
+BOOST_AUTO_TEST_CASE(entries_not_measured_are_counted_by_the_file_system_and_go_first)
+{
+    CacheEntryFacts unmeasured{"m/slow", 0, 0, 50, false, true, false};
+    CacheEntryFacts busy_unmeasured{"n/busy", 0, 0, 10, true, true, false};
+    const std::vector<CacheEntryFacts> entries{entry("a/x", 30, 100), unmeasured, busy_unmeasured,
+                                               entry("b/y", 20, 200)};
+    // 50 GiB measured; the file system says 95 of its 100 GiB are used.
+    CacheTierFacts t = tier_of(50, 100);
+    TierSpace space;
+    space.total_bytes = 100 * kGiB;
+    space.free_bytes = 5 * kGiB;
+    count_unmeasured(t, space, true);
+    BOOST_TEST(t.unmeasured_bytes == 45 * kGiB);
+    auto plan = plan_eviction(entries, t, {});
+    // Without it nothing would go (50 of 100); with it m/slow goes, and
+    // no measured entry: their 50 GiB are below the high watermark.
+    BOOST_TEST(plan.evict == (std::vector<std::size_t>{1}), boost::test_tools::per_element());
+    BOOST_TEST(plan.why.at(0) == "evict m/slow (not measured in time, its size unknown, last used 1970-01-01): its "
+                                 "file system holds 45.0 GiB no measured entry explains, which takes the tier past "
+                                 "90% of max_bytes (100.0 GiB)");
+    BOOST_TEST(plan.fits.allowed);
+    // Counted only while an entry is not measured.
+    count_unmeasured(t, space, false);
+    BOOST_TEST(t.unmeasured_bytes == 0u);
+    BOOST_TEST(plan_eviction(entries, t, {}).evict.empty());
+    // A job that brings 41 GiB (91 measured): the least recently used
+    // measured entry goes first, the room the job needs, then the
+    // unmeasured ones; the busy unmeasured entry's bytes are not guessed
+    // at for the verdict.
+    count_unmeasured(t, space, true);
+    plan = plan_eviction(entries, t, {}, {41 * kGiB, 0});
+    BOOST_TEST(plan.evict == (std::vector<std::size_t>{0, 1}), boost::test_tools::per_element());
+    BOOST_TEST(plan.fits.allowed);
+    // Never measured entry in use: never evicted.
+    for (const std::size_t i : plan.evict)
+        BOOST_TEST(i != 2u);
 }
 
 BOOST_AUTO_TEST_CASE(inodes_count_like_bytes)

@@ -135,18 +135,37 @@ BOOST_AUTO_TEST_CASE(an_unfinished_cache_entry_goes_unless_a_job_stages_it)
     f.kind = GcKind::CacheEntry;
     f.idle = 60;
     f.unfinished = true;
-    f.age = 301;
+    f.age = 0;  // its owner touched it just now: that keeps nothing
     BOOST_TEST(gc_may_remove(f, s).allowed);
-    BOOST_TEST(gc_may_remove(f, s).reason == "a staging that did not finish left it (no ready record)");
+    BOOST_TEST(gc_may_remove(f, s).reason ==
+               "a staging that did not finish left it (no ready record), and no job of its owner runs here");
     f.in_use = true;  // the job staging it now
     BOOST_TEST(!gc_may_remove(f, s).allowed);
     f.in_use = false;
-    f.age = 300;  // a stager whose use Slurm's answer missed may be at work on it
+    f.owner_busy = true;  // a job of its owner here (`dlstage stage` by hand may be at it)
     BOOST_TEST(!gc_may_remove(f, s).allowed);
-    BOOST_TEST(gc_may_remove(f, s).reason ==
-               "no ready record, but changed 5 min ago, within the grace period of 5 min (gc_grace)");
-    f.age = 301;
+    BOOST_TEST(gc_may_remove(f, s).reason == "no ready record, but a job of its owner on this node may be staging it");
+    f.over_watermark = true;  // the watermark comes first, as for any entry no job uses
+    BOOST_TEST(gc_may_remove(f, s).allowed);
+    f.over_watermark = false;
+    f.owner_busy = false;
     f.unfinished = false;
+    BOOST_TEST(!gc_may_remove(f, s).allowed);
+}
+
+BOOST_AUTO_TEST_CASE(an_entry_not_measured_goes_over_the_watermark_unless_in_use)
+{
+    GcSettings s;
+    GcFacts f;
+    f.kind = GcKind::CacheEntry;
+    f.measured = false;
+    BOOST_TEST(!gc_may_remove(f, s).allowed);
+    f.over_watermark = true;
+    BOOST_TEST(gc_may_remove(f, s).allowed);
+    BOOST_TEST(gc_may_remove(f, s).reason ==
+               "not measured in time (its size unknown), and the tier's file system says it is over its high "
+               "watermark");
+    f.in_use = true;
     BOOST_TEST(!gc_may_remove(f, s).allowed);
 }
 

@@ -316,17 +316,75 @@ BOOST_AUTO_TEST_CASE(a_cache_directory_moved_aside_is_an_entry_and_can_be_evicte
 }
 
 // All of the measuring has one deadline, however many users' directories
-// there are: those whose turn comes after it are left out, said so.
+// there are: those whose turn comes after it are not measured, said so,
+// and each is still an entry (of unknown size) that can be evicted.
 BOOST_AUTO_TEST_CASE(measuring_stops_at_its_overall_deadline)
 {
     if (!test::is_root())
         return;
     Cache c;
     c.entry("x");
-    BOOST_TEST(listing(find_cache_entries(c.tier, c.state, "n1", 10, 0)) ==
-               "problem: " + c.user_dir +
-                   ": not measured: the 0 s for measuring the node cache are up; its entries are left out\n");
-    BOOST_TEST(listing(find_cache_entries(c.tier, c.state, "n1", 10, 10)) == "x 1\n");
+    const FoundCacheEntries found = find_cache_entries(c.tier, c.state, "n1", 10, 0);
+    BOOST_TEST(listing(found) == " 0\nproblem: " + c.user_dir +
+                                     ": not measured: the 0 s for measuring the node cache are up; what it did "
+                                     "not measure counts as unknown, evicted first\n");
+    BOOST_REQUIRE(found.entries.size() == 1u);
+    BOOST_TEST(!found.entries[0].measured);
+    BOOST_TEST(found.entries[0].unlisted);
+    BOOST_TEST(entry_name(found.entries[0]) == "nobody's cache directory (not listed in time)");
+    const FoundCacheEntries measured = find_cache_entries(c.tier, c.state, "n1", 10, 10);
+    BOOST_TEST(listing(measured) == "x 1\n");
+    BOOST_TEST(measured.entries.at(0).measured);
+}
+
+// A directory not listed in time whose owner has no job here: moved aside
+// at once (no listing needed), then removed as its time allows.
+BOOST_AUTO_TEST_CASE(an_unlisted_directory_of_an_idle_owner_is_moved_aside_and_removed)
+{
+    if (!test::is_root())
+        return;
+    Cache c;
+    c.entry("x");
+    c.entry("y");
+    NodeCacheEntry e = c.owned("");
+    e.unlisted = true;
+    e.measured = false;
+    BOOST_TEST(evict_cache_entry(c.tier, e, 10) == "");
+    BOOST_TEST(!test::exists(c.user_dir));
+    DIR* parent = ::opendir((c.root + "/.cache").c_str());
+    BOOST_REQUIRE(parent);
+    std::vector<std::string> left;
+    while (const dirent* d = ::readdir(parent))
+        if (d->d_name[0] != '.')
+            left.push_back(d->d_name);
+    ::closedir(parent);
+    BOOST_TEST(left.empty(), "left in the cache parent: " << (left.empty() ? "" : left.front()));
+}
+
+// Its owner has a job here using x: everything but x's names goes, ready
+// records included; x's stay.
+BOOST_AUTO_TEST_CASE(an_unlisted_directory_keeps_the_datasets_its_owners_jobs_use)
+{
+    if (!test::is_root())
+        return;
+    Cache c;
+    c.entry("x");
+    c.entry("y");
+    c.entry(".partial-x");
+    for (const char* record : {".ready-x.toml", ".ready-y.toml"}) {
+        test::make_file(c.user_dir + "/" + record, "");
+        c.give(c.user_dir + "/" + record);
+    }
+    NodeCacheEntry e = c.owned("");
+    e.unlisted = true;
+    e.measured = false;
+    e.owner_datasets = {"x"};
+    BOOST_TEST(evict_cache_entry(c.tier, e, 10) == "");
+    BOOST_TEST(test::exists(c.user_dir + "/x/f"));
+    BOOST_TEST(test::exists(c.user_dir + "/.partial-x/f"));
+    BOOST_TEST(test::exists(c.user_dir + "/.ready-x.toml"));
+    BOOST_TEST(!test::exists(c.user_dir + "/y"));
+    BOOST_TEST(!test::exists(c.user_dir + "/.ready-y.toml"));
 }
 
 BOOST_AUTO_TEST_CASE(the_lock_is_waited_for_with_a_deadline)
