@@ -60,6 +60,18 @@ bool owner_busy(const NodeCacheEntry& e, const SlurmJobs& jobs, const UseRecords
                        [&](const std::string& job) { return use_holds(job, jobs, records, settings); });
 }
 
+// Before evicting an entry nobody measured (what it gives back is
+// unknown): whether the tier's file system is still over its low
+// watermark.  Not when it cannot say.
+bool file_system_over_low(const Tier& tier, const policy::CacheTierFacts& facts)
+{
+    try {
+        return policy::over_low_by_file_system(facts, measure_tier_space(tier.path.root()), tier.watermarks);
+    } catch (const Error&) {
+        return false;
+    }
+}
+
 // Takes the node's cache lock into `lock`, or says why not (a problem).
 bool take_cache_lock(std::optional<CacheLock>& lock, const Tier& tier, const Config& config, const GcRequest& options,
                      GcOutcome& outcome)
@@ -187,6 +199,11 @@ GcOutcome gc_node_cache(const Tier& tier, const Config& config, const std::funct
         if (measured_stale) {
             ++outcome.kept;
             outcome.out.push_back("keep " + what + ": another eviction on this node since gc measured; the next run");
+            continue;
+        }
+        if (!e.measured && f.over_watermark && !file_system_over_low(tier, tier_facts)) {
+            ++outcome.kept;
+            outcome.out.push_back("keep " + what + ": the tier's file system is below its low watermark now");
             continue;
         }
         const double left = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();

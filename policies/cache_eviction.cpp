@@ -87,6 +87,17 @@ void count_unmeasured(CacheTierFacts& tier, const TierSpace& space, bool any_unm
     tier.unmeasured_inodes = beyond(tier.used_inodes, space.total_inodes, space.free_inodes);
 }
 
+bool over_low_by_file_system(const CacheTierFacts& tier, const TierSpace& now, const Watermarks& marks,
+                             const Incoming& incoming)
+{
+    const auto used = [](const std::optional<std::uint64_t>& total, const std::optional<std::uint64_t>& free) {
+        return total && free && *total >= *free ? *total - *free : 0;
+    };
+    const Usage usage{used(now.total_bytes, now.free_bytes) + incoming.bytes,
+                      used(now.total_inodes, now.free_inodes) + incoming.inodes};
+    return above(usage, tier, marks.low);
+}
+
 EvictionPlan plan_eviction(const std::vector<CacheEntryFacts>& entries, const CacheTierFacts& tier,
                            const Watermarks& marks, const Incoming& incoming)
 {

@@ -76,13 +76,22 @@ void cap_at_file_system_use(CacheTierFacts& tier, const TierSpace& space);
 // measured entries counts as theirs.  Call after cap_at_file_system_use.
 void count_unmeasured(CacheTierFacts& tier, const TierSpace& space, bool any_unmeasured);
 
-// Over the high watermark with that counted, the entries not measured that
-// no running job uses go first (nobody can say how much each gives back,
-// and none may hold bytes past eviction for being slow to measure), then
-// the measured ones, least recently used first, until the measured usage is
-// below the low watermark.  Whether the job fits is judged on the measured
-// usage: bytes of an unmeasured entry in use are not guessed at.
+// Over the high watermark with that counted, the measured entries the
+// measured usage needs go (least recently used first, until it is below
+// the low watermark), then the entries not measured that no running job
+// uses, least recently used first: none may hold bytes past eviction for
+// being slow to measure.  Nobody can say what each of those gives back, so
+// whoever evicts asks the file system again before each
+// (over_low_by_file_system) and stops once it is below the low watermark.
+// Whether the job fits is judged on the measured usage: bytes of an
+// unmeasured entry in use are not guessed at.
 EvictionPlan plan_eviction(const std::vector<CacheEntryFacts>& entries, const CacheTierFacts& tier,
                            const Watermarks& marks, const Incoming& incoming = {});
+
+// Before evicting an entry not measured: whether the tier's file system, as
+// it is now, with what comes in, is still over the low watermark of the
+// tier's limits.
+bool over_low_by_file_system(const CacheTierFacts& tier, const TierSpace& now, const Watermarks& marks,
+                             const Incoming& incoming = {});
 
 }  // namespace dlstage::policy

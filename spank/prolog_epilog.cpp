@@ -334,6 +334,9 @@ void make_room(const Tier& tier, const std::vector<StageItem>& items, const Scri
         found = find_cache_entries(tier, state_dir, node, step / 2, step / 2);
     else
         refresh_cache_uses(found.entries, tier, state_dir, node);
+    // The file system as it is under the lock: another's evictions since
+    // the first look must not count as bytes nobody measured.
+    const TierSpace space_now = measure_tier_space(tier.path.root());
     for (const std::string& problem : found.problems)
         report.notes.push_back("node cache " + quoted(tier.name) + ": " + problem);
     std::vector<policy::CacheEntryFacts> facts;
@@ -348,10 +351,10 @@ void make_room(const Tier& tier, const std::vector<StageItem>& items, const Scri
         tier_facts.used_inodes += entry.inodes;
         any_unmeasured = any_unmeasured || !entry.measured;
     }
-    policy::cap_at_file_system_use(tier_facts, space);
-    policy::count_unmeasured(tier_facts, space, any_unmeasured);
-    const policy::EvictionPlan plan = policy::plan_eviction(facts, tier_facts, tier.watermarks,
-                                                            incoming_to(tier, items, start, sizes, found.entries));
+    policy::cap_at_file_system_use(tier_facts, space_now);
+    policy::count_unmeasured(tier_facts, space_now, any_unmeasured);
+    const policy::Incoming incoming = incoming_to(tier, items, start, sizes, found.entries);
+    const policy::EvictionPlan plan = policy::plan_eviction(facts, tier_facts, tier.watermarks, incoming);
     for (std::size_t i = 0; i < plan.evict.size(); ++i) {
         const NodeCacheEntry& entry = found.entries[plan.evict[i]];
         const double seconds = left();
@@ -360,6 +363,9 @@ void make_room(const Tier& tier, const std::vector<StageItem>& items, const Scri
                                    std::to_string(plan.evict.size() - i) + " more entries; left for the epilog or gc");
             break;
         }
+        if (!entry.measured && !policy::over_low_by_file_system(tier_facts, measure_tier_space(tier.path.root()),
+                                                                tier.watermarks, incoming))
+            break;  // what it gives back is unknown: enough went
         const std::string problem = evict_cache_entry(tier, entry, seconds);
         if (problem.empty())
             count_eviction(state_dir, node);
@@ -383,14 +389,18 @@ void prepare_caches(const std::vector<StageItem>& items, const ScriptStart& star
         }
     if (uses.empty())
         return;
-    for (const auto& [name, tier] : tiers) {
-        StageItem as_item;
-        as_item.tier = *tier;
-        prepare_tier_dir(as_item, cache_dir_of(*tier, start.job.user), start.job, report);
-    }
     {
+        // The use first, then the directories, both under the lock: an
+        // eviction renames aside a user's directory it could not list when
+        // no use of theirs is recorded (tier/cache_entries), and must not
+        // take one this job has just made and not yet recorded.
         const CacheLock lock(start.config.site.state_dir, start.job.node, cache_lock_seconds(start));
         record_cache_use(start.config.site.state_dir, start.job.node, start.job.job_id, uses);
+        for (const auto& [name, tier] : tiers) {
+            StageItem as_item;
+            as_item.tier = *tier;
+            prepare_tier_dir(as_item, cache_dir_of(*tier, start.job.user), start.job, report);
+        }
     }
     for (const auto& [name, tier] : tiers)
         make_room(*tier, items, start, report);

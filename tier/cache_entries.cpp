@@ -215,6 +215,11 @@ std::string dataset_of(const std::string& name)
 {
     if (name.empty() || name[0] != '.')
         return name;
+    // A record being replaced (lib/sys/replace_file: ".NAME.tmp.PID.X") is
+    // its record's: a staging at work writes it.
+    if (const std::size_t tmp = name.rfind(".tmp.");
+        name.size() > 2 && name[1] == '.' && tmp != std::string::npos && tmp > 1)
+        return dataset_of(name.substr(1, tmp - 1));
     for (const char* prefix : {kReadyPrefix, kContentsPrefix, kPartialPrefix, kIncomingPrefix, kLockPrefix,
                                kImagePrefix, kStagedPrefix, kResumePrefix}) {
         if (starts_with(name, prefix)) {
@@ -617,26 +622,31 @@ void measure_as_owner(const NodeCacheEntry& owner, const NodeCacheEntry& unliste
                       MeasureBudget& budget, const std::function<std::string(const SendPart&)>& measure,
                       FoundCacheEntries& found)
 {
-    constexpr const char* kUnknown = "; what it did not measure counts as unknown, evicted first";
+    constexpr const char* kUnknown = "; what it did not measure counts as unknown";
     const double seconds = budget.next_share();
     if (seconds < 0.5) {
         found.problems.push_back(dir + ": not measured: the " + std::to_string(static_cast<long long>(budget.total)) +
-                                 " s" + " for measuring the node cache are up" + kUnknown);
-        found.entries.push_back(unlisted);
+                                 " s" + " for measuring the node cache are up; its entries are left out");
         return;
     }
     const BoundedOutcome outcome = run_bounded_parts(seconds, [&](const SendPart& send) {
         act_as(owner.uid, owner.gid);
         return measure(send);
     });
+    // Only a child that had its share and could not even list the
+    // directory makes it one entry of unknown size: one that failed (no
+    // fork, a refused directory) says nothing of what is in it.
+    if (outcome.parts.empty() && outcome.status == BoundedOutcome::Status::Failed) {
+        found.problems.push_back(dir + ": " + outcome.problem + "; its entries are left out");
+        return;
+    }
     if (outcome.status != BoundedOutcome::Status::Done)
         found.problems.push_back(dir + ": " + outcome.problem + kUnknown);
     try {
         for (NodeCacheEntry& entry : entries_sent(outcome.parts, owner, unlisted))
             found.entries.push_back(std::move(entry));
     } catch (const Error& e) {
-        found.problems.push_back(dir + ": " + e.what() + kUnknown);
-        found.entries.push_back(unlisted);
+        found.problems.push_back(dir + ": " + e.what() + "; its entries are left out");
     }
 }
 
@@ -810,16 +820,19 @@ std::string evict_aside(const Tier& tier, const NodeCacheEntry& entry, double se
 
 // A user's directory that could not be listed in time: everything in it
 // goes, as its owner, but the datasets their jobs here use and those a
-// mount is in; ready records first, so that no job looking meanwhile takes
+// mount is in; each name as it is read (the listing is what was slow),
+// its dataset's ready record first, so that no job looking meanwhile takes
 // a copy being removed for a whole one.  What is left when the time is up
-// goes next time.
-// When its owner has no job here, the directory is first renamed aside in
-// root's cache parent (no listing needed, however many names it holds) and
-// removed from there as its time allows: an aside goes on being evicted
-// first until it is gone.
+// goes next time.  When its owner has no job here, the directory is first
+// renamed aside in root's cache parent (no listing needed, however many
+// names it holds) and removed from there as its time allows; an aside
+// left goes as asides do.
 std::string evict_unlisted(const Tier& tier, const NodeCacheEntry& entry, double seconds)
 {
     const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    const auto left = [until] {
+        return std::chrono::duration<double>(until - std::chrono::steady_clock::now()).count();
+    };
     const std::string dir = cache_dir_of(tier, entry.user);
     std::set<std::string> kept = entry.owner_datasets;
     {
@@ -840,42 +853,48 @@ std::string evict_unlisted(const Tier& tier, const NodeCacheEntry& entry, double
             NodeCacheEntry aside = entry;
             aside.unlisted = false;
             aside.aside = true;
-            aside.dataset =
+            const std::string stem =
                 entry.user + ".untrusted-" + utc_stamp(std::time(nullptr)) + "-" + std::to_string(::getpid());
-            if (::renameat2(users.parent.get(), entry.user.c_str(), users.parent.get(), aside.dataset.c_str(),
-                            RENAME_NOREPLACE) != 0)
-                return cannot("move aside", dir, errno);
-            const double left = std::chrono::duration<double>(until - std::chrono::steady_clock::now()).count();
-            return left < 0.5 ? "" : evict_aside(tier, aside, left);
+            int err = EEXIST;
+            for (int n = 0; n < 100 && err == EEXIST; ++n) {
+                aside.dataset = stem + (n ? "-" + std::to_string(n) : "");
+                err = ::renameat2(users.parent.get(), entry.user.c_str(), users.parent.get(), aside.dataset.c_str(),
+                                  RENAME_NOREPLACE) == 0
+                          ? 0
+                          : errno;
+            }
+            if (err != 0)
+                return cannot("move aside", dir, err);
+            return left() < 0.5 ? "" : evict_aside(tier, aside, left());
         }
     }
-    const BoundedOutcome outcome = run_bounded(seconds, [&] {
+    if (left() < 0.5)
+        return dir + ": no time left to evict";
+    const BoundedOutcome outcome = run_bounded(left(), [&] {
         act_as(entry.uid, entry.gid);
         OpenResult opened = open_job_dir(tier.path.root(), dir);
         if (!opened.problem.empty())
             throw Error(opened.problem);
-        std::vector<std::string> records, others;
-        {
-            const Fd reading = reopen_for_reading(opened.dir);
-            DirStream stream(reading.get());
-            while (const dirent* e = stream.valid() ? stream.next() : nullptr) {
-                const std::string name = e->d_name;
-                const std::string dataset = dataset_of(name);
-                if (dataset.empty() || kept.count(dataset))
-                    continue;
-                (name == kReadyPrefix + dataset + kRecordSuffix ? records : others).push_back(name);
-            }
+        const int at = opened.dir.get();
+        const auto remove = [&](const std::string& name) {
+            if (::unlinkat(at, name.c_str(), 0) == 0 || errno == ENOENT)
+                return;
+            if (errno != EISDIR)
+                throw_cannot("remove", dir + "/" + name, errno);
+            const RemoveResult removed = remove_tree_at(at, name, dir);
+            if (!removed.ok())
+                throw Error(removed.problems.front());
+        };
+        const Fd reading = reopen_for_reading(opened.dir);
+        DirStream stream(reading.get());
+        while (const dirent* e = stream.valid() ? stream.next() : nullptr) {
+            const std::string name = e->d_name;
+            const std::string dataset = dataset_of(name);
+            if (dataset.empty() || kept.count(dataset))
+                continue;
+            remove(kReadyPrefix + dataset + kRecordSuffix);
+            remove(name);
         }
-        for (const std::vector<std::string>* names : {&records, &others})
-            for (const std::string& name : *names) {
-                if (::unlinkat(opened.dir.get(), name.c_str(), 0) == 0 || errno == ENOENT)
-                    continue;
-                if (errno != EISDIR)
-                    throw_cannot("remove", dir + "/" + name, errno);
-                const RemoveResult removed = remove_tree_at(opened.dir.get(), name, dir);
-                if (!removed.ok())
-                    throw Error(removed.problems.front());
-            }
         return std::string();
     });
     return outcome.status == BoundedOutcome::Status::Done ? "" : outcome.problem;

@@ -94,7 +94,7 @@ struct NodeCacheEntry {
     // a dataset the listing named whose turn did not come, or, `unlisted`,
     // all of a user's directory that could not even be listed (`dataset`
     // empty).  Counted by what the tier's file system says is used, and
-    // evicted first (policies/cache_eviction).
+    // evicted while that says the tier is over (policies/cache_eviction).
     bool measured = true;
     bool unlisted = false;
     std::int64_t last_use = 0;      // root's record; 0: none
@@ -118,7 +118,8 @@ struct FoundCacheEntries {
 // entry, `measured` false: the datasets the child listed but had no time to
 // measure, or the whole directory (`unlisted`) when it could not list it
 // or its turn came when the time was up; each such directory is a problem
-// too.  No byte in the tier escapes eviction for being slow to measure.
+// too.  A directory whose turn came when the time was up, or whose child
+// failed, is left out, a problem: said so, measured next time.
 FoundCacheEntries find_cache_entries(const Tier& tier, const std::string& state_dir, const std::string& node,
                                      double each_seconds, double total_seconds);
 

@@ -180,16 +180,18 @@ BoundedOutcome run_bounded_parts(double seconds, const std::function<std::string
     }
     out.reset();
     std::string text;
-    const bool ended_in_time = read_until(in.get(), start + bound - reap, text);
-    text = take_parts(text, outcome.parts);
-    if (!ended_in_time) {
+    if (!read_until(in.get(), start + bound - reap, text)) {
         ::kill(pid, SIGKILL);
         outcome.status = BoundedOutcome::Status::TimedOut;
         outcome.problem = "did not finish within " + bound_text(seconds);
         if (!wait_within(pid, remaining()))
             outcome.problem += " and could not be stopped (pid " + std::to_string(pid) + ")";
+        else  // the parts it sent that are still in the pipe, to its end
+            (void)read_until(in.get(), std::max(start + bound, Clock::now() + std::chrono::milliseconds(5)), text);
+        take_parts(text, outcome.parts);
         return outcome;
     }
+    text = take_parts(text, outcome.parts);
     const auto ended = wait_within(pid, remaining());
     // A result counts only from a child that ended as run_child ends it: one
     // killed while writing may have sent part of its answer.

@@ -512,7 +512,7 @@ hold_measuring() {
     ! grep -F "job $job on n1: the prolog " "$LOG_N1" || false
     grep -F "job $job on n1: stage-data=lru1 prepared" "$LOG_N1"
     # Each attacker's directory got its share of those 3 s, or none left.
-    grep -E "job $job on n1: node cache 'cache': /local/dlcache/.cache/dlstest[245]: (did not finish within [0-9.]+ s|not measured: the [0-9]+ s for measuring the node cache are up; what it did not measure counts as unknown, evicted first)" "$LOG_N1"
+    grep -E "job $job on n1: node cache 'cache': /local/dlcache/.cache/dlstest[245]: (did not finish within [0-9.]+ s|not measured: the [0-9]+ s for measuring the node cache are up; its entries are left out)" "$LOG_N1"
     on_node n1 test -d "$(cache_of "$VCLUSTER_USER")/lru1"
     [ "$took" -lt 12 ]
     assert_healthy
@@ -562,7 +562,7 @@ hold_first_measuring() {
     holder=$!
 }
 
-@test "a user's cache directory too slow to measure is still counted: its unused entries are evicted first" {
+@test "a user's cache directory too slow to measure is still counted: its unused entries are evicted" {
     clear_cache
     # The victim's lru2, then the attacker's lru3 (15 MiB each): of the
     # two, the victim's was used least recently.
@@ -589,7 +589,7 @@ hold_first_measuring() {
     # The victim's lru1 on top: 45 MiB, over the high watermark (90% of
     # 48M: 43.2 MiB).  The attacker's directory, too slow to measure, still
     # holds 15 MiB of the tier: no watermark may overlook them.  Counted,
-    # and unmeasured, its entries no running job uses go first (not the
+    # and unmeasured, its entries no running job uses go (not the
     # victim's lru2, though used less recently).
     stage_on_n1 as_user lru1
     [ "$status" -eq 0 ]

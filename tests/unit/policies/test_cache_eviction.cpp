@@ -122,8 +122,9 @@ BOOST_AUTO_TEST_CASE(the_file_system_caps_what_the_entries_are_said_to_hold)
 
 // A user's directory too slow to measure still holds its bytes: what the
 // file system says is used beyond the measured entries counts while one
-// is not measured, and the unmeasured entries no job uses go first.
-BOOST_AUTO_TEST_CASE(entries_not_measured_are_counted_by_the_file_system_and_go_first)
+// is not measured, and the unmeasured entries no job uses go, after the
+// measured ones the measured usage needs.
+BOOST_AUTO_TEST_CASE(entries_not_measured_are_counted_by_the_file_system_and_go)
 {
     CacheEntryFacts unmeasured{"m/slow", 0, 0, 50, false, true, false};
     CacheEntryFacts busy_unmeasured{"n/busy", 0, 0, 10, true, true, false};
@@ -159,6 +160,23 @@ BOOST_AUTO_TEST_CASE(entries_not_measured_are_counted_by_the_file_system_and_go_
     // Never measured entry in use: never evicted.
     for (const std::size_t i : plan.evict)
         BOOST_TEST(i != 2u);
+}
+
+// Nobody knows what an unmeasured entry gives back: before each, the file
+// system is asked again, and once it is below the low watermark with what
+// comes in, no more go.
+BOOST_AUTO_TEST_CASE(unmeasured_entries_go_while_the_file_system_is_over_the_low_watermark)
+{
+    const CacheTierFacts t = tier_of(10, 100);
+    TierSpace now;
+    now.total_bytes = 100 * kGiB;
+    now.free_bytes = 20 * kGiB;  // 80 used: over 75
+    BOOST_TEST(over_low_by_file_system(t, now, {}));
+    now.free_bytes = 26 * kGiB;  // 74 used
+    BOOST_TEST(!over_low_by_file_system(t, now, {}));
+    BOOST_TEST(over_low_by_file_system(t, now, {}, {2 * kGiB, 0}));  // with what comes in: 76
+    now = TierSpace{};                                               // the file system could not say
+    BOOST_TEST(!over_low_by_file_system(t, now, {}));
 }
 
 BOOST_AUTO_TEST_CASE(inodes_count_like_bytes)
