@@ -44,6 +44,16 @@ std::string pressure(const Usage& usage, const CacheTierFacts& tier, double shar
            std::to_string(*tier.max_inodes) + ")";
 }
 
+// What the file system says is used of one kind (total less free), when
+// it says both.
+std::optional<std::uint64_t> in_use_by_file_system(const std::optional<std::uint64_t>& total,
+                                                   const std::optional<std::uint64_t>& free)
+{
+    if (!total || !free || *total < *free)
+        return std::nullopt;
+    return *total - *free;
+}
+
 std::string share_text(double share)
 {
     return std::to_string(static_cast<long long>(std::llround(share * 100))) + "%";
@@ -68,8 +78,8 @@ void cap_at_file_system_use(CacheTierFacts& tier, const TierSpace& space)
 {
     const auto cap = [](std::uint64_t& used, const std::optional<std::uint64_t>& total,
                         const std::optional<std::uint64_t>& free) {
-        if (total && free && *total >= *free)
-            used = std::min(used, *total - *free);
+        if (const auto fs_used = in_use_by_file_system(total, free))
+            used = std::min(used, *fs_used);
     };
     cap(tier.used_bytes, space.total_bytes, space.free_bytes);
     cap(tier.used_inodes, space.total_inodes, space.free_inodes);
@@ -79,9 +89,8 @@ void count_unmeasured(CacheTierFacts& tier, const TierSpace& space, bool any_unm
 {
     const auto beyond = [any_unmeasured](std::uint64_t used, const std::optional<std::uint64_t>& total,
                                          const std::optional<std::uint64_t>& free) -> std::uint64_t {
-        if (!any_unmeasured || !total || !free || *total < *free || *total - *free < used)
-            return 0;
-        return *total - *free - used;
+        const auto fs_used = in_use_by_file_system(total, free);
+        return any_unmeasured && fs_used && *fs_used > used ? *fs_used - used : 0;
     };
     tier.unmeasured_bytes = beyond(tier.used_bytes, space.total_bytes, space.free_bytes);
     tier.unmeasured_inodes = beyond(tier.used_inodes, space.total_inodes, space.free_inodes);
@@ -90,11 +99,8 @@ void count_unmeasured(CacheTierFacts& tier, const TierSpace& space, bool any_unm
 bool over_low_by_file_system(const CacheTierFacts& tier, const TierSpace& now, const Watermarks& marks,
                              const Incoming& incoming)
 {
-    const auto used = [](const std::optional<std::uint64_t>& total, const std::optional<std::uint64_t>& free) {
-        return total && free && *total >= *free ? *total - *free : 0;
-    };
-    const Usage usage{used(now.total_bytes, now.free_bytes) + incoming.bytes,
-                      used(now.total_inodes, now.free_inodes) + incoming.inodes};
+    const Usage usage{in_use_by_file_system(now.total_bytes, now.free_bytes).value_or(0) + incoming.bytes,
+                      in_use_by_file_system(now.total_inodes, now.free_inodes).value_or(0) + incoming.inodes};
     return above(usage, tier, marks.low);
 }
 

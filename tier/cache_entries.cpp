@@ -36,6 +36,7 @@
 #include "lib/sys/sys_error.hpp"
 #include "lib/sys/tree_remover.hpp"
 #include "tier/safe_fs.hpp"
+#include "tier/tier_walk.hpp"
 
 namespace dlstage {
 
@@ -775,6 +776,32 @@ FoundCacheEntries find_cache_entries(const Tier& tier, const std::string& state_
 }
 
 namespace {
+// The cache parent and the mounts in its directory `name` (shown as
+// `dir`) as mountinfo lists them now, before removing anything there; or
+// why not (`problem`: the parent gone, or mountinfo unreadable).
+struct MountsNow {
+    CacheUsers users;
+    MountsInCache mounted;
+    std::string problem;
+};
+
+MountsNow mounts_now(const Tier& tier, const std::string& name, const std::string& dir)
+{
+    MountsNow now;
+    std::vector<std::string> problems;
+    now.users = cache_users(tier, problems);
+    if (now.users.real_parent.empty()) {
+        now.problem = problems.empty() ? dir + ": not found" : problems.front();
+        return now;
+    }
+    try {
+        now.mounted = mounts_in(MountTable::current(), now.users.real_parent + "/" + name, dir);
+    } catch (const Error& e) {
+        now.problem = std::string(e.what()) + ": not evicted (a mount in it could hang the removal)";
+    }
+    return now;
+}
+
 // Why nothing may be removed from `dir`, the cache parent's directory
 // `name` (a user's, or an aside), for `dataset` (nullptr: for anything in
 // it): a mount on it or on what is to go, made since it was measured, or
@@ -782,22 +809,16 @@ namespace {
 std::string mounted_in_the_way(const Tier& tier, const std::string& name, const std::string& dir,
                                const std::string* dataset)
 {
-    std::vector<std::string> problems;
-    const CacheUsers users = cache_users(tier, problems);
-    if (users.real_parent.empty())
-        return problems.empty() ? dir + ": not found" : problems.front();
-    try {
-        const MountsInCache mounted = mounts_in(MountTable::current(), users.real_parent + "/" + name, dir);
-        if (mounted.whole)
-            return *mounted.whole;
-        if (!dataset && !mounted.datasets.empty())
-            return mounted.datasets.begin()->second;
-        if (const auto it = dataset ? mounted.datasets.find(*dataset) : mounted.datasets.end();
-            it != mounted.datasets.end())
-            return it->second;
-    } catch (const Error& e) {
-        return std::string(e.what()) + ": not evicted (a mount in it could hang the removal)";
-    }
+    const MountsNow now = mounts_now(tier, name, dir);
+    if (!now.problem.empty())
+        return now.problem;
+    if (now.mounted.whole)
+        return *now.mounted.whole;
+    if (!dataset && !now.mounted.datasets.empty())
+        return now.mounted.datasets.begin()->second;
+    if (const auto it = dataset ? now.mounted.datasets.find(*dataset) : now.mounted.datasets.end();
+        it != now.mounted.datasets.end())
+        return it->second;
     return "";
 }
 
@@ -836,28 +857,22 @@ std::string evict_unlisted(const Tier& tier, const NodeCacheEntry& entry, double
     const std::string dir = cache_dir_of(tier, entry.user);
     std::set<std::string> kept = entry.owner_datasets;
     {
-        std::vector<std::string> problems;
-        const CacheUsers users = cache_users(tier, problems);
-        if (users.real_parent.empty())
-            return problems.empty() ? dir + ": not found" : problems.front();
-        try {
-            const MountsInCache mounted = mounts_in(MountTable::current(), users.real_parent + "/" + entry.user, dir);
-            if (mounted.whole)
-                return *mounted.whole;
-            for (const auto& [dataset, why] : mounted.datasets)
-                kept.insert(dataset);
-        } catch (const Error& e) {
-            return std::string(e.what()) + ": not evicted (a mount in it could hang the removal)";
-        }
+        const MountsNow now = mounts_now(tier, entry.user, dir);
+        if (!now.problem.empty())
+            return now.problem;
+        if (now.mounted.whole)
+            return *now.mounted.whole;
+        for (const auto& [dataset, why] : now.mounted.datasets)
+            kept.insert(dataset);
+        const CacheUsers& users = now.users;
         if (kept.empty()) {
             NodeCacheEntry aside = entry;
             aside.unlisted = false;
             aside.aside = true;
-            const std::string stem =
-                entry.user + ".untrusted-" + utc_stamp(std::time(nullptr)) + "-" + std::to_string(::getpid());
+            const std::string stamp = utc_stamp(std::time(nullptr));
             int err = EEXIST;
             for (int n = 0; n < 100 && err == EEXIST; ++n) {
-                aside.dataset = stem + (n ? "-" + std::to_string(n) : "");
+                aside.dataset = tier_walk::aside_name(entry.user, stamp, n);
                 err = ::renameat2(users.parent.get(), entry.user.c_str(), users.parent.get(), aside.dataset.c_str(),
                                   RENAME_NOREPLACE) == 0
                           ? 0

@@ -187,6 +187,11 @@ void TierWalk::untrusted(const Level& parent, const std::string& name, const std
     move_aside(parent, name, label, why, mounted, repairs_, judged);
 }
 
+std::string aside_name(const std::string& name, const std::string& stamp, int n)
+{
+    return name + ".untrusted-" + stamp + "-" + std::to_string(::getpid()) + (n ? "-" + std::to_string(n) : "");
+}
+
 void TierWalk::move_aside(const Level& parent, const std::string& name, const std::string& label,
                           const std::string& why, bool mounted, std::vector<std::string>* repairs,
                           const QuickStat* judged)
@@ -200,8 +205,7 @@ void TierWalk::move_aside(const Level& parent, const std::string& name, const st
     }
     const std::string stamp = utc_stamp(std::time(nullptr));
     for (int n = 0; n < 100; ++n) {
-        const std::string aside =
-            name + ".untrusted-" + stamp + "-" + std::to_string(::getpid()) + (n ? "-" + std::to_string(n) : "");
+        const std::string aside = aside_name(name, stamp, n);
         if (::renameat2(parent.fd.get(), name.c_str(), parent.fd.get(), aside.c_str(), RENAME_NOREPLACE) == 0) {
             // The prologs of all a job's nodes walk a shared tier at once and
             // rename by name: each may have judged the same squatted entry,

@@ -50,6 +50,10 @@ std::string child_path(const std::string& parent, const std::string& name);
 // followed.  0, or the errno (EINVAL: nothing mounted there).
 int detach_at(int dirfd, const std::string& name);
 
+// NAME.untrusted-STAMP-PID[-N], the name NAME is moved aside to (N: the
+// N-th try within the same second); tier/cache_entries knows the form.
+std::string aside_name(const std::string& name, const std::string& stamp, int n);
+
 class TierWalk {
 public:
     TierWalk(Untrusted on_untrusted, uid_t trusted_uid, std::vector<std::string>* repairs)
