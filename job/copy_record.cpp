@@ -89,13 +89,16 @@ std::optional<CopyRecord> read_copy_record(const std::string& path)
 
 toml::table resume_record_table(const ResumeRecord& r)
 {
-    return toml::table{
+    toml::table table{
         {"identity", r.identity},
         {"mode", r.mode},
         {"began", r.began},
         {"began_by", r.began_by},
         {"attempts", signed_of(r.attempts)},
     };
+    if (r.walked)
+        table.insert("walked", true);
+    return table;
 }
 
 std::optional<ResumeRecord> read_resume_record(const std::string& path)
@@ -107,7 +110,8 @@ std::optional<ResumeRecord> read_resume_record(const std::string& path)
     ResumeRecord r;
     r.identity = table["identity"].value_or(std::string());
     r.mode = table["mode"].value_or(std::string());
-    if (r.identity.empty() || r.mode.empty())
+    r.walked = table["walked"].value_or(false);
+    if ((r.identity.empty() && !r.walked) || r.mode.empty())
         throw Error("resume record " + path + " has no identity or mode");
     r.began = number_field(table, "began", path);
     r.began_by = table["began_by"].value_or(std::string());

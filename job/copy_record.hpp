@@ -66,7 +66,11 @@ std::optional<CopyRecord> read_copy_record(const std::string& path);
 // after a time limit) goes on from what the partial copy holds when it
 // copies the same source the same way (policies/shared_copy: may_resume).
 struct ResumeRecord {
-    std::string identity;        // the source's identity when the copy began
+    std::string identity;  // the source's identity when the copy began
+    // No identity (its walk had not ended when the copy began): the walked
+    // list (.walked-NAME, plan segments one after another) says what the
+    // copy copies, entry by entry.
+    bool walked = false;
     std::string mode;            // "copy" or "extract"
     std::int64_t began = 0;      // when the first attempt began
     std::string began_by;        // its job

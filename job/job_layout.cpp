@@ -28,6 +28,7 @@ DatasetLayout layout_in(const std::string& tier_root, const std::string& tier_di
     layout.contents_file = prefix + kContentsPrefix + name;
     layout.retired_dir = prefix + kRetiredPrefix + name;
     layout.resume_record = prefix + kResumePrefix + name + kRecordSuffix;
+    layout.walked_list = prefix + kWalkedPrefix + name;
     layout.readers_dir = prefix + kReadersPrefix + name;
     layout.version_prefix = prefix + kVersionPrefix + name + "-";
     return layout;

@@ -23,6 +23,9 @@
 //   /p/scratch/dlstage/alice/.lock-imagenet        held while a job stages it
 //   /p/scratch/dlstage/alice/.resume-imagenet.toml what .partial-imagenet is a copy of,
 //                                                  for the next attempt to go on from
+//   /p/scratch/dlstage/alice/.walked-imagenet      a first copy staged while its source
+//                                                  was walked: what it walked so far
+//                                                  (the resume record's stand-in identity)
 //   /p/scratch/dlstage/alice/.readers-imagenet/4242 job 4242 reads the copy in place
 //   /p/scratch/dlstage/alice/.version-imagenet-4250/ a newer copy, made beside the one
 //                                                  job 4242 reads (the record's path says
@@ -63,6 +66,7 @@ struct DatasetLayout {
     std::string contents_file;   // shared tiers: what the copy holds
     std::string retired_dir;     // shared tiers: prefix of a replaced copy's name
     std::string resume_record;   // shared tiers: what partial_dir is a copy of (job/copy_record.hpp)
+    std::string walked_list;     // shared tiers: what a first copy's walk found so far (plan segments)
     std::string readers_dir;     // shared tiers: a file per job that reads the copy in place
     std::string version_prefix;  // shared tiers: prefix of a copy made beside one in use (+ job id)
 };

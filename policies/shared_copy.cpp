@@ -22,7 +22,7 @@ Verdict may_resume(const PartialFacts& facts)
         return Verdict::refuse("an unfinished copy does not say what it is a copy of" + whole);
     if (!facts.same_mode)
         return Verdict::refuse("an unfinished copy was made in another mode" + whole);
-    if (!facts.same_source)
+    if (facts.walked ? facts.kind_changes > 0 : !facts.same_source)
         return Verdict::refuse("the source changed since an unfinished copy began" + whole);
     return Verdict::allow("going on from the copy job " + facts.began_by + " began");
 }

@@ -63,7 +63,13 @@ struct PartialFacts {
     bool partial = false;      // .partial-NAME: a directory of the user's
     bool has_record = false;   // .resume-NAME.toml readable and whole
     bool same_source = false;  // its identity equals the source's now
-    bool same_mode = false;    // ... copied the same way
+    // The record lists what was walked so far instead (a first copy staged
+    // while its source was walked: stager/segment_transfer), each entry
+    // compared with the source's now; kind_changes: entries of another
+    // type, or directories of another mode, among them.
+    bool walked = false;
+    std::uint64_t kind_changes = 0;
+    bool same_mode = false;  // ... copied the same way
     // copy_refreshable: a file's size and mtime (the source's, set once its
     // last byte is written) tell a whole file from one cut off mid-way.
     bool refreshable = false;

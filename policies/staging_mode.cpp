@@ -6,8 +6,8 @@ namespace dlstage::policy {
 
 bool walks_while_transferring(const WalkFacts& facts)
 {
-    return facts.mode == Mode::Copy && facts.scope == Scope::Node && facts.cleanup == Cleanup::JobEnd &&
-           facts.source_is_dir && !facts.has_manifest;
+    const bool tier_takes = facts.scope == Scope::Shared ? !facts.copy_there : facts.cleanup == Cleanup::JobEnd;
+    return facts.mode == Mode::Copy && tier_takes && facts.source_is_dir && !facts.has_manifest;
 }
 
 bool mode_takes(Mode mode, Format format, bool one_file)

@@ -44,14 +44,17 @@ struct WalkFacts {
     Cleanup cleanup = Cleanup::JobEnd;
     bool source_is_dir = false;
     bool has_manifest = false;  // the catalog keeps one for it (current or not)
+    // A shared tier: a copy's record or an unfinished copy is there.
+    bool copy_there = false;
 };
 
-// A directory copied to a node tier that ends with the job, with no
-// manifest to plan from: its plan is walked in segments, each staged as
-// soon as it is walked.  Not a shared tier or a node cache, whose kept
-// copies are identified by the whole plan before anything is written, nor
-// archives (extract, mount), which are few files; a manifest makes the
-// walk unnecessary (or, when stale, is said so and walked whole).
+// A directory copied with no manifest to plan from, to a node tier that
+// ends with the job or as the first copy in a shared tier: its plan is
+// walked in segments, each staged as soon as it is walked.  Not a node
+// cache, nor a shared tier that holds a copy or an unfinished one, whose
+// reuse, refresh or resume compares the whole plan before anything is
+// written; nor archives (extract, mount), which are few files; a manifest
+// makes the walk unnecessary (or, when stale, is said so and walked whole).
 bool walks_while_transferring(const WalkFacts& facts);
 
 }  // namespace dlstage::policy

@@ -266,10 +266,12 @@ PlanChanges changes_between(const Plan& then, const Plan& now)
         before.emplace(was.path(i), i);
     PlanChanges changes;
     changes.changed.assign(is.size(), 0);
+    changes.known.assign(is.size(), 0);
     for (std::size_t i = 0; i < is.size(); ++i) {
         const auto found = before.find(is.path(i));
         if (found == before.end())
             continue;  // new: missing from the copy, fetched as such
+        changes.known[i] = 1;
         const std::size_t w = found->second;
         const EntryList::Record& a = was.record(w);
         const EntryList::Record& b = is.record(i);

@@ -68,9 +68,11 @@ struct CheckShare {
 // the plan now (entries matched by path).  changed: per entry of `now`, a
 // file of another size, mtime (to the nanosecond) or mode, or a symlink of
 // another target; kind_changes: entries whose type differs, or directories
-// whose mode differs (the repair makes neither: the copy is staged again).
+// whose mode differs (the repair makes neither: the copy is staged again);
+// known: per entry of `now`, `then` has an entry of its path.
 struct PlanChanges {
     std::vector<char> changed;
+    std::vector<char> known;
     std::uint64_t kind_changes = 0;
 };
 PlanChanges changes_between(const Plan& then, const Plan& now);

@@ -14,6 +14,7 @@
 #include <xxhash.h>
 
 #include "lib/error.hpp"
+#include "stager/read_throttle.hpp"
 #include "stager/source_reader.hpp"
 
 namespace dlstage::stager {
@@ -74,32 +75,6 @@ private:
     bool closed_ = false;
 };
 
-// Keeps this rank's reads under its byte rate (a courtesy to a shared file
-// system; also how tests make a transfer last long enough to interrupt).
-// A read reserves its share of time, then waits until then to start.
-class Throttle {
-public:
-    using TimePoint = std::chrono::steady_clock::time_point;
-    explicit Throttle(double rate) : rate_(rate), start_(std::chrono::steady_clock::now()) {}
-    TimePoint reserve(std::uint64_t bytes)
-    {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (rate_ <= 0)
-            return start_;
-        const auto due = start_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                      std::chrono::duration<double>(static_cast<double>(total_) / rate_));
-        total_ += bytes;
-        return due;
-    }
-    void account(std::uint64_t bytes) { std::this_thread::sleep_until(reserve(bytes)); }
-
-private:
-    double rate_;
-    std::chrono::steady_clock::time_point start_;
-    std::mutex mutex_;
-    std::uint64_t total_ = 0;
-};
-
 // The first failure of any thread, rethrown on the MPI thread.
 class FirstError {
 public:
@@ -140,7 +115,7 @@ public:
     Ring(const Plan& plan, const std::vector<Chunk>& chunks, TreeWriter& writer, const ExchangeOptions& options,
          MPI_Comm comm, ProvingReads* changes)
         : plan_(plan), chunks_(chunks), writer_(writer), options_(options), comm_(comm), changes_(changes),
-          throttle_(static_cast<double>(options.read_rate_limit))
+          throttle_(read_throttle(options.read_rate_limit))
     {
         MPI_Comm_rank(comm_, &rank_);
         MPI_Comm_size(comm_, &size_);
@@ -360,7 +335,7 @@ private:
     const ExchangeOptions& options_;
     MPI_Comm comm_;
     ProvingReads* changes_;
-    Throttle throttle_;
+    Throttle& throttle_;
     int rank_ = 0, size_ = 1, left_ = 0, right_ = 0;
 
     std::vector<std::unique_ptr<Slot>> slots_;
@@ -384,7 +359,7 @@ ExchangeResult broadcast_one_at_a_time(const Plan& plan, const std::vector<Chunk
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
     SourceReader reader(plan, options.opens, changes);  // the one reader
-    Throttle throttle(static_cast<double>(options.read_rate_limit));
+    Throttle& throttle = read_throttle(options.read_rate_limit);
     std::vector<char> buffer(options.chunk_size + kHashBytes);
     std::uint64_t bytes_done = 0;
     for (std::size_t c = 0; c < chunks.size(); ++c) {

@@ -7,12 +7,10 @@
 #include <mpi.h>
 #include <sys/stat.h>
 
-#include "dataset/manifest.hpp"
 #include "job/state_record.hpp"
 #include "lib/error.hpp"
 #include "lib/log.hpp"
 #include "lib/sys/sys_error.hpp"
-#include "policies/staging_mode.hpp"
 #include "stager/collectives.hpp"
 #include "stager/phase_times.hpp"
 #include "stager/plan.hpp"
@@ -43,23 +41,6 @@ StagerOutput stager_output(const StageItem& item, const DatasetLayout& layout)
     if (item.dataset.mode == Mode::Mount)
         return {layout.image_dir, layout.staged_marker};
     return {layout.dataset_dir, layout.ready_marker};
-}
-
-// Rank 0: whether this staging walks its source while it transfers
-// (policy::walks_while_transferring, from what rank 0 sees).
-bool walks_while_transferring(const StageItem& item, const NodeContext& ctx)
-{
-    struct stat source {};
-    policy::WalkFacts facts;
-    facts.mode = item.dataset.mode;
-    facts.scope = item.tier.scope;
-    facts.cleanup = item.tier.cleanup;
-    const Format declared = item.dataset.known_format();
-    facts.source_is_dir = (declared == Format::Auto || declared == Format::Dir) &&
-                          ::stat(item.dataset.source.c_str(), &source) == 0 && S_ISDIR(source.st_mode);
-    facts.has_manifest = item.dataset.from_catalog && !ctx.manifest_dir.empty() &&
-                         exists(manifest_path(ctx.manifest_dir, item.dataset.name));
-    return policy::walks_while_transferring(facts);
 }
 
 bool staged_here(const StageItem& item, const DatasetLayout& layout)

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "lib/sys/parallel.hpp"
+#include "stager/read_throttle.hpp"
 #include "stager/source_reader.hpp"
 
 namespace dlstage::stager {
@@ -65,20 +66,7 @@ ExchangeResult copy_own_chunks(const std::vector<Chunk>& chunks, const Plan& pla
     auto last = begin;
     // The read rate limit (DLSTAGE_RATE_LIMIT, per node): a chunk starts
     // once this rank's reads so far fit the rate.
-    std::mutex throttle;
-    std::uint64_t reserved = 0;
-    const auto wait_for_turn = [&](std::uint64_t chunk_bytes) {
-        if (options.read_rate_limit == 0)
-            return;
-        std::chrono::steady_clock::time_point due;
-        {
-            std::lock_guard<std::mutex> lock(throttle);
-            due = begin + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(
-                              static_cast<double>(reserved) / static_cast<double>(options.read_rate_limit)));
-            reserved += chunk_bytes;
-        }
-        std::this_thread::sleep_until(due);
-    };
+    Throttle& throttle = read_throttle(options.read_rate_limit);
     // One index per worker; the first error stops the others' loops and
     // is rethrown here.
     for_each_index(threads, threads, [&](std::size_t) {
@@ -94,7 +82,7 @@ ExchangeResult copy_own_chunks(const std::vector<Chunk>& chunks, const Plan& pla
         } flag{failed};
         for (std::size_t k = next++; k < mine.size() && !failed; k = next++) {
             const Chunk& chunk = chunks[mine[k]];
-            wait_for_turn(chunk.bytes);
+            throttle.account(chunk.bytes);
             for (const Chunk& part : split_chunk(chunk, buffer.size())) {
                 reader.read(part, buffer.data());
                 writer.write(part, buffer.data());

@@ -296,4 +296,31 @@ Plan deserialize(const std::string& bytes)
     return std::move(in.plan);
 }
 
+Plan deserialize_segments(const std::string& bytes)
+{
+    Plan all;
+    ByteReader r(bytes, kWhat);
+    for (bool first = true; !r.done(); first = false) {
+        PlanReceiver in;
+        try {
+            in = read_header(r);
+            std::memcpy(static_cast<void*>(in.records.data()), r.take(records_bytes(in.records.size())),
+                        records_bytes(in.records.size()));
+            in.arena.assign(r.take(in.arena.size()), in.arena.size());
+            in.adopt_blocks();
+        } catch (const Error&) {
+            break;
+        }
+        if (first) {
+            all.source_root = in.plan.source_root;
+            all.format = in.plan.format;
+            all.single_file = in.plan.single_file;
+        }
+        for (const Entry& e : in.plan.entries)
+            all.entries.add(e);
+    }
+    all.entries.sort_by_path();
+    return all;
+}
+
 }  // namespace dlstage::stager

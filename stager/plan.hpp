@@ -83,5 +83,10 @@ PlanReceiver receive_header(const std::string& header);
 // to send blocks).
 std::string serialize(const Plan& plan);
 Plan deserialize(const std::string& bytes);  // throws Error on malformed input
+// Plans serialized one after another (a walk's segments as they were
+// staged): one plan of all their entries, sorted by path, with the first
+// one's fields.  A malformed plan ends it: what comes before it counts (an
+// append cut off mid-way leaves a partial one at the end).
+Plan deserialize_segments(const std::string& bytes);
 
 }  // namespace dlstage::stager

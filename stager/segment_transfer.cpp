@@ -5,12 +5,15 @@
 #include <memory>
 #include <sys/stat.h>
 
+#include "dataset/manifest.hpp"
 #include "lib/contract.hpp"
 #include "lib/log.hpp"
 #include "lib/size.hpp"
 #include "lib/sys/sys_error.hpp"
+#include "policies/staging_mode.hpp"
 #include "stager/chunks.hpp"
 #include "stager/collectives.hpp"
+#include "stager/own_chunks.hpp"
 #include "stager/phase_times.hpp"
 #include "stager/plan_segments.hpp"
 #include "stager/stage_steps.hpp"
@@ -64,10 +67,58 @@ void add_totals(WalkedTransfer& totals, const Plan& segment)
     totals.files += segment.file_count();
     totals.entries += segment.entry_count();
 }
+
+bool exists(const std::string& path)
+{
+    struct stat st {};
+    return ::lstat(path.c_str(), &st) == 0;
+}
+
+// One segment from the source into the partial copy: on every node, or
+// into the shared tier's one copy, each rank its own chunks (rank 0 makes
+// the directories and, but for the first segment's, gives them their
+// modes and times).  Returns the bytes this rank read.
+std::uint64_t move_segment(const Plan& plan, TreeWriter& writer, bool shared, bool first, const NodeContext& ctx,
+                           const ExchangeOptions& options)
+{
+    make_skeleton(writer, shared, ctx);
+    const auto chunks = layout_chunks(plan, options.chunk_size);
+    const auto no_progress = [](std::size_t, std::uint64_t) {};
+    std::uint64_t read = 0;
+    if (shared) {
+        read = copy_own_chunks(chunks, plan, writer, ctx.rank, ctx.size, options, no_progress).bytes_read;
+        quiet_barrier(ctx.comm);
+        writer.finish_split_files();
+        quiet_barrier(ctx.comm);
+    } else if (!chunks.empty()) {
+        read = exchange_chunks(plan, chunks, writer, options, no_progress, ctx.comm).bytes_read;
+    }
+    stage_phases().lap(Phase::Transfer);
+    if (!first && (!shared || ctx.rank == 0))
+        writer.finish();
+    return read;
+}
 }  // namespace
 
+bool walks_while_transferring(const StageItem& item, const NodeContext& ctx, bool copy_there)
+{
+    struct stat source {};
+    policy::WalkFacts facts;
+    facts.mode = item.dataset.mode;
+    facts.scope = item.tier.scope;
+    facts.cleanup = item.tier.cleanup;
+    const Format declared = item.dataset.known_format();
+    facts.source_is_dir = (declared == Format::Auto || declared == Format::Dir) &&
+                          ::stat(item.dataset.source.c_str(), &source) == 0 && S_ISDIR(source.st_mode);
+    facts.has_manifest = item.dataset.from_catalog && !ctx.manifest_dir.empty() &&
+                         exists(manifest_path(ctx.manifest_dir, item.dataset.name));
+    facts.copy_there = copy_there;
+    return policy::walks_while_transferring(facts);
+}
+
 WalkedTransfer transfer_while_walking(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options,
-                                      const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir)
+                                      const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir,
+                                      const SegmentDone& segment_done)
 {
     std::unique_ptr<SegmentedWalk> walk;
     if (ctx.rank == 0)
@@ -78,9 +129,9 @@ WalkedTransfer transfer_while_walking(const StageItem& item, const NodeContext& 
         // 1.32x of the open-and-read limit; 1.23-1.37x, median 1.27x,
         // with 32).
         walk = std::make_unique<SegmentedWalk>(item.dataset, 32);
-    if (mkdir(here.partial_dir.c_str(), 0700) != 0)
-        throw_cannot("create", layout.partial_dir, errno);
     WriterOptions writer_options = writer_options_for(item);
+    if ((!writer_options.shared || ctx.rank == 0) && mkdir(here.partial_dir.c_str(), 0700) != 0)
+        throw_cannot("create", layout.partial_dir, errno);
     writer_options.dest_exists = true;
     const auto progress = std::make_shared<WalkProgress>(item, ctx);
     stage_phases().lap(Phase::Prepare);
@@ -100,23 +151,16 @@ WalkedTransfer transfer_while_walking(const StageItem& item, const NodeContext& 
             top = std::move(segment);
         Plan& plan = first ? top : segment;
         auto writer = std::make_unique<TreeWriter>(plan, here.partial_dir, writer_options);
-        writer->create_skeleton();
-        stage_phases().lap(Phase::Skeleton);
-        const auto chunks = layout_chunks(plan, options.chunk_size);
-        if (!chunks.empty())
-            totals.bytes_read += exchange_chunks(
-                                     plan, chunks, *writer, options, [](std::size_t, std::uint64_t) {}, ctx.comm)
-                                     .bytes_read;
-        stage_phases().lap(Phase::Transfer);
+        totals.bytes_read += move_segment(plan, *writer, writer_options.shared, first, ctx, options);
         if (first)
             top_writer = std::move(writer);
-        else
-            writer->finish();
+        if (segment_done && ctx.rank == 0)
+            segment_done(plan);
         add_totals(totals, plan);
         stage_phases().lap(Phase::Finish);
         progress->segment_done(totals);
     }
-    if (top_writer)
+    if (top_writer && (!writer_options.shared || ctx.rank == 0))
         top_writer->finish();
     stage_phases().lap(Phase::Finish);
     totals.done = [progress, totals] { progress->done(totals); };

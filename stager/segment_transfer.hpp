@@ -1,8 +1,10 @@
 // Staging a directory while rank 0 walks it (policy::walks_while_transferring):
 // each segment of its plan (stager/plan_segments) is broadcast, checked
-// against the tier's space with what came before it, and moved
-// (exchange_chunks) as soon as it is walked, into one partial directory.
-// Collective over ctx.comm; in the job directory (the working directory).
+// against the tier's space with what came before it, and moved as soon as
+// it is walked, into one partial directory: on every node (exchange_chunks)
+// or, to a shared tier, into the one copy, each rank its own chunks
+// (copy_own_chunks).  Collective over ctx.comm; in the job directory (the
+// working directory).
 #pragma once
 
 #include <cstdint>
@@ -13,6 +15,7 @@
 #include "lib/sys/fd.hpp"
 #include "stager/exchange.hpp"
 #include "stager/node_context.hpp"
+#include "stager/plan.hpp"
 
 namespace dlstage::stager {
 
@@ -24,9 +27,19 @@ struct WalkedTransfer {
     std::function<void()> done;    // records the job's progress as ready (rank 0)
 };
 
-// From the source to the complete tree in here.partial_dir on every node.
-// The caller publishes it.
+// Rank 0: whether this staging walks its source while it transfers
+// (policy::walks_while_transferring, from what rank 0 sees).  copy_there:
+// a shared tier holds a copy's record or an unfinished copy.
+bool walks_while_transferring(const StageItem& item, const NodeContext& ctx, bool copy_there = false);
+
+// Rank 0, once a segment is whole in the partial copy (its files; its
+// directories' modes and its symlinks come with the writer's finish).
+using SegmentDone = std::function<void(const Plan& segment)>;
+
+// From the source to the complete tree in here.partial_dir on every node,
+// or in the shared tier.  The caller publishes it.
 WalkedTransfer transfer_while_walking(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options,
-                                      const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir);
+                                      const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir,
+                                      const SegmentDone& segment_done = nullptr);
 
 }  // namespace dlstage::stager

@@ -28,6 +28,7 @@
 #include "stager/copy_readers.hpp"
 #include "stager/kept_copy.hpp"
 #include "stager/phase_times.hpp"
+#include "stager/segment_transfer.hpp"
 #include "stager/stage_steps.hpp"
 #include "stager/tree_writer.hpp"
 #include "stager/unfinished_copy.hpp"
@@ -252,6 +253,74 @@ std::string going_on_note(const Plan& plan, const Unfinished& unfinished)
            format_size(unfinished.held.bytes) + ") are there whole, attempt " + std::to_string(unfinished.attempts);
 }
 
+// Rank 0, once the new copy is whole in .partial-NAME: it goes in place
+// (beside the copy a running job reads, if one does), with its contents
+// file and record.  Returns the name it was put in place as.
+std::string publish_new_copy(const StageItem& item, const NodeContext& ctx, const DatasetLayout& layout,
+                             const DatasetLayout& here, const Fd& job_dir, const Plan& plan,
+                             const std::string& identity, const CopyReaders& readers)
+{
+    const std::string placed = place_for_new_copy(here, readers, ctx.values.job_id, seconds_now());
+    const DatasetLayout at = with_copy_at(layout, placed);
+    if (placed != here.dataset_dir)
+        sayf("%s: %s is read in place by a running job: the new copy is made beside it, in %s",
+             item.dataset.name.c_str(), layout.dataset_dir.c_str(), at.dataset_dir.c_str());
+    publish_copy(item, at, with_copy_at(here, placed), job_dir, ctx);
+    forget_unfinished(here, job_dir);
+    std::optional<Plan> unpacked;
+    if (item.dataset.mode == Mode::Extract)
+        unpacked = unpacked_contents(item, at);
+    const Plan& contents = unpacked ? *unpacked : plan;
+    write_contents(job_dir.get(), layout.tier_dir, here.contents_file, contents);
+    CopyRecord record = new_record(item, at, plan, contents, identity, ctx);
+    record_use(record, here, ctx, record.made);
+    return placed;
+}
+
+// The first copy of a directory with no manifest (policy::
+// walks_while_transferring): staged while rank 0 walks the source, each
+// segment copied as soon as it is walked (on a parallel file system the
+// walk of a large tree is minutes of stats before the first open).  Its
+// identity and contents file come from the whole walk, at the end; until
+// then its resume record has a walked list instead of an identity.
+// Returns (rank 0) the name the copy was put in place as, and the plan.
+std::string stage_walking(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options,
+                          const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir,
+                          const CopyReaders& readers, Plan& plan)
+{
+    const auto start = Clock::now();
+    const std::uint64_t cpu_start = cpu_now();
+    const bool resumable = policy::copy_refreshable(item.dataset.mode, item.tier);
+    if (ctx.rank == 0) {
+        say(item.dataset.name + ": " + policy::decide_copy({}).reason);
+        forget_unfinished(here, job_dir);  // a record with no partial copy left
+        if (resumable)
+            record_walking(item, layout, here, job_dir, ctx);
+        sayf("staging %s from %s to %s (one shared copy) by %d nodes, walking it meanwhile", item.dataset.name.c_str(),
+             item.dataset.source.c_str(), item.tier.name.c_str(), ctx.size);
+        plan.format = Format::Dir;
+        plan.source_root = item.dataset.source;
+    }
+    quiet_barrier(ctx.comm);
+    const WalkedTransfer moved =
+        transfer_while_walking(item, ctx, options, layout, here, job_dir, [&](const Plan& segment) {
+            for (const Entry& e : segment.entries)
+                plan.entries.add(e);
+            if (resumable)
+                note_walked(layout, here, job_dir, segment);
+        });
+    quiet_barrier(ctx.comm);  // every rank's share is written
+    std::string placed;
+    if (ctx.rank == 0) {
+        plan.entries.sort_by_path();  // as a whole walk's (the identity is of its bytes)
+        placed = publish_new_copy(item, ctx, layout, here, job_dir, plan, source_identity(plan), readers);
+        moved.done();
+    }
+    quiet_barrier(ctx.comm);  // while rank 0 publishes and lists the copy
+    say_transferred(item, ctx, moved.bytes, moved.bytes_read, start, cpu_start);
+    return placed;
+}
+
 // Returns (rank 0) the name the copy was put in place as.  unchecked: the
 // plan came from a manifest not checked file by file (there was no copy to
 // reuse on its word): the reads prove it, and a file found rewritten since
@@ -307,20 +376,7 @@ std::string stage_copy(const StageItem& item, const NodeContext& ctx, const Exch
     // extraction of the shards 3x slower).
     quiet_barrier(ctx.comm);
     if (ctx.rank == 0) {
-        placed = place_for_new_copy(here, readers, ctx.values.job_id, seconds_now());
-        const DatasetLayout at = with_copy_at(layout, placed);
-        if (placed != here.dataset_dir)
-            sayf("%s: %s is read in place by a running job: the new copy is made beside it, in %s",
-                 item.dataset.name.c_str(), layout.dataset_dir.c_str(), at.dataset_dir.c_str());
-        publish_copy(item, at, with_copy_at(here, placed), job_dir, ctx);
-        forget_unfinished(here, job_dir);
-        std::optional<Plan> unpacked;
-        if (item.dataset.mode == Mode::Extract)
-            unpacked = unpacked_contents(item, at);
-        const Plan& contents = unpacked ? *unpacked : plan;
-        write_contents(job_dir.get(), layout.tier_dir, here.contents_file, contents);
-        CopyRecord record = new_record(item, at, plan, contents, identity, ctx);
-        record_use(record, here, ctx, record.made);
+        placed = publish_new_copy(item, ctx, layout, here, job_dir, plan, identity, readers);
         moved.done();
     }
     quiet_barrier(ctx.comm);  // while rank 0 publishes and lists the copy
@@ -366,6 +422,27 @@ void repair_beside(const StageItem& item, const DatasetLayout& layout, const Dat
     quiet_barrier(ctx.comm);
 }
 
+// Rank 0: whether the tier holds a copy's record or an unfinished copy of
+// the dataset (else a first copy may be staged while walking).
+bool copy_or_partial_there(const DatasetLayout& here)
+{
+    struct stat st {};
+    return ::lstat(here.ready_marker.c_str(), &st) == 0 || ::lstat(here.partial_dir.c_str(), &st) == 0;
+}
+
+// Rank 0, once the copy is current: this job's mark that it reads it in
+// place, and earlier copies no job reads any more removed.
+void note_use(const StageItem& item, const NodeContext& ctx, const DatasetLayout& layout, const DatasetLayout& here,
+              const Fd& job_dir, const std::string& current, const Plan& plan, const CopyReaders& readers)
+{
+    if (ctx.rank != 0)
+        return;
+    if (reads_in_place(item, ctx))
+        add_reader(job_dir.get(), layout, here, ctx.values.job_id,
+                   {current, ready_path(item, with_copy_at(layout, current), plan)});
+    sweep_old_copies(job_dir.get(), item, layout, here, current, readers);
+}
+
 void use_or_stage(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options,
                   const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir)
 {
@@ -375,6 +452,15 @@ void use_or_stage(const StageItem& item, const NodeContext& ctx, const ExchangeO
         return std::chrono::duration<double>(Clock::now() - t).count();
     };
     double source_s = 0;
+    if (all_ranks(ctx.comm, ctx.rank != 0 || walks_while_transferring(item, ctx, copy_or_partial_there(here)))) {
+        CopyReaders readers;  // rank 0
+        if (ctx.rank == 0)
+            readers = look_at_readers(job_dir.get(), here, ctx.values.job_id, true);
+        Plan walked;
+        const std::string current = stage_walking(item, ctx, options, layout, here, job_dir, readers, walked);
+        note_use(item, ctx, layout, here, job_dir, current, walked, readers);
+        return;
+    }
     Plan plan = plan_saying_progress(item, ctx);
     stage_phases().lap(Phase::Plan);
     check_mode_fits_plan(item, plan);
@@ -473,12 +559,7 @@ void use_or_stage(const StageItem& item, const NodeContext& ctx, const ExchangeO
                  purge_note(item.tier, record.oldest).c_str());
         }
     }
-    if (ctx.rank == 0) {
-        if (reads_in_place(item, ctx))
-            add_reader(job_dir.get(), layout, here, ctx.values.job_id,
-                       {current, ready_path(item, with_copy_at(layout, current), plan)});
-        sweep_old_copies(job_dir.get(), item, layout, here, current, readers);
-    }
+    note_use(item, ctx, layout, here, job_dir, current, plan, readers);
 }
 }  // namespace
 

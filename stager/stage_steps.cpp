@@ -176,6 +176,15 @@ WriterOptions writer_options_for(const StageItem& item)
     return options;
 }
 
+void make_skeleton(TreeWriter& writer, bool shared, const NodeContext& ctx)
+{
+    if (!shared || ctx.rank == 0)
+        writer.create_skeleton();
+    if (shared)
+        quiet_barrier(ctx.comm);
+    stage_phases().lap(Phase::Skeleton);
+}
+
 TransferResult transfer(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options,
                         const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir, const Plan& plan,
                         const policy::ExtractionBudget& budget, bool continues, ProvingReads* changes)
@@ -192,11 +201,7 @@ TransferResult transfer(const StageItem& item, const NodeContext& ctx, const Exc
     if (changes)
         changes->list_directories = ctx.size <= kMostRanksListing;
     stage_phases().lap(Phase::Prepare);
-    if (!shared || ctx.rank == 0)
-        writer.create_skeleton();
-    if (shared)
-        quiet_barrier(ctx.comm);
-    stage_phases().lap(Phase::Skeleton);
+    make_skeleton(writer, shared, ctx);
     const auto chunks = layout_chunks(plan, options.chunk_size);
     const auto progress = std::make_shared<Progress>(item, plan, chunks.size(), ctx);
     ExchangeResult exchanged;

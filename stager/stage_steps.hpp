@@ -73,6 +73,10 @@ struct TransferResult {
 // How the tree writer writes into the item's tier.
 WriterOptions writer_options_for(const StageItem& item);
 
+// The plan's directories (and empty files): made on every node, or in a
+// shared tier by rank 0 while the others wait.
+void make_skeleton(TreeWriter& writer, bool shared, const NodeContext& ctx);
+
 // From the plan to the complete tree in here.partial_dir: read once,
 // written on every node (node tiers) or once into the shared tier, and
 // extracted (mode = "extract").  The caller publishes it.  continues:

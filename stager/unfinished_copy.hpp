@@ -45,7 +45,16 @@ Unfinished look_for_unfinished(const StageItem& item, const DatasetLayout& layou
 void record_unfinished(const StageItem& item, const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir,
                        const Unfinished& found, const std::string& identity, const NodeContext& ctx);
 
-// Rank 0, once the copy is published: the record goes.
+// Rank 0, before the first byte of a copy staged while its source is
+// walked (stager/segment_transfer): a record with no identity yet, and an
+// empty walked list (.walked-NAME) that note_walked extends by each
+// segment once it is in the partial copy.  The next attempt compares the
+// list with its plan entry by entry (the identity is of the whole plan).
+void record_walking(const StageItem& item, const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir,
+                    const NodeContext& ctx);
+void note_walked(const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir, const Plan& segment);
+
+// Rank 0, once the copy is published: the record (and walked list) goes.
 void forget_unfinished(const DatasetLayout& here, const Fd& job_dir);
 
 }  // namespace dlstage::stager

@@ -129,6 +129,11 @@ slow_mover() {
     [ "$read" -ge "$files_bytes" ] && [ "$read" -le $((files_bytes * 101 / 100)) ] ||
         { echo "read $read of $files_bytes"; false; }
     grep -q "staged in21k to scratch (one shared copy) by 1 nodes" "$(mine)/.mover-in21k.out"
+    # The first copy: staged while its source is walked, no identity first.
+    grep -qx "dlstage: staging in21k from $PFS/in21k to scratch (one shared copy) by 1 nodes, walking it meanwhile" \
+        "$(mine)/.mover-in21k.out"
+    doc_says "$USER_GUIDE" 'scratch \(one shared copy\) by [0-9]+ nodes, walking it meanwhile' tree=in21k \
+        <"$(mine)/.mover-in21k.out"
     # A mover job only makes the copy: it is no reader that keeps one alive.
     [ ! -e "$(mine)/.readers-in21k/$mover" ]
     assert_healthy
@@ -416,6 +421,35 @@ requeued_mover_finishes() {
     slow_mover in21k 1M -N1
     scontrol requeue "$mover"
     requeued_mover_finishes
+    assert_healthy
+}
+
+# A first copy is staged while its source is walked: its resume record has
+# no identity yet, but a walked list, compared entry by entry.
+@test "a first copy cut off while its source was walked goes on from it; a chmod since is not kept stale" {
+    before=$(pfs_bytes_read)
+    slow_mover in21k 1M -N1
+    # The first slice of files is whole once the walked list holds it.
+    for _ in $(seq 150); do
+        [ "$(stat -c %s "$(mine)/.walked-in21k" 2>/dev/null || echo 0)" -gt 2000 ] && break
+        sleep 0.2
+    done
+    [ "$(record_value "$(mine)/.resume-in21k.toml" 'r["walked"]')" = True ]
+    [ "$(record_value "$(mine)/.resume-in21k.toml" 'r["identity"]')" = "" ]
+    whole=
+    for copy in $(find "$(mine)/.partial-in21k" -type f -size +0); do
+        source=$SRC/in21k/${copy#"$(mine)/.partial-in21k/"}
+        [ "$(stat -c '%s %Y' "$copy")" = "$(stat -c '%s %Y' "$source")" ] && whole=$source && break
+    done
+    [ -n "$whole" ] || { echo "no whole file in the cut-off copy"; false; }
+    # A change its stat cannot show (size and mtime stay): only the walked
+    # list, compared with the source now, tells it.
+    chmod 0444 "$whole"
+    scontrol requeue "$mover"
+    requeued_mover_finishes
+    [ "$(stat -c %a "$(mine)/in21k/${whole#"$SRC/in21k/"}")" = 444 ]
+    [ ! -e "$(mine)/.walked-in21k" ] && [ ! -e "$(mine)/.resume-in21k.toml" ]
+    chmod 0644 "$whole"
     assert_healthy
 }
 

@@ -179,6 +179,18 @@ BOOST_AUTO_TEST_CASE(an_unfinished_copy_of_the_same_source_is_gone_on_from)
     BOOST_TEST(v.reason == "going on from the copy job 41 began");
 }
 
+BOOST_AUTO_TEST_CASE(an_unfinished_copy_made_while_walking_is_gone_on_from_unless_an_entry_changed_kind)
+{
+    PartialFacts f = resumable();
+    f.same_source = false;  // its record holds no identity: the walk had not ended
+    f.walked = true;
+    BOOST_TEST(may_resume(f).allowed);
+    f.kind_changes = 1;
+    const Verdict v = may_resume(f);
+    BOOST_TEST(!v.allowed);
+    BOOST_TEST(v.reason == "the source changed since an unfinished copy began: staging it whole");
+}
+
 BOOST_AUTO_TEST_CASE(nothing_unfinished_is_no_resume_and_says_nothing)
 {
     PartialFacts f = resumable();

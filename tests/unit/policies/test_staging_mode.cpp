@@ -55,7 +55,7 @@ BOOST_AUTO_TEST_CASE(the_stager_says_what_it_found)
                "mode = \"mount\" needs one squashfs image, but /p/x.img is a file");
 }
 
-BOOST_AUTO_TEST_CASE(a_directory_copied_to_a_job_end_node_tier_without_a_manifest_is_walked_while_it_moves)
+BOOST_AUTO_TEST_CASE(a_directory_copied_without_a_manifest_is_walked_while_it_moves)
 {
     WalkFacts facts;
     facts.source_is_dir = true;
@@ -68,6 +68,8 @@ BOOST_AUTO_TEST_CASE(a_directory_copied_to_a_job_end_node_tier_without_a_manifes
     BOOST_TEST(!walks_while_transferring(other));
     other = facts;
     other.scope = Scope::Shared;
+    BOOST_TEST(walks_while_transferring(other));  // the first copy in a shared tier
+    other.copy_there = true;                      // one to reuse, refresh or go on from
     BOOST_TEST(!walks_while_transferring(other));
     other = facts;
     other.cleanup = Cleanup::Cache;

@@ -71,6 +71,25 @@ BOOST_AUTO_TEST_CASE(the_identity_changes_with_a_file_size_or_mtime_and_only_the
     BOOST_TEST(source_identity(t.plan()) != touched);
 }
 
+BOOST_AUTO_TEST_CASE(two_plans_compared_say_what_changed_what_is_new_and_what_changed_kind)
+{
+    Trees t;
+    const Plan then = t.plan();
+    const struct timespec old[2] = {{1000, 0}, {1000, 0}};
+    utimensat(AT_FDCWD, (t.dir / "src/d/b.bin").c_str(), old, 0);  // changed
+    t.dir.write("src/new.bin", "n");                               // new
+    ::unlink((t.dir / "src/l").c_str());
+    mkdir((t.dir / "src/l").c_str(), 0755);  // another kind
+    const Plan now = t.plan();
+    const PlanChanges changes = changes_between(then, now);
+    BOOST_TEST(changes.kind_changes == 1u);
+    for (std::size_t i = 0; i < now.entries.size(); ++i) {
+        const std::string path(now.entries.path(i));
+        BOOST_TEST(bool(changes.changed[i]) == (path == "d/b.bin"), path);
+        BOOST_TEST(bool(changes.known[i]) == (path != "new.bin"), path);
+    }
+}
+
 BOOST_AUTO_TEST_CASE(a_complete_copy_has_nothing_bad_and_the_shares_cover_every_entry_once)
 {
     Trees t;

@@ -106,6 +106,39 @@ BOOST_AUTO_TEST_CASE(segments_hold_the_walks_entries_each_unit_whole_and_more_un
     BOOST_TEST(seen.size() == 40u);
 }
 
+// A shared tier's first copy staged while walking: its identity and
+// contents file come from the segments put together, and must be the whole
+// walk's byte for byte (else the next job would stage it again); its walked
+// list is the segments one after another, cut off anywhere by a lost job.
+BOOST_AUTO_TEST_CASE(segments_put_together_are_the_whole_walks_plan_byte_for_byte)
+{
+    test::TempDir dir;
+    mkdir((dir / "src").c_str(), 0755);
+    make_classes(dir, "", 20, 30);
+    make_classes(dir, "deep/", 3, 5);
+    dir.write("src/LABELS.txt", "labels");
+    BOOST_REQUIRE(symlink("LABELS.txt", (dir / "src/labels").c_str()) == 0);
+    SegmentLimits limits;
+    limits.entries = 50;
+    std::string walked;
+    std::size_t after_first = 0;
+    for (EntryList& segment : all_segments(dir / "src", limits)) {
+        Plan part;
+        part.format = Format::Dir;
+        part.source_root = dir / "src";
+        part.entries = std::move(segment);
+        walked += serialize(part);
+        after_first = after_first ? after_first : walked.size();
+    }
+    const Plan whole = build_plan(dataset_at(dir / "src"));
+    BOOST_TEST(serialize(deserialize_segments(walked)) == serialize(whole));
+    // An append cut off: what came before it counts.
+    const Plan cut = deserialize_segments(walked.substr(0, after_first + 100));
+    BOOST_TEST(cut.entries.size() == deserialize_segments(walked.substr(0, after_first)).entries.size());
+    BOOST_TEST(cut.entries.size() < whole.entries.size());
+    BOOST_TEST(deserialize_segments("").entries.size() == 0u);
+}
+
 BOOST_AUTO_TEST_CASE(a_segment_closes_at_its_limit_of_entries)
 {
     test::TempDir dir;
