@@ -70,7 +70,12 @@ ExchangeResult copy_own_chunks(const std::vector<Chunk>& chunks, const Plan& pla
     // One index per worker; the first error stops the others' loops and
     // is rethrown here.
     for_each_index(threads, threads, [&](std::size_t) {
-        SourceReader reader(plan, 1, changes);
+        // Each thread opens several of a chunk's files at once, the `opens`
+        // tuning shared out as among the ring's readers: opened one at a
+        // time, the metadata round trips of small files set the pace
+        // (bench/mover's 20,000-file tree: 1.30x of the read-once limit
+        // with one, 1.09-1.21x with four).
+        SourceReader reader(plan, std::max(1u, options.opens / threads), changes);
         std::vector<char> buffer(std::min<std::uint64_t>(options.chunk_size, kIoBytes));
         const struct Flag {
             std::atomic<bool>& failed;

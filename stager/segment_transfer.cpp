@@ -74,6 +74,23 @@ bool exists(const std::string& path)
     return ::lstat(path.c_str(), &st) == 0;
 }
 
+// How large segments grow.  Into a shared tier, each no more than the
+// walk gets through in 0.1 s, not 0.5: its opens, on the one node of a
+// mover job, go slower than the walk, so with larger segments a file was
+// opened more than a second after its stat, and the file system looked it
+// up again (bench/mover's 20,000-file tree, the mover job's whole step:
+// 1.55x of the read-once limit with 0.5 s, 1.15x with 0.1 s; docs/
+// performance.md).  A node tier keeps 0.5 s: its ring pays for each
+// segment (bench/manifest-tree without a manifest: 1.17x with 0.5 s,
+// 1.25x with 0.15 s).
+SegmentLimits segment_limits(bool shared)
+{
+    SegmentLimits limits;
+    if (shared)
+        limits.seconds = 0.1;
+    return limits;
+}
+
 // One segment from the source into the partial copy: on every node, or
 // into the shared tier's one copy, each rank its own chunks (rank 0 makes
 // the directories and, but for the first segment's, gives them their
@@ -120,6 +137,7 @@ WalkedTransfer transfer_while_walking(const StageItem& item, const NodeContext& 
                                       const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir,
                                       const SegmentDone& segment_done)
 {
+    WriterOptions writer_options = writer_options_for(item);
     std::unique_ptr<SegmentedWalk> walk;
     if (ctx.rank == 0)
         // 32 threads, as many as a rank's reads open at once by default
@@ -128,8 +146,7 @@ WalkedTransfer transfer_while_walking(const StageItem& item, const NodeContext& 
         // read, and the reads waited for it (bench/latency --smoke: 1.31-
         // 1.32x of the open-and-read limit; 1.23-1.37x, median 1.27x,
         // with 32).
-        walk = std::make_unique<SegmentedWalk>(item.dataset, 32);
-    WriterOptions writer_options = writer_options_for(item);
+        walk = std::make_unique<SegmentedWalk>(item.dataset, 32, segment_limits(writer_options.shared));
     if ((!writer_options.shared || ctx.rank == 0) && mkdir(here.partial_dir.c_str(), 0700) != 0)
         throw_cannot("create", layout.partial_dir, errno);
     writer_options.dest_exists = true;
