@@ -88,7 +88,7 @@ copy_value() { record_value "$(mine)/.ready-$1.toml" "$2"; }
     doc_says "$USER_GUIDE" 'the source changed since the copy was made: 0 missing' imagenet=mutable <<<"$output"
     grep -q "mutable: repaired and reused the copy .*found 0 missing, 1 changed and 0 added entries: 1 fetched again" <<<"$output"
     each_node_says "$output" "$(mine)/mutable $("$DIGEST" "$MUTABLE")"
-    ls -a "$(mine)" | { ! grep -q '^\.retired-\|^\.partial-'; }
+    ls -a "$(mine)" | { ! grep -q '^\.retired-mutable\|^\.partial-mutable'; }
 }
 
 @test "changes a stat of the copy cannot see (a chmod, a symlink's target, a same-second rewrite) and new types: never stale" {
