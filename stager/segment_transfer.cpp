@@ -7,6 +7,7 @@
 
 #include "dataset/manifest.hpp"
 #include "lib/contract.hpp"
+#include "lib/error.hpp"
 #include "lib/log.hpp"
 #include "lib/size.hpp"
 #include "lib/sys/sys_error.hpp"
@@ -135,7 +136,7 @@ bool walks_while_transferring(const StageItem& item, const NodeContext& ctx, boo
 
 WalkedTransfer transfer_while_walking(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options,
                                       const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir,
-                                      const SegmentDone& segment_done)
+                                      const WalkHooks& hooks)
 {
     WriterOptions writer_options = writer_options_for(item);
     std::unique_ptr<SegmentedWalk> walk;
@@ -160,7 +161,15 @@ WalkedTransfer transfer_while_walking(const StageItem& item, const NodeContext& 
     WalkedTransfer totals;
     for (bool first = true;; first = false) {
         Plan segment;
-        if (!broadcast_segment(item, ctx, walk.get(), segment))
+        bool more = false;
+        try {
+            more = broadcast_segment(item, ctx, walk.get(), segment);
+        } catch (const Error&) {
+            if (hooks.walk_refused)  // only rank 0 walks, and throws
+                hooks.walk_refused();
+            throw;
+        }
+        if (!more)
             break;
         stage_phases().lap(Phase::Plan);
         check_space(item, job_dir, layout.tier_dir, segment, {totals.bytes, totals.entries});
@@ -171,8 +180,8 @@ WalkedTransfer transfer_while_walking(const StageItem& item, const NodeContext& 
         totals.bytes_read += move_segment(plan, *writer, writer_options.shared, first, ctx, options);
         if (first)
             top_writer = std::move(writer);
-        if (segment_done && ctx.rank == 0)
-            segment_done(plan);
+        if (hooks.segment_done && ctx.rank == 0)
+            hooks.segment_done(plan);
         add_totals(totals, plan);
         stage_phases().lap(Phase::Finish);
         progress->segment_done(totals);

@@ -32,14 +32,21 @@ struct WalkedTransfer {
 // a shared tier holds a copy's record or an unfinished copy.
 bool walks_while_transferring(const StageItem& item, const NodeContext& ctx, bool copy_there = false);
 
-// Rank 0, once a segment is whole in the partial copy (its files; its
-// directories' modes and its symlinks come with the writer's finish).
-using SegmentDone = std::function<void(const Plan& segment)>;
+// What the caller does along the way, on rank 0.
+struct WalkHooks {
+    // Once a segment is whole in the partial copy (its files; its
+    // directories' modes and its symlinks come with the writer's finish).
+    std::function<void(const Plan& segment)> segment_done;
+    // When the walk refuses the source (a file this user cannot read, a
+    // special file): before the error goes on, while the other ranks wait
+    // for the next segment.
+    std::function<void()> walk_refused;
+};
 
 // From the source to the complete tree in here.partial_dir on every node,
 // or in the shared tier.  The caller publishes it.
 WalkedTransfer transfer_while_walking(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options,
                                       const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir,
-                                      const SegmentDone& segment_done = nullptr);
+                                      const WalkHooks& hooks = {});
 
 }  // namespace dlstage::stager

@@ -302,13 +302,24 @@ std::string stage_walking(const StageItem& item, const NodeContext& ctx, const E
         plan.source_root = item.dataset.source;
     }
     quiet_barrier(ctx.comm);
-    const WalkedTransfer moved =
-        transfer_while_walking(item, ctx, options, layout, here, job_dir, [&](const Plan& segment) {
-            for (const Entry& e : segment.entries)
-                plan.entries.add(e);
-            if (resumable)
-                note_walked(layout, here, job_dir, segment);
-        });
+    WalkHooks hooks;
+    hooks.segment_done = [&](const Plan& segment) {
+        for (const Entry& e : segment.entries)
+            plan.entries.add(e);
+        if (resumable)
+            note_walked(layout, here, job_dir, segment);
+    };
+    // A source the walk refuses is bad input, not a copy cut off: nothing
+    // of it stays (the next attempt would find it refused again).
+    hooks.walk_refused = [&] {
+        forget_unfinished(here, job_dir);
+        try {
+            clear_partial(layout, here, job_dir);
+        } catch (const Error& e) {
+            say(item.dataset.name + ": " + e.what());  // the walk's error is the one to tell
+        }
+    };
+    const WalkedTransfer moved = transfer_while_walking(item, ctx, options, layout, here, job_dir, hooks);
     quiet_barrier(ctx.comm);  // every rank's share is written
     std::string placed;
     if (ctx.rank == 0) {

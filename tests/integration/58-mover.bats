@@ -132,7 +132,7 @@ slow_mover() {
     # The first copy: staged while its source is walked, no identity first.
     grep -qx "dlstage: staging in21k from $PFS/in21k to scratch (one shared copy) by 1 nodes, walking it meanwhile" \
         "$(mine)/.mover-in21k.out"
-    doc_says "$USER_GUIDE" 'scratch \(one shared copy\) by [0-9]+ nodes, walking it meanwhile' tree=in21k \
+    doc_says "$USER_GUIDE" 'scratch \(one shared copy\) by [0-9]+ nodes, walking it meanwhile' \
         <"$(mine)/.mover-in21k.out"
     # A mover job only makes the copy: it is no reader that keeps one alive.
     [ ! -e "$(mine)/.readers-in21k/$mover" ]
@@ -290,6 +290,9 @@ slow_mover() {
     run dlstage status -j "$job"
     [[ "$output" == *"failed"*"(mover job $mover failed: staging far-bad to scratch failed on $MOVER_NODE: cannot read"*"Permission denied)"* ]]
     [ ! -e "$(mine)/.ready-far-bad.toml" ]
+    # Bad input, not a copy cut off: nothing half-written is left (its
+    # first copy was staged while its source was walked).
+    ls -a "$(mine)" | { ! grep -q '^\.partial-far-bad$\|^\.resume-far-bad\|^\.walked-far-bad$'; }
     assert_healthy
 }
 
