@@ -8,7 +8,7 @@
 // tier_choice, staging_mode, admission, cleanup, node_faults (a Blame
 // instead of a yes or no), unsquashfs, launch_retry, purge, shared_copy,
 // cache_eviction (a plan: which node cache entries go), overrides (the
-// effective tier for a job), gc.  Rules still to come belong beside them
+// effective tier for a job), gc, split_placement.  Rules still to come belong beside them
 // in the same shape.
 #pragma once
 

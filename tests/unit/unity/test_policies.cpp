@@ -17,6 +17,7 @@
 #include "tests/unit/policies/test_shared_copy.cpp"
 #include "tests/unit/policies/test_slurm_states.cpp"
 #include "tests/unit/policies/test_slurm_version.cpp"
+#include "tests/unit/policies/test_split_placement.cpp"
 #include "tests/unit/policies/test_staging_mode.cpp"
 #include "tests/unit/policies/test_tier_choice.cpp"
 #include "tests/unit/policies/test_two_hop.cpp"

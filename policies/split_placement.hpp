@@ -1,0 +1,49 @@
+// Split staging (a dataset larger than one node's tier): which node holds
+// which shard, and whether a dataset fits a tier split over a job's nodes.
+// Pure: the caller gives the shards' sizes (in the dataset's order) and
+// the tier's room per node.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "policies/verdict.hpp"
+
+namespace dlstage::policy {
+
+// The node (index into the job's node order) of each shard.  Shard i goes
+// to node i mod N, the order WebDataset's split_by_node hands shards out
+// in, when that is balanced within one shard: no node holds more than the
+// least loaded one plus the largest shard.  Otherwise (sizes differ
+// much) the largest shard goes first, each to the node holding the fewest
+// bytes so far (the lower node on a tie), which always is.  nodes > 0.
+std::vector<std::size_t> place_shards(const std::vector<std::uint64_t>& sizes, std::size_t nodes);
+
+// The bytes each node holds under a placement.
+std::vector<std::uint64_t> node_shares(const std::vector<std::uint64_t>& sizes,
+                                       const std::vector<std::size_t>& placement, std::size_t nodes);
+
+// The fewest nodes whose shares (place_shards) each fit in `room` bytes;
+// nothing when no number of nodes does (a shard alone is larger).
+std::optional<std::size_t> fewest_nodes_split(const std::vector<std::uint64_t>& sizes, std::uint64_t room);
+
+// Whether a dataset may be staged to a tier on a job's nodes, whole on
+// each or split.  room: what one node's tier takes (its max_bytes, or
+// what is free); nothing when not known here (the node checks again).
+struct SplitFacts {
+    std::string dataset, tier;
+    std::vector<std::uint64_t> shard_sizes;  // the dataset's parts (a tree: its files)
+    std::optional<std::uint64_t> room;
+    std::size_t nodes = 1;     // the job's
+    bool split_asked = false;  // --stage-data=NAME:TIER:split, or placement = "split"
+};
+// Refused, in one line: split asked but the job has too few nodes (with how
+// many it takes); not asked but it fits only split (with the request that
+// would do, and on how many nodes); a part larger than a node's room
+// (it fits nowhere, naming the sizes).
+Verdict admit_placement(const SplitFacts& facts);
+
+}  // namespace dlstage::policy

@@ -1,0 +1,92 @@
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <random>
+
+#include "policies/split_placement.hpp"
+
+using namespace dlstage;
+using namespace dlstage::policy;
+
+namespace {
+constexpr std::uint64_t kMiB = 1u << 20;
+
+std::uint64_t spread_of(const std::vector<std::uint64_t>& shares)
+{
+    const auto [low, high] = std::minmax_element(shares.begin(), shares.end());
+    return *high - *low;
+}
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(split_placement)
+
+BOOST_AUTO_TEST_CASE(equal_shards_go_round_robin_in_node_order)
+{
+    const std::vector<std::uint64_t> sizes(10, 100 * kMiB);
+    const std::vector<std::size_t> placement = place_shards(sizes, 3);
+    for (std::size_t i = 0; i < sizes.size(); ++i)
+        BOOST_TEST(placement[i] == i % 3);
+    BOOST_TEST(node_shares(sizes, placement, 3) == std::vector<std::uint64_t>({400 * kMiB, 300 * kMiB, 300 * kMiB}),
+               boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(uneven_shards_are_balanced_within_one_shard)
+{
+    // Round robin would give node 0 every large shard.
+    std::vector<std::uint64_t> sizes;
+    for (int i = 0; i < 12; ++i)
+        sizes.push_back(i % 3 == 0 ? 90 * kMiB : 10 * kMiB);
+    const std::vector<std::size_t> placement = place_shards(sizes, 3);
+    BOOST_TEST(spread_of(node_shares(sizes, placement, 3)) <= 90 * kMiB);
+    BOOST_TEST(spread_of(node_shares(sizes, {0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2}, 3)) > 90 * kMiB);
+    // Random sizes, any node count: never more than the largest shard apart.
+    std::mt19937_64 random(47);
+    for (int round = 0; round < 200; ++round) {
+        std::vector<std::uint64_t> any(1 + random() % 40);
+        for (std::uint64_t& size : any)
+            size = 1 + random() % (1000 * kMiB);
+        const std::size_t nodes = 1 + random() % 8;
+        const std::vector<std::uint64_t> shares = node_shares(any, place_shards(any, nodes), nodes);
+        BOOST_TEST(spread_of(shares) <= *std::max_element(any.begin(), any.end()));
+    }
+}
+
+BOOST_AUTO_TEST_CASE(the_fewest_nodes_a_split_fits_on)
+{
+    const std::vector<std::uint64_t> sizes(25, 100 * kMiB);  // 2.5 GiB in 100 MiB shards
+    BOOST_TEST(fewest_nodes_split(sizes, 1000 * kMiB).value() == 3u);
+    BOOST_TEST(fewest_nodes_split(sizes, 2500 * kMiB).value() == 1u);
+    BOOST_TEST(fewest_nodes_split(sizes, 100 * kMiB).value() == 25u);
+    BOOST_TEST(!fewest_nodes_split(sizes, 99 * kMiB).has_value());  // a shard alone is larger
+}
+
+BOOST_AUTO_TEST_CASE(a_dataset_that_fits_only_split_is_admitted_split_and_otherwise_told_how)
+{
+    SplitFacts facts;
+    facts.dataset = "in21k";
+    facts.tier = "shm";
+    facts.shard_sizes.assign(25, 100 * kMiB);
+    facts.room = 1000 * kMiB;
+    facts.nodes = 3;
+    facts.split_asked = true;
+    BOOST_TEST(admit_placement(facts).allowed);
+    facts.nodes = 2;
+    BOOST_TEST(admit_placement(facts).reason ==
+               "dataset 'in21k' (2.4 GiB) split over 2 nodes needs more than the 1000.0 MiB tier 'shm' takes per "
+               "node; it fits split on 3 or more nodes: ask for -N 3 or more");
+    facts.split_asked = false;
+    facts.nodes = 3;
+    BOOST_TEST(admit_placement(facts).reason ==
+               "dataset 'in21k' needs 2.4 GiB but tier 'shm' takes 1000.0 MiB per node; it would fit split on 3 or "
+               "more nodes: --stage-data=in21k:shm:split with -N 3 or more");
+    facts.room = 99 * kMiB;
+    BOOST_TEST(admit_placement(facts).reason ==
+               "dataset 'in21k' has a part of 100.0 MiB but tier 'shm' takes 99.0 MiB per node: it cannot be "
+               "staged there, not even split; choose another tier or cut the dataset into smaller shards");
+    facts.room = 4000 * kMiB;  // fits whole: no split needed
+    BOOST_TEST(admit_placement(facts).allowed);
+    facts.room.reset();  // not known here: the node checks
+    BOOST_TEST(admit_placement(facts).allowed);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
