@@ -10,6 +10,7 @@
 #include "lib/error.hpp"
 #include "lib/log.hpp"
 #include "lib/size.hpp"
+#include "lib/strings.hpp"
 #include "lib/sys/sys_error.hpp"
 #include "policies/staging_mode.hpp"
 #include "stager/chunks.hpp"
@@ -92,6 +93,27 @@ SegmentLimits segment_limits(bool shared)
     return limits;
 }
 
+// A shared tier's room for the next segment, with those before it.  A
+// refusal is the source's size against the tier, not a copy cut off: every
+// rank agrees first, and rank 0 removes what was written (walk_refused)
+// before any rank throws, so that no rank's exit kills rank 0 mid-way.
+void check_shared_space(const StageItem& item, const NodeContext& ctx, const Fd& job_dir, const DatasetLayout& layout,
+                        const Plan& segment, const WalkedTransfer& totals, const WalkHooks& hooks)
+{
+    std::string refused;
+    try {
+        check_space(item, job_dir, layout.tier_dir, segment, {totals.bytes, totals.entries});
+    } catch (const Error& e) {
+        refused = e.what();
+    }
+    if (all_ranks(ctx.comm, refused.empty()))
+        return;
+    if (ctx.rank == 0 && hooks.walk_refused)
+        hooks.walk_refused();
+    quiet_barrier(ctx.comm);
+    throw Error(refused.empty() ? "another node found no room in tier " + quoted(item.tier.name) : refused);
+}
+
 // One segment from the source into the partial copy: on every node, or
 // into the shared tier's one copy, each rank its own chunks (rank 0 makes
 // the directories and, but for the first segment's, gives them their
@@ -172,7 +194,10 @@ WalkedTransfer transfer_while_walking(const StageItem& item, const NodeContext& 
         if (!more)
             break;
         stage_phases().lap(Phase::Plan);
-        check_space(item, job_dir, layout.tier_dir, segment, {totals.bytes, totals.entries});
+        if (writer_options.shared)
+            check_shared_space(item, ctx, job_dir, layout, segment, totals, hooks);
+        else
+            check_space(item, job_dir, layout.tier_dir, segment, {totals.bytes, totals.entries});
         if (first)
             top = std::move(segment);
         Plan& plan = first ? top : segment;

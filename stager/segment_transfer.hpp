@@ -38,8 +38,8 @@ struct WalkHooks {
     // directories' modes and its symlinks come with the writer's finish).
     std::function<void(const Plan& segment)> segment_done;
     // When the walk refuses the source (a file this user cannot read, a
-    // special file): before the error goes on, while the other ranks wait
-    // for the next segment.
+    // special file), or a shared tier has no room for it: before the error
+    // goes on, while the other ranks wait.
     std::function<void()> walk_refused;
 };
 

@@ -309,8 +309,9 @@ std::string stage_walking(const StageItem& item, const NodeContext& ctx, const E
         if (resumable)
             note_walked(layout, here, job_dir, segment);
     };
-    // A source the walk refuses is bad input, not a copy cut off: nothing
-    // of it stays (the next attempt would find it refused again).
+    // A source the walk refuses, or one too large for the tier, is bad
+    // input, not a copy cut off: nothing of it stays (the next attempt
+    // would find it refused again).
     hooks.walk_refused = [&] {
         forget_unfinished(here, job_dir);
         try {

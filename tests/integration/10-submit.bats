@@ -24,7 +24,7 @@ load helpers
 }
 
 @test "unknown tier: refused" {
-    assert_refused sample:nvme "unknown tier 'nvme' (known: cache, jobscratch, pernode, scratch, shm, ssd, tightscratch)"
+    assert_refused sample:nvme "unknown tier 'nvme' (known: cache, jobscratch, pernode, scratch, shm, ssd, tightkept, tightscratch)"
 }
 
 @test "tier not allowed for the dataset: refused" {

@@ -257,6 +257,18 @@ PY
     each_node_says "$output" "$(mine)/tree $("$DIGEST" "$DATA/tree")"
 }
 
+@test "a first copy too large for its kept shared tier is refused part-way and leaves nothing behind" {
+    # tree (26 MiB) is walked while it is copied, so the tier's 4 MiB is
+    # found too small only once some of it is written.
+    run as_user srun -N2 --stage-data=tree:tightkept true
+    [ "$status" -ne 0 ]
+    grep -q "dataset 'tree' needs .* but tier 'tightkept' allows at most 4.0 MiB" <<<"$output" || { echo "$output"; false; }
+    grep -q "staging tree from .* to tightkept (one shared copy) by 2 nodes, walking it meanwhile" <<<"$output"
+    ls -a "$DLSTAGE_TEST_DIR/scratch/tightkept/$VCLUSTER_USER" |
+        { ! grep -q '^tree$\|^\.partial-tree$\|^\.resume-tree\|^\.walked-tree$'; }
+    assert_healthy
+}
+
 @test "a shared tier with cleanup job-end: one copy for the job, removed once when it ends" {
     on_all TREE tree:jobscratch
     [ "$status" -eq 0 ]
