@@ -283,13 +283,23 @@ std::string serialize(const Plan& plan)
     return bytes;
 }
 
+namespace {
+// The records and the arena a header sized (no memcpy to an empty
+// vector's null data).
+void read_blocks(ByteReader& r, PlanReceiver& in)
+{
+    const char* records = r.take(records_bytes(in.records.size()));
+    if (!in.records.empty())
+        std::memcpy(static_cast<void*>(in.records.data()), records, records_bytes(in.records.size()));
+    in.arena.assign(r.take(in.arena.size()), in.arena.size());
+}
+}  // namespace
+
 Plan deserialize(const std::string& bytes)
 {
     ByteReader r(bytes, kWhat);
     PlanReceiver in = read_header(r);
-    std::memcpy(static_cast<void*>(in.records.data()), r.take(records_bytes(in.records.size())),
-                records_bytes(in.records.size()));
-    in.arena.assign(r.take(in.arena.size()), in.arena.size());
+    read_blocks(r, in);
     if (!r.done())
         throw Error("malformed staging plan (trailing bytes)");
     in.adopt_blocks();
@@ -304,9 +314,7 @@ Plan deserialize_segments(const std::string& bytes)
         PlanReceiver in;
         try {
             in = read_header(r);
-            std::memcpy(static_cast<void*>(in.records.data()), r.take(records_bytes(in.records.size())),
-                        records_bytes(in.records.size()));
-            in.arena.assign(r.take(in.arena.size()), in.arena.size());
+            read_blocks(r, in);
             in.adopt_blocks();
         } catch (const Error&) {
             break;
