@@ -18,6 +18,7 @@
 #include "lib/sys/fd.hpp"
 #include "lib/sys/read_all.hpp"
 #include "lib/sys/sys_error.hpp"
+#include "policies/split_placement.hpp"
 #include "policies/staging_mode.hpp"
 
 namespace dlstage {
@@ -287,7 +288,7 @@ private:
     {
         check_keys(table, prefix,
                    {"path", "scope", "cleanup", "max_bytes", "max_inodes", "charge_memory", "purge_days", "purge_by",
-                    "warn_days", "refresh_on_use", "high_watermark", "low_watermark"});
+                    "warn_days", "refresh_on_use", "high_watermark", "low_watermark", "placement"});
         Tier tier;
         tier.name = name;
         for (auto&& [key, value] : table) {
@@ -301,6 +302,10 @@ private:
             choice_at<Cleanup>(table, "cleanup", prefix + ".cleanup",
                                {{"job-end", Cleanup::JobEnd}, {"cache", Cleanup::Cache}, {"keep", Cleanup::Keep}},
                                Cleanup::JobEnd);
+        tier.placement = placement_at(table, prefix);
+        if (tier.placement == Placement::Split && tier.scope == Scope::Shared)
+            problem(table.get("placement")->source(), prefix + ".placement",
+                    "a shared tier holds one copy every node reads: only a node tier splits datasets");
         load_max_bytes(table, prefix, tier);
         load_max_inodes(table, prefix, tier);
         load_purge(table, prefix, tier);
@@ -508,7 +513,8 @@ private:
     std::optional<Dataset> load_dataset(const std::string& name, const toml::table& table, const std::string& prefix,
                                         const Config& config)
     {
-        check_keys(table, prefix, {"source", "format", "mode", "tiers", "description", "immutable", "reach", "via"});
+        check_keys(table, prefix,
+                   {"source", "format", "mode", "tiers", "description", "immutable", "reach", "via", "placement"});
         Dataset dataset;
         dataset.name = name;
         dataset.format = choice_at<Format>(table, "format", prefix + ".format",
@@ -536,6 +542,8 @@ private:
         dataset.source = *source;
         check_mode_fits_format(table, prefix, dataset);
         load_reach(table, prefix, config, dataset);
+        dataset.placement = placement_at(table, prefix);
+        check_split_possible(table, prefix, config, dataset);
         return dataset;
     }
 
@@ -644,6 +652,30 @@ private:
                 problem(element.source(), key, "tier " + quoted(tier) + " is listed twice");
             else
                 dataset.tiers.push_back(tier);
+        }
+    }
+
+    Placement placement_at(const toml::table& table, const std::string& prefix)
+    {
+        return choice_at<Placement>(table, "placement", prefix + ".placement",
+                                    {{"whole", Placement::Whole}, {"split", Placement::Split}}, Placement::Whole);
+    }
+
+    // placement = "split" on a dataset: it must be of several parts (tar
+    // shards, a directory) and split in every node tier it may go to.
+    void check_split_possible(const toml::table& table, const std::string& prefix, const Config& config,
+                              const Dataset& dataset)
+    {
+        if (dataset.placement != Placement::Split)
+            return;
+        for (const std::string& name : dataset.tiers) {
+            const Tier* tier = config.find_tier(name);
+            if (!tier || tier->scope == Scope::Shared)
+                continue;  // whole in a shared tier: one copy for all
+            if (const auto verdict = policy::split_possible(dataset, *tier, dataset.known_format()); !verdict.allowed) {
+                problem(table.get("placement")->source(), prefix + ".placement", verdict.reason);
+                return;
+            }
         }
     }
 

@@ -6,6 +6,7 @@
 #include "facts/dataset_format.hpp"
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
+#include "policies/split_placement.hpp"
 #include "policies/tier_choice.hpp"
 
 namespace dlstage {
@@ -13,20 +14,50 @@ namespace dlstage {
 namespace {
 constexpr const char* kExample = "e.g. --stage-data=imagenet:shm,/p/scratch/me/data.sqfs";
 
-StageRequest parse_path_entry(const std::string& entry)
+// "split" or "whole" after the tier: how the dataset is laid over the
+// job's nodes.
+std::optional<Placement> placement_word(const std::string& word)
+{
+    if (word == "split")
+        return Placement::Split;
+    if (word == "whole")
+        return Placement::Whole;
+    return std::nullopt;
+}
+
+// Takes a trailing ":split" or ":whole" off entry into request.placement.
+std::string without_placement(const std::string& entry, StageRequest& request)
+{
+    const std::size_t colon = entry.rfind(':');
+    if (colon == std::string::npos || colon == 0)
+        return entry;
+    request.placement = placement_word(entry.substr(colon + 1));
+    if (!request.placement)
+        return entry;
+    const std::string rest = entry.substr(0, colon);
+    if (rest.find(':') == std::string::npos)
+        throw Error("missing tier before ':" + entry.substr(colon + 1) + "' in " + quoted(entry) +
+                    " (e.g. --stage-data=in21k:shm:split; NAME::split for the default tier)");
+    return rest;
+}
+
+StageRequest parse_path_entry(const std::string& whole_entry)
 {
     StageRequest request;
-    request.text = entry;
+    request.text = whole_entry;
     request.is_path = true;
+    const std::string entry = without_placement(whole_entry, request);
     request.name = entry;
     // "/p/x:shm": the text after the last ':' is a tier when it looks like
     // one; a ':' inside a directory name stays part of the path.
     const std::size_t colon = entry.rfind(':');
     if (colon != std::string::npos) {
         const std::string tier = entry.substr(colon + 1);
-        if (tier.empty())
+        if (tier.empty() && request.placement)
+            request.name = entry.substr(0, colon);
+        else if (tier.empty())
             throw Error("missing tier after ':' in " + quoted(entry) + " (" + kExample + ")");
-        if (is_simple_name(tier, false)) {
+        else if (is_simple_name(tier, false)) {
             request.name = entry.substr(0, colon);
             request.tier = tier;
         }
@@ -36,20 +67,22 @@ StageRequest parse_path_entry(const std::string& entry)
     return request;
 }
 
-StageRequest parse_name_entry(const std::string& entry)
+StageRequest parse_name_entry(const std::string& whole_entry)
 {
+    StageRequest request;
+    request.text = whole_entry;
+    const std::string entry = without_placement(whole_entry, request);
     const auto parts = split(entry, ':');
     if (parts.size() > 2)
-        throw Error("malformed entry " + quoted(entry) + ": expected NAME[:TIER] (" + kExample + ")");
-    StageRequest request;
-    request.text = entry;
+        throw Error("malformed entry " + quoted(whole_entry) + ": expected NAME[:TIER[:split|whole]] (" + kExample +
+                    ")");
     request.name = parts[0];
     if (request.name.find('/') != std::string::npos)
         throw Error(quoted(request.name) + " is neither a dataset name nor an absolute path (paths start with '/')");
     if (!is_simple_name(request.name, true))
         throw Error("invalid dataset name " + quoted(request.name) +
                     ": names are letters, digits, '_', '-' or '.' (see 'dlstage catalog list')");
-    if (parts.size() == 2) {
+    if (parts.size() == 2 && !(parts[1].empty() && request.placement)) {
         request.tier = parts[1];
         if (request.tier.empty())
             throw Error("missing tier after ':' in " + quoted(entry) + " (" + kExample + ")");
@@ -136,6 +169,9 @@ std::vector<StageItem> resolve_stage_requests(const Config& config, const std::v
         item.dataset = std::move(dataset);
         item.tier = tier;
         item.env_name = env;
+        item.split = policy::placed_split(request.placement, item.dataset, item.tier);
+        if (item.split)
+            policy::require(policy::split_possible(item.dataset, item.tier, item.dataset.known_format()));
         items.push_back(std::move(item));
     }
     return items;

@@ -1,6 +1,6 @@
-// --stage-data=SPEC[,SPEC...], SPEC = NAME[:TIER]; NAME is a catalog name
-// or an absolute path.  Parsing is syntax only; resolving checks the
-// request against the configuration and yields what to stage where.
+// --stage-data=SPEC[,SPEC...], SPEC = NAME[:TIER[:split|whole]]; NAME is a
+// catalog name or an absolute path; NAME::split splits into the default tier.  Parsing is syntax only; resolving checks
+// the request against the configuration and yields what to stage where.
 #pragma once
 
 #include <string>

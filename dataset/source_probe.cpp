@@ -52,6 +52,7 @@ SourceFacts probe_shards(const std::string& pattern)
         if (stat(shard.c_str(), &st) != 0 || faccessat(AT_FDCWD, shard.c_str(), R_OK, AT_EACCESS) != 0)
             return failure(errno, shard);
         bytes += static_cast<std::uint64_t>(st.st_size);
+        facts.parts.push_back(static_cast<std::uint64_t>(st.st_size));
     }
     facts.bytes = bytes;  // shard bytes; the files inside stay unknown
     return facts;

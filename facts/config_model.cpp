@@ -57,6 +57,11 @@ std::string to_string(Reach reach)
     return reach == Reach::Mover ? "mover" : "compute";
 }
 
+std::string to_string(Placement placement)
+{
+    return placement == Placement::Split ? "split" : "whole";
+}
+
 bool Tier::charged_by_default() const
 {
     const std::string& root = path.root();

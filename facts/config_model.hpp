@@ -27,12 +27,16 @@ enum class PurgeBy { Atime, Mtime, Ctime, Max };
 // reads it in the job), or only on the mover partition's nodes (LARGEDATA),
 // from where a mover job copies it into a shared tier first.
 enum class Reach { Compute, Mover };
+// How a dataset is laid over a job's nodes in a node tier: whole on each,
+// or split, each node holding its share (policies/split_placement).
+enum class Placement { Whole, Split };
 
 std::string to_string(Scope scope);
 std::string to_string(Cleanup cleanup);
 std::string to_string(Mode mode);
 std::string to_string(PurgeBy purge_by);
 std::string to_string(Reach reach);
+std::string to_string(Placement placement);
 
 // A site's purge of a file system (SCRATCH): files whose age passes `days`
 // are deleted by the site's own tool, not by dlstage.
@@ -65,6 +69,9 @@ struct Tier {
     // charged to the memory cgroup of the process that writes them, and the
     // stager runs in the job's step.  Unset: the default, charged_by_default().
     std::optional<bool> charge_memory;
+    // placement = "split": datasets of tar shards or directories staged
+    // here are split over the job's nodes unless the request says whole.
+    Placement placement = Placement::Whole;
     // Where each key's value comes from, for keys not left at their default:
     // "tiers.shm", or an override's label (see Override::label).
     std::map<std::string, std::string> origin;
@@ -117,6 +124,9 @@ struct Dataset {
     // copies it into the shared tier `via`, and jobs stage from that copy.
     Reach reach = Reach::Compute;
     std::string via;  // a tier with scope = "shared"; reach = "mover" only
+    // placement = "split": split over a job's nodes in any node tier,
+    // unless the request says whole.
+    Placement placement = Placement::Whole;
 
     // The format once "auto" is decided from the source name
     // (format_from_name): Auto when only a stat can tell.

@@ -15,12 +15,18 @@ struct StageRequest {
     std::string name;  // catalog name, or the absolute path
     std::string tier;  // empty: the default tier
     bool is_path = false;
+    // NAME:TIER:split or NAME:TIER:whole; nothing: the dataset's or tier's
+    // placement.
+    std::optional<Placement> placement;
 };
 
 struct StageItem {
     Dataset dataset;  // from the catalog, or made up for a path
     Tier tier;
     std::string env_name;  // DLSTAGE_<NAME>
+    // Split over the job's nodes, each node holding its share
+    // (policies/split_placement); DLSTAGE_<NAME>_INDEX says who holds what.
+    bool split = false;
     // Two-hop staging: a mover job made the copy in this shared tier (the
     // dataset's via); the job's nodes, which cannot see the source, only
     // check that the copy is there (mover/two_hop).

@@ -144,4 +144,53 @@ std::string megabytes_text(std::uint64_t megabytes)
     return std::to_string(megabytes) + units[unit];
 }
 
+namespace {
+// The count of one bracket's ranges: "1-3,7" is 4; 0 when malformed.
+std::size_t range_count(std::string_view ranges)
+{
+    std::size_t count = 0;
+    for (const std::string& range : split(std::string(ranges), ',')) {
+        const std::size_t dash = range.find('-');
+        try {
+            const std::uint64_t low = parse_count(range.substr(0, dash), 0, kMaxSlurmNumber);
+            const std::uint64_t high =
+                dash == std::string::npos ? low : parse_count(range.substr(dash + 1), 0, kMaxSlurmNumber);
+            if (high < low)
+                return 0;
+            count += static_cast<std::size_t>(high - low + 1);
+        } catch (const Error&) {
+            return 0;
+        }
+    }
+    return count;
+}
+}  // namespace
+
+std::size_t hosts_in_list(std::string_view list)
+{
+    std::size_t total = 0, hosts = 1, depth = 0, open = 0;
+    bool named = false;
+    for (std::size_t i = 0; i <= list.size(); ++i) {
+        const char c = i < list.size() ? list[i] : ',';
+        if (c == '[') {
+            if (depth++ > 0)
+                return 0;
+            open = i + 1;
+        } else if (c == ']') {
+            if (depth-- != 1)
+                return 0;
+            hosts *= range_count(list.substr(open, i - open));
+            named = true;
+        } else if (c == ',' && depth == 0) {
+            if (named)
+                total += hosts;
+            hosts = 1;
+            named = false;
+        } else if (depth == 0) {
+            named = true;
+        }
+    }
+    return depth == 0 ? total : 0;
+}
+
 }  // namespace dlstage

@@ -16,6 +16,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "config/config.hpp"
@@ -35,6 +36,11 @@ std::vector<std::string> unix_groups(const std::string& user);
 // `user`) and, with_groups, that user's groups.  A list of partitions
 // ("a,b", before the job runs) is not known.
 policy::JobIdentity identity_from_slurm(const EnvLookup& env, const std::string& user, bool with_groups = true);
+
+// How many nodes a Slurm host list names ("n[1-3],m5,r[1-2]x[01-04]" is
+// 12); 0 when it is empty or not a host list.  The prolog's count of the
+// job's nodes (SLURM_NODELIST, slurmd's), for a split dataset's share.
+std::size_t hosts_in_list(std::string_view list);
 
 // The same from a submitting client's options (nothing: not given).
 policy::JobIdentity identity_from_options(const std::optional<std::string>& partition,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "facts/dataset_format.hpp"
 #include "lib/size.hpp"
 #include "lib/strings.hpp"
 
@@ -48,6 +49,39 @@ std::uint64_t fullest(const std::vector<std::uint64_t>& sizes, std::size_t nodes
 }
 }  // namespace
 
+Verdict split_possible(const Dataset& dataset, const Tier& tier, Format format)
+{
+    const std::string what = "dataset " + quoted(dataset.name);
+    if (tier.scope == Scope::Shared)
+        return Verdict::refuse(what + " cannot be split in tier " + quoted(tier.name) +
+                               ": a shared tier holds one copy every node reads; split it into a node tier, or "
+                               "stage it whole");
+    if (dataset.mode == Mode::Mount)
+        return Verdict::refuse(what + " has mode = \"mount\": an image is mounted whole on each node, so it "
+                                      "cannot be split; stage it whole, or use mode = \"extract\"");
+    const bool one_file = format == Format::File || format == Format::Squashfs ||
+                          (format == Format::Tar && !is_glob(dataset.source));
+    if (one_file)
+        return Verdict::refuse(what + " is one file (" + dataset.source +
+                               "): it cannot be split; stage it whole, or pack it into tar shards with "
+                               "'dlstage pack --format tar'");
+    return Verdict::allow();
+}
+
+bool placed_split(const std::optional<Placement>& asked, const Dataset& dataset, const Tier& tier)
+{
+    if (asked)
+        return *asked == Placement::Split;
+    if (tier.scope == Scope::Shared || dataset.mode == Mode::Mount)
+        return false;
+    if (dataset.placement == Placement::Split)
+        return true;
+    if (tier.placement != Placement::Split)
+        return false;
+    const Format known = dataset.known_format();
+    return known == Format::Dir || (known == Format::Tar && is_glob(dataset.source));
+}
+
 std::vector<std::uint64_t> node_shares(const std::vector<std::uint64_t>& sizes,
                                        const std::vector<std::size_t>& placement, std::size_t nodes)
 {
@@ -82,24 +116,51 @@ std::optional<std::size_t> fewest_nodes_split(const std::vector<std::uint64_t>& 
     return std::min(nodes, sizes.size());
 }
 
+std::optional<std::uint64_t> largest_share(const SplitFacts& facts, std::size_t nodes)
+{
+    if (nodes == 0)
+        return std::nullopt;
+    if (!facts.shard_sizes.empty())
+        return fullest(facts.shard_sizes, nodes);
+    if (facts.total)
+        return (*facts.total + nodes - 1) / nodes;
+    return std::nullopt;
+}
+
+namespace {
+// The fewest nodes the split fits on, and the largest part (nothing: no
+// number of nodes does, the part alone being larger than room).
+std::optional<std::size_t> fewest_nodes(const SplitFacts& facts, std::uint64_t room)
+{
+    if (!facts.shard_sizes.empty())
+        return fewest_nodes_split(facts.shard_sizes, room);
+    if (room == 0)
+        return std::nullopt;
+    return static_cast<std::size_t>(std::max<std::uint64_t>(1, (*facts.total + room - 1) / room));
+}
+}  // namespace
+
 Verdict admit_placement(const SplitFacts& facts)
 {
-    if (!facts.room || facts.shard_sizes.empty())
+    if (!facts.room || (facts.shard_sizes.empty() && !facts.total))
         return Verdict::allow();
     const std::uint64_t room = *facts.room;
-    const std::uint64_t total = std::accumulate(facts.shard_sizes.begin(), facts.shard_sizes.end(), std::uint64_t{0});
+    const std::uint64_t total = facts.shard_sizes.empty() ? *facts.total
+                                                          : std::accumulate(facts.shard_sizes.begin(),
+                                                                            facts.shard_sizes.end(), std::uint64_t{0});
     const std::string what = "dataset " + quoted(facts.dataset);
     const std::string where = "tier " + quoted(facts.tier);
-    const std::optional<std::size_t> fewest = fewest_nodes_split(facts.shard_sizes, room);
+    const std::optional<std::size_t> fewest = fewest_nodes(facts, room);
     if (!fewest) {
-        const std::uint64_t largest = *std::max_element(facts.shard_sizes.begin(), facts.shard_sizes.end());
+        const std::uint64_t largest =
+            facts.shard_sizes.empty() ? total : *std::max_element(facts.shard_sizes.begin(), facts.shard_sizes.end());
         return Verdict::refuse(what + " has a part of " + format_size(largest) + " but " + where + " takes " +
                                format_size(room) + " per node: it cannot be staged there, not even split; " +
                                "choose another tier or cut the dataset into smaller shards");
     }
     const std::string on_nodes = "on " + std::to_string(*fewest) + " or more nodes";
     if (facts.split_asked) {
-        if (facts.nodes > 0 && fullest(facts.shard_sizes, facts.nodes) <= room)
+        if (facts.nodes == 0 || largest_share(facts, facts.nodes) <= room)
             return Verdict::allow();
         return Verdict::refuse(what + " (" + format_size(total) + ") split over " + std::to_string(facts.nodes) +
                                (facts.nodes == 1 ? " node" : " nodes") + " needs more than the " + format_size(room) +
@@ -109,8 +170,24 @@ Verdict admit_placement(const SplitFacts& facts)
     if (total <= room)
         return Verdict::allow();
     return Verdict::refuse(what + " needs " + format_size(total) + " but " + where + " takes " + format_size(room) +
-                           " per node; it would fit split " + on_nodes + ": --stage-data=" + facts.dataset + ":" +
-                           facts.tier + ":split with -N " + std::to_string(*fewest) + " or more");
+                           " per node; " + split_advice(facts));
+}
+
+std::string split_advice(const SplitFacts& facts)
+{
+    if (!facts.room || (facts.shard_sizes.empty() && !facts.total))
+        return {};
+    const std::optional<std::size_t> fewest = fewest_nodes(facts, *facts.room);
+    if (!fewest || *fewest < 2)
+        return {};
+    return "it would fit split on " + std::to_string(*fewest) + " or more nodes: --stage-data=" + facts.dataset + ":" +
+           facts.tier + ":split with -N " + std::to_string(*fewest) + " or more";
+}
+
+Verdict with_split_advice(const Verdict& whole, const SplitFacts& facts)
+{
+    const std::string advice = whole.allowed ? std::string() : split_advice(facts);
+    return advice.empty() ? whole : Verdict::refuse(whole.reason + "; " + advice);
 }
 
 }  // namespace dlstage::policy

@@ -10,9 +10,24 @@
 #include <string>
 #include <vector>
 
+#include "facts/config_model.hpp"
 #include "policies/verdict.hpp"
 
 namespace dlstage::policy {
+
+// Whether a dataset can be split in a tier at all: only into a node tier
+// (a shared tier holds one copy every node reads), never an image to mount
+// (mounted whole), and only a dataset of several parts: tar shards (a glob)
+// or a directory (split by file).  format: what is known of the source
+// (the dataset's known_format(), or what a look at it found).
+Verdict split_possible(const Dataset& dataset, const Tier& tier, Format format);
+
+// Whether an entry of --stage-data is split: as it asks (NAME:TIER:split or
+// :whole); else never into a shared tier or for an image to mount; else as
+// the dataset says (placement = "split"), else as the tier says for a
+// dataset its name or catalog entry shows to be of several parts (tar
+// shards or format = "dir").
+bool placed_split(const std::optional<Placement>& asked, const Dataset& dataset, const Tier& tier);
 
 // The node (index into the job's node order) of each shard.  Shard i goes
 // to node i mod N, the order WebDataset's split_by_node hands shards out
@@ -36,8 +51,11 @@ std::optional<std::size_t> fewest_nodes_split(const std::vector<std::uint64_t>& 
 struct SplitFacts {
     std::string dataset, tier;
     std::vector<std::uint64_t> shard_sizes;  // the dataset's parts (a tree: its files)
+    // With no part sizes (a tree, its files unknown here): its bytes, taken
+    // as parts small enough to share evenly.
+    std::optional<std::uint64_t> total;
     std::optional<std::uint64_t> room;
-    std::size_t nodes = 1;     // the job's
+    std::size_t nodes = 1;     // the job's (0: not known here; the node checks)
     bool split_asked = false;  // --stage-data=NAME:TIER:split, or placement = "split"
 };
 // Refused, in one line: split asked but the job has too few nodes (with how
@@ -45,5 +63,18 @@ struct SplitFacts {
 // would do, and on how many nodes); a part larger than a node's room
 // (it fits nowhere, naming the sizes).
 Verdict admit_placement(const SplitFacts& facts);
+
+// "it would fit split on 3 or more nodes: --stage-data=in21k:shm:split with
+// -N 3 or more", when a split on 2 or more nodes fits the room; else "".
+std::string split_advice(const SplitFacts& facts);
+
+// A refusal of the dataset whole (policies/admission) with that advice
+// after it, when there is some.
+Verdict with_split_advice(const Verdict& whole, const SplitFacts& facts);
+
+// The most bytes any node holds when the dataset is split over `nodes`
+// (the facts' parts placed, or their total shared evenly); nothing when
+// neither is known.
+std::optional<std::uint64_t> largest_share(const SplitFacts& facts, std::size_t nodes);
 
 }  // namespace dlstage::policy

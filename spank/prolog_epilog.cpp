@@ -56,7 +56,7 @@ std::optional<ScriptStart> start_script(SpankApi& api, const PluginArgs& args)
     try {
         start.site = load_trusted_config(choose_config_path(args.config_path, false));
         start.config = start.site;  // until the child knows the job's overrides
-        for (const char* name : {"SLURM_JOB_PARTITION", "SLURM_JOB_ACCOUNT", "SLURM_JOB_USER"})
+        for (const char* name : {"SLURM_JOB_PARTITION", "SLURM_JOB_ACCOUNT", "SLURM_JOB_USER", "SLURM_NODELIST"})
             start.slurm_env[name] = api.getenv(name);
     } catch (const Error& e) {
         api.error("job " + start.job.job_id + " on " + start.job.node + ": " + e.what());
@@ -242,6 +242,22 @@ SizesByDataset claimed_sizes(const ScriptStart& start)
     return decode_facts(start.facts);
 }
 
+// A split dataset's node holds about one share of it: its bytes and
+// entries over the job's nodes (slurmd's SLURM_NODELIST), a share's
+// shards not being known here.  The stager checks its exact share.
+SourceFacts about_one_share(SourceFacts facts, const ScriptStart& start)
+{
+    const auto found = start.slurm_env.find("SLURM_NODELIST");
+    const std::size_t nodes = found == start.slurm_env.end() ? 0 : hosts_in_list(found->second);
+    if (nodes > 1) {
+        if (facts.bytes)
+            *facts.bytes = (*facts.bytes + nodes - 1) / nodes;
+        if (facts.files)
+            *facts.files = (*facts.files + nodes - 1) / nodes;
+    }
+    return facts;
+}
+
 // The sizes root believes before evicting anything: each source probed by
 // a child that became the job's user (tier/cache_entries.hpp).  One that cannot
 // be sized counts as bringing nothing, with a note.
@@ -261,7 +277,7 @@ SizesByDataset probed_sizes(const Tier& tier, const std::vector<StageItem>& item
         SourceFacts facts;
         facts.bytes = probed.bytes;
         facts.files = probed.files;
-        sizes[item.dataset.name] = facts;
+        sizes[item.dataset.name] = item.split ? about_one_share(facts, start) : facts;
     }
     return sizes;
 }

@@ -12,6 +12,7 @@
 #include "lib/strings.hpp"
 #include "policies/admission.hpp"
 #include "policies/overrides.hpp"
+#include "policies/split_placement.hpp"
 #include "spank/purge_notice.hpp"
 #include "spank/source_facts_env.hpp"
 #include "spank/stage_command.hpp"
@@ -26,18 +27,80 @@ namespace {
 // (header only, one stat of the root: no walk of the parallel file system).
 // A reach = "mover" dataset's source is not looked at: this host may not
 // see it; only the mover job's nodes do (probe_far_source).
+// The fewest nodes the job may get (-N MIN[-MAX]; 1 when not given); 0
+// when this Slurm does not tell.
+std::size_t nodes_asked(SpankApi& api)
+{
+    const std::optional<std::string> nodes = api.client_option("nodes");
+    if (!nodes)
+        return 0;
+    std::size_t count = 0;
+    for (const char c : *nodes) {
+        if (c < '0' || c > '9')
+            break;
+        count = count * 10 + static_cast<std::size_t>(c - '0');
+    }
+    return count;
+}
+
+policy::SplitFacts split_facts(const StageItem& item, const SourceFacts& facts, std::size_t nodes)
+{
+    policy::SplitFacts split;
+    split.dataset = item.dataset.name;
+    split.tier = item.tier.name;
+    split.shard_sizes = facts.parts;
+    split.total = facts.bytes;
+    split.room = item.tier.max_bytes.resolve(std::nullopt);
+    split.nodes = nodes;
+    split.split_asked = item.split;
+    return split;
+}
+
+// What one node of the job gets of a split dataset, as far as submit
+// knows: its largest share and a node's part of the entries (the node
+// counts again).
+SourceFacts node_share(const StageItem& item, const SourceFacts& facts, std::size_t nodes)
+{
+    SourceFacts share = facts;
+    share.parts.clear();
+    share.bytes = policy::largest_share(split_facts(item, facts, nodes), nodes);
+    if (facts.files && nodes > 0)
+        share.files = (*facts.files + nodes - 1) / nodes;
+    else
+        share.files.reset();
+    return share;
+}
+
+// A dataset larger than a node's tier is admitted split when the job asks
+// for it on enough nodes (policies/split_placement), each node checked for
+// its share; one that would fit split is refused whole with how.
+void admit_on_each_node(SpankApi& api, const StageItem& item, SourceFacts& facts)
+{
+    const bool splittable = item.tier.scope == Scope::Node &&
+                            policy::split_possible(item.dataset, item.tier, facts.format).allowed;
+    if (!item.split) {
+        const policy::Verdict whole = policy::admit(item.dataset, item.tier, facts, policy::TierSpace{});
+        policy::require(splittable ? policy::with_split_advice(whole, split_facts(item, facts, 0)) : whole);
+        return;
+    }
+    policy::require(policy::split_possible(item.dataset, item.tier, facts.format));
+    const std::size_t nodes = nodes_asked(api);
+    policy::require(policy::admit_placement(split_facts(item, facts, nodes)));
+    facts = node_share(item, facts, nodes);
+    policy::require(policy::admit(item.dataset, item.tier, facts, policy::TierSpace{}));
+}
+
 SourceFacts check_source(SpankApi& api, const Config& config, const StageItem& item)
 {
     policy::require(policy::supported(item.dataset, item.tier));
-    const SourceFacts facts = item.dataset.reach == Reach::Mover
-                                  ? probe_far_source(item.dataset, config.site.manifests())
-                                  : probe_source(item.dataset, config.site.manifests());
+    SourceFacts facts = item.dataset.reach == Reach::Mover ? probe_far_source(item.dataset, config.site.manifests())
+                                                           : probe_source(item.dataset, config.site.manifests());
     if (!facts.note.empty())
         api.info(facts.note);
     if (facts.state != SourceFacts::State::Present)
         throw Error("cannot stage " + quoted(item.dataset.name) + ": " + facts.problem +
                     (item.dataset.from_catalog ? " (ask your site admins)" : ""));
-    policy::require(policy::admit(item.dataset, item.tier, facts, policy::TierSpace{}));
+    admit_on_each_node(api, item, facts);
     return facts;
 }
 }  // namespace

@@ -102,6 +102,45 @@ immutable = "yes"
                dump(problems));
 }
 
+BOOST_AUTO_TEST_CASE(placement_split_on_a_dataset_or_a_node_tier)
+{
+    const Config config = parse_config(kTiers + R"(
+[tiers.big]
+path = "/local/big/%j"
+placement = "split"
+
+[datasets.in21k]
+source = "/data/in21k/shard-*"
+tiers = ["shm"]
+placement = "split"
+)",
+                                       "t.toml");
+    BOOST_TEST((config.find_dataset("in21k")->placement == Placement::Split));
+    BOOST_TEST((config.find_tier("big")->placement == Placement::Split));
+    BOOST_TEST((config.find_tier("shm")->placement == Placement::Whole));
+    const auto problems = problems_of(kTiers + R"(
+[tiers.scratch]
+path = "/p/scratch/%u"
+scope = "shared"
+placement = "split"
+
+[datasets.one]
+source = "/data/one.sqfs"
+tiers = ["shm"]
+placement = "split"
+
+[datasets.odd]
+source = "/data/odd"
+tiers = ["shm"]
+placement = "halves"
+)");
+    BOOST_TEST(has_problem(problems, 15, "tiers.scratch.placement", "only a node tier splits datasets"),
+               dump(problems));
+    BOOST_TEST(has_problem(problems, 20, "datasets.one.placement", "dataset 'one' is one file (/data/one.sqfs)"),
+               dump(problems));
+    BOOST_TEST(has_problem(problems, 25, "datasets.odd.placement", "halves"), dump(problems));
+}
+
 BOOST_AUTO_TEST_CASE(unknown_keys_are_errors_with_a_suggestion)
 {
     const auto problems = problems_of(R"([site]

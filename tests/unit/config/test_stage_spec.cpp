@@ -37,6 +37,28 @@ std::string error_of(const Config& config, const std::string& value)
 
 BOOST_AUTO_TEST_SUITE(stage_spec)
 
+BOOST_AUTO_TEST_CASE(split_or_whole_after_the_tier_says_how_a_dataset_lies_over_the_nodes)
+{
+    const auto requests = parse_stage_specs("imagenet:shm:split,coco:ssd:whole,imagenet::split,/p/x:shm:split,"
+                                            "/p/y::split,/p/z:shm");
+    BOOST_TEST_REQUIRE(requests.size() == 6u);
+    BOOST_TEST(
+        (requests[0].name == "imagenet" && requests[0].tier == "shm" && *requests[0].placement == Placement::Split));
+    BOOST_TEST((requests[1].tier == "ssd" && *requests[1].placement == Placement::Whole));
+    BOOST_TEST((requests[2].tier.empty() && *requests[2].placement == Placement::Split));
+    BOOST_TEST((requests[3].name == "/p/x" && requests[3].tier == "shm" && *requests[3].placement == Placement::Split));
+    BOOST_TEST((requests[4].name == "/p/y" && requests[4].tier.empty() && *requests[4].placement == Placement::Split));
+    BOOST_TEST(!requests[5].placement.has_value());
+    BOOST_TEST(error_of(catalog(), "imagenet:split") ==
+               "missing tier before ':split' in 'imagenet:split' (e.g. --stage-data=in21k:shm:split; NAME::split for "
+               "the default tier)");
+    BOOST_TEST(error_of(catalog(), "imagenet:shm:splot").find("malformed entry 'imagenet:shm:splot'") == 0u);
+    const auto items = resolve_stage_data(catalog(), "imagenet:shm:split,coco");
+    BOOST_TEST(items[0].split);
+    BOOST_TEST(!items[1].split);
+    BOOST_TEST(error_of(catalog(), "cifar:shm:split").find("dataset 'cifar' is one file (/p/data/cifar.sqfs)") == 0u);
+}
+
 BOOST_AUTO_TEST_CASE(parses_names_tiers_and_paths)
 {
     const auto r = parse_stage_specs(" imagenet:shm, coco ,/p/x/data.sqfs:ssd,/p/a:b/dir ");
@@ -60,7 +82,8 @@ BOOST_AUTO_TEST_CASE(malformed_specs_get_precise_messages)
     BOOST_TEST(error_of(config, "imagenet,").find("empty entry") != std::string::npos);
     // Found by tests/fuzz: the value was quoted raw, a CR or newline broke the line.
     BOOST_TEST(error_of(config, "a,\r,b") == "empty entry in --stage-data=a,\\x0d,b (remove the extra ',')");
-    BOOST_TEST(error_of(config, "a:b:c").find("malformed entry 'a:b:c': expected NAME[:TIER]") != std::string::npos);
+    BOOST_TEST(error_of(config, "a:b:c").find("malformed entry 'a:b:c': expected NAME[:TIER[:split|whole]]") !=
+               std::string::npos);
     BOOST_TEST(error_of(config, "imagenet:").find("missing tier after ':'") != std::string::npos);
     BOOST_TEST(error_of(config, "/p/x:").find("missing tier after ':'") != std::string::npos);
     BOOST_TEST(error_of(config, "data/x").find("neither a dataset name nor an absolute path") != std::string::npos);

@@ -51,6 +51,22 @@ JobMemory mem(std::uint64_t gib)
 
 }  // namespace
 
+BOOST_AUTO_TEST_SUITE(host_lists)
+
+BOOST_AUTO_TEST_CASE(a_slurm_host_list_counts_its_nodes)
+{
+    BOOST_TEST(hosts_in_list("n1") == 1u);
+    BOOST_TEST(hosts_in_list("n[1-3]") == 3u);
+    BOOST_TEST(hosts_in_list("n[1-3],m5,x[01-04,07]") == 9u);
+    BOOST_TEST(hosts_in_list("r[1-2]x[01-04]") == 8u);
+    BOOST_TEST(hosts_in_list("") == 0u);
+    BOOST_TEST(hosts_in_list("n[3-1]") == 0u);
+    BOOST_TEST(hosts_in_list("n[1-") == 0u);
+    BOOST_TEST(hosts_in_list("n[a]") == 0u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
 BOOST_AUTO_TEST_SUITE(memory)
 
 BOOST_AUTO_TEST_CASE(a_dataset_larger_than_the_memory_is_refused_with_the_fix)

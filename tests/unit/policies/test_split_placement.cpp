@@ -89,4 +89,108 @@ BOOST_AUTO_TEST_CASE(a_dataset_that_fits_only_split_is_admitted_split_and_otherw
     BOOST_TEST(admit_placement(facts).allowed);
 }
 
+BOOST_AUTO_TEST_CASE(a_tree_without_file_sizes_is_taken_as_its_bytes_shared_evenly)
+{
+    SplitFacts facts;
+    facts.dataset = "tree";
+    facts.tier = "shm";
+    facts.total = 2500 * kMiB;
+    facts.room = 1000 * kMiB;
+    facts.nodes = 3;
+    facts.split_asked = true;
+    BOOST_TEST(admit_placement(facts).allowed);
+    BOOST_TEST(largest_share(facts, 3).value() == (2500 * kMiB + 2) / 3);
+    facts.nodes = 2;
+    BOOST_TEST(admit_placement(facts).reason.find("it fits split on 3 or more nodes: ask for -N 3 or more") !=
+               std::string::npos);
+    facts.nodes = 0;  // this Slurm does not tell: the node checks
+    BOOST_TEST(admit_placement(facts).allowed);
+    BOOST_TEST(!largest_share(facts, 0).has_value());
+    facts.total.reset();
+    BOOST_TEST(!largest_share(facts, 3).has_value());
+}
+
+BOOST_AUTO_TEST_CASE(a_whole_refusal_gets_the_split_advice_when_a_split_would_fit)
+{
+    SplitFacts facts;
+    facts.dataset = "in21k";
+    facts.tier = "shm";
+    facts.shard_sizes.assign(25, 100 * kMiB);
+    facts.room = 1000 * kMiB;
+    const Verdict whole = Verdict::refuse("dataset 'in21k' needs 2.4 GiB but tier 'shm' allows at most 1000.0 MiB");
+    BOOST_TEST(with_split_advice(whole, facts).reason ==
+               "dataset 'in21k' needs 2.4 GiB but tier 'shm' allows at most 1000.0 MiB; it would fit split on 3 or "
+               "more nodes: --stage-data=in21k:shm:split with -N 3 or more");
+    BOOST_TEST(with_split_advice(Verdict::allow(), facts).allowed);
+    facts.room = 99 * kMiB;  // not even split: the refusal alone
+    BOOST_TEST(with_split_advice(whole, facts).reason == whole.reason);
+    facts.room.reset();
+    BOOST_TEST(with_split_advice(whole, facts).reason == whole.reason);
+}
+
+namespace {
+Tier node_tier(Placement placement = Placement::Whole)
+{
+    Tier tier;
+    tier.name = "shm";
+    tier.placement = placement;
+    return tier;
+}
+
+Dataset dataset_of(const std::string& source, Format format = Format::Auto)
+{
+    Dataset dataset;
+    dataset.name = "d";
+    dataset.source = source;
+    dataset.format = format;
+    return dataset;
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(only_shard_sets_and_trees_split_and_only_into_node_tiers)
+{
+    const Tier shm = node_tier();
+    BOOST_TEST(split_possible(dataset_of("/p/s/shard-*.tar"), shm, Format::Tar).allowed);
+    BOOST_TEST(split_possible(dataset_of("/p/tree"), shm, Format::Dir).allowed);
+    BOOST_TEST(split_possible(dataset_of("/p/tree"), shm, Format::Auto).allowed);  // the stager's plan tells
+    BOOST_TEST(split_possible(dataset_of("/p/one.tar"), shm, Format::Tar).reason ==
+               "dataset 'd' is one file (/p/one.tar): it cannot be split; stage it whole, or pack it into tar shards "
+               "with 'dlstage pack --format tar'");
+    BOOST_TEST(!split_possible(dataset_of("/p/i.sqfs"), shm, Format::Squashfs).allowed);
+    BOOST_TEST(!split_possible(dataset_of("/p/f.bin"), shm, Format::File).allowed);
+    Tier scratch = node_tier();
+    scratch.name = "scratch";
+    scratch.scope = Scope::Shared;
+    BOOST_TEST(
+        split_possible(dataset_of("/p/tree"), scratch, Format::Dir).reason.find("a shared tier holds one copy") !=
+        std::string::npos);
+    Dataset mounted = dataset_of("/p/s/shard-*");
+    mounted.mode = Mode::Mount;
+    BOOST_TEST(split_possible(mounted, shm, Format::Tar).reason.find("mode = \"mount\"") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(the_request_decides_then_the_dataset_then_the_tier_for_what_splits)
+{
+    const Dataset shards = dataset_of("/p/s/shard-*");
+    const Dataset tree = dataset_of("/p/tree", Format::Dir);
+    const Dataset unknown = dataset_of("/p/tree");  // a directory only a stat can tell
+    const Tier whole = node_tier(), splitting = node_tier(Placement::Split);
+    BOOST_TEST(placed_split(Placement::Split, shards, whole));
+    BOOST_TEST(!placed_split(Placement::Whole, shards, splitting));
+    BOOST_TEST(!placed_split(std::nullopt, shards, whole));
+    BOOST_TEST(placed_split(std::nullopt, shards, splitting));
+    BOOST_TEST(placed_split(std::nullopt, tree, splitting));
+    BOOST_TEST(!placed_split(std::nullopt, unknown, splitting));
+    BOOST_TEST(!placed_split(std::nullopt, dataset_of("/p/one.tar"), splitting));
+    Dataset by_catalog = dataset_of("/p/tree");
+    by_catalog.placement = Placement::Split;
+    BOOST_TEST(placed_split(std::nullopt, by_catalog, whole));
+    Tier scratch = whole;
+    scratch.scope = Scope::Shared;
+    BOOST_TEST(!placed_split(std::nullopt, by_catalog, scratch));  // whole in a shared tier: one copy for all
+    Dataset mounted = by_catalog;
+    mounted.mode = Mode::Mount;
+    BOOST_TEST(!placed_split(std::nullopt, mounted, splitting));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
