@@ -31,6 +31,7 @@ DatasetLayout layout_in(const std::string& tier_root, const std::string& tier_di
     layout.walked_list = prefix + kWalkedPrefix + name;
     layout.readers_dir = prefix + kReadersPrefix + name;
     layout.version_prefix = prefix + kVersionPrefix + name + "-";
+    layout.split_index = prefix + kSplitIndexPrefix + name + kSplitIndexSuffix;
     return layout;
 }
 }  // namespace
@@ -73,14 +74,17 @@ std::uint64_t count_field(const toml::table& record, const char* key, const std:
 
 void write_ready_marker(const std::string& marker_path, const ReadyMarker& marker)
 {
-    write_record(marker_path, toml::table{
-                                  {"dataset", marker.dataset},
-                                  {"tier", marker.tier},
-                                  {"source", marker.source},
-                                  {"path", marker.path},
-                                  {"bytes", static_cast<std::int64_t>(marker.bytes)},
-                                  {"files", static_cast<std::int64_t>(marker.files)},
-                              });
+    toml::table record{
+        {"dataset", marker.dataset},
+        {"tier", marker.tier},
+        {"source", marker.source},
+        {"path", marker.path},
+        {"bytes", static_cast<std::int64_t>(marker.bytes)},
+        {"files", static_cast<std::int64_t>(marker.files)},
+    };
+    if (!marker.index.empty())
+        record.insert("index", marker.index);
+    write_record(marker_path, record);
 }
 
 std::optional<ReadyMarker> read_ready_marker(const std::string& marker_path)
@@ -100,6 +104,7 @@ ReadyMarker ready_marker_of(const toml::table& record, const std::string& marker
     marker.tier = record["tier"].value_or(std::string());
     marker.source = record["source"].value_or(std::string());
     marker.path = record["path"].value_or(std::string());
+    marker.index = record["index"].value_or(std::string());
     marker.bytes = count_field(record, "bytes", marker_path);
     marker.files = count_field(record, "files", marker_path);
     if (marker.path.empty())

@@ -69,6 +69,7 @@ struct DatasetLayout {
     std::string walked_list;     // shared tiers: what a first copy's walk found so far (plan segments)
     std::string readers_dir;     // shared tiers: a file per job that reads the copy in place
     std::string version_prefix;  // shared tiers: prefix of a copy made beside one in use (+ job id)
+    std::string split_index;     // a split dataset: who holds which part (JSON, DLSTAGE_<NAME>_INDEX)
 };
 
 DatasetLayout dataset_layout(const StageItem& item, const TemplateValues& values);
@@ -105,6 +106,7 @@ struct ReadyMarker {
     std::string path;  // what DLSTAGE_<NAME> holds: the file, or the directory
     std::uint64_t bytes = 0;
     std::uint64_t files = 0;
+    std::string index;  // a split dataset: the index's path (DLSTAGE_<NAME>_INDEX); "" otherwise
 };
 
 void write_ready_marker(const std::string& marker_path, const ReadyMarker& marker);

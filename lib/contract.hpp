@@ -70,6 +70,9 @@ inline constexpr const char* kReadyPrefix = ".ready-";        // the ready marke
 inline constexpr const char* kImagePrefix = ".image-";        // mode = "mount": the image
 inline constexpr const char* kStagedPrefix = ".staged-";      // mode = "mount": the image is complete
 inline constexpr const char* kRecordSuffix = ".toml";         // markers and state records
+inline constexpr const char* kSplitIndexPrefix = ".index-";   // .index-NAME.json: a split dataset's parts and nodes
+inline constexpr const char* kSplitIndexSuffix = ".json";
+inline constexpr const char* kSplitIndexVarSuffix = "_INDEX";  // DLSTAGE_<NAME>_INDEX: that index's path
 // A shared tier's user directory also holds, per dataset (job/job_layout.hpp):
 inline constexpr const char* kLockPrefix = ".lock-";          // who is staging it now
 inline constexpr const char* kContentsPrefix = ".contents-";  // what the copy holds (a plan)

@@ -22,12 +22,17 @@ void export_paths(SpankApi& api, const Config& config, const std::string& spec)
     for (const StageItem& item : resolve_stage_data(config, spec)) {
         const DatasetLayout layout = dataset_layout(item, job.values());
         const auto marker = read_ready_marker(layout.ready_marker);
+        const std::string index_var = item.env_name + kSplitIndexVarSuffix;
+        if (!marker || marker->index.empty())
+            api.unsetenv(index_var);
         if (!marker) {
             // Not staged (yet) or its mount is gone: better unset than pointing
             // at nothing, also when srun passed on the batch step's value.
             api.unsetenv(item.env_name);
             continue;
         }
+        if (!marker->index.empty())
+            api.setenv(index_var, marker->index);
         // A shared copy: the one this job was given, which its mark keeps
         // alive, not a newer one made beside it since (stager/copy_readers).
         const auto mark = item.tier.scope == Scope::Shared ? read_reader_mark(layout.readers_dir, job.values().job_id)

@@ -19,12 +19,15 @@
 #include "lib/log.hpp"
 #include "lib/size.hpp"
 #include "lib/strings.hpp"
+#include "lib/sys/replace_file.hpp"
 #include "lib/sys/sys_error.hpp"
 #include "policies/cache_reuse.hpp"
+#include "policies/split_placement.hpp"
 #include "stager/copy_check.hpp"
 #include "stager/copy_lock.hpp"
 #include "stager/kept_copy.hpp"
 #include "stager/phase_times.hpp"
+#include "stager/split_share.hpp"
 #include "stager/stage_steps.hpp"
 #include "tier/safe_fs.hpp"
 
@@ -169,6 +172,33 @@ Look look_here(const StageItem& item, const DatasetLayout& here, const Plan& pla
     return decided();
 }
 
+// A split dataset's node (stager/split_share): the plan is cut to this
+// node's share, whose own identity its cache entry then has; a manifest's
+// plan is checked file by file first (each node reads only its share, so
+// no read can prove the rest).
+struct SplitShare {
+    std::uint64_t whole_bytes = 0;
+    std::string index;  // the JSON every node writes beside its marker
+};
+SplitShare split_share(const StageItem& item, const NodeContext& ctx, Plan& plan)
+{
+    if (manifest_unchecked(item, ctx, plan) && !plan_still_holds(item, ctx, plan)) {
+        plan = plan_saying_progress(item, ctx, PlanFrom::Walk);
+        check_mode_fits_plan(item, plan);
+    }
+    if (plan.single_file)
+        policy::require(policy::split_possible(item.dataset, item.tier, Format::File));
+    const SplitLayout layout = place_plan(plan, static_cast<std::size_t>(ctx.size));
+    const auto node = static_cast<std::size_t>(ctx.rank);
+    SplitShare share;
+    share.whole_bytes = plan.total_bytes();
+    share.index = split_index_json(item, plan, layout, node, texts_over_ranks(ctx.comm, ctx.node));
+    if (ctx.rank == 0)
+        say(item.dataset.name + ": " + shares_text(layout) + "; each node's cache holds its own share");
+    plan = share_of(plan, layout, node);
+    return share;
+}
+
 // The entry's seal: its directory's ctime once it is in place (the rename
 // set it) and complete.
 std::int64_t seal_of(const DatasetLayout& here, const DatasetLayout& entry)
@@ -185,9 +215,12 @@ std::int64_t seal_of(const DatasetLayout& here, const DatasetLayout& entry)
 // entry to reuse): the reads prove it, and a file found rewritten since
 // the scan discards what was written; the plan (and its identity) is then
 // a walk's, and the transfer starts again.
-void stage_entry(const StageItem& item, const NodeContext& part, const ExchangeOptions& options,
-                 const DatasetLayout& entry, const DatasetLayout& here, const Fd& cache_dir, Plan& plan,
-                 std::string& identity, bool unchecked)
+// Returns what this rank read of the source.  A split dataset's node
+// stages its own share alone and quietly (part.quiet but on the job's rank
+// 0): the job's summary comes after, over every node.
+std::uint64_t stage_entry(const StageItem& item, const NodeContext& part, const ExchangeOptions& options,
+                          const DatasetLayout& entry, const DatasetLayout& here, const Fd& cache_dir, Plan& plan,
+                          std::string& identity, bool unchecked)
 {
     const auto start = Clock::now();
     const std::uint64_t cpu_start = cpu_now();
@@ -195,8 +228,8 @@ void stage_entry(const StageItem& item, const NodeContext& part, const ExchangeO
     TransferResult moved;
     for (bool checked_by_reading = unchecked;; checked_by_reading = false) {
         const policy::ExtractionBudget budget = check_space(item, cache_dir, entry.tier_dir, plan);
-        if (part.rank == 0)
-            say_staging(item, part, plan);
+        if (part.rank == 0 && !part.quiet)
+            say_staging(item, part, plan, item.split ? "as this node's share of a split" : "");
         ProvingReads changes;
         moved = transfer(item, part, options, entry, here, cache_dir, plan, budget, false,
                          checked_by_reading ? &changes : nullptr);
@@ -221,15 +254,19 @@ void stage_entry(const StageItem& item, const NodeContext& part, const ExchangeO
     record.sealed_ns = seal_of(here, entry);
     record_use(record, here, part, record.made);
     moved.done();
-    say_transferred(item, part, plan.total_bytes(), moved.bytes_read, start, cpu_start);
+    if (!item.split)
+        say_transferred(item, part, plan.total_bytes(), moved.bytes_read, start, cpu_start);
+    return moved.bytes_read;
 }
 
 // The job's marker on this node, in the job directory: DLSTAGE_<NAME> is
 // the entry.
-void mark_for_job(const StageItem& item, const DatasetLayout& entry, const Plan& plan, const CopyRecord& record)
+void mark_for_job(const StageItem& item, const DatasetLayout& entry, const Plan& plan, const CopyRecord& record,
+                  const std::string& index)
 {
     const DatasetLayout job_here = dataset_layout_within(item);
     ReadyMarker marker = record.ready;
+    marker.index = index;
     const bool one_file = plan.single_file && item.dataset.mode != Mode::Extract;
     marker.path = one_file ? entry.dataset_dir + "/" + plan.entries.front().path : entry.dataset_dir;
     write_ready_marker(job_here.ready_marker, marker);
@@ -260,6 +297,7 @@ void stage_cached(const StageItem& item, const NodeContext& ctx, const ExchangeO
                   const DatasetLayout& layout, const Fd& job_dir)
 {
     const auto start = Clock::now();
+    const std::uint64_t cpu_start = cpu_now();
     const DatasetLayout entry = cache_layout(item, ctx.values.user);
     const DatasetLayout here = dataset_layout_within(item);
     const Fd cache_dir = open_cache_dir(entry);
@@ -270,14 +308,17 @@ void stage_cached(const StageItem& item, const NodeContext& ctx, const ExchangeO
         Plan plan = plan_saying_progress(item, ctx);
         stage_phases().lap(Phase::Plan);
         check_mode_fits_plan(item, plan);
-        std::string identity = shared_identity(plan, ctx);
+        std::optional<SplitShare> split;
+        if (item.split)
+            split = split_share(item, ctx, plan);
+        std::string identity = split ? source_identity(plan) : shared_identity(plan, ctx);
         Look look = look_here(item, here, plan, identity);
         // A manifest's plan is checked file by file first when a node holds
         // an entry: reused on the plan's word, nothing of the source is read;
         // and one a walk made (the manifest stale since) is reused only
         // after that check finds the walk's plan.  With nothing cached the
         // reads prove the plan (stage_entry).
-        bool unchecked = manifest_unchecked(item, ctx, plan);
+        bool unchecked = !split && manifest_unchecked(item, ctx, plan);
         if (unchecked && !all_ranks(ctx.comm, !look.record.has_value())) {
             unchecked = false;
             if (!plan_still_holds(item, ctx, plan)) {
@@ -293,14 +334,17 @@ void stage_cached(const StageItem& item, const NodeContext& ctx, const ExchangeO
         if (!look.hit)
             sayf("%s: staging it on %s: %s", item.dataset.name.c_str(), ctx.node.c_str(), look.why.c_str());
 
-        // Only the nodes that missed take part in the transfer.
-        MPI_Comm_split(ctx.comm, look.hit ? 0 : 1, ctx.rank, &part);
+        // Only the nodes that missed take part in the transfer; of a split
+        // dataset, each alone: its share is its own.
+        MPI_Comm_split(ctx.comm, look.hit ? 0 : 1 + (split ? ctx.rank : 0), ctx.rank, &part);
+        std::uint64_t bytes_read = 0;
         if (!look.hit) {
             NodeContext missed = ctx;
             missed.comm = part;
             MPI_Comm_rank(part, &missed.rank);
             MPI_Comm_size(part, &missed.size);
-            stage_entry(item, missed, options, entry, here, cache_dir, plan, identity, unchecked);
+            missed.quiet = split && ctx.rank != 0;
+            bytes_read = stage_entry(item, missed, options, entry, here, cache_dir, plan, identity, unchecked);
             look.record = read_copy_record(here.ready_marker);
             if (!look.record)
                 throw Error("the record of " + entry.dataset_dir + " vanished");
@@ -309,9 +353,13 @@ void stage_cached(const StageItem& item, const NodeContext& ctx, const ExchangeO
         }
         {
             const WorkIn in_job(job_dir, job_dir, layout.tier_dir);
-            mark_for_job(item, entry, plan, *look.record);
+            if (split)
+                replace_file_at(job_dir.get(), layout.tier_dir, here.split_index, split->index, 0644);
+            mark_for_job(item, entry, plan, *look.record, split ? layout.split_index : std::string());
         }
         quiet_barrier(ctx.comm);  // every node's marker is written
+        if (split && hits < ctx.size)
+            say_transferred(item, ctx, split->whole_bytes, bytes_read, start, cpu_start);
         if (ctx.rank == 0 && hits > 0)
             say(hit_line(item, look, hits, ctx.size, check_s));
         if (ctx.rank == 0 && hits == ctx.size)

@@ -80,6 +80,24 @@ std::string broadcast_text(MPI_Comm comm, int root, const std::string& text)
     return line;
 }
 
+std::vector<std::string> texts_over_ranks(MPI_Comm comm, const std::string& mine)
+{
+    constexpr std::size_t kWidth = 256;
+    int ranks = 1;
+    MPI_Comm_size(comm, &ranks);
+    char line[kWidth] = {};
+    std::snprintf(line, sizeof line, "%s", mine.c_str());
+    std::vector<char> all(kWidth * static_cast<std::size_t>(ranks));
+    MPI_Request request = MPI_REQUEST_NULL;
+    MPI_Iallgather(line, static_cast<int>(kWidth), MPI_CHAR, all.data(), static_cast<int>(kWidth), MPI_CHAR, comm,
+                   &request);
+    quiet_wait(request);
+    std::vector<std::string> texts;
+    for (int rank = 0; rank < ranks; ++rank)
+        texts.emplace_back(all.data() + kWidth * static_cast<std::size_t>(rank));
+    return texts;
+}
+
 void quiet_barrier(MPI_Comm comm)
 {
     MPI_Request request = MPI_REQUEST_NULL;
@@ -237,6 +255,16 @@ void say_stale_manifest(const StageItem& item, const NodeContext& ctx, const Sou
              item.dataset.name.c_str());
 }
 
+namespace {
+// How the copies lie over the nodes, for the summary line.
+const char* placement_words(const StageItem& item)
+{
+    if (item.tier.scope == Scope::Shared)
+        return "(one shared copy) by";
+    return item.split ? "split over" : "on";
+}
+}  // namespace
+
 void say_transferred(const StageItem& item, const NodeContext& ctx, std::uint64_t total_bytes, std::uint64_t bytes_read,
                      Clock::time_point start, std::uint64_t cpu_start)
 {
@@ -250,16 +278,19 @@ void say_transferred(const StageItem& item, const NodeContext& ctx, std::uint64_
     const std::uint64_t peak_rss = reduce_over_ranks(ctx.comm, peak_rss_bytes(), MPI_MAX);
     const double cpu_seconds =
         static_cast<double>(reduce_over_ranks(ctx.comm, cpu_microseconds() - cpu_start, MPI_SUM)) / 1e6;
-    if (ctx.rank != 0)
+    if (ctx.rank != 0 || ctx.quiet)
         return;
     const bool shared = item.tier.scope == Scope::Shared;
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     const double ratio = total_bytes ? static_cast<double>(read) / static_cast<double>(total_bytes) : 1.0;
     sayf("staged %s to %s %s %d nodes in %.2f s (%s%s); source bytes read %s (%.2fx); "
          "peak memory per rank %s; cpu %.1f s over all nodes",
-         item.dataset.name.c_str(), item.tier.name.c_str(), shared ? "(one shared copy) by" : "on", ctx.size, seconds,
-         format_rate(total_bytes, seconds).c_str(), shared ? "" : " per node", format_size(read).c_str(), ratio,
-         format_size(peak_rss).c_str(), cpu_seconds);
+         item.dataset.name.c_str(), item.tier.name.c_str(), placement_words(item), ctx.size, seconds,
+         format_rate(total_bytes, seconds).c_str(),
+         shared       ? ""
+         : item.split ? " in all"
+                      : " per node",
+         format_size(read).c_str(), ratio, format_size(peak_rss).c_str(), cpu_seconds);
     sayf("%s: time by phase (slowest node): %s", item.dataset.name.c_str(), phases_text(slowest).c_str());
 }
 
@@ -268,8 +299,15 @@ std::uint64_t cpu_now()
     return cpu_microseconds();
 }
 
-void say_staging(const StageItem& item, const NodeContext& ctx, const Plan& plan)
+void say_staging(const StageItem& item, const NodeContext& ctx, const Plan& plan, const std::string& shares)
 {
+    if (!shares.empty()) {
+        sayf("staging %s (%s in %llu %s) from %s to %s %s", item.dataset.name.c_str(),
+             format_size(plan.total_bytes()).c_str(), static_cast<unsigned long long>(plan.file_count()),
+             plan.file_count() == 1 ? "file" : "files", item.dataset.source.c_str(), item.tier.name.c_str(),
+             shares.c_str());
+        return;
+    }
     sayf("staging %s (%s in %llu %s) from %s to %s %s %d nodes", item.dataset.name.c_str(),
          format_size(plan.total_bytes()).c_str(), static_cast<unsigned long long>(plan.file_count()),
          plan.file_count() == 1 ? "file" : "files", item.dataset.source.c_str(), item.tier.name.c_str(),

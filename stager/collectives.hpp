@@ -32,6 +32,8 @@ void quiet_barrier(MPI_Comm comm);
 // Rank root's text (one line: an identity, a message's example; cut at
 // 1023 bytes) on every rank.
 std::string broadcast_text(MPI_Comm comm, int root, const std::string& text);
+// Every rank's text (a host name; cut at 255 bytes), in rank order, on every rank.
+std::vector<std::string> texts_over_ranks(MPI_Comm comm, const std::string& mine);
 
 // Rank 0 plans (from the dataset's manifest when it is current, else with
 // a walk; or with a walk whatever there is) and every rank gets the plan.
@@ -60,8 +62,9 @@ SourceDrift drift_over_ranks(MPI_Comm comm, int rank, const SourceDrift& mine);
 // Rank 0: "manifest of NAME is older than its source (N files changed in
 // place since the scan, e.g. EXAMPLE): planning from a walk; run ...".
 void say_stale_manifest(const StageItem& item, const NodeContext& ctx, const SourceDrift& drift);
-// "staging NAME (SIZE in N files) from SOURCE to TIER on N nodes" (rank 0).
-void say_staging(const StageItem& item, const NodeContext& ctx, const Plan& plan);
+// "staging NAME (SIZE in N files) from SOURCE to TIER on N nodes" (rank 0);
+// a split dataset: "... split over N nodes, A to B each" (shares: that text).
+void say_staging(const StageItem& item, const NodeContext& ctx, const Plan& plan, const std::string& shares = {});
 
 // The summary line (rank 0; every rank must call it: it reduces).
 void say_transferred(const StageItem& item, const NodeContext& ctx, std::uint64_t total_bytes, std::uint64_t bytes_read,

@@ -112,7 +112,7 @@ void record_job_state(const StageItem& item, const CopyRecord& record, const Nod
 {
     const std::uint64_t bytes = record.ready.bytes;
     std::string problem;
-    if (!write_progress(item, ctx, {state, bytes, bytes, record.ready.files, 0, 0, record.ready.path}, problem))
+    if (!write_progress(item, ctx, {state, bytes, bytes, record.ready.files, 0, 0, record.ready.path, {}}, problem))
         sayf("%s: no progress record: %s", item.dataset.name.c_str(), problem.c_str());
 }
 

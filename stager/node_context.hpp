@@ -21,6 +21,9 @@ struct NodeContext {
     std::string state_dir;
     std::string manifest_dir;        // site.manifest_dir: rank 0 plans from a dataset's manifest there
     double progress_interval = 5.0;  // seconds between progress lines (rank 0)
+    // Says nothing, writes no progress record: a node moving its own share
+    // of a split dataset alone (comm MPI_COMM_SELF); the job's rank 0 speaks.
+    bool quiet = false;
 };
 
 }  // namespace dlstage::stager

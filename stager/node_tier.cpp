@@ -8,13 +8,17 @@
 #include <sys/stat.h>
 
 #include "job/state_record.hpp"
+#include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "lib/log.hpp"
+#include "lib/sys/replace_file.hpp"
 #include "lib/sys/sys_error.hpp"
+#include "policies/split_placement.hpp"
 #include "stager/collectives.hpp"
 #include "stager/phase_times.hpp"
 #include "stager/plan.hpp"
 #include "stager/segment_transfer.hpp"
+#include "stager/split_share.hpp"
 #include "stager/stage_steps.hpp"
 
 namespace dlstage::stager {
@@ -57,7 +61,7 @@ bool staged_here(const StageItem& item, const DatasetLayout& layout)
 // paths, for messages and for what DLSTAGE_<NAME> will hold.
 // one_file: the file's name when the job sees one file, else "".
 void publish(const StageItem& item, const DatasetLayout& layout, const DatasetLayout& here, const std::string& one_file,
-             std::uint64_t bytes, std::uint64_t files)
+             std::uint64_t bytes, std::uint64_t files, const std::string& index = {})
 {
     const StagerOutput output = stager_output(item, here);
     const std::string into = stager_output(item, layout).dir;
@@ -72,6 +76,7 @@ void publish(const StageItem& item, const DatasetLayout& layout, const DatasetLa
     marker.path = one_file.empty() ? into : into + "/" + one_file;
     marker.bytes = bytes;
     marker.files = files;
+    marker.index = index;
     write_ready_marker(output.marker, marker);
 }
 
@@ -102,6 +107,73 @@ TransferResult plan_and_transfer(const StageItem& item, const NodeContext& ctx, 
         stage_phases().lap(Phase::Plan);
     }
 }
+// A node moving its own share of a split dataset: alone, saying nothing
+// unless it is the job's rank 0.
+NodeContext alone(const NodeContext& ctx)
+{
+    NodeContext self = ctx;
+    self.comm = MPI_COMM_SELF;
+    self.rank = 0;
+    self.size = 1;
+    self.quiet = ctx.rank != 0;
+    return self;
+}
+
+// A split dataset (stager/split_share): every rank places rank 0's plan
+// the same way and moves its own share alone, reading it from the source
+// itself (each part is read once, by the node that holds it: no
+// exchange), then writes the index beside it.  A manifest's plan is proven
+// by the reads, as in plan_and_transfer, over all ranks.
+void stage_split(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options,
+                 const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir)
+{
+    const auto start = Clock::now();
+    const std::uint64_t cpu_start = cpu_now();
+    Plan whole = plan_saying_progress(item, ctx);
+    stage_phases().lap(Phase::Plan);
+    const bool unchecked = manifest_unchecked(item, ctx, whole);
+    const auto node = static_cast<std::size_t>(ctx.rank);
+    for (int attempt = 0;; ++attempt) {
+        check_mode_fits_plan(item, whole);
+        if (whole.single_file)
+            policy::require(policy::split_possible(item.dataset, item.tier, Format::File));
+        const SplitLayout split = place_plan(whole, static_cast<std::size_t>(ctx.size));
+        const Plan mine = share_of(whole, split, node);
+        const policy::ExtractionBudget budget = check_space(item, job_dir, layout.tier_dir, mine);
+        if (ctx.rank == 0)
+            say_staging(item, ctx, whole, shares_text(split));
+        ProvingReads changes;
+        const TransferResult moved = transfer(item, alone(ctx), options, layout, here, job_dir, mine, budget, false,
+                                              unchecked && attempt == 0 ? &changes : nullptr);
+        const SourceDrift drift = drift_over_ranks(ctx.comm, ctx.rank, moved.drift);
+        if (drift.changed > 0) {
+            say_stale_manifest(item, ctx, drift);
+            clear_leftovers(here, job_dir, layout.tier_dir);
+            whole = plan_saying_progress(item, ctx, PlanFrom::Walk);
+            stage_phases().lap(Phase::Plan);
+            continue;
+        }
+        MPI_Barrier(ctx.comm);  // every node holds its share, verified
+        const std::vector<std::string> hosts = texts_over_ranks(ctx.comm, ctx.node);
+        replace_file_at(job_dir.get(), layout.tier_dir, here.split_index,
+                        split_index_json(item, whole, split, node, hosts), 0644);
+        publish(item, layout, here, {}, split.share_bytes[node], split.share_files[node], layout.split_index);
+        if (ctx.rank == 0) {
+            std::string problem;
+            ProgressFigures done{kReadyState,
+                                 whole.total_bytes(),
+                                 whole.total_bytes(),
+                                 whole.file_count(),
+                                 std::chrono::duration<double>(Clock::now() - start).count(),
+                                 0,
+                                 {},
+                                 split.share_bytes};
+            write_progress(item, ctx, done, problem);
+        }
+        say_transferred(item, ctx, whole.total_bytes(), moved.bytes_read, start, cpu_start);
+        return;
+    }
+}
 }  // namespace
 
 void stage_node_tier(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options,
@@ -114,6 +186,10 @@ void stage_node_tier(const StageItem& item, const NodeContext& ctx, const Exchan
         return;
     }
     clear_leftovers(here, job_dir, layout.tier_dir);
+    if (item.split) {
+        stage_split(item, ctx, options, layout, here, job_dir);
+        return;
+    }
 
     const auto start = Clock::now();
     const std::uint64_t cpu_start = cpu_now();

@@ -55,7 +55,7 @@ private:
     void record(const char* state, std::uint64_t total, const WalkedTransfer& figures, double elapsed) const
     {
         std::string problem;
-        write_progress(item_, ctx_, {state, total, figures.bytes, figures.files, elapsed, 0, {}}, problem);
+        write_progress(item_, ctx_, {state, total, figures.bytes, figures.files, elapsed, 0, {}, {}}, problem);
     }
 
     const StageItem& item_;

@@ -86,6 +86,13 @@ bool write_progress(const StageItem& item, const NodeContext& ctx, const Progres
                        {"time", static_cast<std::int64_t>(std::time(nullptr))}};
     if (!figures.path.empty())
         record.insert("path", figures.path);
+    if (!figures.shares.empty()) {
+        toml::array shares;
+        for (const std::uint64_t bytes : figures.shares)
+            shares.push_back(static_cast<std::int64_t>(bytes));
+        record.insert("placement", "split");
+        record.insert("shares", std::move(shares));
+    }
     const char* array_job = std::getenv(kArrayJobIdVar);
     const char* array_task = std::getenv(kArrayTaskIdVar);
     if (array_job && *array_job && array_task && *array_task) {
@@ -115,7 +122,7 @@ public:
     }
     void operator()(std::size_t done_chunks, std::uint64_t done_bytes)
     {
-        if (ctx_.rank != 0 || done_chunks == chunks_)
+        if (ctx_.rank != 0 || ctx_.quiet || done_chunks == chunks_)
             return;
         const auto now = Clock::now();
         if (std::chrono::duration<double>(now - last_).count() < ctx_.progress_interval)
@@ -140,7 +147,7 @@ public:
 
     void done()
     {
-        if (ctx_.rank == 0)
+        if (ctx_.rank == 0 && !ctx_.quiet)
             record(kReadyState, total_, std::chrono::duration<double>(Clock::now() - start_).count(), 0);
     }
 
@@ -148,7 +155,8 @@ private:
     void record(const char* state, std::uint64_t done_bytes, double elapsed, double eta) const
     {
         std::string problem;
-        if (!write_progress(item_, ctx_, {state, total_, done_bytes, plan_.file_count(), elapsed, eta, {}}, problem) &&
+        if (!write_progress(item_, ctx_, {state, total_, done_bytes, plan_.file_count(), elapsed, eta, {}, {}},
+                            problem) &&
             !warned_) {
             sayf("%s: no progress record: %s", item_.dataset.name.c_str(), problem.c_str());
             warned_ = true;
@@ -244,11 +252,12 @@ TransferResult transfer(const StageItem& item, const NodeContext& ctx, const Exc
             shared ? unpack_over_ranks(here, job_dir, layout.tier_dir, plan, options.writers, budget, ctx)
                    : unpack_here(here, job_dir, layout.tier_dir, plan, options.writers, budget);
         const double seconds = std::chrono::duration<double>(Clock::now() - extract_start).count();
-        if (ctx.rank == 0) {
+        if (ctx.rank == 0 && !ctx.quiet) {
             if (unpacked.stripped > 0)
                 sayf("%s: removed setuid/setgid/sticky bits from %llu entries", item.dataset.name.c_str(),
                      static_cast<unsigned long long>(unpacked.stripped));
-            const std::string where = !shared               ? std::string("each node")
+            const std::string where = item.split            ? std::string("each node, its share")
+                                      : !shared             ? std::string("each node")
                                       : unpacked.ranks == 1 ? std::string("one node")
                                                             : std::to_string(unpacked.ranks) + " nodes";
             sayf("%s: extracted %llu %s in %.2f s on %s (%u threads)", item.dataset.name.c_str(),

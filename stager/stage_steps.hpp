@@ -13,6 +13,7 @@
 #include <functional>
 #include <mpi.h>
 #include <string>
+#include <vector>
 
 #include "config/stage_spec.hpp"
 #include "job/job_layout.hpp"
@@ -55,9 +56,10 @@ struct ProgressFigures {
     std::uint64_t bytes_total = 0;
     std::uint64_t bytes_done = 0;
     std::uint64_t files_total = 0;
-    double elapsed = 0;  // seconds
-    double eta = 0;      // seconds
-    std::string path;    // the copy's path, when it is known
+    double elapsed = 0;                 // seconds
+    double eta = 0;                     // seconds
+    std::string path;                   // the copy's path, when it is known
+    std::vector<std::uint64_t> shares;  // a split dataset: each node's bytes, in the job's node order
 };
 // Returns false, with nothing said, if the record cannot be written:
 // progress is a courtesy and a missing user state dir must not fail staging.

@@ -35,22 +35,6 @@ teardown() {
     scancel -u "$OTHER_USER" 2>/dev/null || true
 }
 
-# Bytes the nodes' pfssim instances have served so far (SIGUSR1 dumps).
-pfs_bytes_read() {
-    local total=0 node pid n
-    for node in n1 n2 n3; do
-        pid=$(pgrep -f -- "--stats $(stats_of "$node")" | head -n1)
-        [ -n "$pid" ] || { echo "no pfssim for $node" >&2; return 1; }
-        kill -USR1 "$pid"
-    done
-    sleep 0.3
-    for node in n1 n2 n3; do
-        n=$(sed -n 's/^bytes_read=//p' "$(stats_of "$node")")
-        total=$((total + ${n:-0}))
-    done
-    echo "$total"
-}
-
 cache_of() { echo "/local/dlcache/.cache/$1"; }
 
 # forget_on NODE USER NAME: the user's entry of NAME on NODE goes.

@@ -109,6 +109,22 @@ unmount_pfs() {
     "${run[@]}" fusermount3 -u "$PFS" 2>/dev/null || "${run[@]}" umount -l "$PFS" 2>/dev/null || true
 }
 
+# pfs_bytes_read: bytes the nodes' (n1-n3) pfssim instances (mount_pfs) instances have served so far (SIGUSR1 dumps).
+pfs_bytes_read() {
+    local total=0 node pid n
+    for node in n1 n2 n3; do
+        pid=$(pgrep -f -- "--stats $(stats_of "$node")" | head -n1)
+        [ -n "$pid" ] || { echo "no pfssim for $node" >&2; return 1; }
+        kill -USR1 "$pid"
+    done
+    sleep 0.3
+    for node in n1 n2 n3; do
+        n=$(sed -n 's/^bytes_read=//p' "$(stats_of "$node")")
+        total=$((total + ${n:-0}))
+    done
+    echo "$total"
+}
+
 # assert_healthy: no node drained or down, once slurmctld has heard every
 # epilog's outcome: a job stays completing, and so do its nodes, until each
 # node's epilog has reported (a failed one drains its node).  Waits for

@@ -296,7 +296,7 @@ tiers = ["scratch"]
     mkdir((scratch / user).c_str(), 0700);
     const auto record = [&](std::int64_t oldest) {
         CopyRecord r;
-        r.ready = {"kept", "scratch", scratch.path(), scratch / user + "/kept", 10, 1};
+        r.ready = {"kept", "scratch", scratch.path(), scratch / user + "/kept", 10, 1, {}};
         r.identity = "00";
         r.oldest = oldest;
         write_record(scratch / user + "/.ready-kept.toml", copy_record_table(r));

@@ -42,7 +42,7 @@ struct Scratch {
     static std::string record_text(const std::string& path)
     {
         CopyRecord r;
-        r.ready = ReadyMarker{"tree", "scratch", "/p/tree", path, 10, 1};
+        r.ready = ReadyMarker{"tree", "scratch", "/p/tree", path, 10, 1, {}};
         r.identity = "0123456789abcdef";
         r.made = r.last_use = r.oldest = 1700000000;
         r.uses = 1;

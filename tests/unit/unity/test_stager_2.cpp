@@ -11,3 +11,4 @@
 #include "tests/unit/stager/test_plan_segments.cpp"
 #include "tests/unit/stager/test_source_check.cpp"
 #include "tests/unit/stager/test_source_reader.cpp"
+#include "tests/unit/stager/test_split_share.cpp"

@@ -1,0 +1,229 @@
+#!/usr/bin/env bats
+# Split staging (--stage-data=NAME:TIER:split): a dataset larger than one
+# node's tier is laid over the job's nodes, each holding its share (shard i
+# on node i mod N, largest first when sizes differ), the source read once
+# in all; DLSTAGE_<NAME>_INDEX says which node holds which part.  The shard
+# sets are served by pfssim on every node, so reads are counted; two-hop
+# staging's LARGEDATA by pfssim on the mover node.
+
+load helpers
+
+SRC="$DLSTAGE_TEST_DIR/data/splitsrc"
+PFS="$DLSTAGE_TEST_DIR/pfs-split"
+PFSSIM="$DLSTAGE_TEST_DIR/bin/pfssim"
+MOVER_NODE=${DLSTAGE_TEST_MOVER_NODE:-n4}
+SCRATCH="$DLSTAGE_TEST_DIR/scratch/dlstage"
+
+stats_of() { echo "$DLSTAGE_TEST_DIR/pfs-stats-split-$1"; }
+
+# LARGEDATA on the mover node, as 58-mover.bats serves it.
+mount_largedata() {
+    on_node "$MOVER_NODE" "$PFSSIM" "$DLSTAGE_TEST_DIR/largedata-src/data" "$DLSTAGE_TEST_DIR/largedata" \
+        --bandwidth 0 --stream-bandwidth 0 --stats "$(stats_of mover)" -o allow_other 2>/dev/null
+    for _ in $(seq 50); do on_node "$MOVER_NODE" mountpoint -q "$DLSTAGE_TEST_DIR/largedata" && return 0; sleep 0.1; done
+    echo "pfssim did not mount LARGEDATA on $MOVER_NODE" >&2
+    return 1
+}
+
+setup_file() {
+    for where in host n1 n2 n3; do mount_pfs "$where"; done
+    mount_largedata
+}
+
+teardown_file() {
+    for where in host n1 n2 n3; do unmount_pfs "$where"; done
+    on_node "$MOVER_NODE" fusermount3 -u "$DLSTAGE_TEST_DIR/largedata" 2>/dev/null || true
+}
+
+teardown() {
+    scancel -u "$VCLUSTER_USER" 2>/dev/null || true
+}
+
+# A job script: on each node, the node's id, its host, what it holds (one
+# "PATH SIZE SHA256" a line, files only) and its index, into the work dir.
+parts_job() {
+    local var=DLSTAGE_$1 dir
+    dir=$(user_workdir)
+    cat >"$dir/parts.sh" <<SH
+#!/bin/bash
+srun -N\$SLURM_NNODES --ntasks-per-node=1 bash -c '
+    out=$dir/node-\$SLURM_NODEID
+    echo "\$(hostname) \$$var \$${var}_INDEX" > \$out.where
+    cd "\$$var" && find . -type f -printf "%P %s " -exec sh -c "sha256sum < \"\\\$1\" | cut -c1-64" _ {} \; | sort > \$out.files
+    [ -z "\$${var}_INDEX" ] || cp "\$${var}_INDEX" \$out.json'
+SH
+    chmod 0755 "$dir/parts.sh"
+    echo "$dir/parts.sh"
+}
+
+# The source's files as parts_job lists them (below DIR).
+listing_of() {
+    (cd "$1" && find . -type f -printf "%P %s " -exec sh -c 'sha256sum < "$1" | cut -c1-64' _ {} \; | sort)
+}
+
+# json_get FILE EXPR: a Python expression over the index `i`.
+json_get() {
+    /usr/bin/python3 -c 'import json, sys; i = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
+}
+
+@test "a shard set 2.5 times a node's tier, split on 3 nodes: each its share, the union the source, read once" {
+    local dir script job out before read total node
+    dir=$(user_workdir)
+    script=$(parts_job SPLIT)
+    before=$(pfs_bytes_read)
+    run sbatch_wait as_user sbatch --parsable -N3 --stage-data=split:splitshm:split -o "$dir/out.txt" "$script"
+    job=${output%%;*}
+    out=$(cat "$dir/out.txt")
+    [ "$status" -eq 0 ] || { echo "$output"; echo "$out"; false; }
+    read=$(($(pfs_bytes_read) - before))
+    total=$(du -cb "$SRC"/split/shard-* | tail -n1 | cut -f1)
+    # 25 shards of about 1 MiB: 9, 8 and 8 of them, none over 10 MiB.
+    grep -Eq "^dlstage: staging split \(25\.[0-9] MiB in 25 files\) from $PFS/split/shard-\* to splitshm split over 3 nodes, 8\.[0-9] MiB to 9\.[0-9] MiB each$" <<<"$out" || { echo "$out"; false; }
+    grep -Eq "^dlstage: staged split to splitshm split over 3 nodes in [0-9.]+ s \([^)]* in all\); source bytes read 25\.[0-9] MiB \(1\.00x\)" <<<"$out" || { echo "$out"; false; }
+    # Read once in all, as pfssim counts it.
+    [ "$read" -le $((total * 105 / 100)) ] && [ "$read" -ge "$total" ] || { echo "read $read of $total"; false; }
+    # Each node: exactly the shards the index gives it, shard i on node i mod 3.
+    cat "$dir"/node-*.files | sort > "$dir/union"
+    listing_of "$SRC/split" > "$dir/source"
+    diff "$dir/source" "$dir/union"
+    for node in 0 1 2; do
+        grep -Eq "^n$((node + 1)) /dev/shm/dlsplit/$job/split /dev/shm/dlsplit/$job/\.index-split\.json$" "$dir/node-$node.where"
+        [ "$(json_get "$dir/node-$node.json" 'i["node"]')" = "$node" ]
+        [ "$(json_get "$dir/node-$node.json" '" ".join(sorted(p["path"] for p in i["parts"] if p["node"] == i["node"]))')" = \
+          "$(cut -d' ' -f1 "$dir/node-$node.files" | tr '\n' ' ' | sed 's/ $//')" ]
+        [ "$(json_get "$dir/node-$node.json" 'all(int(p["path"][6:12]) % 3 == p["node"] for p in i["parts"])')" = True ]
+        [ "$(json_get "$dir/node-$node.json" 'i["shares"][i["node"]]["host"]')" = "n$((node + 1))" ]
+        [ "$(json_get "$dir/node-$node.json" 'sum(s["bytes"] for s in i["shares"])')" = "$total" ]
+    done
+    assert_healthy
+}
+
+@test "refused whole with the one-line advice, and split on too few nodes; one file cannot be split" {
+    local before
+    before=$(job_ids)
+    run as_user sbatch -N3 --stage-data=split:splitshm --wrap true
+    [ "$status" -ne 0 ]
+    grep -q "sbatch: error: dlstage: dataset 'split' needs 25.4 MiB but tier 'splitshm' allows at most 10.0 MiB (max_bytes = 10M); allowed tiers: splitcache, shm; it would fit split on 3 or more nodes: --stage-data=split:splitshm:split with -N 3 or more$" <<<"$output" || { echo "$output"; false; }
+    run as_user sbatch -N2 --stage-data=split:splitshm:split --wrap true
+    [ "$status" -ne 0 ]
+    grep -q "dlstage: dataset 'split' (25.4 MiB) split over 2 nodes needs more than the 10.0 MiB tier 'splitshm' takes per node; it fits split on 3 or more nodes: ask for -N 3 or more" <<<"$output" || { echo "$output"; false; }
+    run as_user sbatch -N3 --stage-data=big:ssd:split --wrap true
+    [ "$status" -ne 0 ]
+    grep -q "dlstage: dataset 'big' is one file ($DATA/file64.bin): it cannot be split; stage it whole, or pack it into tar shards with 'dlstage pack --format tar'" <<<"$output" || { echo "$output"; false; }
+    run as_user sbatch -N3 --stage-data=splittree:scratch:split --wrap true
+    [ "$status" -ne 0 ]
+    grep -q "dlstage: dataset 'splittree' cannot be split in tier 'scratch': a shared tier holds one copy every node reads" <<<"$output" || { echo "$output"; false; }
+    run as_user sbatch -N3 --stage-data=split:split --wrap true
+    [ "$status" -ne 0 ]
+    grep -q "dlstage: missing tier before ':split' in 'split:split'" <<<"$output" || { echo "$output"; false; }
+    [ -z "$(new_job_ids "$before")" ]
+}
+
+@test "uneven shards: largest first, every node's share within one shard of another's" {
+    local dir script out job shares
+    dir=$(user_workdir)
+    script=$(parts_job UNEVEN)
+    run sbatch_wait as_user sbatch --parsable -N3 --stage-data=uneven:splitshm:split -o "$dir/out.txt" "$script"
+    out=$(cat "$dir/out.txt")
+    [ "$status" -eq 0 ] || { echo "$output"; echo "$out"; false; }
+    cat "$dir"/node-*.files | sort > "$dir/union"
+    listing_of "$SRC/uneven" > "$dir/source"
+    diff "$dir/source" "$dir/union"
+    # Round robin would give node 0 the three 3 MiB shards (0, 3, 6): over
+    # the tier's 10 MiB with the rest.  Each node holds one of them.
+    for node in 0 1 2; do
+        [ "$(grep -cE '^shard-[036]\.tar ' "$dir/node-$node.files")" -eq 1 ] || { cat "$dir/node-$node.files"; false; }
+    done
+    shares=$(json_get "$dir/node-0.json" '" ".join(str(s["bytes"]) for s in i["shares"])')
+    /usr/bin/python3 -c 'import sys; s = [int(x) for x in sys.argv[1:]]; sys.exit(max(s) - min(s) > (3 << 20) + 8192)' $shares
+}
+
+@test "a tree split by file (the catalog's placement = \"split\"); :whole stages it whole" {
+    local dir script out merged node
+    dir=$(user_workdir)
+    script=$(parts_job SPLITTREE)
+    run sbatch_wait as_user sbatch --parsable -N3 --stage-data=splittree:shm -o "$dir/out.txt" "$script"
+    out=$(cat "$dir/out.txt")
+    [ "$status" -eq 0 ] || { echo "$output"; echo "$out"; false; }
+    grep -q "^dlstage: staged splittree to shm split over 3 nodes" <<<"$out" || { echo "$out"; false; }
+    # Every file on exactly one node; together, the tree's files.
+    cat "$dir"/node-*.files | sort > "$dir/union"
+    listing_of "$DATA/tree" > "$dir/source"
+    diff "$dir/source" "$dir/union"
+    for node in 0 1 2; do
+        [ "$(wc -l < "$dir/node-$node.files")" -gt 0 ]
+        [ "$(json_get "$dir/node-$node.json" '"parts" in i')" = False ]  # a tree's files are not listed
+        [ "$(json_get "$dir/node-$node.json" 'i["files"]')" -ge "$(wc -l < "$dir/node-$node.files")" ]
+    done
+    rm "$dir"/node-*
+    run sbatch_wait as_user sbatch --parsable -N3 --stage-data=splittree:shm:whole -o "$dir/whole.txt" "$script"
+    [ "$status" -eq 0 ] || { cat "$dir/whole.txt"; false; }
+    grep -q "^dlstage: staged splittree to shm on 3 nodes" "$dir/whole.txt"
+    for node in 0 1 2; do diff "$dir/source" "$dir/node-$node.files"; [ ! -e "$dir/node-$node.json" ]; done
+    assert_healthy
+}
+
+@test "two-hop and split: the mover job's copy in scratch, split over the job's nodes" {
+    local dir script out job mover
+    dir=$(user_workdir)
+    forget_kept_copy "$SCRATCH/$VCLUSTER_USER" in21k
+    script=$(parts_job IN21K)
+    run as_user sbatch --parsable -N3 --stage-data=in21k:shm:split -o "$dir/out.txt" "$script"
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+    job=$(grep -E '^[0-9]+$' <<<"$output")
+    mover=$(grep -oE 'mover job [0-9]+' <<<"$output" | head -n1 | grep -oE '[0-9]+')
+    [ -n "$job" ] && [ -n "$mover" ] || { echo "$output"; false; }
+    wait_job_gone "$job" 240
+    out=$(cat "$dir/out.txt")
+    grep -q "^dlstage: staged in21k to shm split over 3 nodes" <<<"$out" || { echo "$out"; false; }
+    grep -q "from $SCRATCH/$VCLUSTER_USER/in21k to shm" <<<"$out" || { echo "$out"; false; }
+    cat "$dir"/node-*.files | sort > "$dir/union"
+    listing_of "$SCRATCH/$VCLUSTER_USER/in21k" > "$dir/source"
+    [ "$(wc -l < "$dir/source")" -ge 300 ]
+    diff "$dir/source" "$dir/union"
+    assert_healthy
+}
+
+@test "a node cache keeps each node's share: the next job on the same nodes reads nothing" {
+    local dir script out before read
+    dir=$(user_workdir)
+    for node in n1 n2 n3; do forget_kept_copy "/local/dlsplitcache/.cache/$VCLUSTER_USER" split "$node"; done
+    script=$(parts_job SPLIT)
+    run sbatch_wait as_user sbatch --parsable -N3 -w n1,n2,n3 --stage-data=split:splitcache:split -o "$dir/first.txt" "$script"
+    [ "$status" -eq 0 ] || { cat "$dir/first.txt"; false; }
+    grep -q "^dlstage: staged split to splitcache split over 3 nodes" "$dir/first.txt" || { cat "$dir/first.txt"; false; }
+    cat "$dir"/node-*.files | sort > "$dir/union"
+    listing_of "$SRC/split" > "$dir/source"
+    diff "$dir/source" "$dir/union"
+    rm "$dir"/node-*
+    before=$(pfs_bytes_read)
+    run sbatch_wait as_user sbatch --parsable -N3 -w n1,n2,n3 --stage-data=split:splitcache:split -o "$dir/second.txt" "$script"
+    [ "$status" -eq 0 ] || { cat "$dir/second.txt"; false; }
+    read=$(($(pfs_bytes_read) - before))
+    grep -q "^dlstage: split: cache hit on 3 of 3 nodes" "$dir/second.txt" || { cat "$dir/second.txt"; false; }
+    [ "$read" -eq 0 ] || { echo "read $read"; false; }
+    cat "$dir"/node-*.files | sort > "$dir/union"
+    diff "$dir/source" "$dir/union"
+    assert_healthy
+}
+
+@test "examples/pytorch/split_shards.py under srun: every sample read exactly once per epoch over 3 nodes x 2 tasks" {
+    local dir out
+    dir=$(user_workdir)
+    cp "$BATS_TEST_DIRNAME/../../examples/pytorch/split_shards.py" "$dir/"
+    chmod a+rx "$dir/split_shards.py"
+    cat >"$dir/epoch.sh" <<SH
+#!/bin/bash
+srun -N3 --ntasks-per-node=2 --cpus-per-task=1 /usr/bin/python3 $dir/split_shards.py --dataset split --workers 1 --list-keys
+SH
+    chmod 0755 "$dir/epoch.sh"
+    run sbatch_wait as_user sbatch --parsable -N3 --ntasks-per-node=2 --cpus-per-task=1 --mem=0 \
+        --stage-data=split:splitshm:split -o "$dir/epoch.out" "$dir/epoch.sh"
+    out=$(cat "$dir/epoch.out")
+    [ "$status" -eq 0 ] || { echo "$output"; echo "$out"; false; }
+    # 25 shards of 8 samples: 200 keys, each once, over 6 tasks.
+    [ "$(grep -c '^key=' <<<"$out")" -eq 200 ] || { echo "$out" | grep -v '^key='; false; }
+    [ "$(grep '^key=' <<<"$out" | sort -u | wc -l)" -eq 200 ]
+    [ "$(grep -cE '^epoch_s=[0-9.]+ samples=[0-9]+ rank=[0-5] node=[0-2]$' <<<"$out")" -eq 6 ]
+    assert_healthy
+}
