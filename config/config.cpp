@@ -303,6 +303,9 @@ private:
                                {{"job-end", Cleanup::JobEnd}, {"cache", Cleanup::Cache}, {"keep", Cleanup::Keep}},
                                Cleanup::JobEnd);
         tier.placement = placement_at(table, prefix);
+        if (name == "split" || name == "whole")
+            problem(table.source(), prefix,
+                    "a tier may not be named " + quoted(name) + ": after a tier, --stage-data reads it as a placement");
         if (tier.placement == Placement::Split && tier.scope == Scope::Shared)
             problem(table.get("placement")->source(), prefix + ".placement",
                     "a shared tier holds one copy every node reads: only a node tier splits datasets");

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "facts/dataset_format.hpp"
+#include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
 #include "policies/split_placement.hpp"
@@ -170,10 +171,15 @@ std::vector<StageItem> resolve_stage_requests(const Config& config, const std::v
         item.tier = tier;
         item.env_name = env;
         item.split = policy::placed_split(request.placement, item.dataset, item.tier);
-        if (item.split)
-            policy::require(policy::split_possible(item.dataset, item.tier, item.dataset.known_format()));
         items.push_back(std::move(item));
     }
+    // A split dataset's index is DLSTAGE_<NAME>_INDEX: no other may be that.
+    for (const StageItem& split : items)
+        for (const StageItem& other : items)
+            if (split.split && other.env_name == split.env_name + kSplitIndexVarSuffix)
+                throw Error(quoted(other.dataset.name) + " would be exported as " + other.env_name +
+                            ", which names the index of split dataset " + quoted(split.dataset.name) +
+                            "; stage one of them under another name");
     return items;
 }
 

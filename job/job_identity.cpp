@@ -145,52 +145,92 @@ std::string megabytes_text(std::uint64_t megabytes)
 }
 
 namespace {
-// The count of one bracket's ranges: "1-3,7" is 4; 0 when malformed.
-std::size_t range_count(std::string_view ranges)
+// One bracket's names in order: "1-3,07" is 1 2 3 07 (a range keeps its
+// low bound's width: "01-03" is 01 02 03); nothing when malformed or when
+// more than `most`.
+std::optional<std::vector<std::string>> bracket_names(std::string_view ranges, std::size_t most)
 {
-    std::size_t count = 0;
+    std::vector<std::string> names;
     for (const std::string& range : split(std::string(ranges), ',')) {
         const std::size_t dash = range.find('-');
+        const std::string low_text = range.substr(0, dash);
         try {
-            const std::uint64_t low = parse_count(range.substr(0, dash), 0, kMaxSlurmNumber);
+            const std::uint64_t low = parse_count(low_text, 0, kMaxSlurmNumber);
             const std::uint64_t high =
                 dash == std::string::npos ? low : parse_count(range.substr(dash + 1), 0, kMaxSlurmNumber);
-            if (high < low)
-                return 0;
-            count += static_cast<std::size_t>(high - low + 1);
+            if (high < low || high - low >= most - std::min<std::size_t>(most, names.size()))
+                return std::nullopt;
+            for (std::uint64_t n = low; n <= high; ++n) {
+                std::string digits = std::to_string(n);
+                if (digits.size() < low_text.size())
+                    digits.insert(0, low_text.size() - digits.size(), '0');
+                names.push_back(std::move(digits));
+            }
         } catch (const Error&) {
-            return 0;
+            return std::nullopt;
         }
     }
-    return count;
+    return names;
+}
+
+// One host expression ("r[1-2]x[01-04]"): every name, the first bracket
+// varying slowest.
+std::optional<std::vector<std::string>> expand_one(std::string_view expr, std::size_t most)
+{
+    std::vector<std::string> names{""};
+    std::size_t i = 0;
+    while (i < expr.size()) {
+        if (expr[i] == ']')
+            return std::nullopt;
+        if (expr[i] != '[') {
+            const std::size_t next = std::min(expr.find('[', i), expr.find(']', i));
+            const std::string_view text = expr.substr(i, next == std::string_view::npos ? expr.size() - i : next - i);
+            for (std::string& name : names)
+                name += text;
+            i += text.size();
+            continue;
+        }
+        const std::size_t close = expr.find(']', i);
+        if (close == std::string_view::npos || expr.substr(i + 1, close - i - 1).find('[') != std::string_view::npos)
+            return std::nullopt;
+        const auto parts = bracket_names(expr.substr(i + 1, close - i - 1), most);
+        if (!parts || parts->empty() || names.size() > most / parts->size())
+            return std::nullopt;
+        std::vector<std::string> longer;
+        for (const std::string& name : names)
+            for (const std::string& part : *parts)
+                longer.push_back(name + part);
+        names = std::move(longer);
+        i = close + 1;
+    }
+    return names;
 }
 }  // namespace
 
-std::size_t hosts_in_list(std::string_view list)
+std::optional<std::vector<std::string>> expand_host_list(std::string_view list, std::size_t most)
 {
-    std::size_t total = 0, hosts = 1, depth = 0, open = 0;
-    bool named = false;
+    std::vector<std::string> hosts;
+    std::size_t depth = 0, from = 0;
     for (std::size_t i = 0; i <= list.size(); ++i) {
         const char c = i < list.size() ? list[i] : ',';
-        if (c == '[') {
-            if (depth++ > 0)
-                return 0;
-            open = i + 1;
-        } else if (c == ']') {
-            if (depth-- != 1)
-                return 0;
-            hosts *= range_count(list.substr(open, i - open));
-            named = true;
-        } else if (c == ',' && depth == 0) {
-            if (named)
-                total += hosts;
-            hosts = 1;
-            named = false;
-        } else if (depth == 0) {
-            named = true;
-        }
+        if (c == '[')
+            ++depth;
+        else if (c == ']' && depth > 0)
+            --depth;
+        if (c != ',' || depth > 0)
+            continue;
+        const std::string_view expr = list.substr(from, i - from);
+        from = i + 1;
+        if (expr.empty())
+            return std::nullopt;
+        const auto names = expand_one(expr, most - hosts.size());
+        if (!names || names->size() > most - hosts.size())
+            return std::nullopt;
+        hosts.insert(hosts.end(), names->begin(), names->end());
     }
-    return depth == 0 ? total : 0;
+    if (hosts.empty())
+        return std::nullopt;
+    return hosts;
 }
 
 }  // namespace dlstage

@@ -37,10 +37,12 @@ std::vector<std::string> unix_groups(const std::string& user);
 // ("a,b", before the job runs) is not known.
 policy::JobIdentity identity_from_slurm(const EnvLookup& env, const std::string& user, bool with_groups = true);
 
-// How many nodes a Slurm host list names ("n[1-3],m5,r[1-2]x[01-04]" is
-// 12); 0 when it is empty or not a host list.  The prolog's count of the
-// job's nodes (SLURM_NODELIST, slurmd's), for a split dataset's share.
-std::size_t hosts_in_list(std::string_view list);
+// The names a Slurm host list stands for, in its order ("n[1-3],x[01-02]":
+// n1 n2 n3 x01 x02; "r[1-2]x[1-2]": r1x1 r1x2 r2x1 r2x2); nothing when it is
+// empty, malformed or names more than `most`.  The prolog's look at the
+// job's nodes (slurmd's SLURM_NODELIST, in the job's node order): how many,
+// and which one this node is, for a split dataset's share.
+std::optional<std::vector<std::string>> expand_host_list(std::string_view list, std::size_t most = 100000);
 
 // The same from a submitting client's options (nothing: not given).
 policy::JobIdentity identity_from_options(const std::optional<std::string>& partition,

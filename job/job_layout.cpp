@@ -57,9 +57,21 @@ std::string cache_dir_of(const Tier& tier, const std::string& user)
     return cache_parent_of(tier) + "/" + user;
 }
 
-DatasetLayout cache_layout(const StageItem& item, const std::string& user)
+std::string cache_entry_name(const StageItem& item, std::size_t nodes, std::size_t node)
 {
-    return layout_in(item.tier.path.root(), cache_dir_of(item.tier, user), item.dataset.name);
+    if (!item.split)
+        return item.dataset.name;
+    return item.dataset.name + ".split-" + std::to_string(node) + "-of-" + std::to_string(nodes);
+}
+
+DatasetLayout cache_layout(const StageItem& item, const std::string& user, std::size_t nodes, std::size_t node)
+{
+    return layout_in(item.tier.path.root(), cache_dir_of(item.tier, user), cache_entry_name(item, nodes, node));
+}
+
+DatasetLayout cache_layout_within(const StageItem& item, std::size_t nodes, std::size_t node)
+{
+    return layout_in(item.tier.path.root(), ".", cache_entry_name(item, nodes, node));
 }
 
 namespace {

@@ -84,8 +84,16 @@ DatasetLayout dataset_layout_within(const StageItem& item);
 std::string cache_dir_of(const Tier& tier, const std::string& user);
 // Its parent, <tier root>/.cache, root's.
 std::string cache_parent_of(const Tier& tier);
-// Where `user`'s entry of item's dataset lives: tier_dir is cache_dir_of.
-DatasetLayout cache_layout(const StageItem& item, const std::string& user);
+// The name of a node cache entry: the dataset's, or for a split dataset
+// this node's share's, "NAME.split-NODE-of-NODES" (NODE from 0 in the job's
+// node order): another job's share on this node, or a whole copy, is
+// another entry, never replaced under a job that reads it.
+std::string cache_entry_name(const StageItem& item, std::size_t nodes, std::size_t node);
+// Where `user`'s entry of item's dataset lives: tier_dir is cache_dir_of;
+// nodes and node name a split dataset's share (cache_entry_name).
+DatasetLayout cache_layout(const StageItem& item, const std::string& user, std::size_t nodes = 1, std::size_t node = 0);
+// The same names relative to the cache directory (as dataset_layout_within).
+DatasetLayout cache_layout_within(const StageItem& item, std::size_t nodes = 1, std::size_t node = 0);
 
 // Why the stager finds no directory the prolog makes (`what`: "the job
 // directory"), with what to check.  `restarts` is the job's

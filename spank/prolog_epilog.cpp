@@ -56,7 +56,8 @@ std::optional<ScriptStart> start_script(SpankApi& api, const PluginArgs& args)
     try {
         start.site = load_trusted_config(choose_config_path(args.config_path, false));
         start.config = start.site;  // until the child knows the job's overrides
-        for (const char* name : {"SLURM_JOB_PARTITION", "SLURM_JOB_ACCOUNT", "SLURM_JOB_USER", "SLURM_NODELIST"})
+        for (const char* name :
+             {"SLURM_JOB_PARTITION", "SLURM_JOB_ACCOUNT", "SLURM_JOB_USER", "SLURM_NODELIST", "SLURM_JOB_NODELIST"})
             start.slurm_env[name] = api.getenv(name);
     } catch (const Error& e) {
         api.error("job " + start.job.job_id + " on " + start.job.node + ": " + e.what());
@@ -242,13 +243,41 @@ SizesByDataset claimed_sizes(const ScriptStart& start)
     return decode_facts(start.facts);
 }
 
+// This node's place among the job's nodes, in the order the stager's
+// ranks take them (slurmd's SLURM_NODELIST, else SLURM_JOB_NODELIST), for
+// a split dataset's share; nothing when not known.
+struct NodePlace {
+    std::size_t nodes = 0, index = 0;
+};
+std::optional<NodePlace> node_place(const ScriptStart& start)
+{
+    for (const char* name : {"SLURM_NODELIST", "SLURM_JOB_NODELIST"}) {
+        const auto found = start.slurm_env.find(name);
+        const auto hosts = found == start.slurm_env.end() ? std::nullopt : expand_host_list(found->second);
+        if (!hosts)
+            continue;
+        const auto here = std::find(hosts->begin(), hosts->end(), start.job.node);
+        if (here != hosts->end())
+            return NodePlace{hosts->size(), static_cast<std::size_t>(here - hosts->begin())};
+    }
+    return std::nullopt;
+}
+
+// The entry this node's cache holds for item: its share's for a split
+// dataset (job/job_layout), as the stager names it.
+std::string entry_of(const StageItem& item, const ScriptStart& start)
+{
+    const std::optional<NodePlace> place = node_place(start);
+    return item.split && place ? cache_entry_name(item, place->nodes, place->index) : item.dataset.name;
+}
+
 // A split dataset's node holds about one share of it: its bytes and
-// entries over the job's nodes (slurmd's SLURM_NODELIST), a share's
-// shards not being known here.  The stager checks its exact share.
+// entries over the job's nodes, a share's shards not being known here.
+// The stager checks its exact share.
 SourceFacts about_one_share(SourceFacts facts, const ScriptStart& start)
 {
-    const auto found = start.slurm_env.find("SLURM_NODELIST");
-    const std::size_t nodes = found == start.slurm_env.end() ? 0 : hosts_in_list(found->second);
+    const std::optional<NodePlace> place = node_place(start);
+    const std::size_t nodes = place ? place->nodes : 1;
     if (nodes > 1) {
         if (facts.bytes)
             *facts.bytes = (*facts.bytes + nodes - 1) / nodes;
@@ -294,7 +323,7 @@ policy::Incoming incoming_to(const Tier& tier, const std::vector<StageItem>& ite
             continue;
         std::uint64_t bytes = known->second.bytes.value_or(0), inodes = known->second.files.value_or(0);
         for (const NodeCacheEntry& entry : entries)
-            if (entry.uid == start.job.uid && entry.dataset == item.dataset.name) {
+            if (entry.uid == start.job.uid && entry.dataset == entry_of(item, start)) {
                 bytes = bytes > entry.bytes ? bytes - entry.bytes : 0;
                 inodes = inodes > entry.inodes ? inodes - entry.inodes : 0;
             }
@@ -400,7 +429,7 @@ void prepare_caches(const std::vector<StageItem>& items, const ScriptStart& star
     std::map<std::string, const Tier*> tiers;
     for (const StageItem& item : items)
         if (is_cache(item.tier)) {
-            uses.push_back({item.tier.name, start.job.user, start.job.uid, item.dataset.name});
+            uses.push_back({item.tier.name, start.job.user, start.job.uid, entry_of(item, start)});
             tiers[item.tier.name] = &item.tier;
         }
     if (uses.empty())

@@ -22,8 +22,10 @@ void export_paths(SpankApi& api, const Config& config, const std::string& spec)
     for (const StageItem& item : resolve_stage_data(config, spec)) {
         const DatasetLayout layout = dataset_layout(item, job.values());
         const auto marker = read_ready_marker(layout.ready_marker);
+        // A split dataset's index: the one this job's stager wrote, where
+        // the layout says (resolve made sure no other dataset's name is it).
         const std::string index_var = item.env_name + kSplitIndexVarSuffix;
-        if (!marker || marker->index.empty())
+        if (item.split && (!marker || marker->index.empty()))
             api.unsetenv(index_var);
         if (!marker) {
             // Not staged (yet) or its mount is gone: better unset than pointing
@@ -31,8 +33,8 @@ void export_paths(SpankApi& api, const Config& config, const std::string& spec)
             api.unsetenv(item.env_name);
             continue;
         }
-        if (!marker->index.empty())
-            api.setenv(index_var, marker->index);
+        if (item.split && !marker->index.empty())
+            api.setenv(index_var, layout.split_index);
         // A shared copy: the one this job was given, which its mark keeps
         // alive, not a newer one made beside it since (stager/copy_readers).
         const auto mark = item.tier.scope == Scope::Shared ? read_reader_mark(layout.readers_dir, job.values().job_id)

@@ -9,6 +9,7 @@
 #include "job/job_identity.hpp"
 #include "lib/contract.hpp"
 #include "lib/error.hpp"
+#include "lib/number.hpp"
 #include "lib/strings.hpp"
 #include "policies/admission.hpp"
 #include "policies/overrides.hpp"
@@ -27,20 +28,24 @@ namespace {
 // (header only, one stat of the root: no walk of the parallel file system).
 // A reach = "mover" dataset's source is not looked at: this host may not
 // see it; only the mover job's nodes do (probe_far_source).
-// The fewest nodes the job may get (-N MIN[-MAX]; 1 when not given); 0
-// when this Slurm does not tell.
+// The fewest nodes the job may get, as -N says ("3", or "3-5"); 0 when
+// not known here: no -N (Slurm says "1-0": the node count comes from
+// --nodelist, the tasks or the partition later), or a Slurm that does not
+// tell.  The node checks its share then.
 std::size_t nodes_asked(SpankApi& api)
 {
     const std::optional<std::string> nodes = api.client_option("nodes");
     if (!nodes)
         return 0;
-    std::size_t count = 0;
-    for (const char c : *nodes) {
-        if (c < '0' || c > '9')
-            break;
-        count = count * 10 + static_cast<std::size_t>(c - '0');
+    const std::size_t dash = nodes->find('-');
+    try {
+        const std::uint64_t least = parse_count(nodes->substr(0, dash), 1, kMaxSlurmNumber);
+        if (dash != std::string::npos && parse_count(nodes->substr(dash + 1), 0, kMaxSlurmNumber) < least)
+            return 0;
+        return static_cast<std::size_t>(least);
+    } catch (const Error&) {
+        return 0;
     }
-    return count;
 }
 
 policy::SplitFacts split_facts(const StageItem& item, const SourceFacts& facts, std::size_t nodes)

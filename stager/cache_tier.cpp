@@ -177,8 +177,8 @@ Look look_here(const StageItem& item, const DatasetLayout& here, const Plan& pla
 // plan is checked file by file first (each node reads only its share, so
 // no read can prove the rest).
 struct SplitShare {
-    std::uint64_t whole_bytes = 0;
-    std::string index;  // the JSON every node writes beside its marker
+    NodeContext::SplitProgress whole;  // for rank 0's progress, which speaks for the job
+    std::string index;                 // the JSON every node writes beside its marker
 };
 SplitShare split_share(const StageItem& item, const NodeContext& ctx, Plan& plan)
 {
@@ -191,7 +191,7 @@ SplitShare split_share(const StageItem& item, const NodeContext& ctx, Plan& plan
     const SplitLayout layout = place_plan(plan, static_cast<std::size_t>(ctx.size));
     const auto node = static_cast<std::size_t>(ctx.rank);
     SplitShare share;
-    share.whole_bytes = plan.total_bytes();
+    share.whole = {plan.total_bytes(), plan.file_count(), layout.share_bytes};
     share.index = split_index_json(item, plan, layout, node, texts_over_ranks(ctx.comm, ctx.node));
     if (ctx.rank == 0)
         say(item.dataset.name + ": " + shares_text(layout) + "; each node's cache holds its own share");
@@ -298,8 +298,9 @@ void stage_cached(const StageItem& item, const NodeContext& ctx, const ExchangeO
 {
     const auto start = Clock::now();
     const std::uint64_t cpu_start = cpu_now();
-    const DatasetLayout entry = cache_layout(item, ctx.values.user);
-    const DatasetLayout here = dataset_layout_within(item);
+    const auto nodes = static_cast<std::size_t>(ctx.size), node = static_cast<std::size_t>(ctx.rank);
+    const DatasetLayout entry = cache_layout(item, ctx.values.user, nodes, node);
+    const DatasetLayout here = cache_layout_within(item, nodes, node);
     const Fd cache_dir = open_cache_dir(entry);
     std::unique_ptr<CopyLock> lock = lock_every_node(item, ctx, cache_dir, here, entry);
     MPI_Comm part = MPI_COMM_NULL;
@@ -344,6 +345,9 @@ void stage_cached(const StageItem& item, const NodeContext& ctx, const ExchangeO
             MPI_Comm_rank(part, &missed.rank);
             MPI_Comm_size(part, &missed.size);
             missed.quiet = split && ctx.rank != 0;
+            missed.job_nodes = split ? ctx.size : 0;
+            if (split && ctx.rank == 0)
+                missed.split = split->whole;
             bytes_read = stage_entry(item, missed, options, entry, here, cache_dir, plan, identity, unchecked);
             look.record = read_copy_record(here.ready_marker);
             if (!look.record)
@@ -354,12 +358,13 @@ void stage_cached(const StageItem& item, const NodeContext& ctx, const ExchangeO
         {
             const WorkIn in_job(job_dir, job_dir, layout.tier_dir);
             if (split)
-                replace_file_at(job_dir.get(), layout.tier_dir, here.split_index, split->index, 0644);
+                replace_file_at(job_dir.get(), layout.tier_dir, dataset_layout_within(item).split_index, split->index,
+                                0644);
             mark_for_job(item, entry, plan, *look.record, split ? layout.split_index : std::string());
         }
         quiet_barrier(ctx.comm);  // every node's marker is written
         if (split && hits < ctx.size)
-            say_transferred(item, ctx, split->whole_bytes, bytes_read, start, cpu_start);
+            say_transferred(item, ctx, split->whole.bytes, bytes_read, start, cpu_start);
         if (ctx.rank == 0 && hits > 0)
             say(hit_line(item, look, hits, ctx.size, check_s));
         if (ctx.rank == 0 && hits == ctx.size)

@@ -3,8 +3,10 @@
 // Every step of staging takes it (stager/collectives, stager/stage_steps).
 #pragma once
 
+#include <cstdint>
 #include <mpi.h>
 #include <string>
+#include <vector>
 
 #include "facts/path_template.hpp"
 
@@ -24,6 +26,18 @@ struct NodeContext {
     // Says nothing, writes no progress record: a node moving its own share
     // of a split dataset alone (comm MPI_COMM_SELF); the job's rank 0 speaks.
     bool quiet = false;
+    // Rank 0 moving its share of a split dataset: the whole's bytes and
+    // files and every node's share, so that its progress speaks for the
+    // job (its own share scaled up).  No shares: not split.
+    struct SplitProgress {
+        std::uint64_t bytes = 0, files = 0;
+        std::vector<std::uint64_t> shares;
+    };
+    SplitProgress split;
+    // The job's nodes when comm holds fewer (a split dataset's node moving
+    // its share alone); 0: size.  Rules that weigh the job's width (each
+    // rank listing directories) count these.
+    int job_nodes = 0;
 };
 
 }  // namespace dlstage::stager

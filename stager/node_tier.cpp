@@ -116,6 +116,7 @@ NodeContext alone(const NodeContext& ctx)
     self.rank = 0;
     self.size = 1;
     self.quiet = ctx.rank != 0;
+    self.job_nodes = ctx.size;
     return self;
 }
 
@@ -143,7 +144,10 @@ void stage_split(const StageItem& item, const NodeContext& ctx, const ExchangeOp
         if (ctx.rank == 0)
             say_staging(item, ctx, whole, shares_text(split));
         ProvingReads changes;
-        const TransferResult moved = transfer(item, alone(ctx), options, layout, here, job_dir, mine, budget, false,
+        NodeContext own = alone(ctx);
+        if (ctx.rank == 0)
+            own.split = {whole.total_bytes(), whole.file_count(), split.share_bytes};
+        const TransferResult moved = transfer(item, own, options, layout, here, job_dir, mine, budget, false,
                                               unchecked && attempt == 0 ? &changes : nullptr);
         const SourceDrift drift = drift_over_ranks(ctx.comm, ctx.rank, moved.drift);
         if (drift.changed > 0) {
@@ -158,18 +162,7 @@ void stage_split(const StageItem& item, const NodeContext& ctx, const ExchangeOp
         replace_file_at(job_dir.get(), layout.tier_dir, here.split_index,
                         split_index_json(item, whole, split, node, hosts), 0644);
         publish(item, layout, here, {}, split.share_bytes[node], split.share_files[node], layout.split_index);
-        if (ctx.rank == 0) {
-            std::string problem;
-            ProgressFigures done{kReadyState,
-                                 whole.total_bytes(),
-                                 whole.total_bytes(),
-                                 whole.file_count(),
-                                 std::chrono::duration<double>(Clock::now() - start).count(),
-                                 0,
-                                 {},
-                                 split.share_bytes};
-            write_progress(item, ctx, done, problem);
-        }
+        moved.done();
         say_transferred(item, ctx, whole.total_bytes(), moved.bytes_read, start, cpu_start);
         return;
     }

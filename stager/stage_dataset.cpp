@@ -11,6 +11,7 @@
 #include "lib/error.hpp"
 #include "lib/log.hpp"
 #include "lib/sys/sys_error.hpp"
+#include "policies/split_placement.hpp"
 #include "policies/staging_mode.hpp"
 #include "stager/cache_tier.hpp"
 #include "stager/kept_copy.hpp"
@@ -60,6 +61,8 @@ Error in_job_dir(const Error& e, const DatasetLayout& layout)
 void stage_dataset(const StageItem& planned, const NodeContext& ctx, const ExchangeOptions& options)
 {
     policy::require(policy::supported(planned.dataset, planned.tier));
+    if (planned.split)  // the catalog may have changed since submit
+        policy::require(policy::split_possible(planned.dataset, planned.tier, planned.dataset.known_format()));
     // Two-hop: the mover's copy, as the mover left it, held for this job.
     const StageItem item = hold_via_copy(planned, ctx);
     if (item.copy_only) {  // the mover job's copy, whole: nothing to move here

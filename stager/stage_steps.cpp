@@ -75,7 +75,8 @@ bool write_progress(const StageItem& item, const NodeContext& ctx, const Progres
     toml::table record{{"dataset", item.dataset.name},
                        {"tier", item.tier.name},
                        {"state", figures.state},
-                       {"nodes", ctx.size},
+                       {"nodes", figures.shares.empty() ? static_cast<std::int64_t>(ctx.size)
+                                                        : static_cast<std::int64_t>(figures.shares.size())},
                        {"bytes_total", static_cast<std::int64_t>(figures.bytes_total)},
                        {"bytes_done", static_cast<std::int64_t>(figures.bytes_done)},
                        {"files_total", static_cast<std::int64_t>(figures.files_total)},
@@ -116,14 +117,22 @@ namespace {
 class Progress {
 public:
     Progress(const StageItem& item, const Plan& plan, std::size_t chunks, const NodeContext& ctx)
-        : item_(item), plan_(plan), total_(plan.total_bytes()), chunks_(chunks), ctx_(ctx), start_(Clock::now()),
-          last_(start_)
+        : item_(item), plan_(plan), total_(plan.total_bytes()), files_(plan.file_count()), chunks_(chunks), ctx_(ctx),
+          start_(Clock::now()), last_(start_)
     {
+        // A split dataset's rank 0 moves about its share of the whole:
+        // what it did, scaled up, is about what all did.
+        if (!ctx.split.shares.empty() && total_ > 0) {
+            scale_ = static_cast<double>(ctx.split.bytes) / static_cast<double>(total_);
+            total_ = ctx.split.bytes;
+            files_ = ctx.split.files;
+        }
     }
-    void operator()(std::size_t done_chunks, std::uint64_t done_bytes)
+    void operator()(std::size_t done_chunks, std::uint64_t mine)
     {
         if (ctx_.rank != 0 || ctx_.quiet || done_chunks == chunks_)
             return;
+        const auto done_bytes = std::min(total_, static_cast<std::uint64_t>(static_cast<double>(mine) * scale_));
         const auto now = Clock::now();
         if (std::chrono::duration<double>(now - last_).count() < ctx_.progress_interval)
             return;
@@ -134,7 +143,7 @@ public:
         // a while): no rate, so no ETA and no "0%" to say.
         if (done_bytes == 0) {
             sayf("%s: starting: %s in %llu files to move, none written yet", item_.dataset.name.c_str(),
-                 format_size(total_).c_str(), static_cast<unsigned long long>(plan_.file_count()));
+                 format_size(total_).c_str(), static_cast<unsigned long long>(files_));
             record(kStagingState, done_bytes, elapsed, 0);
             return;
         }
@@ -155,7 +164,7 @@ private:
     void record(const char* state, std::uint64_t done_bytes, double elapsed, double eta) const
     {
         std::string problem;
-        if (!write_progress(item_, ctx_, {state, total_, done_bytes, plan_.file_count(), elapsed, eta, {}, {}},
+        if (!write_progress(item_, ctx_, {state, total_, done_bytes, files_, elapsed, eta, {}, ctx_.split.shares},
                             problem) &&
             !warned_) {
             sayf("%s: no progress record: %s", item_.dataset.name.c_str(), problem.c_str());
@@ -166,6 +175,8 @@ private:
     const StageItem& item_;
     const Plan& plan_;
     std::uint64_t total_;
+    std::uint64_t files_;
+    double scale_ = 1.0;
     std::size_t chunks_;
     const NodeContext& ctx_;
     Clock::time_point start_, last_;
@@ -207,7 +218,7 @@ TransferResult transfer(const StageItem& item, const NodeContext& ctx, const Exc
     // listings would multiply the metadata service's work.
     constexpr int kMostRanksListing = 8;
     if (changes)
-        changes->list_directories = ctx.size <= kMostRanksListing;
+        changes->list_directories = (ctx.job_nodes > 0 ? ctx.job_nodes : ctx.size) <= kMostRanksListing;
     stage_phases().lap(Phase::Prepare);
     make_skeleton(writer, shared, ctx);
     const auto chunks = layout_chunks(plan, options.chunk_size);

@@ -213,6 +213,10 @@ void fill_from_progress(StatusRow& row, const toml::table& r)
 {
     row.dataset = text_field(r, "dataset");
     row.tier = text_field(r, "tier");
+    if (const toml::array* shares = r["shares"].as_array(); shares && text_field(r, "placement") == "split")
+        for (const toml::node& share : *shares)
+            if (const auto bytes = share.value<std::int64_t>(); bytes && *bytes >= 0)
+                row.shares.push_back(static_cast<std::uint64_t>(*bytes));
     row.nodes = std::max<std::int64_t>(integer_field(r, "nodes").value_or(0), row.nodes);
     row.bytes_total = count_field(r, "bytes_total");
     row.bytes_done = std::min(count_field(r, "bytes_done"), row.bytes_total);

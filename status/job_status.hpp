@@ -40,6 +40,9 @@ struct StatusRow {
     std::optional<std::int64_t> uid;
     std::string dataset = "-";
     std::string tier = "-";
+    // Split over the job's nodes (--stage-data=NAME:TIER:split): each
+    // node's bytes, in the job's node order; empty when whole on each.
+    std::vector<std::uint64_t> shares;
     std::int64_t nodes = 0;
     std::string nodelist;  // Slurm's (n[1-3]), else the nodes of the records
     StagingState state = StagingState::Pending;

@@ -59,7 +59,7 @@ const std::vector<StatusField>& status_fields()
         {'A', "JOBID", [](const StatusRow& r) { return r.job_id; }},
         {'u', "USER", [](const StatusRow& r) { return dash_if_empty(r.user); }},
         {'d', "DATASET", [](const StatusRow& r) { return r.dataset; }},
-        {'P', "TIER", [](const StatusRow& r) { return r.tier; }},
+        {'P', "TIER", [](const StatusRow& r) { return r.shares.empty() ? r.tier : r.tier + ":split"; }},
         {'D', "NODES", [](const StatusRow& r) { return std::to_string(r.nodes); }},
         {'T', "STATE", [](const StatusRow& r) { return std::string(state_word(r.state)); }},
         {'p', "DONE", progress_cell},
@@ -167,14 +167,21 @@ toml::table row_json(const StatusRow& r)
     if (r.uid)
         t.insert("user_id", *r.uid);
     t.insert("dataset", r.dataset);
+    const auto clamp64 = [](std::uint64_t v) {
+        return static_cast<std::int64_t>(std::min<std::uint64_t>(v, INT64_MAX));
+    };
     t.insert("tier", r.tier);
+    t.insert("placement", r.shares.empty() ? "whole" : "split");
+    if (!r.shares.empty()) {
+        toml::array shares;
+        for (const std::uint64_t bytes : r.shares)
+            shares.push_back(clamp64(bytes));
+        t.insert("shares", std::move(shares));
+    }
     t.insert("nodes", r.nodes);
     t.insert("nodelist", r.nodelist);
     t.insert("state", state_word(r.state));
     t.insert("reason", r.reason);
-    const auto clamp64 = [](std::uint64_t v) {
-        return static_cast<std::int64_t>(std::min<std::uint64_t>(v, INT64_MAX));
-    };
     t.insert("bytes_total", clamp64(r.bytes_total));
     t.insert("bytes_done", clamp64(r.bytes_done));
     t.insert("percent", static_cast<std::int64_t>(r.percent()));

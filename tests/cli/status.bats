@@ -380,3 +380,35 @@ assert shm["cache_entries"] == [], shm
     expect_status 0
     printf '%s\n' "$out" | { ! grep -q '^JOBID'; } || fail "-h printed the header"
 }
+
+@test "a split dataset: its tier with :split, each node's share in the JSON" {
+    mkdir -p "$state/jobs/40/user"
+    printf '%s\n' '40|N/A|N/A|RUNNING|n[1-3]' >> "$work/squeue.txt"
+    cat > "$state/jobs/40/user/progress-in21k.toml" <<TOML
+dataset = 'in21k'
+tier = 'shm'
+state = 'ready'
+nodes = 3
+bytes_total = 3145728
+bytes_done = 3145728
+files_total = 25
+elapsed_s = 1.0
+bytes_per_s = 3145728.0
+eta_s = 0.0
+time = $now
+placement = 'split'
+shares = [1048576, 1048576, 1048576]
+TOML
+    show_status 40
+    expect_status 0
+    [ "$(row 40 in21k)" = "40 $me in21k shm:split 3 ready 100% 3M/s 3M 25 0:01 n[1-3]" ] || fail "split row: $(row 40 in21k)"
+    show_status --json 40 12
+    expect_status 0
+    printf '%s' "$out" | python3 -c '
+import json, sys
+jobs = {(j["job_id"], j["dataset"]): j for j in json.load(sys.stdin)["jobs"]}
+j = jobs[(40, "in21k")]
+assert (j["tier"], j["placement"], j["shares"]) == ("shm", "split", [1048576] * 3), j
+assert jobs[(12, "val")]["placement"] == "whole" and "shares" not in jobs[(12, "val")], jobs
+' || fail "json content"
+}

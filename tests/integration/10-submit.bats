@@ -16,15 +16,15 @@ load helpers
 }
 
 @test "unknown dataset: refused, known names listed, no job" {
-    assert_refused nope "unknown dataset 'nope' (known: b76, badshard-x, big, blob, bomb-sqfs, bomb-tar, broken-m, cached, cached-file, cached-x, far-bad, far-file, hostile, huge, image, image-m, image-x, imagenet, in21k, lopsided-x, lru1, lru2, lru3, mutable, overlap-x, sample, secret, shards, shards-x, sparse, suid, tree, walked)"
+    assert_refused nope "unknown dataset 'nope' (known: b76, badshard-x, big, blob, bomb-sqfs, bomb-tar, broken-m, cached, cached-file, cached-x, far-bad, far-file, hostile, huge, image, image-m, image-x, imagenet, in21k, lopsided-x, lru1, lru2, lru3, mutable, overlap-x, sample, secret, shards, shards-x, sparse, split, splittree, suid, tree, uneven, walked)"
 }
 
 @test "misspelled dataset: a suggestion" {
-    assert_refused sampel "unknown dataset 'sampel' (known: b76, badshard-x, big, blob, bomb-sqfs, bomb-tar, broken-m, cached, cached-file, cached-x, far-bad, far-file, hostile, huge, image, image-m, image-x, imagenet, in21k, lopsided-x, lru1, lru2, lru3, mutable, overlap-x, sample, secret, shards, shards-x, sparse, suid, tree, walked); did you mean 'sample'?"
+    assert_refused sampel "unknown dataset 'sampel' (known: b76, badshard-x, big, blob, bomb-sqfs, bomb-tar, broken-m, cached, cached-file, cached-x, far-bad, far-file, hostile, huge, image, image-m, image-x, imagenet, in21k, lopsided-x, lru1, lru2, lru3, mutable, overlap-x, sample, secret, shards, shards-x, sparse, split, splittree, suid, tree, uneven, walked); did you mean 'sample'?"
 }
 
 @test "unknown tier: refused" {
-    assert_refused sample:nvme "unknown tier 'nvme' (known: cache, jobscratch, pernode, scratch, shm, ssd, tightkept, tightscratch)"
+    assert_refused sample:nvme "unknown tier 'nvme' (known: cache, jobscratch, pernode, scratch, shm, splitcache, splitshm, ssd, tightkept, tightscratch)"
 }
 
 @test "tier not allowed for the dataset: refused" {
@@ -32,7 +32,7 @@ load helpers
 }
 
 @test "malformed spec: refused" {
-    assert_refused "sample:shm:x" "malformed entry 'sample:shm:x': expected NAME[:TIER]"
+    assert_refused "sample:shm:x" "malformed entry 'sample:shm:x': expected NAME[:TIER[:split|whole]]"
     assert_refused "sample,,blob" "empty entry in --stage-data"
 }
 

@@ -39,17 +39,36 @@ teardown() {
     scancel -u "$VCLUSTER_USER" 2>/dev/null || true
 }
 
+# lister DIR: a script printing "PATH SIZE SHA256" for each file below its
+# working directory, sorted (the nodes and the test run it).
+lister() {
+    cat >"$1/list-files.py" <<'PY'
+import hashlib, os, sys
+rows = []
+for d, _, files in os.walk(b"."):
+    for f in files:
+        p = os.path.join(d, f)
+        if os.path.isfile(p) and not os.path.islink(p):
+            with open(p, "rb") as fh:
+                digest = hashlib.sha256(fh.read()).hexdigest()
+            rows.append(b"%s %d %s\n" % (os.path.relpath(p), os.path.getsize(p), digest.encode()))
+sys.stdout.buffer.write(b"".join(sorted(rows)))
+PY
+    chmod a+r "$1/list-files.py"
+}
+
 # A job script: on each node, the node's id, its host, what it holds (one
 # "PATH SIZE SHA256" a line, files only) and its index, into the work dir.
 parts_job() {
     local var=DLSTAGE_$1 dir
     dir=$(user_workdir)
+    lister "$dir"
     cat >"$dir/parts.sh" <<SH
 #!/bin/bash
 srun -N\$SLURM_NNODES --ntasks-per-node=1 bash -c '
     out=$dir/node-\$SLURM_NODEID
     echo "\$(hostname) \$$var \$${var}_INDEX" > \$out.where
-    cd "\$$var" && find . -type f -printf "%P %s " -exec sh -c "sha256sum < \"\\\$1\" | cut -c1-64" _ {} \; | sort > \$out.files
+    cd "\$$var" && /usr/bin/python3 $dir/list-files.py > \$out.files
     [ -z "\$${var}_INDEX" ] || cp "\$${var}_INDEX" \$out.json'
 SH
     chmod 0755 "$dir/parts.sh"
@@ -58,7 +77,7 @@ SH
 
 # The source's files as parts_job lists them (below DIR).
 listing_of() {
-    (cd "$1" && find . -type f -printf "%P %s " -exec sh -c 'sha256sum < "$1" | cut -c1-64' _ {} \; | sort)
+    (cd "$1" && /usr/bin/python3 "$(user_workdir)/list-files.py")
 }
 
 # json_get FILE EXPR: a Python expression over the index `i`.
@@ -80,6 +99,8 @@ json_get() {
     # 25 shards of about 1 MiB: 9, 8 and 8 of them, none over 10 MiB.
     grep -Eq "^dlstage: staging split \(25\.[0-9] MiB in 25 files\) from $PFS/split/shard-\* to splitshm split over 3 nodes, 8\.[0-9] MiB to 9\.[0-9] MiB each$" <<<"$out" || { echo "$out"; false; }
     grep -Eq "^dlstage: staged split to splitshm split over 3 nodes in [0-9.]+ s \([^)]* in all\); source bytes read 25\.[0-9] MiB \(1\.00x\)" <<<"$out" || { echo "$out"; false; }
+    doc_says "$USER_GUIDE" '^dlstage: staging in21k .* split over 8' in21k=split shm=splitshm <<<"$out"
+    doc_says "$USER_GUIDE" '^dlstage: staged in21k to shm split over' in21k=split shm=splitshm <<<"$out"
     # Read once in all, as pfssim counts it.
     [ "$read" -le $((total * 105 / 100)) ] && [ "$read" -ge "$total" ] || { echo "read $read of $total"; false; }
     # Each node: exactly the shards the index gives it, shard i on node i mod 3.
@@ -103,10 +124,12 @@ json_get() {
     before=$(job_ids)
     run as_user sbatch -N3 --stage-data=split:splitshm --wrap true
     [ "$status" -ne 0 ]
-    grep -q "sbatch: error: dlstage: dataset 'split' needs 25.4 MiB but tier 'splitshm' allows at most 10.0 MiB (max_bytes = 10M); allowed tiers: splitcache, shm; it would fit split on 3 or more nodes: --stage-data=split:splitshm:split with -N 3 or more$" <<<"$output" || { echo "$output"; false; }
+    grep -q "sbatch: error: dlstage: dataset 'split' needs 25.4 MiB but tier 'splitshm' allows at most 10.0 MiB (max_bytes = 10.0 MiB); allowed tiers: splitcache, scratch; it would fit split on 3 or more nodes: --stage-data=split:splitshm:split with -N 3 or more$" <<<"$output" || { echo "$output"; false; }
+    doc_says "$USER_GUIDE" "dataset 'in21k' needs 1.2 TiB" in21k=split shm=splitshm ssd=splitcache <<<"$output"
     run as_user sbatch -N2 --stage-data=split:splitshm:split --wrap true
     [ "$status" -ne 0 ]
     grep -q "dlstage: dataset 'split' (25.4 MiB) split over 2 nodes needs more than the 10.0 MiB tier 'splitshm' takes per node; it fits split on 3 or more nodes: ask for -N 3 or more" <<<"$output" || { echo "$output"; false; }
+    doc_says "$USER_GUIDE" "dataset 'in21k' \(1.2 TiB\) split over 4" in21k=split shm=splitshm <<<"$output"
     run as_user sbatch -N3 --stage-data=big:ssd:split --wrap true
     [ "$status" -ne 0 ]
     grep -q "dlstage: dataset 'big' is one file ($DATA/file64.bin): it cannot be split; stage it whole, or pack it into tar shards with 'dlstage pack --format tar'" <<<"$output" || { echo "$output"; false; }
@@ -187,7 +210,9 @@ json_get() {
 @test "a node cache keeps each node's share: the next job on the same nodes reads nothing" {
     local dir script out before read
     dir=$(user_workdir)
-    for node in n1 n2 n3; do forget_kept_copy "/local/dlsplitcache/.cache/$VCLUSTER_USER" split "$node"; done
+    for node in n1 n2 n3; do
+        for i in 0 1 2; do forget_kept_copy "/local/dlsplitcache/.cache/$VCLUSTER_USER" "split.split-$i-of-3" "$node"; done
+    done
     script=$(parts_job SPLIT)
     run sbatch_wait as_user sbatch --parsable -N3 -w n1,n2,n3 --stage-data=split:splitcache:split -o "$dir/first.txt" "$script"
     [ "$status" -eq 0 ] || { cat "$dir/first.txt"; false; }
@@ -204,6 +229,10 @@ json_get() {
     [ "$read" -eq 0 ] || { echo "read $read"; false; }
     cat "$dir"/node-*.files | sort > "$dir/union"
     diff "$dir/source" "$dir/union"
+    # Each node's entry is its share, named for it: n1 holds the first of 3.
+    on_node n1 test -d "/local/dlsplitcache/.cache/$VCLUSTER_USER/split.split-0-of-3"
+    on_node n3 test -d "/local/dlsplitcache/.cache/$VCLUSTER_USER/split.split-2-of-3"
+    on_node n1 test ! -e "/local/dlsplitcache/.cache/$VCLUSTER_USER/split"
     assert_healthy
 }
 

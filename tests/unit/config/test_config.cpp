@@ -139,6 +139,8 @@ placement = "halves"
     BOOST_TEST(has_problem(problems, 20, "datasets.one.placement", "dataset 'one' is one file (/data/one.sqfs)"),
                dump(problems));
     BOOST_TEST(has_problem(problems, 25, "datasets.odd.placement", "halves"), dump(problems));
+    const auto named = problems_of(kTiers + "\n[tiers.split]\npath = \"/local/s/%j\"\n");
+    BOOST_TEST(has_problem(named, 12, "tiers.split", "a tier may not be named 'split'"), dump(named));
 }
 
 BOOST_AUTO_TEST_CASE(unknown_keys_are_errors_with_a_suggestion)

@@ -53,10 +53,13 @@ BOOST_AUTO_TEST_CASE(split_or_whole_after_the_tier_says_how_a_dataset_lies_over_
                "missing tier before ':split' in 'imagenet:split' (e.g. --stage-data=in21k:shm:split; NAME::split for "
                "the default tier)");
     BOOST_TEST(error_of(catalog(), "imagenet:shm:splot").find("malformed entry 'imagenet:shm:splot'") == 0u);
+    BOOST_TEST(error_of(catalog(), "imagenet:shm:split,/p/x/imagenet-index:shm") ==
+               "'imagenet-index' would be exported as DLSTAGE_IMAGENET_INDEX, which names the index of split dataset "
+               "'imagenet'; stage one of them under another name");
+    BOOST_TEST(error_of(catalog(), "imagenet:shm,/p/x/imagenet-index:shm").empty());  // whole: no index
     const auto items = resolve_stage_data(catalog(), "imagenet:shm:split,coco");
     BOOST_TEST(items[0].split);
     BOOST_TEST(!items[1].split);
-    BOOST_TEST(error_of(catalog(), "cifar:shm:split").find("dataset 'cifar' is one file (/p/data/cifar.sqfs)") == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(parses_names_tiers_and_paths)

@@ -53,16 +53,23 @@ JobMemory mem(std::uint64_t gib)
 
 BOOST_AUTO_TEST_SUITE(host_lists)
 
-BOOST_AUTO_TEST_CASE(a_slurm_host_list_counts_its_nodes)
+BOOST_AUTO_TEST_CASE(a_slurm_host_list_names_its_nodes_in_order)
 {
-    BOOST_TEST(hosts_in_list("n1") == 1u);
-    BOOST_TEST(hosts_in_list("n[1-3]") == 3u);
-    BOOST_TEST(hosts_in_list("n[1-3],m5,x[01-04,07]") == 9u);
-    BOOST_TEST(hosts_in_list("r[1-2]x[01-04]") == 8u);
-    BOOST_TEST(hosts_in_list("") == 0u);
-    BOOST_TEST(hosts_in_list("n[3-1]") == 0u);
-    BOOST_TEST(hosts_in_list("n[1-") == 0u);
-    BOOST_TEST(hosts_in_list("n[a]") == 0u);
+    using Names = std::vector<std::string>;
+    BOOST_TEST(expand_host_list("n1").value() == Names({"n1"}), boost::test_tools::per_element());
+    BOOST_TEST(expand_host_list("n[1-3]").value() == Names({"n1", "n2", "n3"}), boost::test_tools::per_element());
+    BOOST_TEST(expand_host_list("n[1-2],m5,x[08-10,07]").value() ==
+                   Names({"n1", "n2", "m5", "x08", "x09", "x10", "x07"}),
+               boost::test_tools::per_element());
+    BOOST_TEST(expand_host_list("r[1-2]x[1-2]").value() == Names({"r1x1", "r1x2", "r2x1", "r2x2"}),
+               boost::test_tools::per_element());
+    BOOST_TEST(expand_host_list("node[001-100]")->size() == 100u);
+    for (const char* bad : {"", "n[3-1]", "n[1-", "n[a]", "n1,,n2", "n[1-2],m[x]", "n]1[", "n[[1]]"})
+        BOOST_TEST(!expand_host_list(bad).has_value(), bad);
+    // Never more than asked for, however the ranges multiply.
+    BOOST_TEST(!expand_host_list("a[0-4294967295]b[0-4294967295]").has_value());
+    BOOST_TEST(!expand_host_list("n[1-11]", 10).has_value());
+    BOOST_TEST(expand_host_list("n[1-10]", 10)->size() == 10u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -208,6 +208,41 @@ BOOST_AUTO_TEST_CASE(accepted_request_sends_facts_and_config_to_the_job)
     BOOST_TEST(!odd.at("y").files.has_value());
 }
 
+// Six shards of 3 KiB (18 KiB) for a tier of 7K a node: split on 3 nodes, two each.
+BOOST_AUTO_TEST_CASE(a_split_request_is_admitted_on_enough_nodes_and_each_node_gets_its_share)
+{
+    Site site;
+    mkdir((site.dir / "shards").c_str(), 0755);
+    for (int i = 0; i < 6; ++i)
+        site.dir.write("shards/s-" + std::to_string(i) + ".tar", std::string(3072, 'x'));
+    site.dir.write("dlstage.toml", std::string(R"(
+[tiers.shm]
+path = "/dev/shm/dlstage/%j"
+max_bytes = "7K"
+[datasets.wds]
+source = ")") + site.dir / "shards/s-*.tar" +
+                                       R"("
+tiers = ["shm"]
+)");
+    site.api.client_options["nodes"] = "3";
+    BOOST_TEST(site.submit("wds:shm:split") == 0);
+    BOOST_TEST(site.api.control_env["DLSTAGE_FACTS"] == "wds=6144/-");  // two shards a node
+    site.api.client_options["nodes"] = "2";
+    BOOST_TEST(site.submit("wds:shm:split") == -1);
+    BOOST_TEST(site.api.errors.at(0) == "dataset 'wds' (18.0 KiB) split over 2 nodes needs more than the 7.0 KiB tier "
+                                        "'shm' takes per node; it fits split on 3 or more nodes: ask for -N 3 or more");
+    BOOST_TEST(site.submit("wds:shm") == -1);
+    BOOST_TEST(site.api.errors.at(0).find("; it would fit split on 3 or more nodes: --stage-data=wds:shm:split with "
+                                          "-N 3 or more") != std::string::npos,
+               site.api.errors.at(0));
+    // No -N: Slurm says "1-0"; the nodes come later, and each checks its share.
+    site.api.client_options["nodes"] = "1-0";
+    BOOST_TEST(site.submit("wds:shm:split") == 0);
+    BOOST_TEST(site.api.control_env["DLSTAGE_FACTS"] == "wds=-/-");
+    site.api.client_options["nodes"] = "3-5";
+    BOOST_TEST(site.submit("wds:shm:split") == 0);
+}
+
 BOOST_AUTO_TEST_CASE(the_stagers_own_srun_is_not_validated_again)
 {
     Site site;
