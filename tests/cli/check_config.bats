@@ -6,7 +6,7 @@ load helpers
 @test "the shipped example is valid" {
     run_dlstage check-config "$top_srcdir/etc/dlstage.toml"
     expect_status 0
-    expect_out "OK (3 tiers, 2 datasets)"
+    expect_out "OK (3 tiers, 3 datasets)"
 }
 
 @test "a broken file: every problem with file, line and key" {

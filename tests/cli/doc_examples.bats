@@ -24,6 +24,16 @@ checker() { "$top_srcdir/tests/cli/doc-toml-examples" "$DLSTAGE" "$work" "$@"; }
     grep -q "FAIL bad.md: 'dlstage status --frobnicate': dlstage status has no --frobnicate" <<<"$out" || fail "$out"
 }
 
+@test "examples/pytorch/train-split.sbatch: valid bash, and its --stage-data splits a dataset of the example config" {
+    bash -n "$top_srcdir/examples/pytorch/train-split.sbatch" || fail "not valid bash"
+    spec=$(sed -n 's/^#SBATCH --stage-data=//p' "$top_srcdir/examples/pytorch/train-split.sbatch")
+    [ "$spec" = "in21k:shm:split" ] || fail "stage-data line: '$spec'"
+    cp "$top_srcdir/etc/dlstage.toml" "$work/dlstage.toml"
+    run_dlstage --config "$work/dlstage.toml" catalog list --names
+    expect_status 0
+    grep -Eq "^in21k	([a-z]+,)*shm(,|$)" <<<"$out" || fail "in21k on shm not in the example catalog: $out"
+}
+
 @test "examples/pytorch/train.sbatch: valid bash, and its --stage-data names a dataset and tier of the example config" {
     bash -n "$top_srcdir/examples/pytorch/train.sbatch" || fail "not valid bash"
     spec=$(sed -n 's/^#SBATCH --stage-data=//p' "$top_srcdir/examples/pytorch/train.sbatch")

@@ -167,6 +167,24 @@ staged_then_grown() {
     assert_healthy
 }
 
+@test "split + manifest: a file rewritten in place after the scan is found by the node that reads it; all stage from a walk" {
+    local total
+    rescan ns-shm
+    f="$SRCS/ns-shm/d1/f007.bin"
+    read -r old new < <(grow "$f")
+    stage_on n1,n2 NS_SHM ns-shm:shm:split
+    [ "$status" -eq 0 ]
+    # One node read the file and found it changed; rank 0 says so for all,
+    # and every node stages its share of the walk's plan.
+    found_while_reading ns-shm "$f"
+    [ "$(grep -c "dlstage: staging ns-shm (" <<<"$output")" -eq 2 ]
+    grep -q "staged ns-shm to shm split over 2 nodes" <<<"$output"
+    total=$(grep -E '^n[12] /dev/shm/dlstage/[0-9]+/ns-shm ' <<<"$output" | awk '{ s += $4 } END { print s }')
+    [ "$total" -eq 25 ] || { echo "files over the nodes: $total"; false; }
+    rescan ns-shm
+    assert_healthy
+}
+
 @test "node cache + manifest: a file rewritten in place after the scan is staged again, not a cache hit" {
     forget_kept_copy "$CACHE/$VCLUSTER_USER" ns-cache n1 n2
     f="$SRCS/ns-cache/d1/f004.bin"

@@ -186,6 +186,24 @@ json_get() {
     assert_healthy
 }
 
+@test "tar shards extracted split: each node unpacks only its own; together they are the tree" {
+    local dir script out
+    dir=$(user_workdir)
+    script=$(parts_job SHARDS_X)
+    run sbatch_wait as_user sbatch --parsable -N3 --stage-data=shards-x:shm:split -o "$dir/out.txt" "$script"
+    out=$(cat "$dir/out.txt")
+    [ "$status" -eq 0 ] || { echo "$output"; echo "$out"; false; }
+    grep -Eq "^dlstage: shards-x: extracted 1 archive in [0-9.]+ s on each node, its share" <<<"$out" || { echo "$out"; false; }
+    cat "$dir"/node-*.files | sort > "$dir/union"
+    listing_of "$DATA/tree" > "$dir/source"
+    diff "$dir/source" "$dir/union"
+    for node in 0 1 2; do
+        [ "$(json_get "$dir/node-$node.json" '[p["path"] for p in i["parts"] if p["node"] == i["node"]]')" = \
+          "$(json_get "$dir/node-$node.json" '[sorted(p["path"] for p in i["parts"])[i["node"]]]')" ]
+    done
+    assert_healthy
+}
+
 @test "two-hop and split: the mover job's copy in scratch, split over the job's nodes" {
     local dir script out job mover
     dir=$(user_workdir)
