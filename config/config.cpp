@@ -685,7 +685,9 @@ private:
     void check_mode_fits_format(const toml::table& table, const std::string& prefix, const Dataset& dataset)
     {
         const toml::node* where = table.get("mode") ? table.get("mode") : table.get("source");
-        if (const auto verdict = policy::mode_fits_declared_format(dataset.mode, dataset.known_format());
+        if (const auto verdict =
+                policy::mode_fits_declared_format(dataset.mode, dataset.known_format(),
+                                                  is_part_glob(dataset.source, dataset.known_format()));
             !verdict.allowed)
             problem(where->source(), prefix + ".mode", verdict.reason);
     }

@@ -36,16 +36,16 @@ SourceFacts unfit(const policy::Verdict& verdict)
     return facts;
 }
 
-SourceFacts probe_shards(const std::string& pattern)
+SourceFacts probe_shards(const std::string& pattern, Format format)
 {
     const ShardMatches found = match_shards(pattern);
     if (found.err != 0 || found.paths.empty())
         return failure(found.err != 0 ? found.err : ENOENT, pattern);
-    if (const policy::Verdict fits = policy::source_fits_format({pattern, Format::Tar, false, found.directories()});
+    if (const policy::Verdict fits = policy::source_fits_format({pattern, format, false, found.directories()});
         !fits.allowed)
         return unfit(fits);
     SourceFacts facts;
-    facts.format = Format::Tar;
+    facts.format = format;
     std::uint64_t bytes = 0;
     for (const std::string& shard : found.paths) {
         struct stat st {};
@@ -116,8 +116,8 @@ ShardMatches match_shards(const std::string& pattern)
 SourceFacts probe_source(const Dataset& dataset, const std::string& manifest_dir)
 {
     const Format known = dataset.known_format();
-    if (known == Format::Tar && is_glob(dataset.source))
-        return probe_shards(dataset.source);
+    if (is_part_glob(dataset.source, known))
+        return probe_shards(dataset.source, known);
 
     struct stat st {};
     if (stat(dataset.source.c_str(), &st) != 0)

@@ -47,6 +47,11 @@ std::string_view archive_suffix(std::string_view name)
     return suffix ? suffix->text : std::string_view();
 }
 
+bool is_part_glob(std::string_view source, Format known)
+{
+    return is_glob(source) && (known == Format::Tar || known == Format::Squashfs);
+}
+
 Format format_from_name(std::string_view source)
 {
     if (const Suffix* suffix = suffix_of(source))

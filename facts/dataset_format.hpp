@@ -25,4 +25,9 @@ std::string_view archive_suffix(std::string_view name);
 // (only a stat can tell a file from a directory).
 Format format_from_name(std::string_view source);
 
+// A glob of tar shards or of squashfs images (an image set): each match is
+// a part of the dataset, staged under its base name.  known: the format
+// its name or catalog entry gives.
+bool is_part_glob(std::string_view source, Format known);
+
 }  // namespace dlstage

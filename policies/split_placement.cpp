@@ -59,8 +59,8 @@ Verdict split_possible(const Dataset& dataset, const Tier& tier, Format format)
     if (dataset.mode == Mode::Mount)
         return Verdict::refuse(what + " has mode = \"mount\": an image is mounted whole on each node, so it "
                                       "cannot be split; stage it whole, or use mode = \"extract\"");
-    const bool one_file = format == Format::File || format == Format::Squashfs ||
-                          (format == Format::Tar && !is_glob(dataset.source));
+    const bool one_file = format == Format::File ||
+                          (format != Format::Dir && format != Format::Auto && !is_part_glob(dataset.source, format));
     if (one_file)
         return Verdict::refuse(what + " is one file (" + dataset.source +
                                "): it cannot be split; stage it whole, or pack it into tar shards with "
@@ -79,7 +79,7 @@ bool placed_split(const std::optional<Placement>& asked, const Dataset& dataset,
     if (tier.placement != Placement::Split)
         return false;
     const Format known = dataset.known_format();
-    return known == Format::Dir || (known == Format::Tar && is_glob(dataset.source));
+    return known == Format::Dir || is_part_glob(dataset.source, known);
 }
 
 std::vector<std::uint64_t> node_shares(const std::vector<std::uint64_t>& sizes,

@@ -17,8 +17,8 @@ namespace dlstage::policy {
 
 // Whether a dataset can be split in a tier at all: only into a node tier
 // (a shared tier holds one copy every node reads), never an image to mount
-// (mounted whole), and only a dataset of several parts: tar shards (a glob)
-// or a directory (split by file).  format: what is known of the source
+// (mounted whole), and only a dataset of several parts: tar shards or
+// squashfs images (a glob: by part) or a directory (by file).  format: what is known of the source
 // (the dataset's known_format(), or what a look at it found).
 Verdict split_possible(const Dataset& dataset, const Tier& tier, Format format);
 

@@ -20,8 +20,11 @@ bool mode_takes(Mode mode, Format format, bool one_file)
     return false;
 }
 
-Verdict mode_fits_declared_format(Mode mode, Format declared)
+Verdict mode_fits_declared_format(Mode mode, Format declared, bool part_glob)
 {
+    if (mode == Mode::Mount && declared == Format::Squashfs && part_glob)
+        return Verdict::refuse("mode = \"mount\" mounts one squashfs image, not a glob of them; use mode = "
+                               "\"extract\" (each image unpacked into one directory) or \"copy\"");
     if (mode_takes(mode, declared, true))
         return Verdict::allow();
     if (mode == Mode::Extract)
@@ -33,7 +36,8 @@ Verdict mode_fits_declared_format(Mode mode, Format declared)
 Verdict source_fits_format(const SourceShape& shape)
 {
     if (shape.shard_dirs > 1)
-        return Verdict::refuse("tar shards must sit in one directory: " + quoted(shape.source));
+        return Verdict::refuse(std::string(shape.declared == Format::Squashfs ? "squashfs images" : "tar shards") +
+                               " must sit in one directory: " + quoted(shape.source));
     if (shape.is_dir && shape.declared != Format::Auto && shape.declared != Format::Dir)
         return Verdict::refuse(quoted(shape.source) + " is a directory, but the dataset's format is " +
                                to_string(shape.declared));

@@ -17,7 +17,7 @@ namespace dlstage::policy {
 bool mode_takes(Mode mode, Format format, bool one_file);
 
 // The catalog's check (Auto: the name does not tell the format).
-Verdict mode_fits_declared_format(Mode mode, Format declared);
+Verdict mode_fits_declared_format(Mode mode, Format declared, bool part_glob = false);
 
 // The stager's check of what it found at `source`.
 Verdict mode_fits_source(Mode mode, Format found, bool one_file, const std::string& source);

@@ -63,4 +63,14 @@ void restore_directory_times(const std::string& dest, const ShardOutcome& outcom
 // of the result counts what unsquashfs wrote against the budget once more.
 ExtractStats extract_squashfs(const std::string& image, const std::string& dest, ExtractBudget* budget = nullptr);
 
+// A set of squashfs images (a glob of them) unpacked into dest, which must
+// not exist yet: each image as extract_squashfs, in order, into
+// `scratch`/N (scratch: a directory of the caller's on dest's file system),
+// then its entries moved into dest.  The images must hold disjoint names
+// (their directories may be shared): a file or link two images hold is
+// refused, naming both.  One budget counts them all.  On any error dest is
+// removed again.
+ExtractStats extract_squashfs_set(const std::vector<std::string>& images, const std::string& dest,
+                                  const std::string& scratch, ExtractBudget* budget = nullptr);
+
 }  // namespace dlstage::stager

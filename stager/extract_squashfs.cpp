@@ -207,4 +207,69 @@ ExtractStats extract_squashfs(const std::string& image, const std::string& dest,
     }
 }
 
+namespace {
+// Moves every entry of `from` into `into`, descending where both hold a
+// directory; a name both hold otherwise was in two images.  By fd, never
+// following a symlink.
+void merge_into(int from, int into, const std::string& shown, const std::string& image, const std::string& rel = "")
+{
+    DirStream entries(from);
+    if (!entries.valid())
+        throw_cannot("read", shown, errno);
+    std::vector<std::string> names;
+    while (const dirent* e = entries.next())
+        names.emplace_back(e->d_name);
+    if (entries.error() != 0)
+        throw_cannot("read", shown, entries.error());
+    for (const std::string& name : names) {
+        if (::renameat2(from, name.c_str(), into, name.c_str(), RENAME_NOREPLACE) == 0)
+            continue;
+        if (errno != EEXIST)
+            throw_cannot("move", join_path(shown, name), errno);
+        const Fd sub_from(::openat(from, name.c_str(), kDirFlags));
+        const Fd sub_into(::openat(into, name.c_str(), kDirFlags));
+        if (!sub_from.valid() || !sub_into.valid())
+            throw Error(image + " holds " + quoted(rel + name) +
+                        ", which an image before it in the set holds too: an image set must hold disjoint names");
+        merge_into(sub_from.get(), sub_into.get(), join_path(shown, name), image, rel + name + "/");
+    }
+}
+}  // namespace
+
+ExtractStats extract_squashfs_set(const std::vector<std::string>& images, const std::string& dest,
+                                  const std::string& scratch, ExtractBudget* budget)
+{
+    require_new_destination(images.empty() ? dest : images.front(), dest);
+    ExtractBudget unlimited;
+    ExtractBudget& counted = budget ? *budget : unlimited;
+    ExtractStats all;
+    try {
+        if (::mkdir(dest.c_str(), 0700) != 0)
+            throw_cannot("create", dest, errno);
+        const Fd into(::open(dest.c_str(), kDirFlags));
+        if (!into.valid())
+            throw_cannot("open", dest, errno);
+        for (std::size_t i = 0; i < images.size(); ++i) {
+            const std::string unpacked = join_path(scratch, std::to_string(i));
+            const ExtractStats one = extract_squashfs(images[i], unpacked, &counted);
+            all.entries += one.entries;
+            all.bytes += one.bytes;
+            all.stripped += one.stripped;
+            const Fd from(::open(unpacked.c_str(), kDirFlags));
+            if (!from.valid())
+                throw_cannot("open", unpacked, errno);
+            merge_into(from.get(), into.get(), unpacked, images[i]);
+            if (!remove_tree(unpacked).ok())
+                throw Error("cannot remove " + unpacked);
+        }
+        return all;
+    } catch (...) {
+        for (std::size_t i = 0; i < images.size(); ++i)
+            remove_tree(join_path(scratch, std::to_string(i)));
+        if (!remove_tree(dest).ok())
+            throw Error("cannot remove " + dest + " after a failed extraction");
+        throw;
+    }
+}
+
 }  // namespace dlstage::stager

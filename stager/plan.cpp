@@ -45,19 +45,21 @@ void add_single_file(const std::string& path, Plan& plan)
     add_walked(plan.entries, base_name(path), st, {});
 }
 
-// Tar shards: the glob's matches, sorted; each staged under its base name.
-Plan plan_shards(const Dataset& dataset)
+// Tar shards or an image set: the glob's matches, sorted; each staged
+// under its base name.
+Plan plan_shards(const Dataset& dataset, Format format)
 {
     Plan plan;
-    plan.format = Format::Tar;
+    plan.format = format;
     const std::string& pattern = dataset.source;
     plan.source_root = split_parent(pattern).first;
     const ShardMatches found = match_shards(pattern);
     if (found.err != 0)
         throw_cannot("read", shown_path(pattern), found.err);
     if (found.paths.empty())
-        throw Error("no tar shards match " + quoted(pattern));
-    policy::require(policy::source_fits_format({pattern, Format::Tar, false, found.directories()}));
+        throw Error(std::string(format == Format::Squashfs ? "no squashfs images" : "no tar shards") + " match " +
+                    quoted(pattern));
+    policy::require(policy::source_fits_format({pattern, format, false, found.directories()}));
     for (const std::string& path : found.paths)
         add_single_file(path, plan);
     return plan;
@@ -89,8 +91,8 @@ void walk_into(EntryList& entries, const std::string& root, unsigned threads, co
 Plan build_plan(const Dataset& dataset, unsigned walk_threads, const DirSeen& dir_seen)
 {
     const Format known = dataset.known_format();
-    if (known == Format::Tar && is_glob(dataset.source))
-        return plan_shards(dataset);
+    if (is_part_glob(dataset.source, known))
+        return plan_shards(dataset, known);
 
     struct stat st {};
     if (stat(dataset.source.c_str(), &st) != 0)

@@ -34,8 +34,8 @@ SplitLayout place_plan(const Plan& plan, std::size_t nodes);
 Plan share_of(const Plan& plan, const SplitLayout& split, std::size_t node);
 
 // The index as JSON: dataset, tier, placement, nodes, this node, its bytes
-// and files, each node's share (with its host) and, for tar shards, every
-// part with its node and bytes (a tree's files are not listed: each node
+// and files, each node's share (with its host) and, for tar shards and
+// image sets, every part with its node and bytes (a tree's files are not listed: each node
 // walks its own part).
 toml::table split_index(const StageItem& item, const Plan& plan, const SplitLayout& split, std::size_t node,
                         const std::vector<std::string>& hosts);

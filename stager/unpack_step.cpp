@@ -64,7 +64,14 @@ Unpacked unpack_here(const DatasetLayout& layout, const Fd& job_dir, const std::
     ExtractBudget budget(limits);
     if (plan.format == Format::Squashfs) {
         try {
-            done.stripped = extract_squashfs(shard_path(layout, plan, 0), layout.partial_dir, &budget).stripped;
+            std::vector<std::string> images;
+            for (std::size_t i = 0; i < plan.entries.size(); ++i)
+                images.push_back(shard_path(layout, plan, i));
+            // An image set: each unpacked beside the images, then merged.
+            done.stripped =
+                images.size() == 1
+                    ? extract_squashfs(images.front(), layout.partial_dir, &budget).stripped
+                    : extract_squashfs_set(images, layout.partial_dir, layout.incoming_dir, &budget).stripped;
         } catch (const Error& e) {
             remove_after_failure(layout, job_dir, shown);
             throw named_for_user(e, layout, plan);

@@ -204,6 +204,28 @@ json_get() {
     assert_healthy
 }
 
+@test "a squashfs image set: split, each node unpacks its own images; whole, every image into one directory" {
+    local dir script out node
+    dir=$(user_workdir)
+    script=$(parts_job IMGSET)
+    listing_of "$DATA/tree" > "$dir/source"
+    run sbatch_wait as_user sbatch --parsable -N3 --stage-data=imgset:shm:split -o "$dir/out.txt" "$script"
+    out=$(cat "$dir/out.txt")
+    [ "$status" -eq 0 ] || { echo "$output"; echo "$out"; false; }
+    grep -Eq "^dlstage: imgset: extracted 1 archive in [0-9.]+ s on each node, its share" <<<"$out" || { echo "$out"; false; }
+    cat "$dir"/node-*.files | sort > "$dir/union"
+    diff "$dir/source" "$dir/union"
+    for node in 0 1 2; do
+        [ "$(json_get "$dir/node-$node.json" '[p["path"] for p in i["parts"] if p["node"] == i["node"]]')" = "['part-$node.sqfs']" ]
+    done
+    rm "$dir"/node-*
+    run sbatch_wait as_user sbatch --parsable -N1 --stage-data=imgset:shm -o "$dir/whole.txt" "$script"
+    [ "$status" -eq 0 ] || { cat "$dir/whole.txt"; false; }
+    grep -Eq "^dlstage: imgset: extracted 3 archives" "$dir/whole.txt" || { cat "$dir/whole.txt"; false; }
+    diff "$dir/source" "$dir/node-0.files"
+    assert_healthy
+}
+
 @test "two-hop and split: the mover job's copy in scratch, split over the job's nodes" {
     local dir script out job mover
     dir=$(user_workdir)

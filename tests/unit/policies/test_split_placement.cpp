@@ -157,6 +157,7 @@ BOOST_AUTO_TEST_CASE(only_shard_sets_and_trees_split_and_only_into_node_tiers)
                "dataset 'd' is one file (/p/one.tar): it cannot be split; stage it whole, or pack it into tar shards "
                "with 'dlstage pack --format tar'");
     BOOST_TEST(!split_possible(dataset_of("/p/i.sqfs"), shm, Format::Squashfs).allowed);
+    BOOST_TEST(split_possible(dataset_of("/p/set/part-*.sqfs"), shm, Format::Squashfs).allowed);  // an image set
     BOOST_TEST(!split_possible(dataset_of("/p/f.bin"), shm, Format::File).allowed);
     Tier scratch = node_tier();
     scratch.name = "scratch";
@@ -180,6 +181,7 @@ BOOST_AUTO_TEST_CASE(the_request_decides_then_the_dataset_then_the_tier_for_what
     BOOST_TEST(!placed_split(std::nullopt, shards, whole));
     BOOST_TEST(placed_split(std::nullopt, shards, splitting));
     BOOST_TEST(placed_split(std::nullopt, tree, splitting));
+    BOOST_TEST(placed_split(std::nullopt, dataset_of("/p/set/part-*.sqfs"), splitting));
     BOOST_TEST(!placed_split(std::nullopt, unknown, splitting));
     BOOST_TEST(!placed_split(std::nullopt, dataset_of("/p/one.tar"), splitting));
     Dataset by_catalog = dataset_of("/p/tree");

@@ -44,6 +44,16 @@ BOOST_AUTO_TEST_CASE(the_catalog_says_what_to_declare)
                "the source name does not show it");
     BOOST_TEST(mode_fits_declared_format(Mode::Mount, Format::Tar).reason ==
                "mode = \"mount\" needs a squashfs image (.sqfs); build one with 'dlstage pack'");
+    // An image set (a glob of .sqfs): unpacked or copied, never mounted.
+    BOOST_TEST(mode_fits_declared_format(Mode::Extract, Format::Squashfs, true).allowed);
+    BOOST_TEST(mode_fits_declared_format(Mode::Mount, Format::Squashfs, false).allowed);
+    BOOST_TEST(mode_fits_declared_format(Mode::Mount, Format::Squashfs, true).reason ==
+               "mode = \"mount\" mounts one squashfs image, not a glob of them; use mode = \"extract\" (each image "
+               "unpacked into one directory) or \"copy\"");
+    BOOST_TEST(is_part_glob("/p/set/part-*.sqfs", Format::Squashfs));
+    BOOST_TEST(is_part_glob("/p/wds/shard-*", Format::Tar));
+    BOOST_TEST(!is_part_glob("/p/one.sqfs", Format::Squashfs));
+    BOOST_TEST((format_from_name("/p/set/part-*.sqfs") == Format::Squashfs));
 }
 
 BOOST_AUTO_TEST_CASE(the_stager_says_what_it_found)

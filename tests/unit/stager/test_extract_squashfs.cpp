@@ -251,4 +251,44 @@ BOOST_AUTO_TEST_CASE(squashfs_is_refused_with_an_unsquashfs_older_than_4_5_1)
     BOOST_TEST(!exists(s.dest));
 }
 
+// Two images of one set: their trees merged, a directory both hold shared;
+// a file both hold refused, naming the image, and nothing left behind.
+BOOST_AUTO_TEST_CASE(an_image_set_is_unpacked_into_one_tree_with_disjoint_names)
+{
+    SquashStaging first, second;
+    first.make_dir("a");
+    first.make_file("a/1.bin", "one");
+    first.make_file("top.txt", "top");
+    first.make_image();
+    second.make_dir("a");
+    second.make_file("a/2.bin", "two");
+    second.make_dir("b");
+    second.make_file("b/3.bin", "three");
+    second.make_image();
+    const std::string scratch = first.tmp / "scratch";
+    BOOST_REQUIRE(mkdir(scratch.c_str(), 0700) == 0);
+    const ExtractStats stats = stager::extract_squashfs_set({first.image, second.image}, first.dest, scratch);
+    BOOST_TEST(content_of(first.in_dest("a/1.bin")) == "one");
+    BOOST_TEST(content_of(first.in_dest("a/2.bin")) == "two");
+    BOOST_TEST(content_of(first.in_dest("b/3.bin")) == "three");
+    BOOST_TEST(content_of(first.in_dest("top.txt")) == "top");
+    BOOST_TEST(stats.bytes == 14u);
+    BOOST_TEST(rmdir(scratch.c_str()) == 0);  // nothing of the unpacking left there
+
+    SquashStaging clash;
+    clash.make_dir("a");
+    clash.make_file("a/1.bin", "again");
+    clash.make_image();
+    BOOST_REQUIRE(mkdir(scratch.c_str(), 0700) == 0);
+    const std::string dest = first.tmp / "dest2";
+    const std::string error = test::error_of([&] {
+        stager::extract_squashfs_set({first.image, clash.image}, dest, scratch);
+    });
+    BOOST_TEST(error == clash.image + " holds 'a/1.bin', which an image before it in the set holds too: an image set "
+                                      "must hold disjoint names");
+    struct stat st {};
+    BOOST_TEST(lstat(dest.c_str(), &st) != 0);
+    BOOST_TEST(rmdir(scratch.c_str()) == 0);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
