@@ -228,7 +228,7 @@ std::optional<std::vector<std::string>> expand_host_list(std::string_view list, 
             return std::nullopt;
         hosts.insert(hosts.end(), names->begin(), names->end());
     }
-    if (hosts.empty())
+    if (hosts.empty() || depth > 0)  // "n[1-2,": a bracket left open
         return std::nullopt;
     return hosts;
 }

@@ -35,6 +35,12 @@ namespace dlstage::spank {
 namespace {
 // What both prolog and epilog start from, gathered before their work runs
 // in a child process (which must not talk to Slurm).
+// This node's place among the job's nodes, in the order the stager's
+// ranks take them, for a split dataset's share.
+struct NodePlace {
+    std::size_t nodes = 0, index = 0;
+};
+
 struct ScriptStart {
     std::string stage_data;
     JobFacts job;
@@ -42,7 +48,25 @@ struct ScriptStart {
     Config config;                                 // the job's: site with its [[overrides]] applied (set in the child)
     std::string facts;                             // what the submit side learnt of the sources (prolog)
     std::map<std::string, std::string> slurm_env;  // what slurmd says of the job: partition, account, user
+    std::optional<NodePlace> place;                // from slurmd's node list; nothing when not known
 };
+
+// Where this node is in slurmd's SLURM_NODELIST (else SLURM_JOB_NODELIST),
+// expanded once per prolog: the names a user puts in a cache directory are
+// matched against what it gives, under the node cache's lock.
+std::optional<NodePlace> node_place(const std::map<std::string, std::string>& slurm_env, const std::string& node)
+{
+    for (const char* name : {"SLURM_NODELIST", "SLURM_JOB_NODELIST"}) {
+        const auto found = slurm_env.find(name);
+        const auto hosts = found == slurm_env.end() ? std::nullopt : expand_host_list(found->second);
+        if (!hosts)
+            continue;
+        const auto here = std::find(hosts->begin(), hosts->end(), node);
+        if (here != hosts->end())
+            return NodePlace{hosts->size(), static_cast<std::size_t>(here - hosts->begin())};
+    }
+    return std::nullopt;
+}
 
 // Nothing when the job asked for no data, or when the configuration cannot
 // be used (logged): a broken or untrusted configuration is the admins' to
@@ -52,13 +76,15 @@ std::optional<ScriptStart> start_script(SpankApi& api, const PluginArgs& args)
     const auto stage_data = api.stage_data_option();
     if (!stage_data)
         return std::nullopt;
-    ScriptStart start{*stage_data, job_facts(api), {}, {}, api.getenv(std::string(kPrologEnvPrefix) + kFactsVar), {}};
+    ScriptStart start{*stage_data, job_facts(api), {}, {}, api.getenv(std::string(kPrologEnvPrefix) + kFactsVar), {},
+                      {}};
     try {
         start.site = load_trusted_config(choose_config_path(args.config_path, false));
         start.config = start.site;  // until the child knows the job's overrides
         for (const char* name :
              {"SLURM_JOB_PARTITION", "SLURM_JOB_ACCOUNT", "SLURM_JOB_USER", "SLURM_NODELIST", "SLURM_JOB_NODELIST"})
             start.slurm_env[name] = api.getenv(name);
+        start.place = node_place(start.slurm_env, start.job.node);
     } catch (const Error& e) {
         api.error("job " + start.job.job_id + " on " + start.job.node + ": " + e.what());
         return std::nullopt;
@@ -243,32 +269,13 @@ SizesByDataset claimed_sizes(const ScriptStart& start)
     return decode_facts(start.facts);
 }
 
-// This node's place among the job's nodes, in the order the stager's
-// ranks take them (slurmd's SLURM_NODELIST, else SLURM_JOB_NODELIST), for
-// a split dataset's share; nothing when not known.
-struct NodePlace {
-    std::size_t nodes = 0, index = 0;
-};
-std::optional<NodePlace> node_place(const ScriptStart& start)
-{
-    for (const char* name : {"SLURM_NODELIST", "SLURM_JOB_NODELIST"}) {
-        const auto found = start.slurm_env.find(name);
-        const auto hosts = found == start.slurm_env.end() ? std::nullopt : expand_host_list(found->second);
-        if (!hosts)
-            continue;
-        const auto here = std::find(hosts->begin(), hosts->end(), start.job.node);
-        if (here != hosts->end())
-            return NodePlace{hosts->size(), static_cast<std::size_t>(here - hosts->begin())};
-    }
-    return std::nullopt;
-}
-
 // The entry this node's cache holds for item: its share's for a split
 // dataset (job/job_layout), as the stager names it.
 std::string entry_of(const StageItem& item, const ScriptStart& start)
 {
-    const std::optional<NodePlace> place = node_place(start);
-    return item.split && place ? cache_entry_name(item, place->nodes, place->index) : item.dataset.name;
+    if (!item.split || !start.place)
+        return item.dataset.name;
+    return cache_entry_name(item, start.place->nodes, start.place->index);
 }
 
 // A split dataset's node holds about one share of it: its bytes and
@@ -276,8 +283,7 @@ std::string entry_of(const StageItem& item, const ScriptStart& start)
 // The stager checks its exact share.
 SourceFacts about_one_share(SourceFacts facts, const ScriptStart& start)
 {
-    const std::optional<NodePlace> place = node_place(start);
-    const std::size_t nodes = place ? place->nodes : 1;
+    const std::size_t nodes = start.place ? start.place->nodes : 1;
     if (nodes > 1) {
         if (facts.bytes)
             *facts.bytes = (*facts.bytes + nodes - 1) / nodes;
@@ -322,8 +328,9 @@ policy::Incoming incoming_to(const Tier& tier, const std::vector<StageItem>& ite
         if (item.tier.name != tier.name || known == sizes.end())
             continue;
         std::uint64_t bytes = known->second.bytes.value_or(0), inodes = known->second.files.value_or(0);
+        const std::string entry_name = entry_of(item, start);
         for (const NodeCacheEntry& entry : entries)
-            if (entry.uid == start.job.uid && entry.dataset == entry_of(item, start)) {
+            if (entry.uid == start.job.uid && entry.dataset == entry_name) {
                 bytes = bytes > entry.bytes ? bytes - entry.bytes : 0;
                 inodes = inodes > entry.inodes ? inodes - entry.inodes : 0;
             }

@@ -211,8 +211,24 @@ namespace {
 // Moves every entry of `from` into `into`, descending where both hold a
 // directory; a name both hold otherwise was in two images.  By fd, never
 // following a symlink.
+// A directory the merge renames out of or into must let its owner write
+// and search it for a while: an image keeps its tree's modes (a 0555
+// directory too).  Returns the mode to put back.
+mode_t open_up(int dir, const std::string& shown)
+{
+    struct stat st {};
+    if (::fstat(dir, &st) != 0)
+        throw_cannot("examine", shown, errno);
+    const mode_t mode = st.st_mode & 07777;
+    if ((mode & 0300) != 0300 && ::fchmod(dir, mode | 0300) != 0)
+        throw_cannot("change the mode of", shown, errno);
+    return mode;
+}
+
 void merge_into(int from, int into, const std::string& shown, const std::string& image, const std::string& rel = "")
 {
+    open_up(from, shown);
+    const mode_t kept = open_up(into, shown);
     DirStream entries(from);
     if (!entries.valid())
         throw_cannot("read", shown, errno);
@@ -222,17 +238,25 @@ void merge_into(int from, int into, const std::string& shown, const std::string&
     if (entries.error() != 0)
         throw_cannot("read", shown, entries.error());
     for (const std::string& name : names) {
-        if (::renameat2(from, name.c_str(), into, name.c_str(), RENAME_NOREPLACE) == 0)
+        // A directory moved to another parent must let its owner write it
+        // (its ".." changes): opened up for the move, its mode put back.
+        const Fd sub_from(::openat(from, name.c_str(), kDirFlags));
+        const mode_t sub_mode = sub_from.valid() ? open_up(sub_from.get(), join_path(shown, name)) : 0;
+        if (::renameat2(from, name.c_str(), into, name.c_str(), RENAME_NOREPLACE) == 0) {
+            if (sub_from.valid() && ::fchmod(sub_from.get(), sub_mode) != 0)
+                throw_cannot("change the mode of", join_path(shown, name), errno);
             continue;
+        }
         if (errno != EEXIST)
             throw_cannot("move", join_path(shown, name), errno);
-        const Fd sub_from(::openat(from, name.c_str(), kDirFlags));
         const Fd sub_into(::openat(into, name.c_str(), kDirFlags));
         if (!sub_from.valid() || !sub_into.valid())
             throw Error(image + " holds " + quoted(rel + name) +
                         ", which an image before it in the set holds too: an image set must hold disjoint names");
         merge_into(sub_from.get(), sub_into.get(), join_path(shown, name), image, rel + name + "/");
     }
+    if (::fchmod(into, kept) != 0)
+        throw_cannot("change the mode of", shown, errno);
 }
 }  // namespace
 

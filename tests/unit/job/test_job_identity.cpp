@@ -64,7 +64,8 @@ BOOST_AUTO_TEST_CASE(a_slurm_host_list_names_its_nodes_in_order)
     BOOST_TEST(expand_host_list("r[1-2]x[1-2]").value() == Names({"r1x1", "r1x2", "r2x1", "r2x2"}),
                boost::test_tools::per_element());
     BOOST_TEST(expand_host_list("node[001-100]")->size() == 100u);
-    for (const char* bad : {"", "n[3-1]", "n[1-", "n[a]", "n1,,n2", "n[1-2],m[x]", "n]1[", "n[[1]]"})
+    for (const char* bad :
+         {"", "n[3-1]", "n[1-", "n[a]", "n1,,n2", "n[1-2],m[x]", "n]1[", "n[[1]]", "a1,b[1-2", "n1,["})
         BOOST_TEST(!expand_host_list(bad).has_value(), bad);
     // Never more than asked for, however the ranges multiply.
     BOOST_TEST(!expand_host_list("a[0-4294967295]b[0-4294967295]").has_value());

@@ -291,4 +291,40 @@ BOOST_AUTO_TEST_CASE(an_image_set_is_unpacked_into_one_tree_with_disjoint_names)
     BOOST_TEST(rmdir(scratch.c_str()) == 0);
 }
 
+// The stager is the user: a directory both images hold read-only (0555, as
+// a packed tree may have it) is still merged into, and keeps its mode.
+BOOST_AUTO_TEST_CASE(an_image_set_merges_into_read_only_directories_as_a_user)
+{
+    SquashStaging first, second;
+    first.make_dir("ro");
+    first.make_file("ro/1.bin", "one");
+    BOOST_REQUIRE(chmod(first.at("ro").c_str(), 0555) == 0);
+    first.make_image("-all-root");
+    second.make_dir("ro");
+    second.make_file("ro/2.bin", "two");
+    BOOST_REQUIRE(chmod(second.at("ro").c_str(), 0555) == 0);
+    second.make_image("-all-root");
+    const std::string work = first.tmp / "work";
+    BOOST_REQUIRE(mkdir(work.c_str(), 0755) == 0);
+    BOOST_REQUIRE(mkdir((work + "/scratch").c_str(), 0700) == 0);
+    for (const std::string& path : {first.tmp.path(), second.tmp.path(), first.image, second.image})
+        BOOST_REQUIRE(chmod(path.c_str(), 0755) == 0);
+    BOOST_REQUIRE(chown(work.c_str(), 65534, 65534) == 0);
+    BOOST_REQUIRE(chown((work + "/scratch").c_str(), 65534, 65534) == 0);
+    const std::string dest = work + "/dest";
+    const std::string text = in_child(
+        [&] {
+            try {
+                stager::extract_squashfs_set({first.image, second.image}, dest, work + "/scratch");
+                return content_of(dest + "/ro/1.bin") + content_of(dest + "/ro/2.bin") + " " +
+                       std::to_string(mode_of(dest + "/ro"));
+            } catch (const Error& e) {
+                return std::string(e.what());
+            }
+        },
+        geteuid() == 0 ? 65534 : kSameUid, 65534);
+    BOOST_TEST(text == "onetwo " + std::to_string(0555));
+    chmod((dest + "/ro").c_str(), 0755);  // so that TempDir can clean up
+}
+
 BOOST_AUTO_TEST_SUITE_END()
