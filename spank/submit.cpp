@@ -22,12 +22,6 @@
 namespace dlstage::spank {
 
 namespace {
-// The source as the submitting user sees it: sbatch runs as that user, so
-// a source they cannot read is refused here, before any root code runs.
-// A tree's size and entries come from its manifest in site.manifest_dir
-// (header only, one stat of the root: no walk of the parallel file system).
-// A reach = "mover" dataset's source is not looked at: this host may not
-// see it; only the mover job's nodes do (probe_far_source).
 // The fewest nodes the job may get, as -N says ("3", or "3-5"); 0 when
 // not known here: no -N (Slurm says "1-0": the node count comes from
 // --nodelist, the tasks or the partition later), or a Slurm that does not
@@ -95,6 +89,12 @@ void admit_on_each_node(SpankApi& api, const StageItem& item, SourceFacts& facts
     policy::require(policy::admit(item.dataset, item.tier, facts, policy::TierSpace{}));
 }
 
+// The source as the submitting user sees it: sbatch runs as that user, so
+// a source they cannot read is refused here, before any root code runs.
+// A tree's size and entries come from its manifest in site.manifest_dir
+// (header only, one stat of the root: no walk of the parallel file system).
+// A reach = "mover" dataset's source is not looked at: this host may not
+// see it; only the mover job's nodes do (probe_far_source).
 SourceFacts check_source(SpankApi& api, const Config& config, const StageItem& item)
 {
     policy::require(policy::supported(item.dataset, item.tier));
