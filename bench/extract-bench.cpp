@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <vector>
 
-#include "stager/parallel_extract.hpp"
+#include "stager/extract/parallel_extract.hpp"
 
 int main(int argc, char** argv)
 {

@@ -24,10 +24,10 @@
 #include <unistd.h>
 
 #include "lib/error.hpp"
-#include "stager/chunks.hpp"
-#include "stager/manifest_scan.hpp"
-#include "stager/plan.hpp"
-#include "stager/tree_writer.hpp"
+#include "stager/plan/manifest_scan.hpp"
+#include "stager/plan/plan.hpp"
+#include "stager/transfer/chunks.hpp"
+#include "stager/transfer/tree_writer.hpp"
 
 namespace {
 using Clock = std::chrono::steady_clock;

@@ -13,9 +13,9 @@
 
 #include "config/stager_tuning.hpp"
 #include "lib/sys/parallel.hpp"
-#include "stager/chunks.hpp"
-#include "stager/plan.hpp"
-#include "stager/source_reader.hpp"
+#include "stager/plan/plan.hpp"
+#include "stager/transfer/chunks.hpp"
+#include "stager/transfer/source_reader.hpp"
 
 using namespace dlstage;
 using namespace dlstage::stager;

@@ -19,7 +19,7 @@
 #include "lib/size.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/sys_error.hpp"
-#include "stager/manifest_scan.hpp"
+#include "stager/plan/manifest_scan.hpp"
 
 namespace dlstage::cli {
 

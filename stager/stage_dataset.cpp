@@ -13,12 +13,12 @@
 #include "lib/sys/sys_error.hpp"
 #include "policies/split_placement.hpp"
 #include "policies/staging_mode.hpp"
-#include "stager/cache_tier.hpp"
-#include "stager/kept_copy.hpp"
-#include "stager/node_tier.hpp"
-#include "stager/phase_times.hpp"
-#include "stager/shared_tier.hpp"
-#include "stager/via_check.hpp"
+#include "stager/copies/kept_copy.hpp"
+#include "stager/copies/via_check.hpp"
+#include "stager/steps/phase_times.hpp"
+#include "stager/tiers/cache_tier.hpp"
+#include "stager/tiers/node_tier.hpp"
+#include "stager/tiers/shared_tier.hpp"
 #include "tier/safe_fs.hpp"
 
 namespace dlstage::stager {

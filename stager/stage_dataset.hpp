@@ -4,8 +4,8 @@
 #pragma once
 
 #include "config/stage_spec.hpp"
-#include "stager/exchange.hpp"
-#include "stager/node_context.hpp"
+#include "stager/steps/node_context.hpp"
+#include "stager/transfer/exchange.hpp"
 
 namespace dlstage::stager {
 

@@ -1,4 +1,4 @@
-// The archive entry rules (stager/entry_rules.hpp) that keep a hostile tar
+// The archive entry rules (stager/extract/entry_rules.hpp) that keep a hostile tar
 // or squashfs image inside its destination.  Input: a byte whose low four
 // bits are a file type (st_mode >> 12), then PATH NUL TARGET.  What the rules accept must
 // really stay inside: the normalized path is relative and plain, and a
@@ -10,7 +10,7 @@
 
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
-#include "stager/entry_rules.hpp"
+#include "stager/extract/entry_rules.hpp"
 #include "tests/fuzz/fuzz.hpp"
 
 using namespace dlstage;

@@ -18,7 +18,7 @@
 #include <unistd.h>
 #include <vector>
 
-#include "stager/extract.hpp"
+#include "stager/extract/extract.hpp"
 #include "tests/unit/support/error_of.hpp"
 #include "tests/unit/support/files.hpp"
 #include "tests/unit/support/tmpdir.hpp"

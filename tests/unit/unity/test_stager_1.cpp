@@ -5,10 +5,10 @@
 // First: it defines BOOST_TEST_MODULE before Boost.Test is included.
 #include "tests/unit/support/unit_main.cpp"
 
-#include "tests/unit/stager/test_extract_squashfs.cpp"
-#include "tests/unit/stager/test_extract_tar.cpp"
-#include "tests/unit/stager/test_own_chunks.cpp"
-#include "tests/unit/stager/test_parallel_extract.cpp"
-#include "tests/unit/stager/test_phase_times.cpp"
-#include "tests/unit/stager/test_shard_shares.cpp"
-#include "tests/unit/stager/test_squashfs_listing.cpp"
+#include "tests/unit/stager/extract/test_extract_squashfs.cpp"
+#include "tests/unit/stager/extract/test_extract_tar.cpp"
+#include "tests/unit/stager/extract/test_parallel_extract.cpp"
+#include "tests/unit/stager/extract/test_shard_shares.cpp"
+#include "tests/unit/stager/extract/test_squashfs_listing.cpp"
+#include "tests/unit/stager/steps/test_phase_times.cpp"
+#include "tests/unit/stager/transfer/test_own_chunks.cpp"

@@ -2,13 +2,13 @@
 // translation unit (docs/testing.md, "Unit tests"); tests/check-unity holds each test
 // file to one part.
 
-#include "tests/unit/stager/test_copy_check.cpp"
-#include "tests/unit/stager/test_copy_check_shares.cpp"
-#include "tests/unit/stager/test_copy_lock.cpp"
-#include "tests/unit/stager/test_copy_readers.cpp"
-#include "tests/unit/stager/test_manifest_scan.cpp"
-#include "tests/unit/stager/test_plan.cpp"
-#include "tests/unit/stager/test_plan_segments.cpp"
-#include "tests/unit/stager/test_source_check.cpp"
-#include "tests/unit/stager/test_source_reader.cpp"
-#include "tests/unit/stager/test_split_share.cpp"
+#include "tests/unit/stager/copies/test_copy_check.cpp"
+#include "tests/unit/stager/copies/test_copy_check_shares.cpp"
+#include "tests/unit/stager/copies/test_copy_lock.cpp"
+#include "tests/unit/stager/copies/test_copy_readers.cpp"
+#include "tests/unit/stager/plan/test_manifest_scan.cpp"
+#include "tests/unit/stager/plan/test_plan.cpp"
+#include "tests/unit/stager/plan/test_plan_segments.cpp"
+#include "tests/unit/stager/plan/test_source_check.cpp"
+#include "tests/unit/stager/plan/test_split_share.cpp"
+#include "tests/unit/stager/transfer/test_source_reader.cpp"

@@ -1,0 +1,48 @@
+// Split staging (a dataset larger than one node's tier, --stage-data=
+// NAME:TIER:split): the plan's parts placed over the job's nodes by
+// policies/split_placement, this node's share of the plan, and the index
+// every node gets beside the data (DLSTAGE_<NAME>_INDEX).  The parts are
+// the plan's files and symlinks in plan order: a shard set's shards, a
+// tree's files; directories go to every node.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <toml++/toml.h>
+#include <vector>
+
+#include "config/stage_spec.hpp"
+#include "stager/plan/plan.hpp"
+
+namespace dlstage::stager {
+
+struct SplitLayout {
+    std::size_t nodes = 1;
+    std::vector<std::size_t> part_entry;  // the plan entry of each part
+    std::vector<std::uint64_t> part_bytes;
+    std::vector<std::size_t> node_of;        // of each part: its node in the job's order (the rank)
+    std::vector<std::uint64_t> share_bytes;  // of each node
+    std::vector<std::uint64_t> share_files;  // of each node: its parts
+};
+
+// Where each part of the plan goes on `nodes` nodes (every rank computes
+// the same from the same plan).
+SplitLayout place_plan(const Plan& plan, std::size_t nodes);
+
+// The plan cut down to node's parts and every directory.
+Plan share_of(const Plan& plan, const SplitLayout& split, std::size_t node);
+
+// The index as JSON: dataset, tier, placement, nodes, this node, its bytes
+// and files, each node's share (with its host) and, for tar shards and
+// image sets, every part with its node and bytes (a tree's files are not listed: each node
+// walks its own part).
+toml::table split_index(const StageItem& item, const Plan& plan, const SplitLayout& split, std::size_t node,
+                        const std::vector<std::string>& hosts);
+std::string split_index_json(const StageItem& item, const Plan& plan, const SplitLayout& split, std::size_t node,
+                             const std::vector<std::string>& hosts);
+
+// "split over 3 nodes, 1.2-1.3 GiB each": for the job's lines.
+std::string shares_text(const SplitLayout& split);
+
+}  // namespace dlstage::stager

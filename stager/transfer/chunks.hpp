@@ -1,0 +1,30 @@
+// Chunks: the unit that moves between nodes.  File data is cut into pieces
+// and packed into chunks of at most chunk_size bytes in plan order, so a
+// 110 KB image and a 40 GB file both travel in large messages: no per-file
+// message, no per-file collective.  Every rank computes the same layout
+// from the plan, so only data and a checksum cross the network.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "stager/plan/plan.hpp"
+
+namespace dlstage::stager {
+
+// 16 bytes: a plan of 1.28 M small files has as many pieces on every rank.
+struct Piece {
+    std::uint64_t offset = 0;  // within that file
+    std::uint32_t entry = 0;   // index into Plan::entries (a file); a plan has fewer than 2^32
+    std::uint32_t length = 0;  // at most a chunk (chunk_size is at most 1 GiB)
+};
+
+struct Chunk {
+    std::vector<Piece> pieces;
+    std::uint64_t bytes = 0;
+};
+
+// Throws Error if chunk_size is 4 GiB or more.
+std::vector<Chunk> layout_chunks(const Plan& plan, std::uint64_t chunk_size);
+
+}  // namespace dlstage::stager

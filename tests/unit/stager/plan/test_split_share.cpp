@@ -1,0 +1,97 @@
+#include <boost/test/unit_test.hpp>
+
+#include <toml++/toml.h>
+
+#include "stager/plan/split_share.hpp"
+
+using namespace dlstage;
+using namespace dlstage::stager;
+
+namespace {
+constexpr std::uint64_t kMiB = 1u << 20;
+
+Plan shard_plan(const std::vector<std::uint64_t>& sizes)
+{
+    Plan plan;
+    plan.source_root = "/p/in21k";
+    plan.format = Format::Tar;
+    for (std::size_t i = 0; i < sizes.size(); ++i)
+        plan.entries.add(EntryType::File, "shard-" + std::to_string(i) + ".tar", 0644, 1, 0, sizes[i]);
+    return plan;
+}
+
+StageItem split_item()
+{
+    StageItem item;
+    item.dataset.name = "in21k";
+    item.tier.name = "shm";
+    item.split = true;
+    return item;
+}
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(split_share)
+
+BOOST_AUTO_TEST_CASE(each_node_gets_its_shards_and_every_directory)
+{
+    Plan tree;
+    tree.format = Format::Dir;
+    tree.entries.add(EntryType::Dir, "a", 0755, 1, 0, 0);
+    tree.entries.add(EntryType::File, "a/1", 0644, 1, 0, 10);
+    tree.entries.add(EntryType::File, "a/2", 0644, 1, 0, 10);
+    tree.entries.add(EntryType::Dir, "b", 0755, 1, 0, 0);
+    tree.entries.add(EntryType::Symlink, "b/l", 0777, 1, 0, 0, "../a/1");
+    tree.entries.add(EntryType::File, "b/3", 0644, 1, 0, 10);
+    const SplitLayout split = place_plan(tree, 2);
+    BOOST_TEST(split.part_entry == std::vector<std::size_t>({1, 2, 4, 5}), boost::test_tools::per_element());
+    BOOST_TEST(split.node_of == std::vector<std::size_t>({0, 1, 0, 1}), boost::test_tools::per_element());
+    BOOST_TEST(split.share_bytes == std::vector<std::uint64_t>({10, 20}), boost::test_tools::per_element());
+    const Plan first = share_of(tree, split, 0), second = share_of(tree, split, 1);
+    std::vector<std::string> paths;
+    for (const Entry& e : first.entries)
+        paths.push_back(e.path);
+    BOOST_TEST(paths == std::vector<std::string>({"a", "a/1", "b", "b/l"}), boost::test_tools::per_element());
+    BOOST_TEST(second.entries.size() == 4u);
+    BOOST_TEST(first.file_count() + second.file_count() == tree.file_count());
+    BOOST_TEST(first.total_bytes() + second.total_bytes() == tree.total_bytes());
+}
+
+BOOST_AUTO_TEST_CASE(the_index_lists_every_shard_its_node_and_each_share)
+{
+    const Plan plan = shard_plan({3 * kMiB, kMiB, kMiB, 3 * kMiB, kMiB});
+    const SplitLayout split = place_plan(plan, 2);
+    const toml::table index = split_index(split_item(), plan, split, 1, {"n1", "n2"});
+    BOOST_TEST(index["placement"].value_or(std::string()) == "split");
+    BOOST_TEST(index["nodes"].value_or(0) == 2);
+    BOOST_TEST(index["node"].value_or(0) == 1);
+    const toml::array& parts = *index["parts"].as_array();
+    BOOST_TEST(parts.size() == 5u);
+    std::uint64_t on_one = 0;
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+        const toml::table& part = *parts[i].as_table();
+        BOOST_TEST(part["path"].value_or(std::string()) == "shard-" + std::to_string(i) + ".tar");
+        BOOST_TEST(part["node"].value_or(9) == static_cast<int>(split.node_of[i]));
+        if (split.node_of[i] == 1)
+            on_one += part["bytes"].value_or(std::uint64_t{0});
+    }
+    BOOST_TEST(index["bytes"].value_or(std::uint64_t{0}) == on_one);
+    const toml::table& share = *(*index["shares"].as_array())[1].as_table();
+    BOOST_TEST(share["host"].value_or(std::string()) == "n2");
+    BOOST_TEST(share["bytes"].value_or(std::uint64_t{0}) == on_one);
+    BOOST_TEST(shares_text(split) == "split over 2 nodes, 4.0 MiB to 5.0 MiB each");
+    const std::string json = split_index_json(split_item(), plan, split, 1, {"n1", "n2"});
+    BOOST_TEST(json.front() == '{');
+    BOOST_TEST(json.find("\"placement\" : \"split\"") != std::string::npos, json);
+}
+
+BOOST_AUTO_TEST_CASE(a_trees_index_lists_shares_not_files)
+{
+    Plan tree = shard_plan({1, 2, 3});
+    tree.format = Format::Dir;
+    const SplitLayout split = place_plan(tree, 3);
+    const toml::table index = split_index(split_item(), tree, split, 0, {"a", "b", "c"});
+    BOOST_TEST(!index.contains("parts"));
+    BOOST_TEST(index["shares"].as_array()->size() == 3u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
