@@ -1,5 +1,5 @@
 // extract-bench THREADS DEST SHARD...: dlstage's shard extraction (the
-// stager's own code, stager/parallel_extract) timed alone, so the benchmark
+// stager's own code, stager/extract/parallel_extract) timed alone, so the benchmark
 // compares it with GNU tar on the same node under the same conditions.
 // Built by bench/run against the build tree's libraries.
 #include <chrono>

@@ -1,5 +1,5 @@
 // dlstage catalog scan NAME / catalog show NAME: a dataset's manifest
-// (stager/manifest_scan.hpp), written once by an admin and read by checks that
+// (stager/plan/manifest_scan.hpp), written once by an admin and read by checks that
 // must not walk the parallel file system.
 #include <cerrno>
 #include <chrono>

@@ -11,7 +11,7 @@
 
 namespace dlstage {
 
-// Ring: the pipelined ring (stager/exchange.hpp).  Bcast: one MPI_Bcast per
+// Ring: the pipelined ring (stager/transfer/exchange.hpp).  Bcast: one MPI_Bcast per
 // chunk, the baseline the benchmark measures.
 enum class ExchangeScheme { Ring, Bcast };
 

@@ -24,7 +24,7 @@
 //
 // Here in lib/ (not the stager) because the plugin reads the header at
 // submit, and the plugin links neither MPI nor libarchive.  Scanning (it
-// walks and hashes) is the stager's: stager/manifest_scan.
+// walks and hashes) is the stager's: stager/plan/manifest_scan.
 #pragma once
 
 #include <cstdint>

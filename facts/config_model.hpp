@@ -118,7 +118,7 @@ struct Dataset {
     bool from_catalog = true;  // false: an absolute path the user gave
     // The site's promise that no file of the source is ever rewritten in
     // place: a kept copy planned from a current manifest is then reused
-    // without a stat of every source file (stager/source_check).
+    // without a stat of every source file (stager/plan/source_check).
     bool immutable = false;
     // reach = "mover": the compute nodes cannot see the source; a mover job
     // copies it into the shared tier `via`, and jobs stage from that copy.

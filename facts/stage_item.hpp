@@ -33,11 +33,11 @@ struct StageItem {
     bool copy_only = false;
     // Two-hop staging, either way: the via tier the mover's copy is in, which
     // the job checks against what the mover recorded it holds
-    // (stager/via_check), and whether the mover unpacked it (mode = "extract").
+    // (stager/copies/via_check), and whether the mover unpacked it (mode = "extract").
     std::optional<Tier> via = std::nullopt;
     bool via_unpacked = false;
     // ... and the copy's path when the job was planned (its record's): the
-    // dataset's source lies there (stager/via_check holds the copy it reads).
+    // dataset's source lies there (stager/copies/via_check holds the copy it reads).
     std::string via_path;
 };
 

@@ -43,7 +43,7 @@ struct CopyRecord {
     // now, to tell a copy of a source scanned again (policies/two_hop).
     std::int64_t checked_scan = 0;
     // Two-hop copies: when a job's nodes found the copy changed since its
-    // mover job made or checked it (stager/via_check; 0: not since).  The
+    // mover job made or checked it (stager/copies/via_check; 0: not since).  The
     // next submission then gets a mover job, which repairs the copy and
     // clears it: the record stays, so that only what changed is fetched.
     std::int64_t found_changed = 0;
@@ -82,7 +82,7 @@ toml::table resume_record_table(const ResumeRecord& record);
 std::optional<ResumeRecord> read_resume_record(const std::string& path);
 
 // A job's mark that it reads a shared copy in place (.readers-NAME/JOB,
-// written by the stager as the user, stager/copy_readers): the copy's name
+// written by the stager as the user, stager/copies/copy_readers): the copy's name
 // in the tier directory (NAME, or .version-NAME-... for one made beside
 // it), and the path the job was given (DLSTAGE_NAME: the copy, or its one
 // file).  Each job step exports that path (spank/slurmstepd), so a later

@@ -24,7 +24,7 @@ inline constexpr const char* kFactsVar = "DLSTAGE_FACTS";
 // neither checks nor stages there again.
 inline constexpr const char* kStagerStepVar = "DLSTAGE_STAGER_STEP";
 // The job's name, for the stager (its step's own srun --job-name hides
-// SLURM_JOB_NAME): a mover job reads no copy in place (stager/copy_readers).
+// SLURM_JOB_NAME): a mover job reads no copy in place (stager/copies/copy_readers).
 inline constexpr const char* kJobNameVar = "DLSTAGE_JOB_NAME";
 
 // What Slurm tells a job (and srun, in the plugin, tells `dlstage stage`):

@@ -1,7 +1,7 @@
 // Whether a node cache entry may be used by a job instead of a transfer
 // (a cache hit): facts in, verdict out, the reason for a miss in one line
 // for the job output.  The stager gathers the facts on each node, in this
-// order, and stops at the first that fails (stager/cache_tier, look_here).
+// order, and stops at the first that fails (stager/tiers/cache_tier, look_here).
 #pragma once
 
 #include <cstdint>
@@ -21,7 +21,7 @@ struct CacheHitFacts {
     bool present = false;        // its directory is there
     bool yours = false;          // ... and the job's user's
     bool top_unchanged = false;  // no name added to, removed from or renamed in it since the seal
-    // The check of every entry by stat (stager/copy_check): missing or of
+    // The check of every entry by stat (stager/copies/copy_check): missing or of
     // another type (foreign: someone else's, counted in missing too),
     // changed since the seal, of another size (changed counted in it too).
     std::uint64_t missing = 0, foreign = 0, changed = 0, wrong_size = 0;

@@ -1,7 +1,7 @@
 // A copy in a shared tier (one for all nodes, kept across jobs): whether a
 // job may use the copy it finds, must repair it or must stage it again, and
 // when another job's lock on it may be broken.  Facts in, decision out; the
-// stager gathers the facts (stager/shared_tier.cpp).
+// stager gathers the facts (stager/tiers/shared_tier.cpp).
 #pragma once
 
 #include <cstdint>
@@ -64,7 +64,7 @@ struct PartialFacts {
     bool has_record = false;   // .resume-NAME.toml readable and whole
     bool same_source = false;  // its identity equals the source's now
     // The record lists what was walked so far instead (a first copy staged
-    // while its source was walked: stager/segment_transfer), each entry
+    // while its source was walked: stager/steps/segment_transfer), each entry
     // compared with the source's now; kind_changes: entries of another
     // type, or directories of another mode, among them.
     bool walked = false;

@@ -37,7 +37,7 @@ struct SourceShape {
 Verdict source_fits_format(const SourceShape& shape);
 
 // What decides whether a staging walks its source while it transfers
-// (stager/plan_segments) rather than first.
+// (stager/plan/plan_segments) rather than first.
 struct WalkFacts {
     Mode mode = Mode::Copy;
     Scope scope = Scope::Node;

@@ -36,7 +36,7 @@ void export_paths(SpankApi& api, const Config& config, const std::string& spec)
         if (item.split && !marker->index.empty())
             api.setenv(index_var, layout.split_index);
         // A shared copy: the one this job was given, which its mark keeps
-        // alive, not a newer one made beside it since (stager/copy_readers).
+        // alive, not a newer one made beside it since (stager/copies/copy_readers).
         const auto mark = item.tier.scope == Scope::Shared ? read_reader_mark(layout.readers_dir, job.values().job_id)
                                                            : std::nullopt;
         api.setenv(item.env_name, mark ? mark->path : marker->path);

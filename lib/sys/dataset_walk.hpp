@@ -54,7 +54,7 @@ struct SubtreeStart {
 };
 // The same walk, of what lies below the given directories of the root
 // only (not the directories themselves): a staging that walks a tree in
-// parts (stager/plan_segments), paths still relative to the root.  Each
+// parts (stager/plan/plan_segments), paths still relative to the root.  Each
 // directory is checked to be the one listed (dev and inode).
 void walk_below(int root_fd, const std::string& root, const std::vector<SubtreeStart>& dirs, unsigned threads,
                 const EntryVisitor& visit);

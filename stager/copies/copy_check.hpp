@@ -4,7 +4,7 @@
 // the copy holds (its contents file: a plan of the copy, in the plan's
 // wire format), and a check of the copy against that list by stat alone,
 // many in flight, each rank its share.  No MPI here: the caller shares the
-// work out (stager/shared_tier.cpp).
+// work out (stager/tiers/shared_tier.cpp).
 #pragma once
 
 #include <cstdint>

@@ -61,7 +61,7 @@ public:
     void release();
 
     // One attempt, for a job that needs a lock on each of its nodes at once
-    // (a node cache: stager/cache_tier) and must hold all or none, lest two
+    // (a node cache: stager/tiers/cache_tier) and must hold all or none, lest two
     // jobs on the same nodes each hold one and wait for the other: the
     // lock, or nothing when a live holder has it (after waiting poll_s
     // once) or a stale one was only just broken.

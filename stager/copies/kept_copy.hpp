@@ -1,5 +1,5 @@
-// What a kept copy (a shared tier's, stager/shared_tier; a node cache's
-// entry, stager/cache_tier) goes through once it is staged: put in place
+// What a kept copy (a shared tier's, stager/tiers/shared_tier; a node cache's
+// entry, stager/tiers/cache_tier) goes through once it is staged: put in place
 // (the old one aside and away), listed, recorded, and each use counted.
 // Names relative to the directory the copy lives in (here), paths for
 // messages (layout).
@@ -22,7 +22,7 @@
 
 namespace dlstage::stager {
 
-// A kept copy's contents file (stager/copy_check), broadcast from rank 0;
+// A kept copy's contents file (stager/copies/copy_check), broadcast from rank 0;
 // nothing on every rank when rank 0 could not read or parse it.
 std::optional<Plan> read_contents_once(const std::string& path, const NodeContext& ctx);
 
@@ -41,7 +41,7 @@ struct KeptCopyCheck {
 KeptCopyCheck check_kept_copy(const std::string& dir, const Plan& contents, CheckShare share, const NodeContext& ctx);
 // Collective: a new copy at to_dir (made, empty) of what the copy at
 // from_dir holds of `contents`, by hard links: its directories (rank 0,
-// modes writable until stager/tree_writer's set_dir_modes), then each rank its share of files
+// modes writable until stager/transfer/tree_writer's set_dir_modes), then each rank its share of files
 // and symlinks (i % size == rank, as check_copy shares them), those in
 // `skip` (this rank's bad entries, sorted) left out; a file gone since it
 // was checked (the purge) is fetched (keep_times: with its source mtime).

@@ -4,7 +4,7 @@
 // reading the whole source again, when policies/shared_copy (may_resume)
 // says each file there can be told whole or cut off.  A file is whole when
 // its size and mtime are the source's: the writer sets the mtime after the
-// file's last byte (stager/tree_writer), so a file cut off mid-way keeps
+// file's last byte (stager/transfer/tree_writer), so a file cut off mid-way keeps
 // the time it was written at.  The record of what the partial copy copies
 // is .resume-NAME.toml (job/copy_record.hpp), written before the first
 // byte and removed once the copy is published.
@@ -46,7 +46,7 @@ void record_unfinished(const StageItem& item, const DatasetLayout& layout, const
                        const Unfinished& found, const std::string& identity, const NodeContext& ctx);
 
 // Rank 0, before the first byte of a copy staged while its source is
-// walked (stager/segment_transfer): a record with no identity yet, and an
+// walked (stager/steps/segment_transfer): a record with no identity yet, and an
 // empty walked list (.walked-NAME) that note_walked extends by each
 // segment once it is in the partial copy.  The next attempt compares the
 // list with its plan entry by entry (the identity is of the whole plan).

@@ -17,12 +17,12 @@ namespace dlstage::stager {
 
 // Every rank; returns when the item is not two-hop or its copy is whole.
 // Throws Error naming what differs otherwise.  `named`: the copy the
-// record names (stager/copy_readers: copy_in_record), "" for its own name.
+// record names (stager/copies/copy_readers: copy_in_record), "" for its own name.
 void check_via_copy(const StageItem& item, const NodeContext& ctx, const std::string& named);
 
 // Every rank.  Two-hop: under the via copy's lock (a mover job at work on
 // it is waited for), the copy its record names is checked as above, the
-// job leaves its mark as a reader of it (stager/copy_readers: no later
+// job leaves its mark as a reader of it (stager/copies/copy_readers: no later
 // mover job changes it while the job runs), and the item returned reads
 // that copy (a mover job may have made a new one since the job was
 // planned).  Any other item comes back as it is.

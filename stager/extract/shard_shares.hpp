@@ -1,5 +1,5 @@
 // Tar shards unpacked into one shared copy by every rank, each its own
-// (stager/unpack_step): which shards are a rank's, and what the ranks
+// (stager/steps/unpack_step): which shards are a rank's, and what the ranks
 // tell rank 0 afterwards so that the copy is what `tar -x` of each shard in
 // turn would leave.  No MPI here: the unit tests take it.
 #pragma once

@@ -4,7 +4,7 @@
 // reused on such a plan's word (nothing of the source is read then), each
 // rank lstats its share of the source's files and symlinks, many in
 // flight, and compares them with the plan by the stager's one rule
-// (stager/source_reader: type, size, mtime).  No MPI here: the caller
+// (stager/transfer/source_reader: type, size, mtime).  No MPI here: the caller
 // shares the work out and adds up (stager/stage_dataset.cpp).
 #pragma once
 

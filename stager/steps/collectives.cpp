@@ -140,7 +140,7 @@ void bcast_from_rank0(const NodeContext& ctx, void* data, std::size_t size)
 }
 
 // Rank 0's plan on every rank.  Rank 0 keeps the plan it made; the others
-// receive its two blocks straight into their own (stager/plan.hpp): no
+// receive its two blocks straight into their own (stager/plan/plan.hpp): no
 // rank holds a second, serialized copy of a million entries.
 Plan share_plan(const NodeContext& ctx, Plan plan)
 {

@@ -1,5 +1,5 @@
 // What every way of staging does together over the ranks (stager/
-// stage_dataset, stager/shared_tier, stager/cache_tier): waits and
+// stage_dataset, stager/tiers/shared_tier, stager/tiers/cache_tier): waits and
 // reductions that sleep instead of spinning a core, the plan made by rank
 // 0 and broadcast (checked file by file when it came from a manifest), and
 // the lines rank 0 says before and after a transfer.  All are collective
@@ -40,7 +40,7 @@ std::vector<std::string> texts_over_ranks(MPI_Comm comm, const std::string& mine
 enum class PlanFrom { ManifestOrWalk, Walk };
 Plan broadcast_plan(const StageItem& item, const NodeContext& ctx, PlanFrom from = PlanFrom::ManifestOrWalk);
 // The next segment of a plan rank 0 walks while the ranks transfer
-// (stager/plan_segments; walk: rank 0's, null on the others) on every
+// (stager/plan/plan_segments; walk: rank 0's, null on the others) on every
 // rank; false, with segment empty, when the walk is done.  What the walk
 // threw is thrown on rank 0 (the launcher then stops the others).
 bool broadcast_segment(const StageItem& item, const NodeContext& ctx, SegmentedWalk* walk, Plan& segment);
@@ -56,7 +56,7 @@ bool manifest_unchecked(const StageItem& item, const NodeContext& ctx, const Pla
 // that the dataset's source is never rewritten in place (immutable =
 // true), or the plan came from a walk; else rank 0 says what changed.
 bool plan_still_holds(const StageItem& item, const NodeContext& ctx, const Plan& plan);
-// What every rank found not as planned (SourceDrift: stager/source_check),
+// What every rank found not as planned (SourceDrift: stager/plan/source_check),
 // added up, with the lowest such rank's example, on every rank.
 SourceDrift drift_over_ranks(MPI_Comm comm, int rank, const SourceDrift& mine);
 // Rank 0: "manifest of NAME is older than its source (N files changed in

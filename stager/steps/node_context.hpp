@@ -1,6 +1,6 @@
 // Where one rank of the stager works and with whom: the communicator of the
 // ranks that take part, this node, the job's values and the site's places.
-// Every step of staging takes it (stager/collectives, stager/stage_steps).
+// Every step of staging takes it (stager/steps/collectives, stager/steps/stage_steps).
 #pragma once
 
 #include <cstdint>

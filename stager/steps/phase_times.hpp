@@ -1,5 +1,5 @@
 // How long each phase of staging one dataset took on this rank, for the
-// line rank 0 says after the summary (stager/collectives say_transferred):
+// line rank 0 says after the summary (stager/steps/collectives say_transferred):
 // where the time of a slow staging went, without a profiler.  There is no
 // "verify" phase: chunks are checked as they arrive (transfer) and each
 // file's size as it is finished (transfer, finish).

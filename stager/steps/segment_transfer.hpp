@@ -1,5 +1,5 @@
 // Staging a directory while rank 0 walks it (policy::walks_while_transferring):
-// each segment of its plan (stager/plan_segments) is broadcast, checked
+// each segment of its plan (stager/plan/plan_segments) is broadcast, checked
 // against the tier's space with what came before it, and moved as soon as
 // it is walked, into one partial directory: on every node (exchange_chunks)
 // or, to a shared tier, into the one copy, each rank its own chunks

@@ -257,7 +257,7 @@ TransferResult transfer(const StageItem& item, const NodeContext& ctx, const Exc
     }
     if (extract) {
         // To a shared tier every rank unpacks its own shards into the one
-        // copy (stager/unpack_step); on a node tier each its own copy.
+        // copy (stager/steps/unpack_step); on a node tier each its own copy.
         const auto extract_start = Clock::now();
         const Unpacked unpacked =
             shared ? unpack_over_ranks(here, job_dir, layout.tier_dir, plan, options.writers, budget, ctx)

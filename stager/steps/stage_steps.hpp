@@ -1,11 +1,11 @@
 // The steps of staging one dataset that node tiers (stager/stage_dataset),
-// shared tiers (stager/shared_tier) and node caches (stager/cache_tier)
+// shared tiers (stager/tiers/shared_tier) and node caches (stager/tiers/cache_tier)
 // have in common: the mode against the plan, the space, leftovers, the
 // progress record, and the transfer itself.  All are collective over
 // ctx.comm (every rank of the job, or of the nodes that take part) unless
 // said otherwise; the working directory is the tier directory the stager
 // entered and checked.  The plan and the lines every way says are in
-// stager/collectives.
+// stager/steps/collectives.
 #pragma once
 
 #include <chrono>
@@ -83,7 +83,7 @@ void make_skeleton(TreeWriter& writer, bool shared, const NodeContext& ctx);
 // written on every node (node tiers) or once into the shared tier, and
 // extracted (mode = "extract").  The caller publishes it.  continues:
 // partial_dir holds the rest of the copy already, and plan what is still
-// to write (stager/unfinished_copy).  changes: a source file not as
+// to write (stager/copies/unfinished_copy).  changes: a source file not as
 // planned is counted there and read on as zeros (else it throws); the
 // result's drift then says so on every rank, nothing is extracted, and the
 // caller must not publish partial_dir.

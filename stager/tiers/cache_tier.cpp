@@ -172,7 +172,7 @@ Look look_here(const StageItem& item, const DatasetLayout& here, const Plan& pla
     return decided();
 }
 
-// A split dataset's node (stager/split_share): the plan is cut to this
+// A split dataset's node (stager/plan/split_share): the plan is cut to this
 // node's share, whose own identity its cache entry then has; a manifest's
 // plan is checked file by file first (each node reads only its share, so
 // no read can prove the rest).

@@ -82,7 +82,7 @@ void publish(const StageItem& item, const DatasetLayout& layout, const DatasetLa
 
 // Plans and moves the dataset into here.partial_dir.  A plan from a
 // manifest is not checked file by file first: the open that reads each
-// file proves it (stager/source_reader), so a file is asked for once.  One
+// file proves it (stager/transfer/source_reader), so a file is asked for once.  One
 // found not as planned (rewritten in place since the scan) discards what
 // was written; the dataset is then planned from a walk and moved again.
 TransferResult plan_and_transfer(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options,
@@ -120,7 +120,7 @@ NodeContext alone(const NodeContext& ctx)
     return self;
 }
 
-// A split dataset (stager/split_share): every rank places rank 0's plan
+// A split dataset (stager/plan/split_share): every rank places rank 0's plan
 // the same way and moves its own share alone, reading it from the source
 // itself (each part is read once, by the node that holds it: no
 // exchange), then writes the index beside it.  A manifest's plan is proven

@@ -2,7 +2,7 @@
 // system for all nodes of the job, kept for the user's later jobs.
 //
 //   1. rank 0 takes the dataset's lock in the user's tier directory
-//      (stager/copy_lock), waiting while another job stages it;
+//      (stager/copies/copy_lock), waiting while another job stages it;
 //   2. the plan (a walk or the manifest) gives the source's identity; with
 //      the copy's record and contents file it decides
 //      (policies/shared_copy): reuse, repair or stage;

@@ -100,7 +100,7 @@ private:
 };
 
 // Chunk buffers kept from one exchange to the next (one runs at a time in
-// the stager): a tree staged in segments (stager/segment_transfer) runs an
+// the stager): a tree staged in segments (stager/steps/segment_transfer) runs an
 // exchange per segment, and a fresh window (64 MiB zeroed, faulted in,
 // then unmapped) cost 0.4 s each time, more than a segment of a hundred
 // small files takes to move.

@@ -23,7 +23,7 @@ namespace dlstage::stager {
 // Collective over comm (the job's ranks, or those of the nodes a node
 // cache missed on); throws Error on a read, write, checksum or
 // communication failure on this rank.  A source file not as planned is
-// told to `changes` when given (stager/source_reader.hpp), else an Error.
+// told to `changes` when given (stager/transfer/source_reader.hpp), else an Error.
 ExchangeResult exchange_chunks(const Plan& plan, const std::vector<Chunk>& chunks, TreeWriter& writer,
                                const ExchangeOptions& options, const ProgressFn& progress, MPI_Comm comm,
                                ProvingReads* changes = nullptr);

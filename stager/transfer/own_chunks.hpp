@@ -17,7 +17,7 @@ namespace dlstage::stager {
 std::vector<Chunk> split_chunk(const Chunk& chunk, std::uint64_t most);
 
 // progress: (chunks written, bytes written) by this rank.  changes: as
-// exchange_chunks' (stager/exchange.hpp).
+// exchange_chunks' (stager/transfer/exchange.hpp).
 ExchangeResult copy_own_chunks(const std::vector<Chunk>& chunks, const Plan& plan, TreeWriter& writer, int rank,
                                int ranks, const ExchangeOptions& options, const ProgressFn& progress,
                                ProvingReads* changes = nullptr);

@@ -2,7 +2,7 @@
 // (DLSTAGE_RATE_LIMIT: a courtesy to a shared file system; also how tests
 // make a transfer last long enough to interrupt).  A read reserves its share
 // of time, then waits until then to start.  One throttle per process, for
-// the whole staging: a tree staged in segments (stager/segment_transfer)
+// the whole staging: a tree staged in segments (stager/steps/segment_transfer)
 // runs a transfer per segment, and each must not start the rate afresh
 // with a burst of its own.
 #pragma once

@@ -1,5 +1,5 @@
 // What every way of moving chunks shares (the ring and bcast of
-// stager/exchange, each rank its own chunks in stager/own_chunks): the
+// stager/transfer/exchange, each rank its own chunks in stager/transfer/own_chunks): the
 // options, the progress callback and the result.  No MPI here: the
 // non-MPI parts and their unit tests include it.
 #pragma once

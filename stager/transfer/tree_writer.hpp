@@ -106,7 +106,7 @@ void apply_times(const std::string& path, std::int64_t sec, std::uint32_t nsec);
 
 // The plan's directories below dest get their modes (and, keep_times,
 // their mtimes), deepest first, never through a symlink: a tree's last
-// step (TreeWriter::finish, a copy made by links in stager/kept_copy).
+// step (TreeWriter::finish, a copy made by links in stager/copies/kept_copy).
 void set_dir_modes(const std::string& dest, const Plan& plan, bool keep_times);
 
 }  // namespace dlstage::stager

@@ -1,4 +1,4 @@
-// The check of a shared copy by stat (stager/copy_check): every entry of
+// The check of a shared copy by stat (stager/copies/copy_check): every entry of
 // the contents is checked once over all ranks' shares, in blocks over
 // threads, and what is missing or truncated is reported by index.
 #include <boost/test/unit_test.hpp>

@@ -1,4 +1,4 @@
-// stager/copy_readers: which copy a record names, where a new copy goes,
+// stager/copies/copy_readers: which copy a record names, where a new copy goes,
 // the readers' marks with Slurm's answer (squeue stand-ins on PATH), and
 // which earlier copies the sweep removes.
 #include <boost/test/unit_test.hpp>

@@ -1,4 +1,4 @@
-// Shards unpacked by every rank into one shared copy (stager/shard_shares):
+// Shards unpacked by every rank into one shared copy (stager/extract/shard_shares):
 // whose shard is whose, the overlap check by name hashes, and the
 // directories' times that go to rank 0 and back.
 #include <boost/test/unit_test.hpp>

@@ -1,5 +1,5 @@
 // The check of the source against a plan before a kept copy is reused on a
-// manifest's word (stager/source_check): files and symlinks, each once over
+// manifest's word (stager/plan/source_check): files and symlinks, each once over
 // all shares, by the stager's rule (size, mtime, type, target).
 #include <boost/test/unit_test.hpp>
 

@@ -1,4 +1,4 @@
-// The stager's time by phase (stager/phase_times): laps add up per phase,
+// The stager's time by phase (stager/steps/phase_times): laps add up per phase,
 // start forgets, and the line names every phase, in order.
 #include <boost/test/unit_test.hpp>
 

@@ -1,4 +1,4 @@
-// The transfer to a shared tier (stager/own_chunks): each rank reads and
+// The transfer to a shared tier (stager/transfer/own_chunks): each rank reads and
 // writes its own chunks, in parts of at most 1 MiB, into one tree; the
 // ranks together make the whole copy.
 #include <boost/test/unit_test.hpp>
