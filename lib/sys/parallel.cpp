@@ -60,6 +60,22 @@ void for_each_index(std::size_t count, unsigned threads, const std::function<voi
         std::rethrow_exception(first_error);
 }
 
+void for_share_in_blocks(std::size_t total, int rank, int ranks, unsigned threads,
+                         const std::function<void(std::size_t from, std::size_t to, std::size_t step)>& fn)
+{
+    // Blocks of kBlock indexes: a thread takes the next block and adds what
+    // it found to the result once (one lock per block, not per entry: at
+    // 1.28 M entries and 16 threads, a lock per stat was a queue).
+    constexpr std::size_t kBlock = 512;
+    const std::size_t step = static_cast<std::size_t>(std::max(1, ranks));
+    const std::size_t first = static_cast<std::size_t>(std::max(0, rank));
+    const std::size_t count = first < total ? (total - first + step - 1) / step : 0;
+    for_each_index((count + kBlock - 1) / kBlock, std::max(1u, threads), [&](std::size_t block) {
+        const std::size_t end = std::min(count, (block + 1) * kBlock);
+        fn(first + block * kBlock * step, first + end * step, step);
+    });
+}
+
 ThreadPool::ThreadPool(unsigned threads)
 {
     for (unsigned t = 1; t < threads; ++t)

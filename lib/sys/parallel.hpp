@@ -38,6 +38,12 @@ void run_on_threads(unsigned threads, const std::function<void()>& work);
 // rethrown once every thread has stopped.
 void for_each_index(std::size_t count, unsigned threads, const std::function<void(std::size_t)>& fn);
 
+// This share of [0, total): indexes i with i % ranks == rank, handed out in
+// blocks to `threads` threads; fn(from, to, step) once per block, for the
+// indexes from, from + step, ... below to.
+void for_share_in_blocks(std::size_t total, int rank, int ranks, unsigned threads,
+                         const std::function<void(std::size_t from, std::size_t to, std::size_t step)>& fn);
+
 // The same on threads that stay: for work handed out many times over in
 // small rounds (a reader's opens, a few files at a time), where starting
 // and ending threads each round would cost more than the work (thread

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <dirent.h>
 #include <fcntl.h>
 #include <mutex>
@@ -11,7 +10,6 @@
 #include <unistd.h>
 #include <unordered_map>
 #include <utility>
-#include <xxhash.h>
 
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
@@ -24,18 +22,6 @@
 #include "policies/purge.hpp"
 
 namespace dlstage::stager {
-
-std::string source_identity(const Plan& plan)
-{
-    return source_identity_of(serialize(plan));
-}
-
-std::string source_identity_of(const std::string& bytes)
-{
-    char hex[17];
-    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(XXH3_64bits(bytes.data(), bytes.size())));
-    return hex;
-}
 
 void write_contents(int dir_fd, const std::string& shown, const std::string& name, const Plan& contents)
 {
@@ -68,22 +54,6 @@ bool same_type(EntryType type, mode_t mode)
 std::int64_t ctime_ns(const struct stat& st)
 {
     return static_cast<std::int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec;
-}
-
-void for_share_in_blocks(std::size_t total, int rank, int ranks, unsigned threads,
-                         const std::function<void(std::size_t from, std::size_t to, std::size_t step)>& fn)
-{
-    // Blocks of kBlock indexes: a thread takes the next block and adds what
-    // it found to the result once (one lock per block, not per entry: at
-    // 1.28 M entries and 16 threads, a lock per stat was a queue).
-    constexpr std::size_t kBlock = 512;
-    const std::size_t step = static_cast<std::size_t>(std::max(1, ranks));
-    const std::size_t first = static_cast<std::size_t>(std::max(0, rank));
-    const std::size_t count = first < total ? (total - first + step - 1) / step : 0;
-    for_each_index((count + kBlock - 1) / kBlock, std::max(1u, threads), [&](std::size_t block) {
-        const std::size_t end = std::min(count, (block + 1) * kBlock);
-        fn(first + block * kBlock * step, first + end * step, step);
-    });
 }
 
 CopyCheck check_copy(int copy_fd, const Plan& contents, const CheckShare& share)

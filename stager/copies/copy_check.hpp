@@ -21,12 +21,6 @@
 
 namespace dlstage::stager {
 
-// Hex digest of everything the plan says about the source: equal
-// identities mean no file was added, removed, resized or touched.
-std::string source_identity(const Plan& plan);
-// The same, of a plan already serialized (serialize(plan)).
-std::string source_identity_of(const std::string& serialized_plan);
-
 // The contents file `name` in the directory open as dir_fd (shown in
 // messages as `shown`), replaced atomically; read_contents_file: its bytes
 // (serialize's; the caller broadcasts and deserializes them), nothing when
@@ -76,12 +70,6 @@ struct PlanChanges {
     std::uint64_t kind_changes = 0;
 };
 PlanChanges changes_between(const Plan& then, const Plan& now);
-
-// This share of [0, total): indexes i with i % ranks == rank, handed out in
-// blocks to `threads` threads; fn(from, to, step) once per block, for the
-// indexes from, from + step, ... below to.
-void for_share_in_blocks(std::size_t total, int rank, int ranks, unsigned threads,
-                         const std::function<void(std::size_t from, std::size_t to, std::size_t step)>& fn);
 
 // st's ctime in ns since the epoch.
 std::int64_t ctime_ns(const struct stat& st);

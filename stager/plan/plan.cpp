@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fcntl.h>
 #include <mutex>
 #include <optional>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "dataset/manifest.hpp"
 #include "dataset/source_probe.hpp"
@@ -331,6 +333,18 @@ Plan deserialize_segments(const std::string& bytes)
     }
     all.entries.sort_by_path();
     return all;
+}
+
+std::string source_identity(const Plan& plan)
+{
+    return source_identity_of(serialize(plan));
+}
+
+std::string source_identity_of(const std::string& bytes)
+{
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(XXH3_64bits(bytes.data(), bytes.size())));
+    return hex;
 }
 
 }  // namespace dlstage::stager

@@ -83,6 +83,12 @@ PlanReceiver receive_header(const std::string& header);
 // to send blocks).
 std::string serialize(const Plan& plan);
 Plan deserialize(const std::string& bytes);  // throws Error on malformed input
+// Hex digest of everything the plan says about the source: equal
+// identities mean no file was added, removed, resized or touched.
+std::string source_identity(const Plan& plan);
+// The same, of a plan already serialized (serialize(plan)).
+std::string source_identity_of(const std::string& serialized_plan);
+
 // Plans serialized one after another (a walk's segments as they were
 // staged): one plan of all their entries, sorted by path, with the first
 // one's fields.  A malformed plan ends it: what comes before it counts (an

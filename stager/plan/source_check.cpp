@@ -1,6 +1,7 @@
 #include "stager/plan/source_check.hpp"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fcntl.h>
 #include <mutex>
@@ -9,10 +10,50 @@
 
 #include "lib/strings.hpp"
 #include "lib/sys/fd.hpp"
-#include "stager/copies/copy_check.hpp"
-#include "stager/transfer/source_reader.hpp"
+#include "lib/sys/parallel.hpp"
 
 namespace dlstage::stager {
+
+namespace {
+// "2026-11-23 17:33:26.123456789 UTC": the nanoseconds, because a rewrite
+// within the same second is a change too.
+std::string utc_time(std::int64_t sec, std::uint32_t nsec)
+{
+    char fraction[16];
+    std::snprintf(fraction, sizeof fraction, ".%09u UTC", nsec);
+    return time_text(sec, "%Y-%m-%d %H:%M:%S", true) + fraction;
+}
+}  // namespace
+
+bool as_planned(std::uint64_t size, std::int64_t mtime_sec, std::uint32_t mtime_nsec, const struct stat& st)
+{
+    return static_cast<std::uint64_t>(st.st_size) == size && st.st_mtim.tv_sec == mtime_sec &&
+           static_cast<std::uint32_t>(st.st_mtim.tv_nsec) == mtime_nsec;
+}
+
+std::string how_changed(const Entry& entry, const struct stat& st)
+{
+    if (as_planned(entry.size, entry.mtime_sec, entry.mtime_nsec, st))
+        return {};
+    const auto size = static_cast<std::uint64_t>(st.st_size);
+    if (size != entry.size)
+        return "size " + std::to_string(entry.size) + " -> " + std::to_string(size);
+    if (st.st_mtim.tv_sec != entry.mtime_sec || static_cast<std::uint32_t>(st.st_mtim.tv_nsec) != entry.mtime_nsec)
+        return "mtime " + utc_time(entry.mtime_sec, entry.mtime_nsec) + " -> " +
+               utc_time(st.st_mtim.tv_sec, static_cast<std::uint32_t>(st.st_mtim.tv_nsec));
+    return {};
+}
+
+std::string changed_since_planned(const std::string& path, const Entry& entry, const struct stat& st)
+{
+    const std::string how = how_changed(entry, st);
+    return how.empty() ? how : changed_message(path, how);
+}
+
+std::string changed_message(const std::string& path, const std::string& how)
+{
+    return shown_path(path) + " changed since it was planned (" + how + "): run again";
+}
 
 namespace {
 // "" when the source entry at `at` (below root_fd) is as planned, else how

@@ -3,17 +3,33 @@
 // a file rewritten in place changes no directory.  Before a kept copy is
 // reused on such a plan's word (nothing of the source is read then), each
 // rank lstats its share of the source's files and symlinks, many in
-// flight, and compares them with the plan by the stager's one rule
-// (stager/transfer/source_reader: type, size, mtime).  No MPI here: the caller
-// shares the work out and adds up (stager/stage_dataset.cpp).
+// flight, and compares them with the plan by the stager's one rule for a
+// file (below: type, size, mtime), the rule the source reader
+// (stager/transfer/source_reader) applies to each file it opens.  No MPI
+// here: the caller shares the work out and adds up (stager/steps/collectives).
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <sys/stat.h>
 
 #include "stager/plan/plan.hpp"
 
 namespace dlstage::stager {
+
+// The one rule for a source file that is not what the plan says: every
+// file opened is compared with its plan entry (size and mtime), so a plan
+// made earlier (from a manifest, or a walk minutes ago) never stages stale
+// or torn data.  "" when st matches entry, else the whole message:
+// "SOURCE/PATH changed since it was planned (size A -> B): run again".
+std::string changed_since_planned(const std::string& path, const Entry& entry, const struct stat& st);
+// The same rule, the difference alone: "size A -> B", "mtime T1 -> T2" or "".
+std::string how_changed(const Entry& entry, const struct stat& st);
+// The rule's test alone, with nothing allocated: true when st is as planned.
+bool as_planned(std::uint64_t size, std::int64_t mtime_sec, std::uint32_t mtime_nsec, const struct stat& st);
+// "SOURCE/PATH changed since it was planned (HOW): run again": the message
+// for a file found otherwise than planned, whatever found it.
+std::string changed_message(const std::string& path, const std::string& how);
 
 struct SourceDrift {
     std::uint64_t checked = 0;

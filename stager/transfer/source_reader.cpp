@@ -19,47 +19,6 @@
 
 namespace dlstage::stager {
 
-namespace {
-// "2026-11-23 17:33:26.123456789 UTC": the nanoseconds, because a rewrite
-// within the same second is a change too.
-std::string utc_time(std::int64_t sec, std::uint32_t nsec)
-{
-    char fraction[16];
-    std::snprintf(fraction, sizeof fraction, ".%09u UTC", nsec);
-    return time_text(sec, "%Y-%m-%d %H:%M:%S", true) + fraction;
-}
-
-std::string changed(const std::string& path, const std::string& how)
-{
-    return shown_path(path) + " changed since it was planned (" + how + "): run again";
-}
-}  // namespace
-
-bool as_planned(std::uint64_t size, std::int64_t mtime_sec, std::uint32_t mtime_nsec, const struct stat& st)
-{
-    return static_cast<std::uint64_t>(st.st_size) == size && st.st_mtim.tv_sec == mtime_sec &&
-           static_cast<std::uint32_t>(st.st_mtim.tv_nsec) == mtime_nsec;
-}
-
-std::string how_changed(const Entry& entry, const struct stat& st)
-{
-    if (as_planned(entry.size, entry.mtime_sec, entry.mtime_nsec, st))
-        return {};
-    const auto size = static_cast<std::uint64_t>(st.st_size);
-    if (size != entry.size)
-        return "size " + std::to_string(entry.size) + " -> " + std::to_string(size);
-    if (st.st_mtim.tv_sec != entry.mtime_sec || static_cast<std::uint32_t>(st.st_mtim.tv_nsec) != entry.mtime_nsec)
-        return "mtime " + utc_time(entry.mtime_sec, entry.mtime_nsec) + " -> " +
-               utc_time(st.st_mtim.tv_sec, static_cast<std::uint32_t>(st.st_mtim.tv_nsec));
-    return {};
-}
-
-std::string changed_since_planned(const std::string& path, const Entry& entry, const struct stat& st)
-{
-    const std::string how = how_changed(entry, st);
-    return how.empty() ? how : changed(path, how);
-}
-
 void ProvingReads::add(std::size_t entry, const std::string& path, const std::string& how)
 {
     std::function<void()> first;
@@ -91,7 +50,7 @@ std::string ProvingReads::example() const
 Fd SourceReader::not_as_planned(std::size_t entry, const std::string& how) const
 {
     if (!changes_)
-        throw Error(changed(path_of(entry), how));
+        throw Error(changed_message(path_of(entry), how));
     changes_->add(entry, path_of(entry), how);
     return Fd();
 }

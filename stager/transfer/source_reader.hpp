@@ -15,20 +15,10 @@
 
 #include "lib/sys/fd.hpp"
 #include "lib/sys/parallel.hpp"
+#include "stager/plan/source_check.hpp"
 #include "stager/transfer/chunks.hpp"
 
 namespace dlstage::stager {
-
-// The one rule for a source file that is not what the plan says: every
-// file opened is compared with its plan entry (size and mtime), so a plan
-// made earlier (from a manifest, or a walk minutes ago) never stages stale
-// or torn data.  "" when st matches entry, else the whole message:
-// "SOURCE/PATH changed since it was planned (size A -> B): run again".
-std::string changed_since_planned(const std::string& path, const Entry& entry, const struct stat& st);
-// The same rule, the difference alone: "size A -> B", "mtime T1 -> T2" or "".
-std::string how_changed(const Entry& entry, const struct stat& st);
-// The rule's test alone, with nothing allocated: true when st is as planned.
-bool as_planned(std::uint64_t size, std::int64_t mtime_sec, std::uint32_t mtime_nsec, const struct stat& st);
 
 // Whether a reader opens its next group of files in parallel, from how
 // long each open of the last group took by itself (microseconds; reordered)

@@ -57,20 +57,6 @@ std::size_t index_of(const Plan& plan, const std::string& path)
 
 BOOST_AUTO_TEST_SUITE(copy_check)
 
-BOOST_AUTO_TEST_CASE(the_identity_changes_with_a_file_size_or_mtime_and_only_then)
-{
-    Trees t;
-    const std::string first = source_identity(t.plan());
-    BOOST_TEST(first.size() == 16u);
-    BOOST_TEST(source_identity(t.plan()) == first);
-    const struct timespec old[2] = {{1000, 0}, {1000, 0}};
-    utimensat(AT_FDCWD, (t.dir / "src/d/b.bin").c_str(), old, 0);
-    const std::string touched = source_identity(t.plan());
-    BOOST_TEST(touched != first);
-    t.dir.write("src/a.bin", "aaaaa");
-    BOOST_TEST(source_identity(t.plan()) != touched);
-}
-
 BOOST_AUTO_TEST_CASE(two_plans_compared_say_what_changed_what_is_new_and_what_changed_kind)
 {
     Trees t;

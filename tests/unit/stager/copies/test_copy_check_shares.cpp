@@ -167,14 +167,4 @@ BOOST_AUTO_TEST_CASE(a_file_written_in_place_is_changed_when_mtimes_are_compared
     BOOST_TEST(check_copy(copy.get(), plan, share).bad.empty());
 }
 
-BOOST_AUTO_TEST_CASE(the_identity_of_the_serialized_plan_is_the_plans)
-{
-    test::TempDir dir;
-    Plan plan = make_copy(dir, 20);
-    BOOST_TEST(source_identity_of(serialize(plan)) == source_identity(plan));
-    const std::string before = source_identity(plan);
-    Plan touched = make_copy(dir, 19);  // one file fewer
-    BOOST_TEST(source_identity(touched) != before);
-}
-
 BOOST_AUTO_TEST_SUITE_END()

@@ -208,6 +208,33 @@ BOOST_AUTO_TEST_CASE(a_plan_of_another_version_or_with_entries_outside_its_paths
                }).find("longer than PATH_MAX") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(the_identity_changes_with_a_file_size_or_mtime_and_only_then)
+{
+    test::TempDir dir;
+    make_tree(dir);
+    const auto plan_now = [&] { return build_plan(dataset_at(dir / "src")); };
+    const std::string first = source_identity(plan_now());
+    BOOST_TEST(first.size() == 16u);
+    BOOST_TEST(source_identity(plan_now()) == first);
+    const struct timespec old[2] = {{1000, 0}, {1000, 0}};
+    utimensat(AT_FDCWD, (dir / "src/sub dir/naïve.txt").c_str(), old, 0);
+    const std::string touched = source_identity(plan_now());
+    BOOST_TEST(touched != first);
+    dir.write("src/zero", "aaaaa");
+    BOOST_TEST(source_identity(plan_now()) != touched);
+}
+
+BOOST_AUTO_TEST_CASE(the_identity_of_the_serialized_plan_is_the_plans)
+{
+    test::TempDir dir;
+    make_tree(dir);
+    const Plan plan = build_plan(dataset_at(dir / "src"));
+    BOOST_TEST(source_identity_of(serialize(plan)) == source_identity(plan));
+    const std::string before = source_identity(plan);
+    BOOST_REQUIRE(unlink((dir / "src/zero").c_str()) == 0);  // one file fewer
+    BOOST_TEST(source_identity(build_plan(dataset_at(dir / "src"))) != before);
+}
+
 BOOST_AUTO_TEST_CASE(chunks_pack_small_files_and_split_large_ones)
 {
     Plan plan;

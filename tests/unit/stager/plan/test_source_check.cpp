@@ -31,6 +31,14 @@ Plan make_source(const test::TempDir& dir, int files)
     return build_plan(test::dataset_at(dir.path()));
 }
 
+Entry entry_of(std::uint64_t size, std::int64_t sec, std::uint32_t nsec)
+{
+    Entry e;
+    e.size = size;
+    e.mtime_sec = sec;
+    e.mtime_nsec = nsec;
+    return e;
+}
 SourceDrift over_shares(const Plan& plan, int ranks)
 {
     SourceDrift all;
@@ -98,6 +106,19 @@ BOOST_AUTO_TEST_CASE(a_source_root_that_is_gone_is_one_change_saying_why)
     const SourceDrift d = check_source(plan, 0, 1);
     BOOST_TEST(d.changed == 1u);
     BOOST_TEST(d.example.find("nowhere: No such file or directory") != std::string::npos, d.example);
+}
+
+BOOST_AUTO_TEST_CASE(the_rule_names_size_before_mtime_and_passes_a_match)
+{
+    struct stat st {};
+    st.st_size = 100;
+    st.st_mtim = {1600000000, 42};
+    BOOST_TEST(changed_since_planned("/p/d/x", entry_of(100, 1600000000, 42), st) == "");
+    BOOST_TEST(changed_since_planned("/p/d/x", entry_of(120, 1, 0), st) ==
+               "/p/d/x changed since it was planned (size 120 -> 100): run again");
+    BOOST_TEST(changed_since_planned("/p/d/x", entry_of(100, 1600000000, 0), st) ==
+               "/p/d/x changed since it was planned (mtime 2020-09-13 12:26:40.000000000 UTC -> "
+               "2020-09-13 12:26:40.000000042 UTC): run again");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -42,14 +42,6 @@ std::string read_all(SourceReader& reader, const Plan& plan, std::uint64_t chunk
     return all;
 }
 
-Entry entry_of(std::uint64_t size, std::int64_t sec, std::uint32_t nsec)
-{
-    Entry e;
-    e.size = size;
-    e.mtime_sec = sec;
-    e.mtime_nsec = nsec;
-    return e;
-}
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(source_reader)
@@ -100,19 +92,6 @@ BOOST_AUTO_TEST_CASE(a_file_rewritten_since_planning_stops_the_read_with_one_lin
     const std::string message = test::error_of([&] { read_all(reader, plan, 1 << 20); });
     BOOST_TEST(message.find(dir / "src/7.jpg" + " changed since it was planned (mtime ") == 0u, message);
     BOOST_TEST(message.find(" -> 2023-11-14 22:13:20.000000005 UTC): run again") != std::string::npos, message);
-}
-
-BOOST_AUTO_TEST_CASE(the_rule_names_size_before_mtime_and_passes_a_match)
-{
-    struct stat st {};
-    st.st_size = 100;
-    st.st_mtim = {1600000000, 42};
-    BOOST_TEST(changed_since_planned("/p/d/x", entry_of(100, 1600000000, 42), st) == "");
-    BOOST_TEST(changed_since_planned("/p/d/x", entry_of(120, 1, 0), st) ==
-               "/p/d/x changed since it was planned (size 120 -> 100): run again");
-    BOOST_TEST(changed_since_planned("/p/d/x", entry_of(100, 1600000000, 0), st) ==
-               "/p/d/x changed since it was planned (mtime 2020-09-13 12:26:40.000000000 UTC -> "
-               "2020-09-13 12:26:40.000000042 UTC): run again");
 }
 
 BOOST_AUTO_TEST_CASE(a_file_gone_since_planning_is_named)
