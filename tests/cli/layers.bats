@@ -42,3 +42,37 @@ small_tree() {
     [[ "$out" == *"check-layers: policies/rule.cpp:3: includes lib/sys/fd.hpp: the policies are pure rules and may not use the system layer or the log"* ]] ||
         fail "system layer not named"
 }
+
+# The tree's own sources and its ARCHITECTURE.md, to plant an include in.
+whole_tree() {
+    mkdir -p "$work/src/docs"
+    cp "$top_srcdir/docs/ARCHITECTURE.md" "$work/src/docs/"
+    (cd "$top_srcdir" && find . \( -path ./tests -o -path ./bench -o -path './_*' -o -path './.*' \) -prune -o \
+        \( -name '*.cpp' -o -name '*.hpp' -o -name '*.h' \) -print) | tar -C "$top_srcdir" -cf - -T - | tar -C "$work/src" -xf -
+}
+
+@test "layers: an include that climbs or goes sideways inside stager/ is named with its line, and fails" {
+    whole_tree
+    layers "$work/src"
+    [ "$status" -eq 0 ] || fail "the copied tree should hold: $out"
+    printf '#include "stager/copies/copy_check.hpp"\n' >>"$work/src/stager/plan/plan.cpp"
+    printf '#include "stager/plan/plan.hpp"\n' >>"$work/src/stager/extract/entry_rules.cpp"
+    layers "$work/src"
+    [ "$status" -eq 1 ] || fail "exit $status"
+    local climb sideways
+    climb="check-layers: stager/plan/plan.cpp:$(wc -l <"$work/src/stager/plan/plan.cpp"): includes stager/copies/copy_check.hpp: inside stager/, stager/plan (layer 0) may use only lower layers, and stager/copies is layer 3"
+    sideways="check-layers: stager/extract/entry_rules.cpp:$(wc -l <"$work/src/stager/extract/entry_rules.cpp"): includes stager/plan/plan.hpp: inside stager/, stager/extract (layer 0) may use only lower layers, and stager/plan is layer 0"
+    [ "$out" = "$sideways"$'\n'"$climb" ] || fail "not named as expected: $out"
+}
+
+@test "layers: a sub-room not on the diagram, and a line of the diagram with no file, are named" {
+    whole_tree
+    mkdir "$work/src/stager/newroom" && printf 'int x;\n' >"$work/src/stager/newroom/x.cpp"
+    rm -r "$work/src/stager/extract"
+    layers "$work/src"
+    [ "$status" -eq 1 ] || fail "exit $status"
+    [[ "$out" == *"check-layers: stager/newroom/x.cpp: not on the diagram inside stager/ of docs/ARCHITECTURE.md (neither stager/newroom nor stager/newroom/x); add it there"* ]] ||
+        fail "new sub-room not named"
+    [[ "$out" == *"check-layers: stager/extract: on the diagram inside stager/ of docs/ARCHITECTURE.md, but no file is there; take it off"* ]] ||
+        fail "empty line of the diagram not named"
+}
