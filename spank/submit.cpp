@@ -58,11 +58,11 @@ policy::SplitFacts split_facts(const StageItem& item, const SourceFacts& facts, 
 // What one node of the job gets of a split dataset, as far as submit
 // knows: its largest share and a node's part of the entries (the node
 // counts again).
-SourceFacts node_share(const StageItem& item, const SourceFacts& facts, std::size_t nodes)
+SourceFacts node_share(const SourceFacts& facts, const policy::SplitFacts& split, std::size_t nodes)
 {
     SourceFacts share = facts;
     share.parts.clear();
-    share.bytes = policy::largest_share(split_facts(item, facts, nodes), nodes);
+    share.bytes = policy::largest_share(split, nodes);
     if (facts.files && nodes > 0)
         share.files = (*facts.files + nodes - 1) / nodes;
     else
@@ -84,8 +84,9 @@ void admit_on_each_node(SpankApi& api, const StageItem& item, SourceFacts& facts
     }
     policy::require(policy::split_possible(item.dataset, item.tier, facts.format));
     const std::size_t nodes = nodes_asked(api);
-    policy::require(policy::admit_placement(split_facts(item, facts, nodes)));
-    facts = node_share(item, facts, nodes);
+    const policy::SplitFacts split = split_facts(item, facts, nodes);
+    policy::require(policy::admit_placement(split));
+    facts = node_share(facts, split, nodes);
     policy::require(policy::admit(item.dataset, item.tier, facts, policy::TierSpace{}));
 }
 

@@ -22,4 +22,10 @@ bool quick_stat(int dirfd, const char* name, int flags, QuickStat& out)
     return true;
 }
 
+bool name_exists(const std::string& path)
+{
+    struct stat st {};
+    return ::lstat(path.c_str(), &st) == 0;
+}
+
 }  // namespace dlstage

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <fcntl.h>
+#include <string>
 #include <sys/types.h>
 
 namespace dlstage {
@@ -23,6 +24,10 @@ struct QuickStat {
 // server cannot block it.  flags: AT_EMPTY_PATH for dirfd itself (name
 // ""), or AT_SYMLINK_NOFOLLOW for an entry of dirfd.  False with errno set.
 bool quick_stat(int dirfd, const char* name, int flags, QuickStat& out);
+
+// Whether a name is there (lstat: a symlink is there whatever it points at).
+// Not for root in a user's directory: lstat may ask a file system server.
+bool name_exists(const std::string& path);
 
 // The same for an fd itself (an O_PATH fd too).
 inline bool quick_stat(int fd, QuickStat& out)

@@ -25,7 +25,12 @@ namespace dlstage::stager {
 
 void write_contents(int dir_fd, const std::string& shown, const std::string& name, const Plan& contents)
 {
-    replace_file_at(dir_fd, shown, name, serialize(contents), 0600);
+    write_contents(dir_fd, shown, name, serialize(contents));
+}
+
+void write_contents(int dir_fd, const std::string& shown, const std::string& name, const std::string& serialized)
+{
+    replace_file_at(dir_fd, shown, name, serialized, 0600);
 }
 
 std::optional<std::string> read_contents_file(const std::string& path)

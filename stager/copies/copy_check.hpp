@@ -26,6 +26,8 @@ namespace dlstage::stager {
 // (serialize's; the caller broadcasts and deserializes them), nothing when
 // there is none, Error when it cannot be read or is not the caller's.
 void write_contents(int dir_fd, const std::string& shown, const std::string& name, const Plan& contents);
+// The same, of contents serialized already.
+void write_contents(int dir_fd, const std::string& shown, const std::string& name, const std::string& serialized);
 std::optional<std::string> read_contents_file(const std::string& path);
 
 struct CopyCheck {

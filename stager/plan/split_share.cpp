@@ -26,6 +26,13 @@ SplitLayout place_plan(const Plan& plan, std::size_t nodes)
     return split;
 }
 
+SplitLayout place_for(const StageItem& item, const Plan& plan, std::size_t nodes)
+{
+    if (plan.single_file)
+        policy::require(policy::split_possible(item.dataset, item.tier, Format::File));
+    return place_plan(plan, nodes);
+}
+
 Plan share_of(const Plan& plan, const SplitLayout& split, std::size_t node)
 {
     std::vector<char> wanted(plan.entries.size(), 0);

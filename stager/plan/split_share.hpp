@@ -29,6 +29,9 @@ struct SplitLayout {
 // Where each part of the plan goes on `nodes` nodes (every rank computes
 // the same from the same plan).
 SplitLayout place_plan(const Plan& plan, std::size_t nodes);
+// The same for the item's plan, which must have parts: a plan of one file
+// (a catalog changed since submit) throws split_possible's refusal.
+SplitLayout place_for(const StageItem& item, const Plan& plan, std::size_t nodes);
 
 // The plan cut down to node's parts and every directory.
 Plan share_of(const Plan& plan, const SplitLayout& split, std::size_t node);

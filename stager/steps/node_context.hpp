@@ -40,4 +40,12 @@ struct NodeContext {
     int job_nodes = 0;
 };
 
+// The context of the ranks of `part`, a communicator split from ctx.comm:
+// the nodes that take part in a transfer (a node cache's that missed), or
+// a split dataset's node moving its share alone (split: the whole's
+// figures; MPI_COMM_SELF, or a part of one node).  Such a node says
+// nothing unless it is the job's rank 0, whose progress speaks for the
+// job (its own share scaled up by `split`).
+NodeContext part_of(const NodeContext& ctx, MPI_Comm part, const NodeContext::SplitProgress* split = nullptr);
+
 }  // namespace dlstage::stager

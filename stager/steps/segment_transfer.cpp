@@ -11,6 +11,7 @@
 #include "lib/log.hpp"
 #include "lib/size.hpp"
 #include "lib/strings.hpp"
+#include "lib/sys/quick_stat.hpp"
 #include "lib/sys/sys_error.hpp"
 #include "policies/staging_mode.hpp"
 #include "stager/plan/plan_segments.hpp"
@@ -68,12 +69,6 @@ void add_totals(WalkedTransfer& totals, const Plan& segment)
     totals.bytes += segment.total_bytes();
     totals.files += segment.file_count();
     totals.entries += segment.entry_count();
-}
-
-bool exists(const std::string& path)
-{
-    struct stat st {};
-    return ::lstat(path.c_str(), &st) == 0;
 }
 
 // How large segments grow.  Into a shared tier, each no more than the
@@ -151,7 +146,7 @@ bool walks_while_transferring(const StageItem& item, const NodeContext& ctx, boo
     facts.source_is_dir = (declared == Format::Auto || declared == Format::Dir) &&
                           ::stat(item.dataset.source.c_str(), &source) == 0 && S_ISDIR(source.st_mode);
     facts.has_manifest = item.dataset.from_catalog && !ctx.manifest_dir.empty() &&
-                         exists(manifest_path(ctx.manifest_dir, item.dataset.name));
+                         name_exists(manifest_path(ctx.manifest_dir, item.dataset.name));
     facts.copy_there = copy_there;
     return policy::walks_while_transferring(facts);
 }

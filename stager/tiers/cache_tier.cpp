@@ -186,9 +186,7 @@ SplitShare split_share(const StageItem& item, const NodeContext& ctx, Plan& plan
         plan = plan_saying_progress(item, ctx, PlanFrom::Walk);
         check_mode_fits_plan(item, plan);
     }
-    if (plan.single_file)
-        policy::require(policy::split_possible(item.dataset, item.tier, Format::File));
-    const SplitLayout layout = place_plan(plan, static_cast<std::size_t>(ctx.size));
+    const SplitLayout layout = place_for(item, plan, static_cast<std::size_t>(ctx.size));
     const auto node = static_cast<std::size_t>(ctx.rank);
     SplitShare share;
     share.whole = {plan.total_bytes(), plan.file_count(), layout.share_bytes};
@@ -340,14 +338,7 @@ void stage_cached(const StageItem& item, const NodeContext& ctx, const ExchangeO
         MPI_Comm_split(ctx.comm, look.hit ? 0 : 1 + (split ? ctx.rank : 0), ctx.rank, &part);
         std::uint64_t bytes_read = 0;
         if (!look.hit) {
-            NodeContext missed = ctx;
-            missed.comm = part;
-            MPI_Comm_rank(part, &missed.rank);
-            MPI_Comm_size(part, &missed.size);
-            missed.quiet = split && ctx.rank != 0;
-            missed.job_nodes = split ? ctx.size : 0;
-            if (split && ctx.rank == 0)
-                missed.split = split->whole;
+            const NodeContext missed = part_of(ctx, part, split ? &split->whole : nullptr);
             bytes_read = stage_entry(item, missed, options, entry, here, cache_dir, plan, identity, unchecked);
             look.record = read_copy_record(here.ready_marker);
             if (!look.record)

@@ -11,6 +11,7 @@
 #include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "lib/log.hpp"
+#include "lib/sys/quick_stat.hpp"
 #include "lib/sys/replace_file.hpp"
 #include "lib/sys/sys_error.hpp"
 #include "policies/split_placement.hpp"
@@ -26,12 +27,6 @@ namespace dlstage::stager {
 using Clock = std::chrono::steady_clock;
 
 namespace {
-bool exists(const std::string& path)
-{
-    struct stat st {};
-    return lstat(path.c_str(), &st) == 0;
-}
-
 // Where the stager's result goes and the marker that says it is complete:
 // the dataset itself and its ready marker, or for mode = "mount" the image
 // and the staged marker (the holder mounts it and writes the ready marker).
@@ -50,7 +45,7 @@ StagerOutput stager_output(const StageItem& item, const DatasetLayout& layout)
 bool staged_here(const StageItem& item, const DatasetLayout& layout)
 {
     const StagerOutput output = stager_output(item, layout);
-    return exists(output.dir) && read_ready_marker(output.marker).has_value();
+    return name_exists(output.dir) && read_ready_marker(output.marker).has_value();
 }
 
 // Renames the verified copy into place and writes the marker, last.  An
@@ -107,19 +102,6 @@ TransferResult plan_and_transfer(const StageItem& item, const NodeContext& ctx, 
         stage_phases().lap(Phase::Plan);
     }
 }
-// A node moving its own share of a split dataset: alone, saying nothing
-// unless it is the job's rank 0.
-NodeContext alone(const NodeContext& ctx)
-{
-    NodeContext self = ctx;
-    self.comm = MPI_COMM_SELF;
-    self.rank = 0;
-    self.size = 1;
-    self.quiet = ctx.rank != 0;
-    self.job_nodes = ctx.size;
-    return self;
-}
-
 // A split dataset (stager/plan/split_share): every rank places rank 0's plan
 // the same way and moves its own share alone, reading it from the source
 // itself (each part is read once, by the node that holds it: no
@@ -136,17 +118,14 @@ void stage_split(const StageItem& item, const NodeContext& ctx, const ExchangeOp
     const auto node = static_cast<std::size_t>(ctx.rank);
     for (int attempt = 0;; ++attempt) {
         check_mode_fits_plan(item, whole);
-        if (whole.single_file)
-            policy::require(policy::split_possible(item.dataset, item.tier, Format::File));
-        const SplitLayout split = place_plan(whole, static_cast<std::size_t>(ctx.size));
+        const SplitLayout split = place_for(item, whole, static_cast<std::size_t>(ctx.size));
         const Plan mine = share_of(whole, split, node);
         const policy::ExtractionBudget budget = check_space(item, job_dir, layout.tier_dir, mine);
         if (ctx.rank == 0)
             say_staging(item, ctx, whole, shares_text(split));
         ProvingReads changes;
-        NodeContext own = alone(ctx);
-        if (ctx.rank == 0)
-            own.split = {whole.total_bytes(), whole.file_count(), split.share_bytes};
+        const NodeContext::SplitProgress progress{whole.total_bytes(), whole.file_count(), split.share_bytes};
+        const NodeContext own = part_of(ctx, MPI_COMM_SELF, &progress);  // alone: its share is its own
         const TransferResult moved = transfer(item, own, options, layout, here, job_dir, mine, budget, false,
                                               unchecked && attempt == 0 ? &changes : nullptr);
         const SourceDrift drift = drift_over_ranks(ctx.comm, ctx.rank, moved.drift);

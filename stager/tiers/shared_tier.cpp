@@ -255,10 +255,14 @@ std::string going_on_note(const Plan& plan, const Unfinished& unfinished)
 
 // Rank 0, once the new copy is whole in .partial-NAME: it goes in place
 // (beside the copy a running job reads, if one does), with its contents
-// file and record.  Returns the name it was put in place as.
+// file and record.  Returns the name it was put in place as.  plan_bytes:
+// the plan serialized already (its identity was made of them), written as
+// the contents file when that is the plan (a million entries are some
+// 100 MB to serialize again).
 std::string publish_new_copy(const StageItem& item, const NodeContext& ctx, const DatasetLayout& layout,
                              const DatasetLayout& here, const Fd& job_dir, const Plan& plan,
-                             const std::string& identity, const CopyReaders& readers)
+                             const std::string& identity, const CopyReaders& readers,
+                             const std::string* plan_bytes = nullptr)
 {
     const std::string placed = place_for_new_copy(here, readers, ctx.values.job_id, seconds_now());
     const DatasetLayout at = with_copy_at(layout, placed);
@@ -271,7 +275,10 @@ std::string publish_new_copy(const StageItem& item, const NodeContext& ctx, cons
     if (item.dataset.mode == Mode::Extract)
         unpacked = unpacked_contents(item, at);
     const Plan& contents = unpacked ? *unpacked : plan;
-    write_contents(job_dir.get(), layout.tier_dir, here.contents_file, contents);
+    if (!unpacked && plan_bytes)
+        write_contents(job_dir.get(), layout.tier_dir, here.contents_file, *plan_bytes);
+    else
+        write_contents(job_dir.get(), layout.tier_dir, here.contents_file, contents);
     CopyRecord record = new_record(item, at, plan, contents, identity, ctx);
     record_use(record, here, ctx, record.made);
     return placed;
@@ -324,8 +331,9 @@ std::string stage_walking(const StageItem& item, const NodeContext& ctx, const E
     quiet_barrier(ctx.comm);  // every rank's share is written
     std::string placed;
     if (ctx.rank == 0) {
-        plan.entries.sort_by_path();  // as a whole walk's (the identity is of its bytes)
-        placed = publish_new_copy(item, ctx, layout, here, job_dir, plan, source_identity(plan), readers);
+        plan.entries.sort_by_path();                // as a whole walk's (the identity is of its bytes)
+        const std::string bytes = serialize(plan);  // once: the identity's and the contents file's
+        placed = publish_new_copy(item, ctx, layout, here, job_dir, plan, source_identity_of(bytes), readers, &bytes);
         moved.done();
     }
     quiet_barrier(ctx.comm);  // while rank 0 publishes and lists the copy
@@ -438,8 +446,7 @@ void repair_beside(const StageItem& item, const DatasetLayout& layout, const Dat
 // the dataset (else a first copy may be staged while walking).
 bool copy_or_partial_there(const DatasetLayout& here)
 {
-    struct stat st {};
-    return ::lstat(here.ready_marker.c_str(), &st) == 0 || ::lstat(here.partial_dir.c_str(), &st) == 0;
+    return name_exists(here.ready_marker) || name_exists(here.partial_dir);
 }
 
 // Rank 0, once the copy is current: this job's mark that it reads it in

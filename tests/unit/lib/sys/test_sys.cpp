@@ -23,6 +23,7 @@
 #include "lib/sys/mount_table.hpp"
 #include "lib/sys/parallel.hpp"
 #include "lib/sys/process.hpp"
+#include "lib/sys/quick_stat.hpp"
 #include "tests/unit/support/error_of.hpp"
 #include "tests/unit/support/tmpdir.hpp"
 
@@ -364,6 +365,16 @@ BOOST_AUTO_TEST_CASE(close_reports_once_and_leaves_nothing_to_close)
     BOOST_TEST(!fd.valid());
     BOOST_TEST(fcntl(raw, F_GETFD) == -1);
     BOOST_TEST(fd.close() == 0);  // nothing left: no second close of a reused number
+}
+
+BOOST_AUTO_TEST_CASE(a_name_exists_as_itself_a_dangling_symlink_too)
+{
+    test::TempDir dir;
+    dir.write("file", "");
+    BOOST_REQUIRE(::symlink("nowhere", (dir / "dangling").c_str()) == 0);
+    BOOST_TEST(name_exists(dir / "file"));
+    BOOST_TEST(name_exists(dir / "dangling"));
+    BOOST_TEST(!name_exists(dir / "missing"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

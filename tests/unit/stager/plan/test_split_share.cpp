@@ -2,6 +2,7 @@
 
 #include <toml++/toml.h>
 
+#include "lib/error.hpp"
 #include "stager/plan/split_share.hpp"
 
 using namespace dlstage;
@@ -54,6 +55,25 @@ BOOST_AUTO_TEST_CASE(each_node_gets_its_shards_and_every_directory)
     BOOST_TEST(second.entries.size() == 4u);
     BOOST_TEST(first.file_count() + second.file_count() == tree.file_count());
     BOOST_TEST(first.total_bytes() + second.total_bytes() == tree.total_bytes());
+}
+
+BOOST_AUTO_TEST_CASE(a_plan_with_parts_is_placed_and_one_of_a_single_file_is_refused)
+{
+    const StageItem item = split_item();
+    const Plan shards = shard_plan({3 * kMiB, 2 * kMiB, kMiB});
+    const SplitLayout split = place_for(item, shards, 2);
+    BOOST_TEST(split.node_of == place_plan(shards, 2).node_of, boost::test_tools::per_element());
+    BOOST_TEST(split.share_bytes == std::vector<std::uint64_t>({4 * kMiB, 2 * kMiB}), boost::test_tools::per_element());
+    Plan one = shard_plan({kMiB});
+    one.format = Format::File;
+    one.single_file = true;
+    std::string refused;
+    try {
+        place_for(item, one, 2);
+    } catch (const Error& e) {
+        refused = e.what();
+    }
+    BOOST_TEST(refused.find("dataset 'in21k' is one file") == 0u, refused);
 }
 
 BOOST_AUTO_TEST_CASE(the_index_lists_every_shard_its_node_and_each_share)
