@@ -23,6 +23,15 @@ namespace {
 constexpr std::size_t kHashBytes = sizeof(XXH64_hash_t);
 constexpr int kTagSpace = 32768;  // MPI guarantees tags up to 32767
 
+// Whether a nonblocking send or receive is done (one never posted is).
+bool completed(MPI_Request& request)
+{
+    int done = 1;
+    if (request != MPI_REQUEST_NULL)
+        MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    return done != 0;
+}
+
 // One buffer of the window and what is happening to it.
 struct Slot {
     std::size_t chunk = 0;
@@ -157,6 +166,8 @@ private:
     int owner(std::size_t c) const { return static_cast<int>(c % static_cast<std::size_t>(size_)); }
     int tag(std::size_t c) const { return static_cast<int>(c % kTagSpace); }
     std::size_t bytes(std::size_t c) const { return static_cast<std::size_t>(chunks_[c].bytes); }
+    // What of a chunk travels the ring: its bytes and their hash.
+    int on_wire(std::size_t c) const { return static_cast<int>(bytes(c) + kHashBytes); }
 
     void start_workers()
     {
@@ -241,8 +252,7 @@ private:
             if (owner(next_post_) == rank_)
                 to_read_.push(slot);
             else
-                MPI_Irecv(slot->data.data(), static_cast<int>(bytes(next_post_) + kHashBytes), MPI_BYTE, left_,
-                          tag(next_post_), comm_, &slot->recv);
+                MPI_Irecv(slot->data.data(), on_wire(next_post_), MPI_BYTE, left_, tag(next_post_), comm_, &slot->recv);
             in_flight_.push_back(slot);
             ++next_post_;
             posted = true;
@@ -259,19 +269,12 @@ private:
                 continue;
             if (slot->chunk != next_handle_)
                 break;  // strictly in order: the right neighbour receives in order
-            bool here = false;
-            if (owner(slot->chunk) == rank_) {
-                here = slot->read_done.load();
-            } else {
-                int done = 0;
-                MPI_Test(&slot->recv, &done, MPI_STATUS_IGNORE);
-                here = done != 0;
-            }
+            const bool here = owner(slot->chunk) == rank_ ? slot->read_done.load() : completed(slot->recv);
             if (!here)
                 break;
             if (owner(slot->chunk) != right_)
-                MPI_Isend(slot->data.data(), static_cast<int>(bytes(slot->chunk) + kHashBytes), MPI_BYTE, right_,
-                          tag(slot->chunk), comm_, &slot->send);
+                MPI_Isend(slot->data.data(), on_wire(slot->chunk), MPI_BYTE, right_, tag(slot->chunk), comm_,
+                          &slot->send);
             slot->handled = true;
             to_write_.push(slot);
             ++next_handle_;
@@ -288,10 +291,7 @@ private:
             Slot* slot = in_flight_.front();
             if (!slot->handled || !slot->write_done.load())
                 break;
-            int sent = 1;
-            if (slot->send != MPI_REQUEST_NULL)
-                MPI_Test(&slot->send, &sent, MPI_STATUS_IGNORE);
-            if (!sent)
+            if (!completed(slot->send))
                 break;
             in_flight_.pop_front();
             free_.push_back(slot);
