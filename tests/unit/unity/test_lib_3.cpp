@@ -5,7 +5,7 @@
 #include "tests/unit/gc/test_gc_leftovers.cpp"
 #include "tests/unit/status/test_job_status.cpp"
 #include "tests/unit/status/test_status_query.cpp"
-#include "tests/unit/tier/test_cache_entries.cpp"
+#include "tests/unit/tier/test_cache_measure.cpp"
 #include "tests/unit/tier/test_kept_copies.cpp"
 #include "tests/unit/tier/test_safe_fs.cpp"
 #include "tests/unit/tier/test_safe_fs_remove.cpp"
