@@ -47,7 +47,7 @@ void insert_count(toml::table& t, const char* key, std::optional<std::uint64_t> 
 }
 
 // Root's records of a node cache (last use, the jobs using an entry) are
-// 0700/0600 (tier/cache_entries.hpp): a user's status shows their own
+// 0700/0600 (tier/cache_records.hpp): a user's status shows their own
 // entries without them.
 bool sees_root_records()
 {

@@ -124,7 +124,7 @@ SourceFacts probe_source(const Dataset& dataset, const std::string& manifest_dir
         return failure(errno, dataset.source);
     // For the effective ids: the user running the command, the submitting
     // user in sbatch, or the job's user whose identity the prolog's probing
-    // child took while its real uid stays root's (tier/cache_entries.hpp).
+    // child took while its real uid stays root's (tier/cache_entry.hpp).
     if (faccessat(AT_FDCWD, dataset.source.c_str(), S_ISDIR(st.st_mode) ? R_OK | X_OK : R_OK, AT_EACCESS) != 0)
         return failure(errno, dataset.source);
 

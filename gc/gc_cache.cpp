@@ -10,7 +10,9 @@
 #include "lib/size.hpp"
 #include "lib/strings.hpp"
 #include "policies/cache_eviction.hpp"
-#include "tier/cache_entries.hpp"
+#include "tier/cache_evict.hpp"
+#include "tier/cache_measure.hpp"
+#include "tier/cache_records.hpp"
 #include "tier/tier_measure.hpp"
 
 namespace dlstage {

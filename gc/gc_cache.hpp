@@ -2,7 +2,7 @@
 // of jobs that ended forgotten, then each entry decided by policies/gc
 // (idle too long, or next in line while the tier is over its high
 // watermark; never one a running job uses) and evicted as its owner
-// (tier/cache_entries).
+// (tier/cache_evict).
 #pragma once
 
 #include <functional>

@@ -65,6 +65,13 @@ std::uint64_t parse_count(std::string_view raw, std::uint64_t min, std::uint64_t
     return d->whole;
 }
 
+bool read_count(std::string_view text, std::uint64_t& value)
+{
+    const char* end = text.data() + text.size();
+    const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+    return !text.empty() && ec == std::errc() && ptr == end;
+}
+
 double parse_seconds(std::string_view raw, double min, double max)
 {
     const std::string text = trim(raw);

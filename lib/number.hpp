@@ -20,6 +20,9 @@ inline constexpr std::uint64_t kMaxSlurmNumber = 4294967295;
 
 // A whole number from min to max ("16", "007").
 std::uint64_t parse_count(std::string_view text, std::uint64_t min, std::uint64_t max);
+// A count as a program of ours wrote it (std::to_string): digits only, no
+// space or sign, nothing after; false (value unset) for anything else.
+bool read_count(std::string_view text, std::uint64_t& value);
 
 // A Slurm job id or node count (1 to kMaxSlurmNumber) as canonical digits,
 // without leading zeros ("007" is "7"): checked before it goes into paths

@@ -15,7 +15,7 @@
 //
 // Cache entries (tiers with cleanup = "cache") have their own rule: their
 // facts (in use, idle, next in line over the watermark) come from
-// tier/cache_entries and policies/cache_eviction.
+// tier/cache_measure and policies/cache_eviction.
 #pragma once
 
 #include <cstdint>

@@ -26,7 +26,10 @@
 #include "policies/overrides.hpp"
 #include "spank/job_facts.hpp"
 #include "spank/source_facts_env.hpp"
-#include "tier/cache_entries.hpp"
+#include "tier/cache_entry.hpp"
+#include "tier/cache_evict.hpp"
+#include "tier/cache_measure.hpp"
+#include "tier/cache_records.hpp"
 #include "tier/safe_fs.hpp"
 #include "tier/tier_measure.hpp"
 
@@ -236,7 +239,7 @@ void prepare_directories(const std::vector<StageItem>& items, const ScriptStart&
 
 // ---------------------------------------------------------------------------
 // node caches (cleanup = "cache"): the user's cache directory, root's record
-// of the job's use, and room for what the job brings (tier/cache_entries.hpp)
+// of the job's use, and room for what the job brings (tier/cache_entry.hpp)
 
 bool is_cache(const Tier& tier)
 {
@@ -294,7 +297,7 @@ SourceFacts about_one_share(SourceFacts facts, const ScriptStart& start)
 }
 
 // The sizes root believes before evicting anything: each source probed by
-// a child that became the job's user (tier/cache_entries.hpp).  One that cannot
+// a child that became the job's user (tier/cache_entry.hpp).  One that cannot
 // be sized counts as bringing nothing, with a note.
 SizesByDataset probed_sizes(const Tier& tier, const std::vector<StageItem>& items, const ScriptStart& start,
                             Report& report)
@@ -444,7 +447,7 @@ void prepare_caches(const std::vector<StageItem>& items, const ScriptStart& star
     {
         // The use first, then the directories, both under the lock: an
         // eviction renames aside a user's directory it could not list when
-        // no use of theirs is recorded (tier/cache_entries), and must not
+        // no use of theirs is recorded (tier/cache_evict), and must not
         // take one this job has just made and not yet recorded.
         const CacheLock lock(start.config.site.state_dir, start.job.node, cache_lock_seconds(start));
         record_cache_use(start.config.site.state_dir, start.job.node, start.job.job_id, uses);

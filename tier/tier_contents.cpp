@@ -1,6 +1,6 @@
 #include "tier/tier_contents.hpp"
 
-#include "tier/cache_entries.hpp"
+#include "tier/cache_measure.hpp"
 
 #include <algorithm>
 #include <sys/stat.h>

@@ -44,7 +44,7 @@ struct CacheEntry {
 };
 
 // The node cache's entries in this tier (cleanup = "cache"; none for other
-// tiers), found and measured as tier/cache_entries.hpp does: root sees every
+// tiers), found and measured as tier/cache_measure.hpp does: root sees every
 // user's, a user their own.
 std::vector<CacheEntry> cache_entries(const Tier& tier, const std::string& state_dir, const std::string& node);
 

@@ -23,9 +23,13 @@
 //   in the kernel past SIGKILL) is reported and left out, neither measured
 //   nor evicted.  A mount made after that look can still catch a child; it
 //   ends at its time limit holding nothing of root's (lib/sys/bounded.hpp).
+// One file per concern: an entry, its names and acting as its owner (here),
+// root's use records and the node's cache lock (tier/cache_records),
+// measuring (tier/cache_measure), evicting (tier/cache_evict).
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -33,48 +37,10 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "lib/sys/fd.hpp"
+#include "lib/sys/mount_table.hpp"
 
 namespace dlstage {
-
-// One use of an entry by a job: the entry is (tier, uid, dataset).
-struct CacheUse {
-    std::string tier;
-    std::string user;
-    uid_t uid = 0;
-    std::string dataset;
-};
-
-// The prolog: `job` uses these entries on `node` from now on, and their
-// last use is now.  Serialized with other prologs on the node (a lock in
-// state_dir/cache/<node>), as eviction is: take CacheLock around both.
-void record_cache_use(const std::string& state_dir, const std::string& node, const std::string& job,
-                      const std::vector<CacheUse>& uses);
-// The epilog (and gc, for a job that ended without one): `job` uses none.
-void forget_cache_use(const std::string& state_dir, const std::string& node, const std::string& job);
-// The jobs with use records on node, in job id order as text, each with
-// when its record was written (root's own file's mtime).
-struct CacheUseRecord {
-    std::string job;
-    std::int64_t written = 0;
-};
-std::vector<CacheUseRecord> cache_use_records(const std::string& state_dir, const std::string& node);
-
-// Held while a prolog records its use, and while a prolog, an epilog or
-// gc reads the uses and evicts, so that no entry a job has recorded its use
-// of is evicted.  Measuring goes without it (eviction_generation below).
-// Waits at most `seconds` for another holder, then throws Error saying the
-// lock is still held (every holder is root's own bounded work: a longer
-// wait means something is wrong, and the caller has more to do).
-class CacheLock {
-public:
-    CacheLock(const std::string& state_dir, const std::string& node, double seconds);  // throws Error
-    ~CacheLock();
-    CacheLock(const CacheLock&) = delete;
-    CacheLock& operator=(const CacheLock&) = delete;
-
-private:
-    int fd_ = -1;
-};
 
 struct NodeCacheEntry {
     std::string user;
@@ -106,44 +72,8 @@ struct NodeCacheEntry {
     std::set<std::string> owner_datasets;
 };
 
-struct FoundCacheEntries {
-    std::vector<NodeCacheEntry> entries;  // by user, then dataset
-    std::vector<std::string> problems;    // a user's directory that could not be measured, ...
-};
-
-// The entries of `tier` (a cache tier) on this node.  Every user's directory
-// below <tier root>/.cache is measured as that user (root only; another
-// caller measures only their own), each within `each_seconds` and all of
-// them within `total_seconds`.  What is not measured in time is still an
-// entry, `measured` false: the datasets the child listed but had no time to
-// measure, or the whole directory (`unlisted`) when it could not list it
-// or its turn came when the time was up; each such directory is a problem
-// too.  A directory whose turn came when the time was up, or whose child
-// failed, is left out, a problem: said so, measured next time.
-FoundCacheEntries find_cache_entries(const Tier& tier, const std::string& state_dir, const std::string& node,
-                                     double each_seconds, double total_seconds);
-
-// Which evictions happened on the node: a number that grows with each
-// (root's state_dir/cache/<node>/evictions).  Entries are measured without
-// the node's cache lock; whoever then evicts compares the number taken
-// before measuring with the number under the lock: another's evictions
-// since mean the measurement no longer holds.
-std::uint64_t eviction_generation(const std::string& state_dir, const std::string& node);
-// After an eviction, under the lock.
-void count_eviction(const std::string& state_dir, const std::string& node);
-
-// Root's records of the entries (the jobs using them, their last use) read
-// again: after the entries were measured without the node's cache lock,
-// under the lock before evicting.
-void refresh_cache_uses(std::vector<NodeCacheEntry>& entries, const Tier& tier, const std::string& state_dir,
-                        const std::string& node);
-
-// Removes the entry, as its owner, within `seconds`: the record first (a
-// job looking meanwhile sees no copy, never half of one), then the list of
-// contents and the copy.  An unlisted entry: every name in its user's
-// directory but those of `owner_datasets` (and of a dataset a mount is
-// in), ready records first.  Returns the problem, or "".
-std::string evict_cache_entry(const Tier& tier, const NodeCacheEntry& entry, double seconds);
+// "alice/imagenet": an entry in messages.
+std::string entry_name(const NodeCacheEntry& entry);
 
 // What a job's dataset brings to a cache, as root may believe it: the
 // source probed (dataset/source_facts: a stat, a glob of shards or a trusted
@@ -160,7 +90,53 @@ struct ProbedSource {
 ProbedSource probe_source_as(const Dataset& dataset, const std::string& manifest_dir, const std::string& user,
                              uid_t uid, gid_t gid, double seconds);
 
-// "alice/imagenet": an entry in messages.
-std::string entry_name(const NodeCacheEntry& entry);
+// --- what tier/'s cache files share: names, owners, the cache parent ---------
+
+// The dataset an entry's name belongs to: "imagenet" for imagenet/,
+// .ready-imagenet.toml, .contents-imagenet, .partial-imagenet, ...
+std::string dataset_of(const std::string& name);
+
+// ".retired-NAME-JOB" for NAME: what a replaced copy of NAME left.
+bool is_retired_copy_of(const std::string& entry, const std::string& name);
+
+// In a child about to act for `uid`: that user's identity for the file
+// system (effective uid and gid; with `user`, also their supplementary
+// groups, to read a source that is theirs through a group).  The real and
+// saved uid stay root's: the user may not signal the child (a SIGSTOP
+// would hold it, and the lock its parent holds, to its time limit), and
+// FUSE refuses it a mount of theirs without allow_other at once.
+void act_as(uid_t uid, gid_t gid, const std::string& user = "");
+
+// The users with a directory below <root>/.cache: names only, read as
+// root from the root-owned level (nothing in a user's directory is looked
+// at), and where the kernel has that level, to find mounts below it.
+struct CacheUsers {
+    std::vector<std::string> names;
+    std::vector<std::string> asides;  // NAME.untrusted-STAMP: what a prolog moved aside (tier/tier_walk)
+    std::string real_parent;
+    Fd parent;  // the cache parent (O_PATH)
+};
+
+CacheUsers cache_users(const Tier& tier, std::vector<std::string>& problems);
+
+// The mounts in one user's cache directory, as mountinfo lists them: the
+// directory itself may be one (`whole`), else the datasets whose names
+// hold one are left alone, neither measured nor evicted, each with a line
+// saying why.  Nothing here asks the file system.
+struct MountsInCache {
+    std::optional<std::string> whole;
+    std::map<std::string, std::string> datasets;  // the line saying why, by dataset
+
+    std::set<std::string> names() const
+    {
+        std::set<std::string> out;
+        for (const auto& [dataset, why] : datasets)
+            out.insert(dataset);
+        return out;
+    }
+};
+
+// Those of `dir` (shown as it is configured), whose real path is `real_dir`.
+MountsInCache mounts_in(const MountTable& mounts, const std::string& real_dir, const std::string& dir);
 
 }  // namespace dlstage

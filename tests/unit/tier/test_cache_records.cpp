@@ -1,0 +1,91 @@
+// tier/cache_records: root's records of a node cache and its lock.  Root
+// only: the records are root's.
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <ctime>
+#include <sys/stat.h>
+
+#include "tests/unit/support/cache_fixtures.hpp"
+#include "tests/unit/support/error_of.hpp"
+#include "tier/cache_records.hpp"
+
+using namespace dlstage;
+using test::Cache;
+using test::listing;
+using test::seconds_since;
+
+BOOST_AUTO_TEST_SUITE(cache_records)
+
+BOOST_AUTO_TEST_CASE(the_lock_is_waited_for_with_a_deadline)
+{
+    if (!test::is_root())
+        return;
+    Cache c;
+    {
+        const CacheLock held(c.state, "n1", 1);
+        const auto start = std::chrono::steady_clock::now();
+        const std::string error = test::error_of([&] { const CacheLock second(c.state, "n1", 1); });
+        const double waited = seconds_since(start);
+        BOOST_TEST(error == "the node cache lock " + c.state +
+                                "/cache/n1/lock is still held after 1 s (a prolog, an "
+                                "epilog or another gc on this node)");
+        BOOST_TEST(waited >= 0.9);
+        BOOST_TEST(waited < 5.0);
+    }
+    BOOST_TEST(test::error_of([&] { const CacheLock again(c.state, "n1", 1); }) == "");
+}
+
+// Measuring goes without the lock: whoever evicts compares this number,
+// taken before measuring, with the one under the lock.
+BOOST_AUTO_TEST_CASE(each_eviction_changes_the_generation)
+{
+    if (!test::is_root())
+        return;
+    Cache c;
+    const std::uint64_t before = eviction_generation(c.state, "n1");
+    BOOST_TEST(before == 0u);
+    count_eviction(c.state, "n1");
+    const std::uint64_t once = eviction_generation(c.state, "n1");
+    count_eviction(c.state, "n1");
+    BOOST_TEST(once != before);
+    BOOST_TEST(eviction_generation(c.state, "n1") != once);
+    BOOST_TEST(eviction_generation(c.state, "n2") == 0u);  // per node
+}
+
+// Root's records name users' datasets and jobs: private, whatever an
+// earlier release left; each job's record carries when it was written.
+BOOST_AUTO_TEST_CASE(roots_records_are_private_and_carry_when_they_were_written)
+{
+    if (!test::is_root())
+        return;
+    Cache c;
+    const std::string base = c.state + "/cache/n1";
+    test::make_dir(c.state + "/cache");
+    test::make_dir(base, 0755);
+    test::make_dir(base + "/last-use", 0755);
+    test::make_file(base + "/last-use/cache.65534.old", "");
+    BOOST_REQUIRE(::chmod((base + "/last-use/cache.65534.old").c_str(), 0644) == 0);
+    const auto before = static_cast<std::int64_t>(::time(nullptr));
+    record_cache_use(c.state, "n1", "42", {{"cache", "nobody", c.nobody->pw_uid, "old"}});
+    const auto mode = [](const std::string& path) {
+        struct stat st {};
+        BOOST_REQUIRE(::lstat(path.c_str(), &st) == 0);
+        return st.st_mode & 07777;
+    };
+    BOOST_TEST(mode(base) == 0700u);
+    BOOST_TEST(mode(base + "/jobs") == 0700u);
+    BOOST_TEST(mode(base + "/last-use") == 0700u);
+    BOOST_TEST(mode(base + "/jobs/42.toml") == 0600u);
+    BOOST_TEST(mode(base + "/last-use/cache.65534.old") == 0600u);
+    const std::vector<CacheUseRecord> records = cache_use_records(c.state, "n1");
+    BOOST_REQUIRE(records.size() == 1u);
+    BOOST_TEST(records[0].job == "42");
+    BOOST_TEST(records[0].written >= before);
+    // The file's time may come from a finer clock than time()'s: compare
+    // with that clock, read after the write.
+    BOOST_TEST(records[0].written <=
+               static_cast<std::int64_t>(std::chrono::system_clock::to_time_t(std::chrono::system_clock::now())));
+}
+
+BOOST_AUTO_TEST_SUITE_END()

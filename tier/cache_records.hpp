@@ -1,0 +1,80 @@
+// Root's records of a node cache (state_dir/cache/<node>/, 0700; files
+// 0600): which jobs use which entry (jobs/<job>.toml, written by the
+// prolog, removed by the epilog), when each entry was last used
+// (last-use/<tier>.<uid>.<dataset>, whose mtime the prolog sets), how many
+// evictions there have been (evictions), and the node's cache lock (lock)
+// that serializes recording a use with evicting.  Nothing here is a
+// user's: root reads only its own files.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+#include "config/config.hpp"
+#include "tier/cache_entry.hpp"
+
+namespace dlstage {
+
+// One use of an entry by a job: the entry is (tier, uid, dataset).
+struct CacheUse {
+    std::string tier;
+    std::string user;
+    uid_t uid = 0;
+    std::string dataset;
+};
+
+// The prolog: `job` uses these entries on `node` from now on, and their
+// last use is now.  Serialized with other prologs on the node (a lock in
+// state_dir/cache/<node>), as eviction is: take CacheLock around both.
+void record_cache_use(const std::string& state_dir, const std::string& node, const std::string& job,
+                      const std::vector<CacheUse>& uses);
+// The epilog (and gc, for a job that ended without one): `job` uses none.
+void forget_cache_use(const std::string& state_dir, const std::string& node, const std::string& job);
+// The jobs with use records on node, in job id order as text, each with
+// when its record was written (root's own file's mtime).
+struct CacheUseRecord {
+    std::string job;
+    std::int64_t written = 0;
+};
+std::vector<CacheUseRecord> cache_use_records(const std::string& state_dir, const std::string& node);
+
+// Held while a prolog records its use, and while a prolog, an epilog or
+// gc reads the uses and evicts, so that no entry a job has recorded its use
+// of is evicted.  Measuring goes without it (eviction_generation below).
+// Waits at most `seconds` for another holder, then throws Error saying the
+// lock is still held (every holder is root's own bounded work: a longer
+// wait means something is wrong, and the caller has more to do).
+class CacheLock {
+public:
+    CacheLock(const std::string& state_dir, const std::string& node, double seconds);  // throws Error
+    ~CacheLock();
+    CacheLock(const CacheLock&) = delete;
+    CacheLock& operator=(const CacheLock&) = delete;
+
+private:
+    int fd_ = -1;
+};
+
+// Which evictions happened on the node: a number that grows with each
+// (root's state_dir/cache/<node>/evictions).  Entries are measured without
+// the node's cache lock; whoever then evicts compares the number taken
+// before measuring with the number under the lock: another's evictions
+// since mean the measurement no longer holds.
+std::uint64_t eviction_generation(const std::string& state_dir, const std::string& node);
+// After an eviction, under the lock.
+void count_eviction(const std::string& state_dir, const std::string& node);
+
+// Root's records of the entries (the jobs using them, their last use) read
+// again: after the entries were measured without the node's cache lock,
+// under the lock before evicting.
+void refresh_cache_uses(std::vector<NodeCacheEntry>& entries, const Tier& tier, const std::string& state_dir,
+                        const std::string& node);
+
+// The jobs using each entry, and its last use, from root's records (after
+// find_cache_entries measured them).
+void add_root_records(std::vector<NodeCacheEntry>& entries, const Tier& tier, const std::string& state_dir,
+                      const std::string& node);
+
+}  // namespace dlstage
