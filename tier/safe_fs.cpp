@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <fcntl.h>
+#include <functional>
 #include <optional>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -97,6 +98,22 @@ Fd make_leaf(const Level& parent, const std::string& name, uid_t uid, gid_t gid,
     fail_walk(label + " keeps being replaced by something untrusted; giving up");
 }
 
+// The last level of a walk, `label`, open for reading: a directory (else
+// the walk fails saying it is not one), on its parent's file system and,
+// that being so, not a mount point mountinfo knows of (`mounted`; else the
+// walk fails with label + `mount_point`), reopened from its passage.
+Fd open_last_level(const Fd& passage, const QuickStat& f, const Level& parent, const std::string& label,
+                   const std::function<bool()>& mounted, const char* mount_point)
+{
+    if (!S_ISDIR(f.mode))
+        fail_walk(label + " is not a directory");
+    if (f.dev != parent.facts.dev || mounted())
+        fail_walk(label + mount_point);
+    Fd dir = reopen_for_reading(passage);
+    if (!dir.valid())
+        fail_walk(cannot("open", label, errno), errno);
+    return dir;
+}
 }  // namespace
 
 PrepareResult prepare_job_dir(const std::string& root, const std::string& dir, uid_t uid, gid_t gid,
@@ -131,13 +148,8 @@ OpenResult open_job_dir(const std::string& root, const std::string& dir)
                 fail_walk(cannot("open", label, errno), errno);
             if (f.uid != ::geteuid())
                 fail_walk(label + " belongs to uid " + std::to_string(f.uid) + ", not to you");
-            if (!S_ISDIR(f.mode))
-                fail_walk(label + " is not a directory");
-            if (f.dev != parent->facts.dev || MountTable::current().at(child_path(parent->real, name)).has_value())
-                fail_walk(label + " is a mount point");
-            result.dir = reopen_for_reading(passage);
-            if (!result.dir.valid())
-                fail_walk(cannot("open", label, errno), errno);
+            const auto mounted = [&] { return MountTable::current().at(child_path(parent->real, name)).has_value(); };
+            result.dir = open_last_level(passage, f, *parent, label, mounted, " is a mount point");
         }))
         result.problem = failure->problem;
     return result;
@@ -162,13 +174,9 @@ OpenResult look_into_dir(const std::string& root, const std::string& dir)
                 return;
             if (!passage.valid() || !quick_stat(passage.get(), f))
                 fail_walk(cannot("open", label, errno) + " (not a directory, or a symlink?)", errno);
-            if (!S_ISDIR(f.mode))
-                fail_walk(label + " is not a directory");
-            if (f.dev != parent->facts.dev)
-                fail_walk(label + " is a mount point; not entered");
-            result.dir = reopen_for_reading(passage);
-            if (!result.dir.valid())
-                fail_walk(cannot("open", label, errno), errno);
+            // mountinfo was asked first, above.
+            result.dir = open_last_level(
+                passage, f, *parent, label, [] { return false; }, " is a mount point; not entered");
         }))
         result.problem = failure->problem;
     return result;
@@ -235,9 +243,7 @@ RemoveResult remove_within(const std::string& root, const std::string& dir, cons
                            const std::string& claim = "")
 {
     RemoveResult result;
-    ParentOfDir parent = open_parent_within(root, dir, "nothing removed");
-    if (!parent.problem.empty())
-        result.problems.push_back(parent.problem);
+    ParentOfDir parent = open_parent_within(root, dir, "nothing removed", result.problems);
     if (!parent.level)
         return result;
     const int parent_fd = parent.level->fd.get();
@@ -310,9 +316,7 @@ std::optional<Fd> holder_of(const Level& parent, const std::string& point, std::
 DetachResult detach_mounts_within(const std::string& root, const std::string& dir)
 {
     DetachResult result;
-    ParentOfDir parent = open_parent_within(root, dir, "nothing unmounted");
-    if (!parent.problem.empty())
-        result.problems.push_back(parent.problem);
+    ParentOfDir parent = open_parent_within(root, dir, "nothing unmounted", result.problems);
     if (!parent.level)
         return result;
     const std::string real_dir = child_path(parent.level->real, parent.leaf);

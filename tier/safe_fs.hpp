@@ -33,6 +33,7 @@
 
 #include "lib/sys/fd.hpp"
 #include "lib/sys/tree_remover.hpp"
+#include "tier/tier_walk.hpp"
 
 namespace dlstage {
 
@@ -63,7 +64,6 @@ struct PrepareResult {
 // this call is removed again so that a retry starts from scratch.
 // With Untrusted::Refuse (a state_dir is the admin's, not to be moved), an
 // untrusted root or level is a problem instead; the leaf is still replaced.
-enum class Untrusted { MoveAside, Refuse };
 PrepareResult prepare_job_dir(const std::string& root, const std::string& dir, uid_t uid, gid_t gid,
                               Untrusted untrusted = Untrusted::MoveAside);
 

@@ -264,7 +264,8 @@ std::optional<WalkFailure> walk_tier(const std::string& root, const std::string&
     return std::nullopt;
 }
 
-ParentOfDir open_parent_within(const std::string& root, const std::string& dir, const char* outcome)
+ParentOfDir open_parent_within(const std::string& root, const std::string& dir, const char* outcome,
+                               std::vector<std::string>& problems)
 {
     ParentOfDir out;
     if (auto failure = walk_tier(root, dir, [&](const TierPath& tp) {
@@ -272,7 +273,7 @@ ParentOfDir open_parent_within(const std::string& root, const std::string& dir, 
             out.level = walk_to_parent(walk, tp, false);
             out.leaf = tp.below.back();
         }))
-        out.problem = failure->problem + "; " + outcome;
+        problems.push_back(failure->problem + "; " + outcome);
     return out;
 }
 

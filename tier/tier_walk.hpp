@@ -1,7 +1,9 @@
 // The walk from a tier root's parent down to a job directory's parent, by
 // fd, trusting each level only as tier/safe_fs.hpp says: the part of
 // tier/safe_fs.cpp's work that reaches the job directory, kept apart so each
-// file says one thing.  Not for use outside tier/safe_fs.cpp.
+// file says one thing.  Used by tier/safe_fs, and by tier/cache_evict for
+// the name of what it moves aside; everything else reaches a tier through
+// tier/safe_fs.
 #pragma once
 
 #include <functional>
@@ -12,7 +14,13 @@
 
 #include "lib/sys/fd.hpp"
 #include "lib/sys/quick_stat.hpp"
-#include "tier/safe_fs.hpp"
+
+namespace dlstage {
+// What a walk does with a level it does not trust: the prolog moves it
+// aside and makes its own; the others (a state_dir is the admin's, not to
+// be moved) refuse it.
+enum class Untrusted { MoveAside, Refuse };
+}  // namespace dlstage
 
 namespace dlstage::tier_walk {
 
@@ -51,7 +59,7 @@ std::string child_path(const std::string& parent, const std::string& name);
 int detach_at(int dirfd, const std::string& name);
 
 // NAME.untrusted-STAMP-PID[-N], the name NAME is moved aside to (N: the
-// N-th try within the same second); tier/cache_entries knows the form.
+// N-th try within the same second); tier/cache_entry knows the form.
 std::string aside_name(const std::string& name, const std::string& stamp, int n);
 
 class TierWalk {
@@ -101,15 +109,16 @@ std::optional<Level> walk_to_parent(TierWalk& walk, const TierPath& tp, bool cre
 std::optional<WalkFailure> walk_tier(const std::string& root, const std::string& dir,
                                      const std::function<void(const TierPath&)>& body);
 
-// The directory holding `dir`, reached as the caller's trusted walk; its
-// problem (with `outcome` appended) or nothing when something on the way is
+// The directory holding `dir`, reached as the caller's trusted walk, and
+// dir's name in it; no level when the walk failed (its problem, with
+// `outcome` appended, added to `problems`) or something on the way is
 // missing.
 struct ParentOfDir {
     std::optional<Level> level;
     std::string leaf;
-    std::string problem;
 };
 
-ParentOfDir open_parent_within(const std::string& root, const std::string& dir, const char* outcome);
+ParentOfDir open_parent_within(const std::string& root, const std::string& dir, const char* outcome,
+                               std::vector<std::string>& problems);
 
 }  // namespace dlstage::tier_walk

@@ -76,3 +76,12 @@ whole_tree() {
     [[ "$out" == *"check-layers: stager/extract: on the diagram inside stager/ of docs/ARCHITECTURE.md, but no file is there; take it off"* ]] ||
         fail "empty line of the diagram not named"
 }
+
+@test "layers: inside tier/, the walk including safe_fs (the arrow that climbed) is named, and fails" {
+    whole_tree
+    printf '#include "tier/safe_fs.hpp"\n' >>"$work/src/tier/tier_walk.hpp"
+    layers "$work/src"
+    [ "$status" -eq 1 ] || fail "exit $status"
+    [ "$out" = "check-layers: tier/tier_walk.hpp:$(wc -l <"$work/src/tier/tier_walk.hpp"): includes tier/safe_fs.hpp: inside tier/, tier/tier_walk (layer 0) may use only lower layers, and tier/safe_fs is layer 1" ] ||
+        fail "not named as expected: $out"
+}
