@@ -12,7 +12,7 @@
 #include "lib/sys/tree_remover.hpp"
 #include "stager/extract/extract.hpp"
 #include "stager/extract/extract_budget.hpp"
-#include "stager/extract/parallel_extract.hpp"
+#include "stager/extract/extract_parts.hpp"
 #include "stager/extract/shard_shares.hpp"
 #include "stager/steps/collectives.hpp"
 
@@ -62,38 +62,19 @@ Unpacked unpack_here(const DatasetLayout& layout, const Fd& job_dir, const std::
 {
     Unpacked done;
     ExtractBudget budget(limits);
-    if (plan.format == Format::Squashfs) {
-        try {
-            std::vector<std::string> images;
-            for (std::size_t i = 0; i < plan.entries.size(); ++i)
-                images.push_back(shard_path(layout, plan, i));
-            // An image set: each unpacked beside the images, then merged.
-            done.stripped =
-                images.size() == 1
-                    ? extract_squashfs(images.front(), layout.partial_dir, &budget).stripped
-                    : extract_squashfs_set(images, layout.partial_dir, layout.incoming_dir, &budget).stripped;
-        } catch (const Error& e) {
-            remove_after_failure(layout, job_dir, shown);
-            throw named_for_user(e, layout, plan);
-        }
-    } else {
+    std::vector<std::string> parts;
+    for (std::size_t i = 0; i < plan.entries.size(); ++i)
+        parts.push_back(shard_path(layout, plan, i));
+    const auto clear = [&] {
+        remove_or_throw(job_dir, shown, layout.partial_dir, "clear");
         make_fresh_dir(layout.partial_dir);
-        std::vector<std::string> shards;
-        for (std::size_t i = 0; i < plan.entries.size(); ++i)
-            shards.push_back(shard_path(layout, plan, i));
-        try {
-            done.stripped = extract_shards(
-                                shards, layout.partial_dir, threads,
-                                [&] {
-                                    remove_or_throw(job_dir, shown, layout.partial_dir, "clear");
-                                    make_fresh_dir(layout.partial_dir);
-                                },
-                                budget)
-                                .stats.stripped;
-        } catch (const Error& e) {
-            remove_after_failure(layout, job_dir, shown);
-            throw named_for_user(e, layout, plan);
-        }
+    };
+    try {
+        done.stripped =
+            extract_parts(plan.format, parts, layout.partial_dir, layout.incoming_dir, threads, clear, budget).stripped;
+    } catch (const Error& e) {
+        remove_after_failure(layout, job_dir, shown);
+        throw named_for_user(e, layout, plan);
     }
     remove_or_throw(job_dir, shown, layout.incoming_dir, "remove");
     return done;
@@ -125,8 +106,8 @@ MyShards unpack_mine(const DatasetLayout& layout, const Plan& plan, unsigned thr
     std::vector<ExtractStats> stats(mine.indexes.size());
     try {
         for_each_index(mine.indexes.size(), threads, [&](std::size_t k) {
-            stats[k] =
-                extract_tar(shard_path(layout, plan, mine.indexes[k]), layout.partial_dir, &mine.outcomes[k], &budget);
+            stats[k] = extract_part(plan.format, shard_path(layout, plan, mine.indexes[k]), layout.partial_dir,
+                                    mine.outcomes[k], budget);
         });
     } catch (const Error&) {
         mine.state = budget.spent() ? kShareSpent : kFailed;
@@ -199,7 +180,7 @@ void restore_times_in_shard_order(const DatasetLayout& layout, const MyShards& m
 Unpacked unpack_over_ranks(const DatasetLayout& layout, const Fd& job_dir, const std::string& shown, const Plan& plan,
                            unsigned threads, const policy::ExtractionBudget& limits, const NodeContext& ctx)
 {
-    if (plan.format == Format::Squashfs || plan.entries.size() < 2 || ctx.size < 2) {
+    if (!extracts_part_by_part(plan.format) || plan.entries.size() < 2 || ctx.size < 2) {
         Unpacked done;
         if (ctx.rank == 0)
             done = unpack_here(layout, job_dir, shown, plan, threads, limits);

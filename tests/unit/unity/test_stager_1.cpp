@@ -5,6 +5,7 @@
 // First: it defines BOOST_TEST_MODULE before Boost.Test is included.
 #include "tests/unit/support/unit_main.cpp"
 
+#include "tests/unit/stager/extract/test_extract_parts.cpp"
 #include "tests/unit/stager/extract/test_extract_squashfs.cpp"
 #include "tests/unit/stager/extract/test_extract_tar.cpp"
 #include "tests/unit/stager/extract/test_parallel_extract.cpp"
