@@ -57,9 +57,7 @@ bool sees_root_records()
 toml::table view_json(const TierView& v)
 {
     const Tier& tier = *v.tier;
-    toml::table t{{"tier", tier.name},
-                  {"scope", tier.scope == Scope::Shared ? "shared" : "node"},
-                  {"root", tier.path.root()}};
+    toml::table t{{"tier", tier.name}, {"scope", to_string(tier.scope)}, {"root", tier.path.root()}};
     if (!v.problem.empty())
         t.insert("problem", v.problem);
     insert_count(t, "bytes_total", v.space.total_bytes);
@@ -102,7 +100,7 @@ void print_views(const std::vector<TierView>& views)
     std::vector<std::vector<std::string>> tiers = {{"TIER", "SCOPE", "ROOT", "USED", "SIZE", "LIMIT", "INODES_USED",
                                                     "INODES", "INODE_LIMIT", "ENTRIES", "CACHED"}};
     for (const TierView& v : views)
-        tiers.push_back({v.tier->name, v.tier->scope == Scope::Shared ? "shared" : "node", v.tier->path.root(),
+        tiers.push_back({v.tier->name, to_string(v.tier->scope), v.tier->path.root(),
                          size_cell(used(v.space.total_bytes, v.space.free_bytes)), size_cell(v.space.total_bytes),
                          size_cell(v.byte_limit), count_cell(used(v.space.total_inodes, v.space.free_inodes)),
                          count_cell(v.space.total_inodes), count_cell(v.tier->max_inodes),

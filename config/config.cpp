@@ -50,9 +50,6 @@ const char* type_name(toml::node_type type)
 
 const std::string kMaxBytesHelp = "a size such as \"100G\" or a share such as \"50%\"";
 
-template <typename E>
-using Choices = std::vector<std::pair<std::string, E>>;
-
 // Walks the parsed document, collecting every problem rather than stopping
 // at the first: an admin fixing a file wants the whole list at once.
 class Loader {
@@ -163,7 +160,7 @@ private:
     }
 
     template <typename E>
-    E choice_at(const toml::table& table, std::string_view key, const std::string& name, const Choices<E>& choices,
+    E choice_at(const toml::table& table, std::string_view key, const std::string& name, const NameTable<E>& choices,
                 E fallback)
     {
         const auto text = string_at(table, key, name, false);
@@ -296,12 +293,8 @@ private:
             tier.origin[std::string(key.str())] = prefix;
         }
         tier.charge_memory = bool_at(table, "charge_memory", prefix + ".charge_memory");
-        tier.scope = choice_at<Scope>(table, "scope", prefix + ".scope",
-                                      {{"node", Scope::Node}, {"shared", Scope::Shared}}, Scope::Node);
-        tier.cleanup =
-            choice_at<Cleanup>(table, "cleanup", prefix + ".cleanup",
-                               {{"job-end", Cleanup::JobEnd}, {"cache", Cleanup::Cache}, {"keep", Cleanup::Keep}},
-                               Cleanup::JobEnd);
+        tier.scope = choice_at<Scope>(table, "scope", prefix + ".scope", scope_names(), Scope::Node);
+        tier.cleanup = choice_at<Cleanup>(table, "cleanup", prefix + ".cleanup", cleanup_names(), Cleanup::JobEnd);
         tier.placement = placement_at(table, prefix);
         if (name == "split" || name == "whole")
             problem(table.source(), prefix,
@@ -399,12 +392,7 @@ private:
         };
         const bool has_days = days("purge_days", tier.purge.days);
         const bool has_warn = days("warn_days", tier.purge.warn_days);
-        tier.purge.by = choice_at<PurgeBy>(table, "purge_by", prefix + ".purge_by",
-                                           {{"atime", PurgeBy::Atime},
-                                            {"mtime", PurgeBy::Mtime},
-                                            {"ctime", PurgeBy::Ctime},
-                                            {"max", PurgeBy::Max}},
-                                           PurgeBy::Atime);
+        tier.purge.by = choice_at<PurgeBy>(table, "purge_by", prefix + ".purge_by", purge_by_names(), PurgeBy::Atime);
         bool any = has_days || has_warn || table.contains("purge_by");
         if (table.contains("refresh_on_use")) {
             any = true;
@@ -520,16 +508,8 @@ private:
                    {"source", "format", "mode", "tiers", "description", "immutable", "reach", "via", "placement"});
         Dataset dataset;
         dataset.name = name;
-        dataset.format = choice_at<Format>(table, "format", prefix + ".format",
-                                           {{"auto", Format::Auto},
-                                            {"dir", Format::Dir},
-                                            {"file", Format::File},
-                                            {"tar", Format::Tar},
-                                            {"squashfs", Format::Squashfs}},
-                                           Format::Auto);
-        dataset.mode = choice_at<Mode>(table, "mode", prefix + ".mode",
-                                       {{"copy", Mode::Copy}, {"extract", Mode::Extract}, {"mount", Mode::Mount}},
-                                       Mode::Copy);
+        dataset.format = choice_at<Format>(table, "format", prefix + ".format", format_names(), Format::Auto);
+        dataset.mode = choice_at<Mode>(table, "mode", prefix + ".mode", mode_names(), Mode::Copy);
         dataset.description = string_at(table, "description", prefix + ".description", false).value_or("");
         dataset.immutable = bool_at(table, "immutable", prefix + ".immutable").value_or(false);
         load_dataset_tiers(table, prefix, config, dataset);
@@ -555,8 +535,7 @@ private:
     // nothing.
     void load_reach(const toml::table& table, const std::string& prefix, const Config& config, Dataset& dataset)
     {
-        dataset.reach = choice_at<Reach>(table, "reach", prefix + ".reach",
-                                         {{"compute", Reach::Compute}, {"mover", Reach::Mover}}, Reach::Compute);
+        dataset.reach = choice_at<Reach>(table, "reach", prefix + ".reach", reach_names(), Reach::Compute);
         const auto via = string_at(table, "via", prefix + ".via", false);
         const toml::node* where = table.get("reach") ? table.get("reach") : &table;
         if (dataset.reach != Reach::Mover) {
@@ -660,8 +639,7 @@ private:
 
     Placement placement_at(const toml::table& table, const std::string& prefix)
     {
-        return choice_at<Placement>(table, "placement", prefix + ".placement",
-                                    {{"whole", Placement::Whole}, {"split", Placement::Split}}, Placement::Whole);
+        return choice_at<Placement>(table, "placement", prefix + ".placement", placement_names(), Placement::Whole);
     }
 
     // placement = "split" on a dataset: it must be of several parts (tar

@@ -42,8 +42,8 @@ std::string format_cell(const CatalogRow& row)
 namespace {
 std::string tier_line(const Tier& tier)
 {
-    std::string line = tier.name + ": " + (tier.scope == Scope::Shared ? "shared" : "node") + ", " + tier.path.text() +
-                       ", cleanup " + to_string(tier.cleanup);
+    std::string line =
+        tier.name + ": " + to_string(tier.scope) + ", " + tier.path.text() + ", cleanup " + to_string(tier.cleanup);
     return line;
 }
 }  // namespace

@@ -164,8 +164,8 @@ std::string entry_line(const EntryList& list, std::size_t i, std::uint64_t diges
 
 Format format_named(const std::string& name)
 {
-    for (const Format format : {Format::Dir, Format::File, Format::Tar, Format::Squashfs})
-        if (to_string(format) == name)
+    for (const auto& [each, format] : format_names())
+        if (format != Format::Auto && each == name)
             return format;
     throw Error("unknown format " + quoted(name));
 }

@@ -139,7 +139,7 @@ SourceFacts probe_source(const Dataset& dataset, const std::string& manifest_dir
     }
     facts.format = known == Format::Auto ? Format::File : known;
     facts.bytes = static_cast<std::uint64_t>(st.st_size);
-    if (facts.format != Format::Tar)
+    if (traits_of(facts.format).counted_as_one_file)
         facts.files = 1;
     return facts;
 }

@@ -16,50 +16,75 @@ std::string SiteSettings::manifests() const
     return manifest_dir.empty() ? state_dir + "/manifests" : manifest_dir;
 }
 
+const NameTable<Scope>& scope_names()
+{
+    static const NameTable<Scope> names = {{"node", Scope::Node}, {"shared", Scope::Shared}};
+    return names;
+}
+
+const NameTable<Cleanup>& cleanup_names()
+{
+    static const NameTable<Cleanup> names = {{"job-end", Cleanup::JobEnd},
+                                             {"cache", Cleanup::Cache},
+                                             {"keep", Cleanup::Keep}};
+    return names;
+}
+
+const NameTable<Mode>& mode_names()
+{
+    static const NameTable<Mode> names = {{"copy", Mode::Copy}, {"extract", Mode::Extract}, {"mount", Mode::Mount}};
+    return names;
+}
+
+const NameTable<PurgeBy>& purge_by_names()
+{
+    static const NameTable<PurgeBy> names = {{"atime", PurgeBy::Atime},
+                                             {"mtime", PurgeBy::Mtime},
+                                             {"ctime", PurgeBy::Ctime},
+                                             {"max", PurgeBy::Max}};
+    return names;
+}
+
+const NameTable<Reach>& reach_names()
+{
+    static const NameTable<Reach> names = {{"compute", Reach::Compute}, {"mover", Reach::Mover}};
+    return names;
+}
+
+const NameTable<Placement>& placement_names()
+{
+    static const NameTable<Placement> names = {{"whole", Placement::Whole}, {"split", Placement::Split}};
+    return names;
+}
+
 std::string to_string(Scope scope)
 {
-    return scope == Scope::Node ? "node" : "shared";
+    return name_in(scope_names(), scope);
 }
 
 std::string to_string(Cleanup cleanup)
 {
-    switch (cleanup) {
-    case Cleanup::JobEnd: return "job-end";
-    case Cleanup::Cache: return "cache";
-    case Cleanup::Keep: return "keep";
-    }
-    return "?";
+    return name_in(cleanup_names(), cleanup);
 }
 
 std::string to_string(Mode mode)
 {
-    switch (mode) {
-    case Mode::Copy: return "copy";
-    case Mode::Extract: return "extract";
-    case Mode::Mount: return "mount";
-    }
-    return "?";
+    return name_in(mode_names(), mode);
 }
 
 std::string to_string(PurgeBy purge_by)
 {
-    switch (purge_by) {
-    case PurgeBy::Atime: return "atime";
-    case PurgeBy::Mtime: return "mtime";
-    case PurgeBy::Ctime: return "ctime";
-    case PurgeBy::Max: return "max";
-    }
-    return "?";
+    return name_in(purge_by_names(), purge_by);
 }
 
 std::string to_string(Reach reach)
 {
-    return reach == Reach::Mover ? "mover" : "compute";
+    return name_in(reach_names(), reach);
 }
 
 std::string to_string(Placement placement)
 {
-    return placement == Placement::Split ? "split" : "whole";
+    return name_in(placement_names(), placement);
 }
 
 bool Tier::charged_by_default() const

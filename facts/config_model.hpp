@@ -31,6 +31,15 @@ enum class Reach { Compute, Mover };
 // or split, each node holding its share (policies/split_placement).
 enum class Placement { Whole, Split };
 
+// Each value's name in dlstage.toml, in the order dlstage.toml(5) gives
+// them: config/config reads these tables, to_string says the names.
+const NameTable<Scope>& scope_names();
+const NameTable<Cleanup>& cleanup_names();
+const NameTable<Mode>& mode_names();
+const NameTable<PurgeBy>& purge_by_names();
+const NameTable<Reach>& reach_names();
+const NameTable<Placement>& placement_names();
+
 std::string to_string(Scope scope);
 std::string to_string(Cleanup cleanup);
 std::string to_string(Mode mode);

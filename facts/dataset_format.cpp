@@ -15,6 +15,14 @@ constexpr Suffix kSuffixes[] = {{".tar.gz", Format::Tar},    {".tar.zst", Format
                                 {".tar.bz2", Format::Tar},   {".tgz", Format::Tar},          {".tar", Format::Tar},
                                 {".sqfs", Format::Squashfs}, {".squashfs", Format::Squashfs}};
 
+constexpr FormatTraits kFormats[] = {
+    {Format::Auto, "auto", "", true},
+    {Format::Dir, "dir", "", true},
+    {Format::File, "file", "", true},
+    {Format::Tar, "tar", "tar shards", false},
+    {Format::Squashfs, "squashfs", "squashfs images", true},
+};
+
 const Suffix* suffix_of(std::string_view name)
 {
     for (const Suffix& suffix : kSuffixes)
@@ -24,16 +32,33 @@ const Suffix* suffix_of(std::string_view name)
 }
 }  // namespace
 
+const FormatTraits& traits_of(Format format)
+{
+    for (const FormatTraits& traits : kFormats)
+        if (traits.format == format)
+            return traits;
+    return kFormats[0];
+}
+
+const NameTable<Format>& format_names()
+{
+    static const NameTable<Format> names = [] {
+        NameTable<Format> table;
+        for (const FormatTraits& traits : kFormats)
+            table.emplace_back(traits.name, traits.format);
+        return table;
+    }();
+    return names;
+}
+
 std::string to_string(Format format)
 {
-    switch (format) {
-    case Format::Auto: return "auto";
-    case Format::Dir: return "dir";
-    case Format::File: return "file";
-    case Format::Tar: return "tar";
-    case Format::Squashfs: return "squashfs";
-    }
-    return "?";
+    return traits_of(format).name;
+}
+
+bool comes_in_parts(Format format)
+{
+    return *traits_of(format).parts != '\0';
 }
 
 bool is_glob(std::string_view path)
@@ -49,7 +74,7 @@ std::string_view archive_suffix(std::string_view name)
 
 bool is_part_glob(std::string_view source, Format known)
 {
-    return is_glob(source) && (known == Format::Tar || known == Format::Squashfs);
+    return is_glob(source) && comes_in_parts(known);
 }
 
 Format format_from_name(std::string_view source)

@@ -7,12 +7,45 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace dlstage {
 
 enum class Format { Auto, Dir, File, Tar, Squashfs };
 
+// A value's name in the configuration, and what the name list of an enum
+// holds: each value with its name, in the order the documentation gives
+// them (config/config reads them; to_string says them).
+template <typename E>
+using NameTable = std::vector<std::pair<std::string, E>>;
+template <typename E>
+std::string name_in(const NameTable<E>& names, E value)
+{
+    for (const auto& [name, each] : names)
+        if (each == value)
+            return name;
+    return "?";
+}
+
+// What a format is and what the rest of dlstage asks of it, one line per
+// format (kFormats in the .cpp): a new format is a line there, its suffixes
+// beside it, its modes in policies/staging_mode and its unpacking in
+// stager/extract/extract_parts.
+struct FormatTraits {
+    Format format;
+    const char* name;          // the catalog's `format`, a manifest's header
+    const char* parts;         // what a glob's matches are ("tar shards"); "": it has none
+    bool counted_as_one_file;  // a single file of it counts as one file at submit (not tar's members)
+};
+const FormatTraits& traits_of(Format format);
+
+// "auto", "dir", "file", "tar", "squashfs".
+const NameTable<Format>& format_names();
 std::string to_string(Format format);
+// Whether a glob of files of this format names a dataset's parts (tar
+// shards, an image set).
+bool comes_in_parts(Format format);
 
 // Has a '*', '?' or '[': a pattern for tar shards, not one file.
 bool is_glob(std::string_view path);

@@ -36,7 +36,7 @@ Verdict mode_fits_declared_format(Mode mode, Format declared, bool part_glob)
 Verdict source_fits_format(const SourceShape& shape)
 {
     if (shape.shard_dirs > 1)
-        return Verdict::refuse(std::string(shape.declared == Format::Squashfs ? "squashfs images" : "tar shards") +
+        return Verdict::refuse(std::string(traits_of(shape.declared).parts) +
                                " must sit in one directory: " + quoted(shape.source));
     if (shape.is_dir && shape.declared != Format::Auto && shape.declared != Format::Dir)
         return Verdict::refuse(quoted(shape.source) + " is a directory, but the dataset's format is " +

@@ -59,8 +59,7 @@ Plan plan_shards(const Dataset& dataset, Format format)
     if (found.err != 0)
         throw_cannot("read", shown_path(pattern), found.err);
     if (found.paths.empty())
-        throw Error(std::string(format == Format::Squashfs ? "no squashfs images" : "no tar shards") + " match " +
-                    quoted(pattern));
+        throw Error(std::string("no ") + traits_of(format).parts + " match " + quoted(pattern));
     policy::require(policy::source_fits_format({pattern, format, false, found.directories()}));
     for (const std::string& path : found.paths)
         add_single_file(path, plan);

@@ -59,7 +59,7 @@ toml::table split_index(const StageItem& item, const Plan& plan, const SplitLayo
                       {"bytes", count(split.share_bytes[node])},
                       {"files", count(split.share_files[node])},
                       {"shares", std::move(shares)}};
-    if (plan.format == Format::Tar || plan.format == Format::Squashfs) {  // parts, not a tree's files
+    if (comes_in_parts(plan.format)) {  // parts, not a tree's files
         toml::array parts;
         for (std::size_t part = 0; part < split.part_entry.size(); ++part)
             parts.push_back(toml::table{{"path", std::string(plan.entries.path(split.part_entry[part]))},

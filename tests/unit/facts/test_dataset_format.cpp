@@ -1,5 +1,8 @@
 #include <boost/test/unit_test.hpp>
 
+#include <string>
+#include <vector>
+
 #include "facts/dataset_format.hpp"
 
 using namespace dlstage;
@@ -32,6 +35,25 @@ BOOST_AUTO_TEST_CASE(globs_are_star_question_mark_and_brackets)
     BOOST_TEST(is_glob("/p/x/a?.tar"));
     BOOST_TEST(is_glob("/p/x/a[12].tar"));
     BOOST_TEST(!is_glob("/p/x/a-1.tar"));
+}
+
+BOOST_AUTO_TEST_CASE(each_format_has_one_name_and_says_whether_it_comes_in_parts)
+{
+    std::vector<std::string> names;
+    for (const auto& [name, format] : format_names()) {
+        names.push_back(name);
+        BOOST_TEST(to_string(format) == name);
+        BOOST_TEST((traits_of(format).format == format));
+    }
+    BOOST_TEST(names == std::vector<std::string>({"auto", "dir", "file", "tar", "squashfs"}),
+               boost::test_tools::per_element());
+    BOOST_TEST(std::string(traits_of(Format::Tar).parts) == "tar shards");
+    BOOST_TEST(std::string(traits_of(Format::Squashfs).parts) == "squashfs images");
+    BOOST_TEST(comes_in_parts(Format::Tar));
+    BOOST_TEST(!comes_in_parts(Format::Dir));
+    BOOST_TEST(!comes_in_parts(Format::File));
+    BOOST_TEST(!traits_of(Format::Tar).counted_as_one_file);  // its members are not known from a stat
+    BOOST_TEST(traits_of(Format::Squashfs).counted_as_one_file);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
