@@ -82,7 +82,7 @@ int cmd_gc(const GlobalOptions& global, const std::vector<std::string>& args)
         return usage_error("gc: no tier " + quoted(options.tier) + " in " + config.file +
                                " (tiers: " + join(config.tier_names(), ", ") + ")",
                            "gc");
-    if (const Tier* only = config.find_tier(options.tier); only && only->cleanup == Cleanup::Keep)
+    if (const Tier* only = config.find_tier(options.tier); only && only->keeps_copies())
         std::cout << "tier " << quoted(options.tier) << " has cleanup = \"" << to_string(only->cleanup)
                   << "\": its data outlives jobs, nothing there is gc's\n";
     if (options.node.empty())

@@ -20,6 +20,7 @@
 #include "lib/sys/sys_error.hpp"
 #include "policies/split_placement.hpp"
 #include "policies/staging_mode.hpp"
+#include "policies/tier_settings.hpp"
 
 namespace dlstage {
 
@@ -299,9 +300,8 @@ private:
         if (name == "split" || name == "whole")
             problem(table.source(), prefix,
                     "a tier may not be named " + quoted(name) + ": after a tier, --stage-data reads it as a placement");
-        if (tier.placement == Placement::Split && tier.scope == Scope::Shared)
-            problem(table.get("placement")->source(), prefix + ".placement",
-                    "a shared tier holds one copy every node reads: only a node tier splits datasets");
+        if (const policy::Verdict fits = policy::placement_fits_kind(tier); !fits.allowed)
+            problem(table.get("placement")->source(), prefix + ".placement", fits.reason);
         load_max_bytes(table, prefix, tier);
         load_max_inodes(table, prefix, tier);
         load_purge(table, prefix, tier);
@@ -317,37 +317,11 @@ private:
             problem(where, prefix + ".path", e.what());
             return std::nullopt;
         }
-        if (tier.scope == Scope::Node && tier.cleanup == Cleanup::Cache && !tier.path.uses('j'))
-            problem(where, prefix + ".path",
-                    "cleanup = \"cache\" needs %j in the path: the job's directory holds its markers, the cache "
-                    "keeps its entries in <tier root>/.cache");
-        if (tier.cleanup == Cleanup::JobEnd && !tier.path.uses('j'))
-            problem(where, prefix + ".path",
-                    "cleanup = \"job-end\" needs %j in the path, or two jobs would share (and delete) "
-                    "one directory");
-        if (tier.scope == Scope::Shared)
-            check_shared_path(where, prefix, tier);
-        if (tier.scope == Scope::Shared && tier.charge_memory.value_or(false))
-            problem(table.get("charge_memory")->source(), prefix + ".charge_memory",
-                    "a shared tier is not in node memory: charge_memory is for node tiers");
+        for (const policy::KeyProblem& wrong : policy::path_fits_kind(tier))
+            problem(where, prefix + "." + wrong.key, wrong.message);
+        if (const policy::Verdict fits = policy::charge_memory_fits_kind(tier); !fits.allowed)
+            problem(table.get("charge_memory")->source(), prefix + ".charge_memory", fits.reason);
         return tier;
-    }
-
-    // One copy for all nodes of a job, in a directory the prolog gives to
-    // one user: per user (%u) and kept for reuse, or per job (%j) and gone
-    // with it.  Anything else would hand one user's copy to another.
-    void check_shared_path(const toml::source_region& where, const std::string& prefix, const Tier& tier)
-    {
-        const std::string key = prefix + ".path";
-        if (tier.path.uses('n'))
-            problem(where, key, "scope = \"shared\" means one copy for all nodes: drop %n");
-        if (tier.cleanup == Cleanup::Cache)
-            problem(where, prefix + ".cleanup",
-                    "cleanup = \"cache\" is for node tiers; a shared tier keeps its copies with \"keep\"");
-        if (tier.cleanup == Cleanup::Keep && !tier.path.uses('u'))
-            problem(where, key, "a kept shared copy is per user: put %u in the path (e.g. \"/p/scratch/dlstage/%u\")");
-        if (tier.cleanup == Cleanup::Keep && tier.path.uses('j'))
-            problem(where, key, "a kept shared copy is found again by the user's later jobs: drop %j");
     }
 
     // Only a node cache evicts: elsewhere the keys would promise what
@@ -369,9 +343,8 @@ private:
         }
         if (!any)
             return;
-        if (tier.cleanup != Cleanup::Cache)
-            problem(table.source(), prefix,
-                    "high_watermark and low_watermark are for cleanup = \"cache\" tiers (what evicts entries)");
+        if (const policy::Verdict fits = policy::watermarks_fit_kind(tier); !fits.allowed)
+            problem(table.source(), prefix, fits.reason);
         else if (tier.watermarks.low > tier.watermarks.high)
             problem(table.get("low_watermark") ? table.get("low_watermark")->source() : table.source(),
                     prefix + ".low_watermark", "must not be above high_watermark");
@@ -402,10 +375,8 @@ private:
         if (!any)
             return;
         const auto& where = table.source();
-        if (tier.scope != Scope::Shared)
-            problem(where, prefix,
-                    "purge_days, purge_by, warn_days and refresh_on_use are for scope = \"shared\" "
-                    "tiers (a file system the site purges)");
+        if (const policy::Verdict fits = policy::purge_fits_kind(tier); !fits.allowed)
+            problem(where, prefix, fits.reason);
         else if (!has_days)
             problem(where, prefix + ".purge_days", "purge_by, warn_days and refresh_on_use need purge_days (e.g. 90)");
         else if (tier.purge.days > 0 && tier.purge.warn_days >= tier.purge.days)
@@ -555,7 +526,7 @@ private:
             return;
         }
         const Tier* tier = config.find_tier(*via);
-        if (!tier || tier->scope != Scope::Shared)
+        if (!tier || !tier->shared())
             problem(table.get("via")->source(), prefix + ".via",
                     "must name a tier with scope = \"shared\", not " + quoted(*via) +
                         (tier ? "" : " (known: " + join(config.tier_names(), ", ") + ")"));
@@ -651,7 +622,7 @@ private:
             return;
         for (const std::string& name : dataset.tiers) {
             const Tier* tier = config.find_tier(name);
-            if (!tier || tier->scope == Scope::Shared)
+            if (!tier || tier->shared())
                 continue;  // whole in a shared tier: one copy for all
             if (const auto verdict = policy::split_possible(dataset, *tier, dataset.known_format()); !verdict.allowed) {
                 problem(table.get("placement")->source(), prefix + ".placement", verdict.reason);
@@ -723,7 +694,7 @@ private:
             return std::nullopt;
         }
         rule.tier = *tier;
-        if (config.find_tier(*tier)->scope == Scope::Shared && rule.charge_memory.value_or(false))
+        if (config.find_tier(*tier)->shared() && rule.charge_memory.value_or(false))
             problem(table.get("charge_memory")->source(), prefix + ".charge_memory",
                     "tier " + quoted(*tier) + " is shared, not in node memory: charge_memory is for node tiers");
         return rule;

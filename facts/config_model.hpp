@@ -85,6 +85,19 @@ struct Tier {
     // "tiers.shm", or an override's label (see Override::label).
     std::map<std::string, std::string> origin;
 
+    // Its kind, as the rest of dlstage asks it (scope and cleanup together:
+    // a new kind of tier answers these here, and the prolog, the epilog, gc,
+    // status and the stager follow):
+    // one copy that every node of a job reads (scope = "shared");
+    bool shared() const { return scope == Scope::Shared; }
+    // a node tier whose copies stay as a cache's entries, evicted under its
+    // watermarks (cleanup = "cache");
+    bool node_cache() const { return scope == Scope::Node && cleanup == Cleanup::Cache; }
+    // copies kept for the user's later jobs, never gc's (cleanup = "keep");
+    bool keeps_copies() const { return cleanup == Cleanup::Keep; }
+    // a job's copy that goes with its job directory at job end.
+    bool gone_at_job_end() const { return cleanup == Cleanup::JobEnd; }
+
     bool charges_memory() const { return charge_memory.value_or(charged_by_default()); }
     // A node tier under /dev/shm: the tmpfs every Linux node has (and the one
     // job_container/tmpfs makes private per job).  Other tmpfs tiers say so.

@@ -89,7 +89,7 @@ bool job_entry(const Tier& tier, const std::string& pattern, const std::string& 
         return true;
     }
     const std::size_t claim = name.rfind(kClaimWord);
-    if (tier.scope != Scope::Shared || claim == std::string::npos || claim + std::strlen(kClaimWord) == name.size())
+    if (!tier.shared() || claim == std::string::npos || claim + std::strlen(kClaimWord) == name.size())
         return false;
     out.kind = policy::GcKind::Claim;
     out.job_name = name.substr(0, claim);
@@ -124,7 +124,7 @@ struct TierScan {
             l.where = tier.name;
             l.root = tier.path.root();
             l.path = path;
-            l.shared = tier.scope == Scope::Shared;
+            l.shared = tier.shared();
             // mountinfo first: the stat of a mount point is the mount's.
             l.mounted = real.empty() || mounts.at(real).has_value();
             QuickStat f;

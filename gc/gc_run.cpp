@@ -112,7 +112,7 @@ std::vector<std::pair<std::string, std::function<Found()>>> parts_of(const Confi
     std::vector<std::pair<std::string, std::function<Found()>>> parts;
     std::set<std::string> templates;
     for (const auto& [name, tier] : config.tiers) {
-        if ((!options.tier.empty() && name != options.tier) || tier.cleanup != Cleanup::JobEnd ||
+        if ((!options.tier.empty() && name != options.tier) || !tier.gone_at_job_end() ||
             !templates.insert(tier.path.text()).second)
             continue;
         const Tier* t = &tier;
@@ -120,8 +120,8 @@ std::vector<std::pair<std::string, std::function<Found()>>> parts_of(const Confi
     }
     // A node cache's job directories are the job's to remove, as job-end's.
     for (const auto& [name, tier] : config.tiers) {
-        if ((!options.tier.empty() && name != options.tier) || tier.scope != Scope::Node ||
-            tier.cleanup != Cleanup::Cache || !templates.insert(tier.path.text()).second)
+        if ((!options.tier.empty() && name != options.tier) || !tier.node_cache() ||
+            !templates.insert(tier.path.text()).second)
             continue;
         const Tier* t = &tier;
         parts.emplace_back("tier " + quoted(name), [t, &options] { return find_tier_leftovers(*t, options.node); });
@@ -139,8 +139,7 @@ void run_gc(const Config& config, const SlurmJobs& jobs, const std::function<Slu
     for (const auto& [part, find] : parts_of(config, options))
         report(run_bounded_part(part, [&, find = find] { return leftovers_part(find, jobs, settings, options); }));
     for (const auto& [name, tier] : config.tiers) {
-        if ((!options.tier.empty() && name != options.tier) || tier.scope != Scope::Node ||
-            tier.cleanup != Cleanup::Cache)
+        if ((!options.tier.empty() && name != options.tier) || !tier.node_cache())
             continue;
         report(run_bounded_part("tier " + quoted(name), [&, t = &tier] {
             try {

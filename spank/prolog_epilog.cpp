@@ -243,7 +243,7 @@ void prepare_directories(const std::vector<StageItem>& items, const ScriptStart&
 
 bool is_cache(const Tier& tier)
 {
-    return tier.scope == Scope::Node && tier.cleanup == Cleanup::Cache;
+    return tier.node_cache();
 }
 
 // Each measurement or removal in a user's directory gets this long: a
@@ -553,10 +553,9 @@ Report epilog_work(const ScriptStart& start)
             // and the one whose rename claims it removes it.
             const Owner owner{job.uid, job.gid};
             const RemoveResult result =
-                item.tier.scope == Scope::Shared
-                    ? remove_tree_within_once(item.tier.path.root(), dir, owner,
-                                              std::string(base_name(dir)) + ".removing-" + job.node)
-                    : remove_tree_within(item.tier.path.root(), dir, owner);
+                item.tier.shared() ? remove_tree_within_once(item.tier.path.root(), dir, owner,
+                                                             std::string(base_name(dir)) + ".removing-" + job.node)
+                                   : remove_tree_within(item.tier.path.root(), dir, owner);
             removed += result.removed;
             for (const std::string& problem : result.problems)
                 problems.push_back(problem);

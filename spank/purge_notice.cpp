@@ -11,7 +11,7 @@ namespace dlstage::spank {
 void warn_of_purge(SpankApi& api, const StageItem& item, const std::string& user)
 {
     const Tier& tier = item.tier;
-    if (tier.scope != Scope::Shared || tier.cleanup != Cleanup::Keep || tier.purge.days <= 0)
+    if (!tier.shared() || !tier.keeps_copies() || tier.purge.days <= 0)
         return;
     try {
         // The user's own record, read as the user (submit runs as them).

@@ -37,8 +37,7 @@ void export_paths(SpankApi& api, const Config& config, const std::string& spec)
             api.setenv(index_var, layout.split_index);
         // A shared copy: the one this job was given, which its mark keeps
         // alive, not a newer one made beside it since (stager/copies/copy_readers).
-        const auto mark = item.tier.scope == Scope::Shared ? read_reader_mark(layout.readers_dir, job.values().job_id)
-                                                           : std::nullopt;
+        const auto mark = item.tier.shared() ? read_reader_mark(layout.readers_dir, job.values().job_id) : std::nullopt;
         api.setenv(item.env_name, mark ? mark->path : marker->path);
         names.push_back(item.dataset.name);
     }

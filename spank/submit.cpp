@@ -75,7 +75,7 @@ SourceFacts node_share(const SourceFacts& facts, const policy::SplitFacts& split
 // its share; one that would fit split is refused whole with how.
 void admit_on_each_node(SpankApi& api, const StageItem& item, SourceFacts& facts)
 {
-    const bool splittable = item.tier.scope == Scope::Node &&
+    const bool splittable = !item.tier.shared() &&
                             policy::split_possible(item.dataset, item.tier, facts.format).allowed;
     if (!item.split) {
         const policy::Verdict whole = policy::admit(item.dataset, item.tier, facts, policy::TierSpace{});

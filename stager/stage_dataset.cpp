@@ -16,9 +16,7 @@
 #include "stager/copies/kept_copy.hpp"
 #include "stager/copies/via_check.hpp"
 #include "stager/steps/phase_times.hpp"
-#include "stager/tiers/cache_tier.hpp"
-#include "stager/tiers/node_tier.hpp"
-#include "stager/tiers/shared_tier.hpp"
+#include "stager/tiers/stage_in_tier.hpp"
 #include "tier/safe_fs.hpp"
 
 namespace dlstage::stager {
@@ -78,12 +76,7 @@ void stage_dataset(const StageItem& planned, const NodeContext& ctx, const Excha
     const DatasetLayout layout = dataset_layout(item, ctx.values);
     const Fd job_dir = enter_job_dir(layout, ctx);
     try {
-        if (item.tier.scope == Scope::Shared)
-            stage_shared(item, ctx, options, layout, job_dir);
-        else if (item.tier.cleanup == Cleanup::Cache)
-            stage_cached(item, ctx, options, layout, job_dir);
-        else
-            stage_node_tier(item, ctx, options, layout, job_dir);
+        stage_in_tier(item, ctx, options, layout, job_dir);
     } catch (const Error& e) {
         throw in_job_dir(e, layout);
     }

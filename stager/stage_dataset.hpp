@@ -1,6 +1,6 @@
 // Staging one dataset to one tier on every node of the job (one rank per
 // node): the job directory the prolog prepared checked and entered, then
-// the way of the tier (stager/tiers/node_tier, shared_tier or cache_tier).
+// the way of the tier (stager/tiers/stage_in_tier).
 #pragma once
 
 #include "config/stage_spec.hpp"

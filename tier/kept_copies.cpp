@@ -82,7 +82,7 @@ std::vector<FoundCopy> find_copies(const Config& config, const std::string& data
 {
     std::vector<FoundCopy> found;
     for (const auto& [name, tier] : config.tiers) {
-        if (tier.scope != Scope::Shared || tier.cleanup != Cleanup::Keep)
+        if (!tier.shared() || !tier.keeps_copies())
             continue;
         std::string problem;
         const std::vector<std::string> users = all_users ? user_dirs(tier.path.root(), problem) : std::vector{user};

@@ -70,7 +70,7 @@ TierContents tier_contents(const std::string& root)
 std::vector<CacheEntry> cache_entries(const Tier& tier, const std::string& state_dir, const std::string& node)
 {
     std::vector<CacheEntry> entries;
-    if (tier.scope != Scope::Node || tier.cleanup != Cleanup::Cache)
+    if (!tier.node_cache())
         return entries;
     for (const NodeCacheEntry& e :
          find_cache_entries(tier, state_dir, node, kCacheLookSeconds, 3 * kCacheLookSeconds).entries)

@@ -259,7 +259,7 @@ namespace {
 // How the copies lie over the nodes, for the summary line.
 const char* placement_words(const StageItem& item)
 {
-    if (item.tier.scope == Scope::Shared)
+    if (item.tier.shared())
         return "(one shared copy) by";
     return item.split ? "split over" : "on";
 }
@@ -280,7 +280,7 @@ void say_transferred(const StageItem& item, const NodeContext& ctx, std::uint64_
         static_cast<double>(reduce_over_ranks(ctx.comm, cpu_microseconds() - cpu_start, MPI_SUM)) / 1e6;
     if (ctx.rank != 0 || ctx.quiet)
         return;
-    const bool shared = item.tier.scope == Scope::Shared;
+    const bool shared = item.tier.shared();
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     const double ratio = total_bytes ? static_cast<double>(read) / static_cast<double>(total_bytes) : 1.0;
     sayf("staged %s to %s %s %d nodes in %.2f s (%s%s); source bytes read %s (%.2fx); "
@@ -311,7 +311,7 @@ void say_staging(const StageItem& item, const NodeContext& ctx, const Plan& plan
     sayf("staging %s (%s in %llu %s) from %s to %s %s %d nodes", item.dataset.name.c_str(),
          format_size(plan.total_bytes()).c_str(), static_cast<unsigned long long>(plan.file_count()),
          plan.file_count() == 1 ? "file" : "files", item.dataset.source.c_str(), item.tier.name.c_str(),
-         item.tier.scope == Scope::Shared ? "(one shared copy) by" : "on", ctx.size);
+         item.tier.shared() ? "(one shared copy) by" : "on", ctx.size);
 }
 
 }  // namespace dlstage::stager

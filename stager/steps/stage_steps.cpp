@@ -188,9 +188,9 @@ private:
 WriterOptions writer_options_for(const StageItem& item)
 {
     WriterOptions options;
-    options.shared = item.tier.scope == Scope::Shared;
+    options.shared = item.tier.shared();
     options.keep_times = policy::keeps_source_mtimes(item.tier);
-    if (item.tier.scope == Scope::Node && item.tier.cleanup == Cleanup::Cache)
+    if (item.tier.node_cache())
         options.file_mode_mask = 0555;
     return options;
 }
@@ -208,7 +208,7 @@ TransferResult transfer(const StageItem& item, const NodeContext& ctx, const Exc
                         const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir, const Plan& plan,
                         const policy::ExtractionBudget& budget, bool continues, ProvingReads* changes)
 {
-    const bool shared = item.tier.scope == Scope::Shared;
+    const bool shared = item.tier.shared();
     const bool extract = item.dataset.mode == Mode::Extract;
     WriterOptions writing = writer_options_for(item);
     writing.continues = continues;

@@ -20,5 +20,6 @@
 #include "tests/unit/policies/test_split_placement.cpp"
 #include "tests/unit/policies/test_staging_mode.cpp"
 #include "tests/unit/policies/test_tier_choice.cpp"
+#include "tests/unit/policies/test_tier_settings.cpp"
 #include "tests/unit/policies/test_two_hop.cpp"
 #include "tests/unit/policies/test_unsquashfs.cpp"
