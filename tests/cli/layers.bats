@@ -85,3 +85,17 @@ whole_tree() {
     [ "$out" = "check-layers: tier/tier_walk.hpp:$(wc -l <"$work/src/tier/tier_walk.hpp"): includes tier/safe_fs.hpp: inside tier/, tier/tier_walk (layer 0) may use only lower layers, and tier/safe_fs is layer 1" ] ||
         fail "not named as expected: $out"
 }
+
+@test "layers: a folder holding more than 15% of the code is named, and fails" {
+    whole_tree
+    layers "$work/src"
+    [ "$status" -eq 0 ] || fail "the copied tree should hold: $out"
+    # Lines enough to make facts/ a fifth of the code.
+    local total
+    total=$(find "$work/src" -name '*.[ch]pp' -exec cat {} + | wc -l)
+    yes 'int filler;' | head -n $((total / 3)) >"$work/src/facts/filler.cpp"
+    layers "$work/src"
+    [ "$status" -eq 1 ] || fail "exit $status"
+    [[ "$out" =~ ^check-layers:\ facts/\ holds\ [0-9.]+%\ of\ the\ code\ \(over\ 15%\):\ give\ it\ sub-rooms\ by\ concern,\ or\ move\ a\ concern\ out$ ]] ||
+        fail "not named as expected: $out"
+}
