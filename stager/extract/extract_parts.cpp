@@ -1,10 +1,6 @@
 #include "stager/extract/extract_parts.hpp"
 
-#include <cerrno>
-#include <sys/stat.h>
-
 #include "lib/error.hpp"
-#include "lib/sys/sys_error.hpp"
 #include "stager/extract/parallel_extract.hpp"
 
 namespace dlstage::stager {
@@ -18,12 +14,14 @@ ExtractStats extract_parts(Format format, const std::vector<std::string>& parts,
         // An image set: each unpacked beside the images, then merged.
         return parts.size() == 1 ? extract_squashfs(parts.front(), dest, &budget)
                                  : extract_squashfs_set(parts, dest, scratch, &budget);
-    case Format::Tar:
-        if (mkdir(dest.c_str(), 0755) != 0)
-            throw_cannot("create", dest, errno);
-        return extract_shards(parts, dest, threads, clear_dest, budget).stats;
+    case Format::Tar: return extract_shards(parts, dest, threads, clear_dest, budget).stats;
     default: throw Error("a dataset of format " + to_string(format) + " is not unpacked: it is staged as it is");
     }
+}
+
+bool unpacks_into_existing_dir(Format format)
+{
+    return format == Format::Tar;
 }
 
 bool extracts_part_by_part(Format format)

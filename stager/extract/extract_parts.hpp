@@ -13,12 +13,17 @@
 
 namespace dlstage::stager {
 
-// Every part, in order, into dest, which must not exist yet (its parent
-// must), on up to `threads` threads: tar shards as `tar -x` of each in turn
-// leaves them (extract_shards; clear_dest empties dest, making it again,
-// for its in-order retry), one squashfs image, or an image set merged
-// (scratch: a directory of the caller's on dest's file system).  Throws
-// Error naming the part; what it wrote stays for the caller to remove.
+// Whether the format's parts are unpacked into a directory that exists
+// (tar shards: the caller makes dest first), or make dest themselves
+// (squashfs: dest must not exist yet, its parent must).
+bool unpacks_into_existing_dir(Format format);
+
+// Every part, in order, into dest, on up to `threads` threads: tar shards
+// as `tar -x` of each in turn leaves them (extract_shards; clear_dest
+// empties dest, making it again, for its in-order retry), one squashfs
+// image, or an image set merged (scratch: a directory of the caller's on
+// dest's file system).  Throws Error naming the part; what it wrote stays
+// for the caller to remove.
 ExtractStats extract_parts(Format format, const std::vector<std::string>& parts, const std::string& dest,
                            const std::string& scratch, unsigned threads, const std::function<void()>& clear_dest,
                            ExtractBudget& budget);

@@ -69,6 +69,8 @@ Unpacked unpack_here(const DatasetLayout& layout, const Fd& job_dir, const std::
         remove_or_throw(job_dir, shown, layout.partial_dir, "clear");
         make_fresh_dir(layout.partial_dir);
     };
+    if (unpacks_into_existing_dir(plan.format))
+        make_fresh_dir(layout.partial_dir);
     try {
         done.stripped =
             extract_parts(plan.format, parts, layout.partial_dir, layout.incoming_dir, threads, clear, budget).stripped;

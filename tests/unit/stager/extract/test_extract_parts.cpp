@@ -1,5 +1,5 @@
 // stager/extract/extract_parts: the unpacking each format takes, chosen in
-// one place: tar shards into a directory it makes, one squashfs image, and
+// one place: tar shards into a directory made for them, one squashfs image, and
 // a part at a time for the formats whose parts several ranks unpack.
 #include <boost/test/unit_test.hpp>
 
@@ -23,6 +23,8 @@ BOOST_AUTO_TEST_CASE(tar_shards_go_into_a_directory_made_for_them_and_may_go_par
     test::write_archive(shards[0], {test::file("a/0", "zero")});
     test::write_archive(shards[1], {test::file("a/1", "one")});
     ExtractBudget unlimited;
+    BOOST_TEST(unpacks_into_existing_dir(Format::Tar));
+    BOOST_REQUIRE(::mkdir((dir / "out").c_str(), 0755) == 0);
     const ExtractStats all = extract_parts(
         Format::Tar, shards, dir / "out", dir.path(), 2, [] {}, unlimited);
     BOOST_TEST(all.bytes == 7u);
@@ -40,6 +42,7 @@ BOOST_AUTO_TEST_CASE(an_image_is_unpacked_whole_by_one_and_a_plain_file_not_at_a
     s.make_file("f", "image");
     s.make_image();
     ExtractBudget unlimited;
+    BOOST_TEST(!unpacks_into_existing_dir(Format::Squashfs));
     extract_parts(
         Format::Squashfs, {s.image}, s.dest, s.tmp.path(), 2, [] {}, unlimited);
     BOOST_TEST(test::content_of(s.in_dest("f")) == "image");
