@@ -30,6 +30,8 @@ std::string entry_name(const NodeCacheEntry& entry)
     return printable(entry.user + "/" + entry.dataset);  // a name may hold a newline
 }
 
+namespace cache_detail {
+
 void act_as(uid_t uid, gid_t gid, const std::string& user)
 {
     if (::geteuid() == uid)
@@ -144,11 +146,13 @@ MountsInCache mounts_in(const MountTable& mounts, const std::string& real_dir, c
     return found;
 }
 
+}  // namespace cache_detail
+
 ProbedSource probe_source_as(const Dataset& dataset, const std::string& manifest_dir, const std::string& user,
                              uid_t uid, gid_t gid, double seconds)
 {
     const BoundedOutcome outcome = run_bounded(seconds, [&] {
-        act_as(uid, gid, user);
+        cache_detail::act_as(uid, gid, user);
         const SourceFacts facts = probe_source(dataset, manifest_dir);
         if (facts.state != SourceFacts::State::Present)
             throw Error(facts.problem);

@@ -90,7 +90,10 @@ struct ProbedSource {
 ProbedSource probe_source_as(const Dataset& dataset, const std::string& manifest_dir, const std::string& user,
                              uid_t uid, gid_t gid, double seconds);
 
-// --- what tier/'s cache files share: names, owners, the cache parent ---------
+// What tier/'s cache files share (cache_measure, cache_evict), for their
+// use alone: which entry a name is, acting as an owner (in a bounded child
+// only), the cache parent's users and the mounts in their directories.
+namespace cache_detail {
 
 // The dataset an entry's name belongs to: "imagenet" for imagenet/,
 // .ready-imagenet.toml, .contents-imagenet, .partial-imagenet, ...
@@ -138,5 +141,7 @@ struct MountsInCache {
 
 // Those of `dir` (shown as it is configured), whose real path is `real_dir`.
 MountsInCache mounts_in(const MountTable& mounts, const std::string& real_dir, const std::string& dir);
+
+}  // namespace cache_detail
 
 }  // namespace dlstage

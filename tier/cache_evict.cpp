@@ -21,6 +21,8 @@
 
 namespace dlstage {
 
+using namespace cache_detail;
+
 namespace {
 // The cache parent and the mounts in its directory `name` (shown as
 // `dir`) as mountinfo lists them now, before removing anything there; or

@@ -28,6 +28,8 @@
 
 namespace dlstage {
 
+using namespace cache_detail;
+
 namespace {
 // The measuring child's answer: per dataset its name, bytes, inodes, files,
 // whether its ready record is there (1, 0) and its newest ctime (the user

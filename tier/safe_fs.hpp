@@ -33,7 +33,7 @@
 
 #include "lib/sys/fd.hpp"
 #include "lib/sys/tree_remover.hpp"
-#include "tier/tier_walk.hpp"
+#include "tier/untrusted.hpp"
 
 namespace dlstage {
 

@@ -14,13 +14,7 @@
 
 #include "lib/sys/fd.hpp"
 #include "lib/sys/quick_stat.hpp"
-
-namespace dlstage {
-// What a walk does with a level it does not trust: the prolog moves it
-// aside and makes its own; the others (a state_dir is the admin's, not to
-// be moved) refuse it.
-enum class Untrusted { MoveAside, Refuse };
-}  // namespace dlstage
+#include "tier/untrusted.hpp"
 
 namespace dlstage::tier_walk {
 

@@ -82,7 +82,7 @@ whole_tree() {
     printf '#include "tier/safe_fs.hpp"\n' >>"$work/src/tier/tier_walk.hpp"
     layers "$work/src"
     [ "$status" -eq 1 ] || fail "exit $status"
-    [ "$out" = "check-layers: tier/tier_walk.hpp:$(wc -l <"$work/src/tier/tier_walk.hpp"): includes tier/safe_fs.hpp: inside tier/, tier/tier_walk (layer 0) may use only lower layers, and tier/safe_fs is layer 1" ] ||
+    [ "$out" = "check-layers: tier/tier_walk.hpp:$(wc -l <"$work/src/tier/tier_walk.hpp"): includes tier/safe_fs.hpp: inside tier/, tier/tier_walk (layer 1) may use only lower layers, and tier/safe_fs is layer 2" ] ||
         fail "not named as expected: $out"
 }
 
