@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "facts/dataset_format.hpp"
+#include "facts/names.hpp"
 #include "facts/path_template.hpp"
 #include "lib/size.hpp"
 

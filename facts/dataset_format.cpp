@@ -37,7 +37,8 @@ const FormatTraits& traits_of(Format format)
     for (const FormatTraits& traits : kFormats)
         if (traits.format == format)
             return traits;
-    return kFormats[0];
+    static const FormatTraits unknown{format, "?", "", true};
+    return unknown;
 }
 
 const NameTable<Format>& format_names()

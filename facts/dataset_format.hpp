@@ -7,26 +7,12 @@
 
 #include <string>
 #include <string_view>
-#include <utility>
-#include <vector>
+
+#include "facts/names.hpp"
 
 namespace dlstage {
 
 enum class Format { Auto, Dir, File, Tar, Squashfs };
-
-// A value's name in the configuration, and what the name list of an enum
-// holds: each value with its name, in the order the documentation gives
-// them (config/config reads them; to_string says them).
-template <typename E>
-using NameTable = std::vector<std::pair<std::string, E>>;
-template <typename E>
-std::string name_in(const NameTable<E>& names, E value)
-{
-    for (const auto& [name, each] : names)
-        if (each == value)
-            return name;
-    return "?";
-}
 
 // What a format is and what the rest of dlstage asks of it, one line per
 // format (kFormats in the .cpp): a new format is a line there, its suffixes

@@ -1,14 +1,13 @@
 // What a job checks before it reuses a copy in a shared tier, and how it
-// fetches back what the site's purge took: the source's identity (each
-// entry's path, type, size, mtime and mode, as planned), the list of what
-// the copy holds (its contents file: a plan of the copy, in the plan's
-// wire format), and a check of the copy against that list by stat alone,
-// many in flight, each rank its share.  No MPI here: the caller shares the
-// work out (stager/tiers/shared_tier.cpp).
+// fetches back what the site's purge took: the list of what the copy holds
+// (its contents file: a plan of the copy, in the plan's wire format; the
+// source's identity, a digest of the plan, is stager/plan/plan's
+// source_identity), and a check of the copy against that list by stat
+// alone, many in flight, each rank its share.  No MPI here: the caller
+// shares the work out (stager/tiers/shared_tier.cpp).
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <limits>
 #include <optional>
 #include <string>

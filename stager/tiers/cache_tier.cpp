@@ -22,7 +22,6 @@
 #include "lib/sys/replace_file.hpp"
 #include "lib/sys/sys_error.hpp"
 #include "policies/cache_reuse.hpp"
-#include "policies/split_placement.hpp"
 #include "stager/copies/copy_check.hpp"
 #include "stager/copies/copy_lock.hpp"
 #include "stager/copies/kept_copy.hpp"

@@ -14,7 +14,6 @@
 #include "lib/sys/quick_stat.hpp"
 #include "lib/sys/replace_file.hpp"
 #include "lib/sys/sys_error.hpp"
-#include "policies/split_placement.hpp"
 #include "stager/plan/plan.hpp"
 #include "stager/plan/split_share.hpp"
 #include "stager/steps/collectives.hpp"
