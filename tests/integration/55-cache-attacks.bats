@@ -460,21 +460,15 @@ n1_slurmd_pid() {
 # measures again under the lock.  Sets $holder.
 # Only n1's processes (its mount namespace, that of its slurmd): the other
 # test cluster's slurmstepd also runs as root with a user's effective uid at
-# times, and one stopped there never ends its job.  One pgrep a look, no
-# command per process: a slower loop let a CI run's measuring finish first.
+# times, and one stopped there never ends its job.  stop-measuring looks at
+# new processes about once a millisecond: loops of pgrep let CI runs'
+# measuring finish first.
 hold_measuring() {
-    local uids n1_slurmd
-    uids=$(echo $*)
+    local n1_slurmd
     n1_slurmd=$(n1_slurmd_pid) || { echo "no slurmd of n1 found"; return 1; }
-    local n=0
-    (
-        while :; do
-            # shellcheck disable=SC2046  # pids, or none
-            kill -STOP $(pgrep --ns "$n1_slurmd" --nslist mnt -U 0 -u "${uids// /,}") 2>/dev/null || true
-            n=$((n + 1))
-            [ $((n % 20)) -ne 0 ] || printf e >>"$STATE/cache/n1/evictions"
-        done
-    ) >/dev/null 2>&1 3>&- &
+    # shellcheck disable=SC2068  # one uid a word
+    "$BATS_TEST_DIRNAME/stop-measuring" --bump "$STATE/cache/n1/evictions" \
+        "$(readlink "/proc/$n1_slurmd/ns/mnt")" $@ >/dev/null 2>&1 3>&- &
     holder=$!
 }
 
@@ -551,14 +545,7 @@ hold_measuring() {
 hold_first_measuring() {
     local n1_slurmd
     n1_slurmd=$(n1_slurmd_pid) || { echo "no slurmd of n1 found"; return 1; }
-    (
-        while :; do
-            pids=$(pgrep --ns "$n1_slurmd" --nslist mnt -U 0 -u "$1") || continue
-            # shellcheck disable=SC2086  # one pid, rarely more
-            kill -STOP $pids
-            exit 0
-        done
-    ) >/dev/null 2>&1 3>&- &
+    "$BATS_TEST_DIRNAME/stop-measuring" --first "$(readlink "/proc/$n1_slurmd/ns/mnt")" "$1" >/dev/null 2>&1 3>&- &
     holder=$!
 }
 
