@@ -37,7 +37,9 @@ const FormatTraits& traits_of(Format format)
     for (const FormatTraits& traits : kFormats)
         if (traits.format == format)
             return traits;
-    static const FormatTraits unknown{format, "?", "", true};
+    // A value no line names (none today): "?" for its name, as to_string
+    // said before; one constant, not the first caller's value kept.
+    static const FormatTraits unknown{Format::Auto, "?", "", true};
     return unknown;
 }
 
