@@ -409,7 +409,13 @@ requeued_mover_finishes() {
         fi
         sleep 0.5
     done
-    [ "$(job_state "$job")" = COMPLETED ]
+    [ "$(job_state "$job")" = COMPLETED ] || {
+        echo "after 300 s: job $job $(job_state "$job"), mover job $mover $(job_state "$mover")"
+        scontrol show job "$mover"
+        scontrol show job "$job"
+        cat "$(mine)/.mover-in21k.out"
+        false
+    }
     [ "$(job_state "$mover")" = COMPLETED ]
     scontrol show job "$mover" | grep -q 'Restarts=1'
     [ "$(squeue -h -t all -j "$job" -o %k)" = "dlstage: waits for mover job $mover (in21k:shm)" ]
