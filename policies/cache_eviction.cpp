@@ -54,6 +54,13 @@ std::optional<std::uint64_t> in_use_by_file_system(const std::optional<std::uint
     return *total - *free;
 }
 
+// "last used 2026-12-01", or "no recorded use" (an entry no job staged,
+// whose use root never recorded), not the epoch's day.
+std::string last_use_text(std::int64_t last_use)
+{
+    return last_use ? "last used " + day_text(last_use) : "no recorded use";
+}
+
 std::string share_text(double share)
 {
     return std::to_string(static_cast<long long>(std::llround(share * 100))) + "%";
@@ -137,7 +144,7 @@ EvictionPlan plan_eviction(const std::vector<CacheEntryFacts>& entries, const Ca
         usage.inodes -= std::min(usage.inodes, entry.inodes);
         plan.evict.push_back(i);
         plan.why.push_back("evict " + entry.name + " (" + format_size(entry.bytes) + ", " +
-                           std::to_string(entry.inodes) + " inodes, last used " + day_text(entry.last_use) +
+                           std::to_string(entry.inodes) + " inodes, " + last_use_text(entry.last_use) +
                            "): the tier was at " + before + ", above the high watermark " + share_text(marks.high));
     }
     // Then every entry nobody could measure that no job uses: what each
@@ -149,8 +156,7 @@ EvictionPlan plan_eviction(const std::vector<CacheEntryFacts>& entries, const Ca
             continue;
         plan.evict.push_back(i);
         plan.why.push_back("evict " + entry.name + " (not measured in time, its size unknown, " +
-                           (entry.last_use ? "last used " + day_text(entry.last_use) : std::string("no recorded use")) +
-                           "): " + unexplained(tier, seen, marks.high));
+                           last_use_text(entry.last_use) + "): " + unexplained(tier, seen, marks.high));
     }
     if (!above(usage, tier, 1.0)) {
         plan.fits = Verdict::allow(plan.evict.empty() ? "above the high watermark, but every entry is in use"

@@ -43,7 +43,11 @@ void act_as(uid_t uid, gid_t gid, const std::string& user)
         throw_cannot("act as uid " + std::to_string(uid) + " for", "the node cache", errno);
 }
 
-std::string dataset_of(const std::string& name)
+namespace {
+// The dataset part of a name of dlstage's making (job/job_layout.hpp's
+// prefixes and suffix); "" when it has none ("imagenet", a bare
+// ".partial-", "...tmp.x").
+std::string dataset_part(const std::string& name)
 {
     if (name.empty() || name[0] != '.')
         return name;
@@ -68,16 +72,19 @@ std::string dataset_of(const std::string& name)
         if (rest.rfind('-') != std::string::npos && rest.rfind('-') > 0)
             return rest.substr(0, rest.rfind('-'));
     }
-    // Anything else the user put there counts, and may go, as an entry of
-    // its own: nothing in a cache directory escapes the watermarks.
-    return name == "." || name == ".." ? "" : name;
+    return "";
 }
+}  // namespace
 
-bool is_retired_copy_of(const std::string& entry, const std::string& name)
+std::string dataset_of(const std::string& name)
 {
-    const std::string prefix = kRetiredPrefix + name + "-";
-    return starts_with(entry, prefix) && entry.size() > prefix.size() &&
-           entry.find_first_not_of("0123456789", prefix.size()) == std::string::npos;
+    if (name.empty() || name == "." || name == "..")
+        return "";
+    // Anything else the user put there counts, and may go, as an entry of
+    // its own, a name whose dataset part is empty too (".ready-",
+    // "...tmp.x"): nothing in a cache directory escapes the watermarks.
+    std::string dataset = dataset_part(name);
+    return dataset.empty() ? name : dataset;
 }
 
 namespace {
@@ -140,8 +147,7 @@ MountsInCache mounts_in(const MountTable& mounts, const std::string& real_dir, c
         }
         const std::string below = point.substr(real_dir.size() + 1);
         const std::string name = below.substr(0, below.find('/'));
-        const std::string dataset = dataset_of(name).empty() ? name : dataset_of(name);
-        found.datasets.emplace(dataset, not_entered(dir + "/" + name, mount));
+        found.datasets.emplace(dataset_of(name), not_entered(dir + "/" + name, mount));
     }
     return found;
 }

@@ -95,12 +95,13 @@ ProbedSource probe_source_as(const Dataset& dataset, const std::string& manifest
 // only), the cache parent's users and the mounts in their directories.
 namespace cache_detail {
 
-// The dataset an entry's name belongs to: "imagenet" for imagenet/,
-// .ready-imagenet.toml, .contents-imagenet, .partial-imagenet, ...
+// The entry a name in a user's cache directory belongs to: "imagenet" for
+// imagenet/, .ready-imagenet.toml, .contents-imagenet, .partial-imagenet,
+// .retired-imagenet-JOB, ..imagenet.tmp.PID.X, ...; the name itself for
+// any other name, one with an empty dataset part too (".ready-",
+// "...tmp.x"); "" only for "." and "..".  Measuring sums, and evicting
+// removes, every name of an entry by this one rule.
 std::string dataset_of(const std::string& name);
-
-// ".retired-NAME-JOB" for NAME: what a replaced copy of NAME left.
-bool is_retired_copy_of(const std::string& entry, const std::string& name);
 
 // In a child about to act for `uid`: that user's identity for the file
 // system (effective uid and gid; with `user`, also their supplementary

@@ -70,6 +70,19 @@ std::string mounted_in_the_way(const Tier& tier, const std::string& name, const 
     return "";
 }
 
+// In a child acting as the owner: `name` in their directory `dir` (open
+// as `at`), a file or a whole tree; gone already is fine.  Throws Error.
+void remove_name(int at, const std::string& dir, const std::string& name)
+{
+    if (::unlinkat(at, name.c_str(), 0) == 0 || errno == ENOENT)
+        return;
+    if (errno != EISDIR)
+        throw_cannot("remove", dir + "/" + name, errno);
+    const RemoveResult removed = remove_tree_at(at, name, dir);
+    if (!removed.ok())
+        throw Error(removed.problems.front());
+}
+
 // Everything below the aside goes as its owner (setfsuid), the emptied
 // directory, in root's cache parent, as root: as the epilog removes a job
 // directory (tier/safe_fs).
@@ -138,16 +151,6 @@ std::string evict_unlisted(const Tier& tier, const NodeCacheEntry& entry, double
         OpenResult opened = open_job_dir(tier.path.root(), dir);
         if (!opened.problem.empty())
             throw Error(opened.problem);
-        const int at = opened.dir.get();
-        const auto remove = [&](const std::string& name) {
-            if (::unlinkat(at, name.c_str(), 0) == 0 || errno == ENOENT)
-                return;
-            if (errno != EISDIR)
-                throw_cannot("remove", dir + "/" + name, errno);
-            const RemoveResult removed = remove_tree_at(at, name, dir);
-            if (!removed.ok())
-                throw Error(removed.problems.front());
-        };
         const Fd reading = reopen_for_reading(opened.dir);
         DirStream stream(reading.get());
         while (const dirent* e = stream.valid() ? stream.next() : nullptr) {
@@ -155,8 +158,8 @@ std::string evict_unlisted(const Tier& tier, const NodeCacheEntry& entry, double
             const std::string dataset = dataset_of(name);
             if (dataset.empty() || kept.count(dataset))
                 continue;
-            remove(kReadyPrefix + dataset + kRecordSuffix);
-            remove(name);
+            remove_name(opened.dir.get(), dir, kReadyPrefix + dataset + kRecordSuffix);
+            remove_name(opened.dir.get(), dir, name);
         }
         return std::string();
     });
@@ -179,25 +182,21 @@ std::string evict_cache_entry(const Tier& tier, const NodeCacheEntry& entry, dou
         OpenResult opened = open_job_dir(tier.path.root(), dir);
         if (!opened.problem.empty())
             throw Error(opened.problem);
+        // Its ready record first, so that no job looking meanwhile takes
+        // a copy being removed for a whole one; then every name measuring
+        // counted as the entry's (the one rule, dataset_of).
         const std::string& name = entry.dataset;
-        const std::string ready = kReadyPrefix + name + kRecordSuffix;
-        if (::unlinkat(opened.dir.get(), ready.c_str(), 0) != 0 && errno != ENOENT)
-            throw_cannot("remove", dir + "/" + ready, errno);
-        const std::string contents = kContentsPrefix + name;
-        if (::unlinkat(opened.dir.get(), contents.c_str(), 0) != 0 && errno != ENOENT)
-            throw_cannot("remove", dir + "/" + contents, errno);
-        std::vector<std::string> trees{name, std::string(kPartialPrefix) + name, std::string(kIncomingPrefix) + name,
-                                       std::string(kImagePrefix) + name, std::string(kStagedPrefix) + name};
-        const Fd reading = reopen_for_reading(opened.dir);
-        DirStream stream(reading.get());
-        while (const dirent* e = stream.valid() ? stream.next() : nullptr)
-            if (is_retired_copy_of(e->d_name, name))
-                trees.push_back(e->d_name);
-        for (const std::string& tree : trees) {
-            const RemoveResult removed = remove_tree_at(opened.dir.get(), tree, dir);
-            if (!removed.ok())
-                throw Error(removed.problems.front());
+        remove_name(opened.dir.get(), dir, kReadyPrefix + name + kRecordSuffix);
+        std::vector<std::string> names;
+        {
+            const Fd reading = reopen_for_reading(opened.dir);
+            DirStream stream(reading.get());
+            while (const dirent* e = stream.valid() ? stream.next() : nullptr)
+                if (dataset_of(e->d_name) == name)
+                    names.push_back(e->d_name);
         }
+        for (const std::string& each : names)
+            remove_name(opened.dir.get(), dir, each);
         return std::string();
     });
     return outcome.status == BoundedOutcome::Status::Done ? "" : outcome.problem;

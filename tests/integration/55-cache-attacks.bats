@@ -12,7 +12,9 @@
 #   which the submitting user's own sbatch/srun sets): root evicted others'
 #   entries to make room for a claimed size;
 # - an entry name with spaces and a newline: it once forged the measuring
-#   child's line-based output.
+#   child's line-based output;
+# - names whose dataset part is empty ("...tmp.x", ".partial-"): neither
+#   measured nor evicted once, they took the tier past its watermark.
 # The sources are behind pfssim on every node, as in 54-cache.bats.
 
 load helpers
@@ -627,5 +629,52 @@ hold_first_measuring() {
     # which its owner last touched: it goes.
     grep -q "^removed cache entry $OTHER_USER/lru3 " <<<"$output"
     ! on_node n1 test -e "$theirs/lru3" || false
+    assert_healthy
+}
+
+# cache_json: `dlstage status --node n1 --json` as root, n1's cache tier's
+# entries one per line: USER<TAB>DATASET (repr)<TAB>BYTES.
+cache_json() {
+    on_node n1 "$DLSTAGE_BIN" -c "$CONF" status --node n1 --json | python3 -c '
+import json, sys
+text = sys.stdin.read()
+doc = json.loads(text[text.index("{"):text.rindex("}") + 1])
+for e in next(t for t in doc["tiers"] if t["tier"] == "cache")["cache_entries"]:
+    print(",".join(e["users"]), repr(e["dataset"]), e["bytes"], sep="\t")'
+}
+
+@test "names with no dataset part are entries of their own: measured, and evicted before the tier passes its watermark" {
+    clear_cache
+    # 30 MiB under names whose dataset part once came out empty, so that
+    # neither measuring nor evicting saw them: a record being replaced of
+    # no record ("...tmp.x", "..partial-.tmp.x"), a bare prefix
+    # (".partial-", ".ready-").
+    run as_other timeout 60 srun -w n1 -N1 --stage-data=cached-file bash -c '
+        cd "$0" && head -c 10M /dev/zero >...tmp.x && head -c 5M /dev/zero >..partial-.tmp.x &&
+        mkdir .partial- && head -c 10M /dev/zero >.partial-/f && head -c 5M /dev/zero >.ready- &&
+        echo PLANTED' "$(cache_of "$OTHER_USER")"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    grep -qx PLANTED <<<"$output"
+    # Root counts each of them, its whole size.
+    entries=$(cache_json)
+    echo "$entries"
+    for name in "'...tmp.x'" "'.partial-'" "'.ready-'"; do
+        bytes=$(awk -F'\t' -v u="$OTHER_USER" -v n="$name" '$1 == u && $2 == n { print $3 }' <<<"$entries")
+        [ "${bytes:-0}" -ge $((5 * 1048576)) ] || { echo "$name: ${bytes:-no entry}"; false; }
+    done
+    # The victim's 30 MiB on top: 63 MiB of a 48 MiB tier if the attacker's
+    # names were not counted.  Counted, those no job uses go first (no
+    # recorded use), and the tier stays under its high watermark.
+    for ds in lru1 lru2; do
+        stage_on_n1 as_user "$ds"
+        [ "$status" -eq 0 ]
+        wait_job_gone "$job" 30
+    done
+    grep -E "job [0-9]+ on n1: node cache 'cache': evicted $OTHER_USER/" "$LOG_N1"
+    on_node n1 test -d "$(cache_of "$VCLUSTER_USER")/lru1"
+    on_node n1 test -d "$(cache_of "$VCLUSTER_USER")/lru2"
+    used=$(on_node n1 du -s --block-size=1 /local/dlcache/.cache | cut -f1)
+    [ "$used" -le $((48 * 1048576 * 9 / 10)) ] || { echo "cache holds $used bytes"; on_node n1 ls -la "$(cache_of "$OTHER_USER")"; false; }
     assert_healthy
 }

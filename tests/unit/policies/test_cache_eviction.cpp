@@ -47,6 +47,16 @@ BOOST_AUTO_TEST_CASE(least_recently_used_first_until_below_the_low_watermark)
     BOOST_TEST(plan.why.at(0).find("95% of max_bytes") != std::string::npos, plan.why.at(0));
 }
 
+// An entry whose use root never recorded (no job staged it: a name the
+// user made) goes first, and is said to have none, not a use in 1970.
+BOOST_AUTO_TEST_CASE(an_entry_never_used_goes_first_and_says_so)
+{
+    const auto plan = plan_eviction({entry("a/x", 40, 100), entry("b/...tmp.x", 55, 0)}, tier_of(95, 100), {});
+    BOOST_TEST(plan.evict == (std::vector<std::size_t>{1}), boost::test_tools::per_element());
+    BOOST_TEST(plan.why.at(0).find("b/...tmp.x (55.0 GiB, 55000 inodes, no recorded use)") != std::string::npos,
+               plan.why.at(0));
+}
+
 BOOST_AUTO_TEST_CASE(an_entry_in_use_is_never_evicted)
 {
     const std::vector<CacheEntryFacts> entries{entry("a/busy-oldest", 50, 1, true), entry("b/idle", 20, 5)};

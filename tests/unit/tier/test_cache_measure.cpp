@@ -6,6 +6,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
+#include <filesystem>
 #include <string>
 #include <unistd.h>
 
@@ -170,6 +171,29 @@ BOOST_AUTO_TEST_CASE(every_name_counts_and_an_eviction_takes_all_of_an_entry)
     BOOST_TEST(test::exists(c.user_dir + "/.retired-x-y-18"));
     BOOST_TEST(evict_cache_entry(c.tier, c.owned(".stash"), 10) == "");
     BOOST_TEST(!test::exists(c.user_dir + "/.stash"));
+}
+
+// A name whose dataset part is empty (a bare prefix, a record being
+// replaced of no record) is an entry of its own too: once such names
+// were neither measured nor evicted, and a user could fill the tier
+// with them past every watermark.  Each is evicted with every name of it.
+BOOST_AUTO_TEST_CASE(a_name_with_no_dataset_part_is_an_entry_measured_and_evicted)
+{
+    if (!test::is_root())
+        return;
+    Cache c;
+    for (const std::string name : {"...tmp.x", "..partial-.tmp.x", ".ready-", ".resume-.toml"}) {
+        test::make_file(c.user_dir + "/" + name, std::string(5000, 'x'));
+        c.give(c.user_dir + "/" + name);
+    }
+    c.entry(".partial-");
+    const FoundCacheEntries found = find_cache_entries(c.tier, c.state, "n1", 10, 30);
+    BOOST_TEST(listing(found) == "...tmp.x 0\n.partial- 1\n.ready- 0\n.resume-.toml 0\n");
+    for (const NodeCacheEntry& e : found.entries)
+        BOOST_TEST(e.bytes >= 4096u, e.dataset);
+    for (const NodeCacheEntry& e : found.entries)
+        BOOST_TEST(evict_cache_entry(c.tier, e, 10) == "");
+    BOOST_TEST(std::filesystem::is_empty(c.user_dir));
 }
 
 // A user's cache directory a prolog moved aside (it held a mount): all of
