@@ -9,6 +9,7 @@
 #include "lib/error.hpp"
 #include "lib/size.hpp"
 #include "lib/strings.hpp"
+#include "policies/cache_budget.hpp"
 #include "policies/cache_eviction.hpp"
 #include "tier/cache_evict.hpp"
 #include "tier/cache_measure.hpp"
@@ -111,7 +112,8 @@ void forget_ended_uses(const Config& config, const SlurmJobs& jobs, const policy
 // may have taken long (a leftover of millions of files), and a job that
 // started meanwhile would count as ended.  The node's cache lock (which
 // prologs take to record and evict) is held only to forget and to evict,
-// each time at most half of prolog_epilog_timeout: measuring, the slow
+// evicting as long as a prolog may hold it (policies/cache_budget's
+// under_lock), so that a prolog waiting for it outlasts gc: measuring, the slow
 // part, goes without it, and whether an entry is in use is read again
 // under the lock before it goes.
 GcOutcome gc_node_cache(const Tier& tier, const Config& config, const std::function<SlurmJobs()>& ask_slurm_now,
@@ -171,7 +173,10 @@ GcOutcome gc_node_cache(const Tier& tier, const Config& config, const std::funct
     // A prolog evicted since gc measured: the sizes no longer hold, and the
     // next run decides (a prolog makes room for its own job anyway).
     const bool measured_stale = !options.dry_run && eviction_generation(state_dir, options.node) != generation;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(2 * step);
+    // As long under the lock as a prolog may be, no longer: a prolog
+    // waiting for it outlasts that (policies/cache_budget).
+    const double under_lock = policy::cache_budget(config.site.prolog_epilog_timeout).under_lock;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(under_lock);
     for (std::size_t i = 0; i < found.entries.size(); ++i) {
         const NodeCacheEntry& e = found.entries[i];
         policy::GcFacts f;

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstring>
 #include <ctime>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -20,6 +21,7 @@
 #include "lib/strings.hpp"
 #include "lib/sys/bounded.hpp"
 #include "policies/admission.hpp"
+#include "policies/cache_budget.hpp"
 #include "policies/cache_eviction.hpp"
 #include "policies/cleanup.hpp"
 #include "policies/node_faults.hpp"
@@ -246,23 +248,36 @@ bool is_cache(const Tier& tier)
     return tier.node_cache();
 }
 
-// Each measurement or removal in a user's directory gets this long: a
-// quarter of the prolog's own time, so that one user's hung mount costs
-// their jobs (their entries are left out), never the node.
-double cache_step_seconds(const ScriptStart& start)
-{
-    return std::max(1.0, start.config.site.prolog_epilog_timeout / 4.0);
-}
-
 // The sizes of the job's datasets bound for `tier`, by dataset name.
 using SizesByDataset = std::map<std::string, SourceFacts>;
 
-// How long a prolog or epilog waits for another one's node cache lock:
-// half its own time, so that it can still say why it gave up.
-double cache_lock_seconds(const ScriptStart& start)
-{
-    return std::max(1.0, start.config.site.prolog_epilog_timeout / 2.0);
-}
+// The node cache steps' one deadline (policies/cache_budget): each step
+// gets its share of the prolog's time or what is left of the sum, whichever
+// is less, so that all of them at their bounds end within the prolog's
+// time, and one user's hung mount costs their own entries (left out),
+// never another user's job or the node.
+class CacheClock {
+public:
+    explicit CacheClock(const ScriptStart& start)
+        : budget_(policy::cache_budget(start.config.site.prolog_epilog_timeout)),
+          until_(std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                        std::chrono::duration<double>(budget_.total())))
+    {
+    }
+
+    const policy::CacheBudget& budget() const { return budget_; }
+
+    // `share` seconds, or what is left of the whole, whichever is less.
+    double within(double share) const
+    {
+        const double left = std::chrono::duration<double>(until_ - std::chrono::steady_clock::now()).count();
+        return std::max(0.0, std::min(share, left));
+    }
+
+private:
+    policy::CacheBudget budget_;
+    std::chrono::steady_clock::time_point until_;
+};
 
 // What the submitting user's sbatch said of the sources (the job's
 // environment): theirs to forge, so it only decides whether the entries
@@ -297,19 +312,29 @@ SourceFacts about_one_share(SourceFacts facts, const ScriptStart& start)
 }
 
 // The sizes root believes before evicting anything: each source probed by
-// a child that became the job's user (tier/cache_entry.hpp).  One that cannot
-// be sized counts as bringing nothing, with a note.
-SizesByDataset probed_sizes(const Tier& tier, const std::vector<StageItem>& items, const ScriptStart& start,
-                            Report& report)
+// a child that became the job's user (tier/cache_entry.hpp), all of them
+// within `seconds`, each with a fair share of what is left.  One that
+// cannot be sized counts as bringing nothing, with a note.
+SizesByDataset probed_sizes(const std::set<std::string>& tiers, const std::vector<StageItem>& items,
+                            const ScriptStart& start, double seconds, Report& report)
 {
+    std::vector<const StageItem*> to_probe;
+    std::set<std::string> names;
+    for (const StageItem& item : items)
+        if (tiers.count(item.tier.name) && names.insert(item.dataset.name).second)
+            to_probe.push_back(&item);
     SizesByDataset sizes;
-    for (const StageItem& item : items) {
-        if (item.tier.name != tier.name || sizes.count(item.dataset.name))
-            continue;
-        const ProbedSource probed = probe_source_as(item.dataset, start.config.site.manifests(), start.job.user,
-                                                    start.job.uid, start.job.gid, cache_step_seconds(start));
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    for (std::size_t i = 0; i < to_probe.size(); ++i) {
+        const StageItem& item = *to_probe[i];
+        const double left = std::chrono::duration<double>(until - std::chrono::steady_clock::now()).count();
+        const double share = left / static_cast<double>(to_probe.size() - i);
+        const ProbedSource probed = share < 0.5
+                                        ? ProbedSource{std::nullopt, std::nullopt, "no time was left to size it"}
+                                        : probe_source_as(item.dataset, start.config.site.manifests(), start.job.user,
+                                                          start.job.uid, start.job.gid, share);
         if (!probed.problem.empty())
-            report.notes.push_back("node cache " + quoted(tier.name) + ": cannot size dataset " +
+            report.notes.push_back("node cache " + quoted(item.tier.name) + ": cannot size dataset " +
                                    quoted(item.dataset.name) + " as " + start.job.user + " (" + probed.problem +
                                    "); no room made for it");
         SourceFacts facts;
@@ -343,23 +368,14 @@ policy::Incoming incoming_to(const Tier& tier, const std::vector<StageItem>& ite
     return incoming;
 }
 
-// Room in one cache tier for what the job brings: least recently used
-// entries no running job uses go (policies/cache_eviction).  The tier's
-// file system is looked at first; entries are measured only when it may
-// be over the high watermark (judged with what the submitting user's
-// sbatch claimed); what is evicted is then judged with the sizes the
-// prolog probed itself.  Measuring goes without the node's cache lock (a
-// user's directory can make it slow), all of it within a quarter of the
-// prolog's time; under the lock the uses are read again, and the entries
-// measured again only if another prolog, epilog or gc evicted meanwhile.
-// Everything under the lock, measuring again (at most half of it) and
-// evicting, gets a quarter of the prolog's time in all; what is left stays
-// for the epilog or gc.
-void make_room(const Tier& tier, const std::vector<StageItem>& items, const ScriptStart& start, Report& report)
+// Whether `tier` may need room: its whole file system is over the high
+// watermark with what the submitting user's sbatch claimed the job brings
+// (theirs to forge: a lie costs a measurement, nothing else).  Below it,
+// so is the cache, and nothing is measured.
+bool may_need_room(const Tier& tier, const std::vector<StageItem>& items, const ScriptStart& start)
 {
     const TierSpace space = measure_tier_space(tier.path.root());
     const auto max_bytes = tier.max_bytes.resolve(space.total_bytes);
-    const auto max_inodes = tier.max_inodes;
     const policy::Incoming guess = incoming_to(tier, items, start, claimed_sizes(start), {});
     const auto used = [](const std::optional<std::uint64_t>& total, const std::optional<std::uint64_t>& free) {
         return total && free && *total >= *free ? *total - *free : 0;
@@ -369,24 +385,59 @@ void make_room(const Tier& tier, const std::vector<StageItem>& items, const Scri
     };
     const bool bytes_fine = !max_bytes ||
                             below_mark(used(space.total_bytes, space.free_bytes) + guess.bytes, *max_bytes);
-    const bool inodes_fine = !max_inodes ||
-                             below_mark(used(space.total_inodes, space.free_inodes) + guess.inodes, *max_inodes);
-    if (bytes_fine && inodes_fine)
-        return;  // the whole file system is below the mark: so is the cache
+    const bool inodes_fine = !tier.max_inodes ||
+                             below_mark(used(space.total_inodes, space.free_inodes) + guess.inodes, *tier.max_inodes);
+    return !bytes_fine || !inodes_fine;
+}
+
+// A cache tier that may need room, its entries as measured before the
+// lock, and the node's eviction count then.
+struct Measured {
+    const Tier* tier = nullptr;
+    std::uint64_t generation = 0;
+    FoundCacheEntries found;
+};
+
+// Before the lock: the cache tiers the job uses that may need room, each
+// tier's entries measured (every user's directory) within `seconds` in all.
+std::vector<Measured> measure_before_lock(const std::map<std::string, const Tier*>& tiers,
+                                          const std::vector<StageItem>& items, const ScriptStart& start, double seconds)
+{
+    std::vector<Measured> measured;
+    for (const auto& [name, tier] : tiers)
+        if (may_need_room(*tier, items, start))
+            measured.push_back({tier, 0, {}});
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    for (std::size_t i = 0; i < measured.size(); ++i) {
+        const double left = std::chrono::duration<double>(until - std::chrono::steady_clock::now()).count();
+        const double share = std::max(0.0, left / static_cast<double>(measured.size() - i));
+        measured[i].generation = eviction_generation(start.config.site.state_dir, start.job.node);
+        measured[i].found =
+            find_cache_entries(*measured[i].tier, start.config.site.state_dir, start.job.node, share, share);
+    }
+    return measured;
+}
+
+// Under the node's cache lock, within `seconds`: room in one cache tier for
+// what the job brings (least recently used entries no running job uses go,
+// policies/cache_eviction).  The uses are read again (the lock is what
+// makes them hold), and the entries measured again, in at most half the
+// time, only if another prolog, epilog or gc evicted since they were.
+// What is not evicted in time stays for the epilog or gc.  Throws Error
+// when the job cannot fit even with every unused entry gone.
+void evict_for_room(Measured& m, const std::vector<StageItem>& items, const ScriptStart& start,
+                    const SizesByDataset& sizes, double seconds, Report& report)
+{
+    const Tier& tier = *m.tier;
     const std::string& state_dir = start.config.site.state_dir;
     const std::string& node = start.job.node;
-    const double step = cache_step_seconds(start);
-    const std::uint64_t generation = eviction_generation(state_dir, node);
-    FoundCacheEntries found = find_cache_entries(tier, state_dir, node, step, step);
-    const SizesByDataset sizes = probed_sizes(tier, items, start, report);
-    const CacheLock lock(state_dir, node, cache_lock_seconds(start));
-    // Everything under the lock (measuring again, evicting) within one step.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(step);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
     const auto left = [&deadline] {
         return std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
     };
-    if (eviction_generation(state_dir, node) != generation)  // half of it, the rest to evict
-        found = find_cache_entries(tier, state_dir, node, step / 2, step / 2);
+    FoundCacheEntries& found = m.found;
+    if (eviction_generation(state_dir, node) != m.generation)
+        found = find_cache_entries(tier, state_dir, node, seconds / 2, seconds / 2);
     else
         refresh_cache_uses(found.entries, tier, state_dir, node);
     // The file system as it is under the lock: another's evictions since
@@ -396,8 +447,8 @@ void make_room(const Tier& tier, const std::vector<StageItem>& items, const Scri
         report.notes.push_back("node cache " + quoted(tier.name) + ": " + problem);
     std::vector<policy::CacheEntryFacts> facts;
     policy::CacheTierFacts tier_facts;
-    tier_facts.max_bytes = max_bytes;
-    tier_facts.max_inodes = max_inodes;
+    tier_facts.max_bytes = tier.max_bytes.resolve(space_now.total_bytes);
+    tier_facts.max_inodes = tier.max_inodes;
     bool any_unmeasured = false;
     for (const NodeCacheEntry& entry : found.entries) {
         facts.push_back({entry_name(entry), entry.bytes, entry.inodes, entry.last_use, !entry.jobs.empty(),
@@ -412,8 +463,8 @@ void make_room(const Tier& tier, const std::vector<StageItem>& items, const Scri
     const policy::EvictionPlan plan = policy::plan_eviction(facts, tier_facts, tier.watermarks, incoming);
     for (std::size_t i = 0; i < plan.evict.size(); ++i) {
         const NodeCacheEntry& entry = found.entries[plan.evict[i]];
-        const double seconds = left();
-        if (seconds < 1) {
+        const double time_left = left();
+        if (time_left < 1) {
             report.notes.push_back("node cache " + quoted(tier.name) + ": no time left to evict " +
                                    std::to_string(plan.evict.size() - i) + " more entries; left for the epilog or gc");
             break;
@@ -421,7 +472,7 @@ void make_room(const Tier& tier, const std::vector<StageItem>& items, const Scri
         if (!entry.measured && !policy::over_low_by_file_system(tier_facts, measure_tier_space(tier.path.root()),
                                                                 tier.watermarks, incoming))
             break;  // what it gives back is unknown: enough went
-        const std::string problem = evict_cache_entry(tier, entry, seconds);
+        const std::string problem = evict_cache_entry(tier, entry, time_left);
         if (problem.empty())
             count_eviction(state_dir, node);
         report.notes.push_back("node cache " + quoted(tier.name) + ": evicted " + entry_name(entry) + " (" +
@@ -431,34 +482,71 @@ void make_room(const Tier& tier, const std::vector<StageItem>& items, const Scri
         throw Error(plan.fits.reason + " on " + node);
 }
 
-// The user's cache directory in each cache tier the job uses, root's record
-// of the use, and room.
+// The cache tiers `items` use, by name.
+std::map<std::string, const Tier*> cache_tiers(const std::vector<StageItem>& items)
+{
+    std::map<std::string, const Tier*> tiers;
+    for (const StageItem& item : items)
+        if (is_cache(item.tier))
+            tiers[item.tier.name] = &item.tier;
+    return tiers;
+}
+
+// The node cache's steps for a prolog (`items`: what the job brings) or an
+// epilog (none), one deadline for all of them (CacheClock): the tiers that
+// may need room measured and the job's sources sized without the lock;
+// then the lock, taken once: `first` (recording or forgetting the job's
+// use), then room made in each of those tiers.  Throws Error when the lock
+// stays held past its share (the job cannot use the cache without its use
+// recorded) or the job cannot fit.
+void settle_caches(const std::map<std::string, const Tier*>& tiers, const std::vector<StageItem>& items,
+                   const ScriptStart& start, const std::function<void()>& first, Report& report)
+{
+    const CacheClock clock(start);
+    const policy::CacheBudget& budget = clock.budget();
+    std::vector<Measured> measured = measure_before_lock(tiers, items, start, clock.within(budget.measure));
+    std::set<std::string> needing;
+    for (const Measured& m : measured)
+        needing.insert(m.tier->name);
+    const SizesByDataset sizes = needing.empty() || items.empty()
+                                     ? SizesByDataset{}
+                                     : probed_sizes(needing, items, start, clock.within(budget.probe), report);
+    const CacheLock lock(start.config.site.state_dir, start.job.node, clock.within(budget.lock_wait));
+    const auto under_lock_until =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(clock.within(budget.under_lock));
+    first();
+    for (std::size_t i = 0; i < measured.size(); ++i) {
+        const double left = std::chrono::duration<double>(under_lock_until - std::chrono::steady_clock::now()).count();
+        evict_for_room(measured[i], items, start, sizes, std::max(0.0, left / static_cast<double>(measured.size() - i)),
+                       report);
+    }
+}
+
+// The prolog: the user's cache directory in each cache tier the job uses,
+// root's record of the use, and room.  The use and the directories are
+// made under the lock: an eviction renames aside a user's directory it
+// could not list when no use of theirs is recorded (tier/cache_evict), and
+// must not take one this job has just made and not yet recorded.
 void prepare_caches(const std::vector<StageItem>& items, const ScriptStart& start, Report& report)
 {
     std::vector<CacheUse> uses;
-    std::map<std::string, const Tier*> tiers;
     for (const StageItem& item : items)
-        if (is_cache(item.tier)) {
+        if (is_cache(item.tier))
             uses.push_back({item.tier.name, start.job.user, start.job.uid, entry_of(item, start)});
-            tiers[item.tier.name] = &item.tier;
-        }
     if (uses.empty())
         return;
-    {
-        // The use first, then the directories, both under the lock: an
-        // eviction renames aside a user's directory it could not list when
-        // no use of theirs is recorded (tier/cache_evict), and must not
-        // take one this job has just made and not yet recorded.
-        const CacheLock lock(start.config.site.state_dir, start.job.node, cache_lock_seconds(start));
-        record_cache_use(start.config.site.state_dir, start.job.node, start.job.job_id, uses);
-        for (const auto& [name, tier] : tiers) {
-            StageItem as_item;
-            as_item.tier = *tier;
-            prepare_tier_dir(as_item, cache_dir_of(*tier, start.job.user), start.job, report);
-        }
-    }
-    for (const auto& [name, tier] : tiers)
-        make_room(*tier, items, start, report);
+    const auto tiers = cache_tiers(items);
+    settle_caches(
+        tiers, items, start,
+        [&] {
+            record_cache_use(start.config.site.state_dir, start.job.node, start.job.job_id, uses);
+            for (const auto& [name, tier] : tiers) {
+                StageItem as_item;
+                as_item.tier = *tier;
+                prepare_tier_dir(as_item, cache_dir_of(*tier, start.job.user), start.job, report);
+            }
+        },
+        report);
 }
 
 // The epilog: the job uses its cache entries no more, and a tier it filled
@@ -466,14 +554,19 @@ void prepare_caches(const std::vector<StageItem>& items, const ScriptStart& star
 // know) goes back under it.
 void release_caches(const ScriptStart& start, Report& report)
 {
-    {
-        const CacheLock lock(start.config.site.state_dir, start.job.node, cache_lock_seconds(start));
-        forget_cache_use(start.config.site.state_dir, start.job.node, start.job.job_id);
+    const auto forget = [&] { forget_cache_use(start.config.site.state_dir, start.job.node, start.job.job_id); };
+    std::map<std::string, const Tier*> tiers;
+    std::vector<StageItem> items;
+    try {
+        items = resolve_stage_data(start.config, start.stage_data);
+        tiers = cache_tiers(items);
+    } catch (const Error&) {
+        // A configuration changed since the job began: its use goes all
+        // the same, or it would pin its entries until gc.
+        settle_caches({}, {}, start, forget, report);
+        throw;
     }
-    std::set<std::string> done;
-    for (const StageItem& item : resolve_stage_data(start.config, start.stage_data))
-        if (is_cache(item.tier) && done.insert(item.tier.name).second)
-            make_room(item.tier, {}, start, report);
+    settle_caches(tiers, {}, start, forget, report);
 }
 
 // Runs in the bounded child: everything that touches the file systems.

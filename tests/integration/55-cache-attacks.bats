@@ -60,6 +60,11 @@ teardown() {
         kill -CONT "$gc_pid" ${gc_child:+"$gc_child"} 2>/dev/null || true
         wait "$gc_bg" 2>/dev/null || true
     fi
+    if [ -n "${slow_pfs:-}" ]; then
+        unmount_pfs n1
+        mount_pfs n1
+        slow_pfs=""
+    fi
     if [ -n "${holder:-}" ]; then
         sleeper=$(pgrep -P "$holder" || true)
         # shellcheck disable=SC2086  # none, or one pid
@@ -491,7 +496,7 @@ hold_measuring() {
     done
     # Their epilogs are done (each measures too).
     for _ in $(seq 150); do [ -z "$(squeue -h -u "$OTHER_USER,dlstest4,dlstest5")" ] && break; sleep 0.2; done
-    # The site's prolog time cut to 12 s for this test: 3 s per step.
+    # The site's prolog time cut to 12 s for this test: 2.4 s to measure.
     cp "$CONF" "$BATS_TEST_TMPDIR/dlstage.toml.saved"
     restore_conf=1
     sed -i '/^\[site\]/a prolog_epilog_timeout = 12' "$CONF"
@@ -501,13 +506,13 @@ hold_measuring() {
     took=$((SECONDS - t0))
     echo "the victim's job took $took s"
     [ "$status" -eq 0 ]
-    # Its prolog finished: measuring took its 3 s, under the lock 1.5 s
+    # Its prolog finished: measuring took its 2.4 s, under the lock 1.2 s
     # more, then it evicted; not 3 s for each attacker each time (18 s: the
     # prolog's 12 s ran out, the lock held all along).  What was left
     # to evict when its time was up, the epilog or gc evicts.
     ! grep -F "job $job on n1: the prolog " "$LOG_N1" || false
     grep -F "job $job on n1: stage-data=lru1 prepared" "$LOG_N1"
-    # Each attacker's directory got its share of those 3 s, or none left.
+    # Each attacker's directory got its share of those 2.4 s, or none left.
     grep -E "job $job on n1: node cache 'cache': /local/dlcache/.cache/dlstest[245]: (did not finish within [0-9.]+ s|not measured: the [0-9]+ s for measuring the node cache are up; its entries are left out)" "$LOG_N1"
     on_node n1 test -d "$(cache_of "$VCLUSTER_USER")/lru1"
     [ "$took" -lt 12 ]
@@ -570,7 +575,7 @@ hold_first_measuring() {
     # too): the first child acting for the attacker is the victim's prolog's.
     for _ in $(seq 150); do [ -z "$(squeue -h)" ] && break; sleep 0.2; done
     [ -z "$(squeue -h)" ]
-    # The site's prolog time cut to 12 s for this test: 3 s for measuring.
+    # The site's prolog time cut to 12 s for this test: 2.4 s for measuring.
     cp "$CONF" "$BATS_TEST_TMPDIR/dlstage.toml.saved"
     restore_conf=1
     sed -i '/^\[site\]/a prolog_epilog_timeout = 12' "$CONF"
@@ -676,5 +681,51 @@ for e in next(t for t in doc["tiers"] if t["tier"] == "cache")["cache_entries"]:
     on_node n1 test -d "$(cache_of "$VCLUSTER_USER")/lru2"
     used=$(on_node n1 du -s --block-size=1 /local/dlcache/.cache | cut -f1)
     [ "$used" -le $((48 * 1048576 * 9 / 10)) ] || { echo "cache holds $used bytes"; on_node n1 ls -la "$(cache_of "$OTHER_USER")"; false; }
+    assert_healthy
+}
+
+@test "a prolog's node cache steps all at their bounds at once end within its time: the job told why, the node in service" {
+    clear_cache
+    # dlstest's lru2 and lru3 (30 MiB): lru1 on top is over the high
+    # watermark, so the next prolog measures, sizes lru1 and evicts.
+    for ds in lru2 lru3; do stage_on_n1 as_user "$ds"; [ "$status" -eq 0 ]; done
+    stage_on_n1 as_other cached-file
+    [ "$status" -eq 0 ]
+    for _ in $(seq 150); do [ -z "$(squeue -h)" ] && break; sleep 0.2; done
+    # The site's prolog time cut to 12 s for this test.
+    cp "$CONF" "$BATS_TEST_TMPDIR/dlstage.toml.saved"
+    restore_conf=1
+    sed -i '/^\[site\]/a prolog_epilog_timeout = 12' "$CONF"
+    # lru1's source answers a stat in 5 s on n1: sizing it as dlstest
+    # meets its bound.  Every child acting for a user is held (SIGSTOP, as
+    # a slow disk would hold it): measuring both users' directories; and
+    # once the first is held, the node's cache lock is taken and kept, as
+    # a job array evicting huge entries would keep it.  Every wait of the
+    # prolog meets its bound at once: once they summed to 1.75 times the
+    # prolog's time, which ended "did not finish".
+    unmount_pfs n1
+    slow_pfs=1
+    mount_pfs n1 5000
+    hold_measuring --lock "$LOCK_N1" "$(id -u "$VCLUSTER_USER")" "$(id -u "$OTHER_USER")"
+    run as_user sbatch --parsable -w n1 -N1 --stage-data=lru1 -o /dev/null --wrap true
+    [ "$status" -eq 0 ]
+    job=${output%%;*}
+    wait_job_gone "$job" 60
+    grep -F "job $job on n1: " "$LOG_N1"
+    ! grep -F "job $job on n1: the prolog " "$LOG_N1" || false
+    # It ended in its time and said why: the lock still held after its
+    # share (3 s of 12), the user's job failed, not the node.
+    grep -E "job $job on n1: node cache 'cache': cannot size dataset 'lru1' as $VCLUSTER_USER \(did not finish within" "$LOG_N1"
+    grep -E "job $job on n1: the node cache lock $LOCK_N1 is still held after [0-9]+ s" "$LOG_N1"
+    [ "$(job_state "$job")" != COMPLETED ]
+    kill -KILL "$holder" 2>/dev/null || true
+    wait "$holder" 2>/dev/null || true
+    holder=""
+    flock -w 5 "$LOCK_N1" true
+    # Its use was never recorded (that is done holding the lock), so
+    # nothing of it pins an entry; its epilog, which could not take the
+    # lock either, says so in its cleanup line.
+    [ ! -e "$STATE/cache/n1/jobs/$job.toml" ]
+    grep -E "job $job on n1: cleanup: the node cache lock $LOCK_N1 is still held" "$LOG_N1"
     assert_healthy
 }

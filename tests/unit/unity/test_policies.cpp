@@ -6,6 +6,7 @@
 #include "tests/unit/support/unit_main.cpp"
 
 #include "tests/unit/policies/test_admission.cpp"
+#include "tests/unit/policies/test_cache_budget.cpp"
 #include "tests/unit/policies/test_cache_eviction.cpp"
 #include "tests/unit/policies/test_cache_reuse.cpp"
 #include "tests/unit/policies/test_cleanup.cpp"
