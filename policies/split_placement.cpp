@@ -190,4 +190,31 @@ Verdict with_split_advice(const Verdict& whole, const SplitFacts& facts)
     return advice.empty() ? whole : Verdict::refuse(whole.reason + "; " + advice);
 }
 
+Verdict split_shares_in_node_order(const std::vector<std::string>& node_of_rank,
+                                   const std::optional<std::vector<std::string>>& job_nodes)
+{
+    const std::string advice = ": launch one rank per node in the job's node order, or stage it whole or to a "
+                               "job-end tier";
+    if (!job_nodes)
+        return Verdict::refuse("its node cache shares cannot be kept: the job's node list (SLURM_JOB_NODELIST) is "
+                               "not known here" +
+                               advice);
+    if (job_nodes->size() != node_of_rank.size())
+        return Verdict::refuse("its node cache shares cannot be kept: " + std::to_string(node_of_rank.size()) +
+                               " ranks for the job's " + std::to_string(job_nodes->size()) + " nodes" + advice);
+    for (std::size_t rank = 0; rank < node_of_rank.size(); ++rank)
+        if (node_of_rank[rank] != (*job_nodes)[rank]) {
+            const auto at = std::find(job_nodes->begin(), job_nodes->end(), node_of_rank[rank]);
+            const std::string place =
+                at == job_nodes->end() ? "not one of the job's nodes"
+                                       : "the job's node " + std::to_string(at - job_nodes->begin()) + " in its list";
+            return Verdict::refuse("its node cache shares cannot be kept: rank " + std::to_string(rank) + " runs on " +
+                                   node_of_rank[rank] + ", " + place +
+                                   ", so its share would not be the one that "
+                                   "node's prolog keeps from eviction" +
+                                   advice);
+        }
+    return Verdict::allow("ranks in the job's node order");
+}
+
 }  // namespace dlstage::policy

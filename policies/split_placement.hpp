@@ -77,4 +77,15 @@ Verdict with_split_advice(const Verdict& whole, const SplitFacts& facts);
 // neither is known.
 std::optional<std::uint64_t> largest_share(const SplitFacts& facts, std::size_t nodes);
 
+// Whether a node cache may keep a split dataset's shares as the stager
+// writes them: rank R writes share R (NAME.split-R-of-N), and each node's
+// prolog records the job's use of the share of its own place in the job's
+// node list (slurmd's).  Under a launcher or a distribution that orders
+// ranks otherwise, the share a job reads would have no use record and
+// could be evicted under it: refused, in one line naming the first rank
+// out of place.  node_of_rank: each rank's node; job_nodes: the job's node
+// list expanded (nothing: unknown).
+Verdict split_shares_in_node_order(const std::vector<std::string>& node_of_rank,
+                                   const std::optional<std::vector<std::string>>& job_nodes);
+
 }  // namespace dlstage::policy

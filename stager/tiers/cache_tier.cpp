@@ -22,10 +22,12 @@
 #include "lib/sys/replace_file.hpp"
 #include "lib/sys/sys_error.hpp"
 #include "policies/cache_reuse.hpp"
+#include "policies/split_placement.hpp"
 #include "stager/copies/copy_check.hpp"
 #include "stager/copies/copy_lock.hpp"
 #include "stager/copies/kept_copy.hpp"
 #include "stager/plan/split_share.hpp"
+#include "stager/steps/collectives.hpp"
 #include "stager/steps/phase_times.hpp"
 #include "stager/steps/stage_steps.hpp"
 #include "tier/safe_fs.hpp"
@@ -290,9 +292,26 @@ std::string hit_line(const StageItem& item, const Look& mine, int hits, int node
 }
 }  // namespace
 
+namespace {
+// A split dataset's shares are kept by their node's place in the job's node
+// list (each prolog's use record): refused, before anything is written,
+// unless the launcher put rank R on the job's node R.
+void check_share_order(const StageItem& item, const NodeContext& ctx)
+{
+    const std::vector<std::string> node_of_rank = texts_over_ranks(ctx.comm, ctx.node);
+    const char* list = std::getenv("SLURM_JOB_NODELIST");
+    const policy::Verdict order =
+        policy::split_shares_in_node_order(node_of_rank, list ? expand_host_list(list) : std::nullopt);
+    if (!order.allowed)
+        throw Error(item.dataset.name + ": " + order.reason);
+}
+}  // namespace
+
 void stage_cached(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options,
                   const DatasetLayout& layout, const Fd& job_dir)
 {
+    if (item.split)
+        check_share_order(item, ctx);
     const auto start = Clock::now();
     const std::uint64_t cpu_start = cpu_now();
     const auto nodes = static_cast<std::size_t>(ctx.size), node = static_cast<std::size_t>(ctx.rank);

@@ -276,6 +276,33 @@ json_get() {
     assert_healthy
 }
 
+@test "ranks out of the job's node order: split caching refused with a line, no share cached under another's name" {
+    local dir script
+    dir=$(user_workdir)
+    for node in n1 n2 n3; do
+        for i in 0 1 2; do forget_kept_copy "/local/dlsplitcache/.cache/$VCLUSTER_USER" "split.split-$i-of-3" "$node"; done
+    done
+    # The job's srun puts rank 0 on n3 (the user's own environment: an
+    # arbitrary distribution from a host file, as a launcher might order
+    # ranks).  n3's prolog recorded the use of share 2, of its place in
+    # the job's node list: the share rank 0 would write there, 0, would
+    # have no use record, and another user's prolog could evict it while
+    # this job reads it.
+    printf 'n3\nn2\nn1\n' >"$dir/reversed-hosts"
+    chmod 0644 "$dir/reversed-hosts"
+    script=$(parts_job SPLIT)
+    run sbatch_wait as_user env SLURM_DISTRIBUTION=arbitrary SLURM_HOSTFILE="$dir/reversed-hosts" \
+        sbatch --parsable -N3 -w n1,n2,n3 --stage-data=split:splitcache:split -o "$dir/reversed.txt" "$script"
+    cat "$dir/reversed.txt"
+    [ "$status" -ne 0 ]
+    grep -q "^dlstage: staging split to splitcache failed on n[123]: split: its node cache shares cannot be kept: rank 0 runs on n3, the job's node 2 in its list, so its share would not be the one that node's prolog keeps from eviction: launch one rank per node in the job's node order, or stage it whole or to a job-end tier$" \
+        "$dir/reversed.txt"
+    for node in n1 n2 n3; do
+        [ -z "$(on_node "$node" find /local/dlsplitcache/.cache/"$VCLUSTER_USER" -maxdepth 1 -name 'split.split-*')" ]
+    done
+    assert_healthy
+}
+
 @test "examples/pytorch/split_shards.py under srun: every sample read exactly once per epoch over 3 nodes x 2 tasks" {
     local dir out
     dir=$(user_workdir)

@@ -195,4 +195,25 @@ BOOST_AUTO_TEST_CASE(the_request_decides_then_the_dataset_then_the_tier_for_what
     BOOST_TEST(!placed_split(std::nullopt, mounted, splitting));
 }
 
+// A split share in a node cache is kept by its node's place in the job's
+// node list; the stager writes rank R's share R: they must agree.
+BOOST_AUTO_TEST_CASE(split_shares_are_kept_only_with_ranks_in_the_jobs_node_order)
+{
+    const std::vector<std::string> job{"n1", "n2", "n3"};
+    BOOST_TEST(split_shares_in_node_order({"n1", "n2", "n3"}, job).allowed);
+    const Verdict reversed = split_shares_in_node_order({"n3", "n2", "n1"}, job);
+    BOOST_TEST(!reversed.allowed);
+    BOOST_TEST(reversed.reason ==
+                   "its node cache shares cannot be kept: rank 0 runs on n3, the job's node 2 in its list, so its "
+                   "share would not be the one that node's prolog keeps from eviction: launch one rank per node in "
+                   "the job's node order, or stage it whole or to a job-end tier",
+               reversed.reason);
+    BOOST_TEST(split_shares_in_node_order({"n1", "x9", "n3"}, job)
+                   .reason.find("rank 1 runs on x9, not one of the "
+                                "job's nodes") != std::string::npos);
+    BOOST_TEST(split_shares_in_node_order({"n1", "n2"}, job).reason.find("2 ranks for the job's 3 nodes") !=
+               std::string::npos);
+    BOOST_TEST(!split_shares_in_node_order({"n1"}, std::nullopt).allowed);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
