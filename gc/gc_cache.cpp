@@ -59,7 +59,7 @@ bool in_use(const NodeCacheEntry& e, const SlurmJobs& jobs, const UseRecords& re
 bool owner_busy(const NodeCacheEntry& e, const SlurmJobs& jobs, const UseRecords& records,
                 const policy::GcSettings& settings)
 {
-    return std::any_of(e.owner_jobs.begin(), e.owner_jobs.end(),
+    return std::any_of(e.owner_jobs().begin(), e.owner_jobs().end(),
                        [&](const std::string& job) { return use_holds(job, jobs, records, settings); });
 }
 
@@ -151,23 +151,24 @@ GcOutcome gc_node_cache(const Tier& tier, const Config& config, const std::funct
     }
     tier_facts.max_bytes = tier.max_bytes.resolve(space.total_bytes);
     tier_facts.max_inodes = tier.max_inodes;
-    bool any_unmeasured = false;
+    tier_facts.own_file_system = has_own_file_system(tier.path.root());
+    bool any_size_unknown = false;
     for (const NodeCacheEntry& e : found.entries) {
         // In dry-run, the use records of ended jobs are still there.
-        facts.push_back(
-            {entry_name(e), e.bytes, e.inodes, e.last_use, in_use(e, jobs, records, settings), true, e.measured});
+        facts.push_back({entry_name(e), e.bytes, e.inodes, e.last_use, in_use(e, jobs, records, settings), true,
+                         e.measured, e.recorded});
         tier_facts.used_bytes += e.bytes;
         tier_facts.used_inodes += e.inodes;
-        any_unmeasured = any_unmeasured || !e.measured;
+        any_size_unknown = any_size_unknown || !facts.back().size_known();
     }
     policy::cap_at_file_system_use(tier_facts, space);
-    policy::count_unmeasured(tier_facts, space, any_unmeasured);
+    policy::count_unmeasured(tier_facts, space, any_size_unknown);
     const policy::EvictionPlan plan = policy::plan_eviction(facts, tier_facts, tier.watermarks);
     std::optional<CacheLock> lock;
     if (!options.dry_run) {
         if (!take_cache_lock(lock, tier, config, options, outcome))
             return outcome;
-        refresh_cache_uses(found.entries, tier, state_dir, options.node);
+        add_root_records(found.entries, tier, state_dir, options.node);
         records = use_records(config, options);
     }
     // A prolog evicted since gc measured: the sizes no longer hold, and the
@@ -186,12 +187,15 @@ GcOutcome gc_node_cache(const Tier& tier, const Config& config, const std::funct
         f.idle = e.last_use ? jobs.asked_at - e.last_use : 0;
         f.unfinished = !e.ready;
         f.moved_aside = e.aside;
-        f.measured = e.measured;
+        f.measured = facts[i].size_known();  // at its recorded size counts as measured
         f.owner_busy = owner_busy(e, jobs, records, settings);
         f.age = jobs.asked_at - e.changed;
         const policy::Verdict verdict = policy::gc_may_remove(f, settings);
         const std::string what = "cache entry " + entry_name(e) + " (tier " + quoted(tier.name) + ", " +
-                                 (e.measured ? format_size(e.bytes) : std::string("size unknown")) + ")";
+                                 (e.measured   ? format_size(e.bytes)
+                                  : e.recorded ? format_size(e.bytes) + " as last measured"
+                                               : std::string("size unknown")) +
+                                 ")";
         if (!verdict.allowed) {
             ++outcome.kept;
             if (options.verbose)
@@ -208,7 +212,7 @@ GcOutcome gc_node_cache(const Tier& tier, const Config& config, const std::funct
             outcome.out.push_back("keep " + what + ": another eviction on this node since gc measured; the next run");
             continue;
         }
-        if (!e.measured && f.over_watermark && !file_system_over_low(tier, tier_facts)) {
+        if (!f.measured && f.over_watermark && !file_system_over_low(tier, tier_facts)) {
             ++outcome.kept;
             outcome.out.push_back("keep " + what + ": the tier's file system is below its low watermark now");
             continue;

@@ -12,7 +12,7 @@ struct CacheBudget {
     double measure = 0;     // every user's directory measured, without the lock
     double probe = 0;       // the job's sources sized as its user, all of them
     double lock_wait = 0;   // waiting for the node's cache lock, once
-    double under_lock = 0;  // under it: the use recorded or forgotten, measuring again, evicting
+    double under_lock = 0;  // under it: the use recorded, measuring again, evicting
 
     double total() const { return measure + probe + lock_wait + under_lock; }
 };

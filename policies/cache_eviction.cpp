@@ -92,12 +92,13 @@ void cap_at_file_system_use(CacheTierFacts& tier, const TierSpace& space)
     cap(tier.used_inodes, space.total_inodes, space.free_inodes);
 }
 
-void count_unmeasured(CacheTierFacts& tier, const TierSpace& space, bool any_unmeasured)
+void count_unmeasured(CacheTierFacts& tier, const TierSpace& space, bool any_size_unknown)
 {
-    const auto beyond = [any_unmeasured](std::uint64_t used, const std::optional<std::uint64_t>& total,
-                                         const std::optional<std::uint64_t>& free) -> std::uint64_t {
+    const bool counted = any_size_unknown && tier.own_file_system;
+    const auto beyond = [counted](std::uint64_t used, const std::optional<std::uint64_t>& total,
+                                  const std::optional<std::uint64_t>& free) -> std::uint64_t {
         const auto fs_used = in_use_by_file_system(total, free);
-        return any_unmeasured && fs_used && *fs_used > used ? *fs_used - used : 0;
+        return counted && fs_used && *fs_used > used ? *fs_used - used : 0;
     };
     tier.unmeasured_bytes = beyond(tier.used_bytes, space.total_bytes, space.free_bytes);
     tier.unmeasured_inodes = beyond(tier.used_inodes, space.total_inodes, space.free_inodes);
@@ -121,8 +122,8 @@ EvictionPlan plan_eviction(const std::vector<CacheEntryFacts>& entries, const Ca
         plan.fits = Verdict::allow("below the high watermark (" + share_text(marks.high) + ")");
         return plan;
     }
-    // Measured entries go only while the measured usage is over the mark:
-    // bytes nobody measured cost only the entries nobody measured.
+    // Entries of known size go only while their usage is over the mark:
+    // bytes nobody measured cost only the entries of unknown size.
     const bool measured_over = above(usage, tier, marks.high);
     const std::string before = pressure(measured_over ? usage : seen, tier, marks.high);
     std::vector<std::size_t> order(entries.size());
@@ -134,25 +135,31 @@ EvictionPlan plan_eviction(const std::vector<CacheEntryFacts>& entries, const Ca
             return entries[a].last_use < entries[b].last_use;
         return entries[a].name < entries[b].name;
     });
-    for (const std::size_t i : order) {
-        if (!measured_over || !above(usage, tier, marks.low))
-            break;
-        const CacheEntryFacts& entry = entries[i];
-        if (entry.in_use || !entry.measured)
-            continue;
-        usage.bytes -= std::min(usage.bytes, entry.bytes);
-        usage.inodes -= std::min(usage.inodes, entry.inodes);
-        plan.evict.push_back(i);
-        plan.why.push_back("evict " + entry.name + " (" + format_size(entry.bytes) + ", " +
-                           std::to_string(entry.inodes) + " inodes, " + last_use_text(entry.last_use) +
-                           "): the tier was at " + before + ", above the high watermark " + share_text(marks.high));
-    }
-    // Then every entry nobody could measure that no job uses: what each
+    // Those not measured in time (at their recorded size) first, then the
+    // measured ones.
+    for (const bool measured : {false, true})
+        for (const std::size_t i : order) {
+            if (!measured_over || !above(usage, tier, marks.low))
+                break;
+            const CacheEntryFacts& entry = entries[i];
+            if (entry.in_use || !entry.size_known() || entry.measured != measured)
+                continue;
+            usage.bytes -= std::min(usage.bytes, entry.bytes);
+            usage.inodes -= std::min(usage.inodes, entry.inodes);
+            plan.evict.push_back(i);
+            plan.why.push_back("evict " + entry.name + " (" + format_size(entry.bytes) + ", " +
+                               std::to_string(entry.inodes) + " inodes" +
+                               (measured ? "" : " as last measured, not measured in time") + ", " +
+                               last_use_text(entry.last_use) + "): the tier was at " + before +
+                               ", above the high watermark " + share_text(marks.high));
+        }
+    // Then every entry of unknown size that no job uses (on a file system
+    // of the tier's own: on another there are none to count): what each
     // gives back is unknown.  Last in the plan, so that the room the job
-    // needs, which the measured ones give, is made first.
+    // needs, which the others give, is made first.
     for (const std::size_t i : order) {
         const CacheEntryFacts& entry = entries[i];
-        if (entry.measured || entry.in_use)
+        if (!tier.own_file_system || entry.size_known() || entry.in_use)
             continue;
         plan.evict.push_back(i);
         plan.why.push_back("evict " + entry.name + " (not measured in time, its size unknown, " +

@@ -27,7 +27,13 @@ struct CacheEntryFacts {
     std::int64_t last_use = 0;  // seconds; from a record root keeps, never the user's own
     bool in_use = false;        // a job running on this node uses it
     bool shown = true;          // its name may be in a refusal (the job's own user's, or gc's)
-    bool measured = true;       // false: not measured in time, its size unknown (bytes, inodes 0)
+    bool measured = true;       // false: not measured in time
+    // Not measured in time, but its size is root's record of when it last
+    // was (bytes, inodes): counted at that, and evicted first once the tier
+    // is over.  Else, unmeasured, its size is unknown (bytes, inodes 0).
+    bool recorded = false;
+
+    bool size_known() const { return measured || recorded; }
 };
 
 // A tier on one node: what is used, and the limits (max_bytes and
@@ -37,9 +43,13 @@ struct CacheTierFacts {
     std::uint64_t used_inodes = 0;
     std::optional<std::uint64_t> max_bytes;
     std::optional<std::uint64_t> max_inodes;
-    // While an entry is not measured: what the file system says is used
-    // beyond the measured entries (count_unmeasured), somewhere in which
-    // its bytes are.
+    // The tier has its file system to itself (its root is a mount point):
+    // what that says is used is the tier's.  On a file system it shares
+    // (/dev/shm, a /local used for other things) it says nothing of it.
+    bool own_file_system = false;
+    // While an entry's size is unknown, on a file system of its own: what
+    // the file system says is used beyond the entries of known size
+    // (count_unmeasured), somewhere in which its bytes are.
     std::uint64_t unmeasured_bytes = 0;
     std::uint64_t unmeasured_inodes = 0;
 };
@@ -70,21 +80,30 @@ struct EvictionPlan {
 // otherwise, must not make room at other users' cost).
 void cap_at_file_system_use(CacheTierFacts& tier, const TierSpace& space);
 
-// An entry not measured in time (a user's directory too slow to measure
-// in the prolog's share, or one held from being measured) still holds its
-// bytes: while there is one, what the file system says is used beyond the
-// measured entries counts as theirs.  Call after cap_at_file_system_use.
-void count_unmeasured(CacheTierFacts& tier, const TierSpace& space, bool any_unmeasured);
+// An entry of unknown size (not measured in time, and never measured
+// before: a user's directory too slow to measure in the prolog's share,
+// or one held from being measured) still holds its bytes: while there is
+// one, on a file system of the tier's own, what the file system says is
+// used beyond the entries of known size counts as theirs.  On a file
+// system the tier shares, nothing does: the file system's use is not the
+// tier's, and charging it to them would evict them at will.  Call after
+// cap_at_file_system_use.
+void count_unmeasured(CacheTierFacts& tier, const TierSpace& space, bool any_size_unknown);
 
-// Over the high watermark with that counted, the measured entries the
-// measured usage needs go (least recently used first, until it is below
-// the low watermark), then the entries not measured that no running job
-// uses, least recently used first: none may hold bytes past eviction for
-// being slow to measure.  Nobody can say what each of those gives back, so
-// whoever evicts asks the file system again before each
-// (over_low_by_file_system) and stops once it is below the low watermark.
-// Whether the job fits is judged on the measured usage: bytes of an
-// unmeasured entry in use are not guessed at.
+// Nothing goes while the entries of known size (measured, or at their
+// recorded size) with what comes in, plus what a file system of the tier's
+// own says nobody measured, are below the high watermark.  Over it, while
+// the entries of known size are: those not measured in time go first
+// (their recorded size may be less than they hold now: being slow to
+// measure gains nothing), then the measured ones, least recently used first
+// in each, until below the low watermark.  Then the entries of unknown size
+// that no running job uses, least recently used first: on a file system of
+// the tier's own, none may hold bytes past eviction for being slow to
+// measure.  Nobody can say what each of those gives back, so whoever evicts
+// asks the file system again before each (over_low_by_file_system) and
+// stops once it is below the low watermark.  Whether the job fits is judged
+// on the entries of known size: bytes of one in use of unknown size are not
+// guessed at.
 EvictionPlan plan_eviction(const std::vector<CacheEntryFacts>& entries, const CacheTierFacts& tier,
                            const Watermarks& marks, const Incoming& incoming = {});
 

@@ -20,6 +20,7 @@
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/bounded.hpp"
+#include "lib/sys/quick_stat.hpp"
 #include "policies/admission.hpp"
 #include "policies/cache_budget.hpp"
 #include "policies/cache_eviction.hpp"
@@ -371,9 +372,12 @@ policy::Incoming incoming_to(const Tier& tier, const std::vector<StageItem>& ite
 // Whether `tier` may need room: its whole file system is over the high
 // watermark with what the submitting user's sbatch claimed the job brings
 // (theirs to forge: a lie costs a measurement, nothing else).  Below it,
-// so is the cache, and nothing is measured.
+// so is the cache, and nothing is measured; nor when the tier's root is
+// not there yet (the first job on the node makes it, holding the lock).
 bool may_need_room(const Tier& tier, const std::vector<StageItem>& items, const ScriptStart& start)
 {
+    if (!name_exists(tier.path.root()))
+        return false;
     const TierSpace space = measure_tier_space(tier.path.root());
     const auto max_bytes = tier.max_bytes.resolve(space.total_bytes);
     const policy::Incoming guess = incoming_to(tier, items, start, claimed_sizes(start), {});
@@ -439,7 +443,7 @@ void evict_for_room(Measured& m, const std::vector<StageItem>& items, const Scri
     if (eviction_generation(state_dir, node) != m.generation)
         found = find_cache_entries(tier, state_dir, node, seconds / 2, seconds / 2);
     else
-        refresh_cache_uses(found.entries, tier, state_dir, node);
+        add_root_records(found.entries, tier, state_dir, node);
     // The file system as it is under the lock: another's evictions since
     // the first look must not count as bytes nobody measured.
     const TierSpace space_now = measure_tier_space(tier.path.root());
@@ -449,16 +453,17 @@ void evict_for_room(Measured& m, const std::vector<StageItem>& items, const Scri
     policy::CacheTierFacts tier_facts;
     tier_facts.max_bytes = tier.max_bytes.resolve(space_now.total_bytes);
     tier_facts.max_inodes = tier.max_inodes;
-    bool any_unmeasured = false;
+    tier_facts.own_file_system = has_own_file_system(tier.path.root());
+    bool any_size_unknown = false;
     for (const NodeCacheEntry& entry : found.entries) {
         facts.push_back({entry_name(entry), entry.bytes, entry.inodes, entry.last_use, !entry.jobs.empty(),
-                         entry.uid == start.job.uid, entry.measured});
+                         entry.uid == start.job.uid, entry.measured, entry.recorded});
         tier_facts.used_bytes += entry.bytes;
         tier_facts.used_inodes += entry.inodes;
-        any_unmeasured = any_unmeasured || !entry.measured;
+        any_size_unknown = any_size_unknown || !facts.back().size_known();
     }
     policy::cap_at_file_system_use(tier_facts, space_now);
-    policy::count_unmeasured(tier_facts, space_now, any_unmeasured);
+    policy::count_unmeasured(tier_facts, space_now, any_size_unknown);
     const policy::Incoming incoming = incoming_to(tier, items, start, sizes, found.entries);
     const policy::EvictionPlan plan = policy::plan_eviction(facts, tier_facts, tier.watermarks, incoming);
     for (std::size_t i = 0; i < plan.evict.size(); ++i) {
@@ -469,8 +474,9 @@ void evict_for_room(Measured& m, const std::vector<StageItem>& items, const Scri
                                    std::to_string(plan.evict.size() - i) + " more entries; left for the epilog or gc");
             break;
         }
-        if (!entry.measured && !policy::over_low_by_file_system(tier_facts, measure_tier_space(tier.path.root()),
-                                                                tier.watermarks, incoming))
+        if (!facts[plan.evict[i]].size_known() &&
+            !policy::over_low_by_file_system(tier_facts, measure_tier_space(tier.path.root()), tier.watermarks,
+                                             incoming))
             break;  // what it gives back is unknown: enough went
         const std::string problem = evict_cache_entry(tier, entry, time_left);
         if (problem.empty())
@@ -493,16 +499,15 @@ std::map<std::string, const Tier*> cache_tiers(const std::vector<StageItem>& ite
 }
 
 // The node cache's steps for a prolog (`items`: what the job brings) or an
-// epilog (none), one deadline for all of them (CacheClock): the tiers that
-// may need room measured and the job's sources sized without the lock;
-// then the lock, taken once: `first` (recording or forgetting the job's
-// use), then room made in each of those tiers.  Throws Error when the lock
-// stays held past its share (the job cannot use the cache without its use
-// recorded) or the job cannot fit.
+// epilog (none), within `clock`'s one deadline: the tiers that may need
+// room measured and the job's sources sized without the lock; then the
+// lock: `first` (recording the job's use), then room made in each of those
+// tiers.  Throws Error when the lock stays held past its share (the job
+// cannot use the cache without its use recorded) or the job cannot fit.
 void settle_caches(const std::map<std::string, const Tier*>& tiers, const std::vector<StageItem>& items,
-                   const ScriptStart& start, const std::function<void()>& first, Report& report)
+                   const ScriptStart& start, const CacheClock& clock, const std::function<void()>& first,
+                   Report& report)
 {
-    const CacheClock clock(start);
     const policy::CacheBudget& budget = clock.budget();
     std::vector<Measured> measured = measure_before_lock(tiers, items, start, clock.within(budget.measure));
     std::set<std::string> needing;
@@ -537,7 +542,7 @@ void prepare_caches(const std::vector<StageItem>& items, const ScriptStart& star
         return;
     const auto tiers = cache_tiers(items);
     settle_caches(
-        tiers, items, start,
+        tiers, items, start, CacheClock(start),
         [&] {
             record_cache_use(start.config.site.state_dir, start.job.node, start.job.job_id, uses);
             for (const auto& [name, tier] : tiers) {
@@ -554,19 +559,17 @@ void prepare_caches(const std::vector<StageItem>& items, const ScriptStart& star
 // know) goes back under it.
 void release_caches(const ScriptStart& start, Report& report)
 {
-    const auto forget = [&] { forget_cache_use(start.config.site.state_dir, start.job.node, start.job.job_id); };
-    std::map<std::string, const Tier*> tiers;
-    std::vector<StageItem> items;
-    try {
-        items = resolve_stage_data(start.config, start.stage_data);
-        tiers = cache_tiers(items);
-    } catch (const Error&) {
-        // A configuration changed since the job began: its use goes all
-        // the same, or it would pin its entries until gc.
-        settle_caches({}, {}, start, forget, report);
-        throw;
+    // The use goes first, at once (a configuration changed since the job
+    // began too, or it would pin its entries until gc); room is made after,
+    // within what is left of the same deadline.
+    const CacheClock clock(start);
+    {
+        const CacheLock lock(start.config.site.state_dir, start.job.node, clock.within(clock.budget().lock_wait));
+        forget_cache_use(start.config.site.state_dir, start.job.node, start.job.job_id);
     }
-    settle_caches(tiers, {}, start, forget, report);
+    const std::vector<StageItem> items = resolve_stage_data(start.config, start.stage_data);
+    settle_caches(
+        cache_tiers(items), {}, start, clock, [] {}, report);
 }
 
 // Runs in the bounded child: everything that touches the file systems.

@@ -21,10 +21,34 @@
 
 namespace dlstage {
 
+const std::vector<std::string>& NodeCacheEntry::owner_jobs() const
+{
+    static const std::vector<std::string> none;
+    return owner_uses ? owner_uses->jobs : none;
+}
+
+const std::set<std::string>& NodeCacheEntry::owner_datasets() const
+{
+    static const std::set<std::string> none;
+    return owner_uses ? owner_uses->datasets : none;
+}
+
+NodeCacheEntry entry_owned_by(const std::string& user, uid_t uid, gid_t gid, const std::string& dataset)
+{
+    NodeCacheEntry entry;
+    entry.user = user;
+    entry.uid = uid;
+    entry.gid = gid;
+    entry.dataset = dataset;
+    return entry;
+}
+
 std::string entry_name(const NodeCacheEntry& entry)
 {
     if (entry.aside)  // its name holds the user's already
         return printable(entry.dataset) + " (moved aside)";
+    if (entry.unlisted && entry.measured)
+        return printable(entry.user) + "'s cache directory (too many names to list: one entry)";
     if (entry.unlisted)
         return printable(entry.user) + "'s cache directory (not listed in time)";
     return printable(entry.user + "/" + entry.dataset);  // a name may hold a newline
@@ -87,6 +111,24 @@ std::string dataset_of(const std::string& name)
     return dataset.empty() ? name : dataset;
 }
 
+std::vector<std::string> derived_names(const std::string& dataset)
+{
+    std::vector<std::string> candidates{dataset};
+    for (const char* prefix : {kReadyPrefix, kStagedPrefix, kResumePrefix}) {
+        candidates.push_back(prefix + dataset + kRecordSuffix);
+        candidates.push_back(prefix + dataset);
+    }
+    for (const char* prefix : {kContentsPrefix, kPartialPrefix, kIncomingPrefix, kLockPrefix, kImagePrefix})
+        candidates.push_back(prefix + dataset);
+    // Only those that are its by the one rule (".ready-x.toml" is x's, not
+    // the entry "x.toml"'s).
+    std::vector<std::string> names;
+    for (const std::string& name : candidates)
+        if (dataset_of(name) == dataset)
+            names.push_back(name);
+    return names;
+}
+
 namespace {
 // NAME.untrusted-YYYYMMDDTHHMMSSZ-PID[-N], as tier/tier_walk names what
 // it moves aside, and no user's name (whose cache directory it would be).
@@ -123,6 +165,25 @@ CacheUsers cache_users(const Tier& tier, std::vector<std::string>& problems)
     std::sort(users.asides.begin(), users.asides.end());
     users.parent = std::move(opened.dir);
     return users;
+}
+
+std::vector<MeasuringSlot> measuring_slots(const std::vector<std::string>& names,
+                                           const std::vector<std::string>& asides)
+{
+    std::map<std::string, MeasuringSlot> by_owner;
+    for (const std::string& name : names) {
+        by_owner[name].owner = name;
+        by_owner[name].has_directory = true;
+    }
+    for (const std::string& aside : asides) {
+        const std::string owner = aside.substr(0, aside.rfind(".untrusted-"));
+        by_owner[owner].owner = owner;
+        by_owner[owner].asides.push_back(aside);
+    }
+    std::vector<MeasuringSlot> slots;
+    for (auto& [owner, slot] : by_owner)
+        slots.push_back(std::move(slot));
+    return slots;
 }
 
 namespace {

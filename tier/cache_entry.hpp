@@ -30,6 +30,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -42,6 +43,14 @@
 
 namespace dlstage {
 
+// Root's records of one owner's jobs using a tier on this node: the jobs
+// and the datasets they use.  One copy per owner, shared by all their
+// entries: a user's million names must not make a million copies.
+struct OwnerUses {
+    std::vector<std::string> jobs;
+    std::set<std::string> datasets;
+};
+
 struct NodeCacheEntry {
     std::string user;
     uid_t uid = 0;
@@ -49,8 +58,11 @@ struct NodeCacheEntry {
     std::string dataset;
     std::uint64_t bytes = 0;  // allocated, of the copy and its files (record, list, partial data)
     std::uint64_t inodes = 0;
-    std::uint64_t files = 0;   // files in the copy
-    bool ready = true;         // its ready record is there (false: a staging that did not finish)
+    std::uint64_t files = 0;  // files in the copy
+    bool ready = true;        // its ready record is there (false: a staging that did not finish)
+    // Measuring found only names of derived_names: evicting it needs no
+    // listing of its owner's directory.
+    bool names_derived = false;
     std::int64_t changed = 0;  // the newest ctime of anything in it (epoch seconds)
     // A directory a prolog moved aside in the cache parent (USER.untrusted-
     // STAMP: it held a mount, or another uid's): `dataset` is that name, the
@@ -59,18 +71,29 @@ struct NodeCacheEntry {
     // Not measured in time (bytes, inodes and files 0, ready true: unknown):
     // a dataset the listing named whose turn did not come, or, `unlisted`,
     // all of a user's directory that could not even be listed (`dataset`
-    // empty).  Counted by what the tier's file system says is used, and
-    // evicted while that says the tier is over (policies/cache_eviction).
+    // empty).  Counted at its recorded size, or by what a file system of the
+    // tier's own says is used (policies/cache_eviction).  `unlisted` and
+    // measured: a directory of too many names to list, all of it one entry.
     bool measured = true;
     bool unlisted = false;
+    // Not measured now, but bytes, inodes and files are root's record of
+    // its last measurement (tier/cache_records): counted at that.
+    bool recorded = false;
     std::int64_t last_use = 0;      // root's record; 0: none
     std::vector<std::string> jobs;  // jobs on this node that use it, by root's records
     // Jobs on this node that use any entry of its owner's in this tier, by
     // root's records: one of them may be staging it (gc's rule for an
     // unfinished entry); for an unlisted entry, the datasets they use stay.
-    std::vector<std::string> owner_jobs;
-    std::set<std::string> owner_datasets;
+    // Shared with the owner's other entries; none: no such job.
+    std::shared_ptr<const OwnerUses> owner_uses;
+
+    const std::vector<std::string>& owner_jobs() const;
+    const std::set<std::string>& owner_datasets() const;
 };
+
+// An entry of `user` (uid, gid): of `dataset`, or, without one, the owner
+// a measurement starts from.
+NodeCacheEntry entry_owned_by(const std::string& user, uid_t uid, gid_t gid, const std::string& dataset = "");
 
 // "alice/imagenet": an entry in messages.
 std::string entry_name(const NodeCacheEntry& entry);
@@ -103,6 +126,14 @@ namespace cache_detail {
 // removes, every name of an entry by this one rule.
 std::string dataset_of(const std::string& name);
 
+// The names dlstage gives an entry's parts, all of which dataset_of gives
+// to it: the copy itself, its ready, staged and resume records (with and
+// without their suffix), partial, incoming, image, contents and lock.  An
+// eviction removes them without listing the directory when measuring
+// found no other name of the entry (a record being replaced, a retired
+// copy): a directory of a million names is not listed once per entry.
+std::vector<std::string> derived_names(const std::string& dataset);
+
 // In a child about to act for `uid`: that user's identity for the file
 // system (effective uid and gid; with `user`, also their supplementary
 // groups, to read a source that is theirs through a group).  The real and
@@ -122,6 +153,22 @@ struct CacheUsers {
 };
 
 CacheUsers cache_users(const Tier& tier, std::vector<std::string>& problems);
+
+// One owner's share of the measuring time: their cache directory (when
+// they have one) and the asides a prolog made of it (USER.untrusted-STAMP:
+// their name comes first, and the cache parent is root's, so no user can
+// name one for another).  An owner's asides cost their own time, never
+// another user's: once every aside was a share of its own, and a user
+// minting them left others' directories unmeasured.
+struct MeasuringSlot {
+    std::string owner;
+    bool has_directory = false;
+    std::vector<std::string> asides;
+};
+
+// The slots of a cache parent's names and asides, by owner, in name order.
+std::vector<MeasuringSlot> measuring_slots(const std::vector<std::string>& names,
+                                           const std::vector<std::string>& asides);
 
 // The mounts in one user's cache directory, as mountinfo lists them: the
 // directory itself may be one (`whole`), else the datasets whose names

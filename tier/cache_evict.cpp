@@ -116,7 +116,7 @@ std::string evict_unlisted(const Tier& tier, const NodeCacheEntry& entry, double
         return std::chrono::duration<double>(until - std::chrono::steady_clock::now()).count();
     };
     const std::string dir = cache_dir_of(tier, entry.user);
-    std::set<std::string> kept = entry.owner_datasets;
+    std::set<std::string> kept = entry.owner_datasets();
     {
         const MountsNow now = mounts_now(tier, entry.user, dir);
         if (!now.problem.empty())
@@ -184,11 +184,14 @@ std::string evict_cache_entry(const Tier& tier, const NodeCacheEntry& entry, dou
             throw Error(opened.problem);
         // Its ready record first, so that no job looking meanwhile takes
         // a copy being removed for a whole one; then every name measuring
-        // counted as the entry's (the one rule, dataset_of).
+        // counted as the entry's (the one rule, dataset_of): those
+        // dlstage gives it, or, when measuring found others, every name
+        // the directory's listing gives it.
         const std::string& name = entry.dataset;
         remove_name(opened.dir.get(), dir, kReadyPrefix + name + kRecordSuffix);
-        std::vector<std::string> names;
-        {
+        std::vector<std::string> names = derived_names(name);
+        if (!entry.names_derived) {
+            names.clear();
             const Fd reading = reopen_for_reading(opened.dir);
             DirStream stream(reading.get());
             while (const dirent* e = stream.valid() ? stream.next() : nullptr)

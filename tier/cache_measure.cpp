@@ -32,8 +32,9 @@ using namespace cache_detail;
 
 namespace {
 // The measuring child's answer: per dataset its name, bytes, inodes, files,
-// whether its ready record is there (1, 0) and its newest ctime (the user
-// cannot set a ctime back), each field ended by a NUL.
+// whether its ready record is there (1, 0), its newest ctime (the user
+// cannot set a ctime back) and whether all its names are derived_names
+// (1, 0), each field ended by a NUL.
 // Names are the user's (a directory called "x 999999999999 1 1\nother" is
 // allowed), and NUL is the one byte no name can hold, so no name can forge
 // a field or an entry.
@@ -41,17 +42,22 @@ struct Sum {
     std::uint64_t bytes = 0, inodes = 0, files = 0;
     bool ready = false;
     std::int64_t changed = 0;
+    bool names_derived = true;
 };
 
-constexpr std::size_t kSumFields = 6;
+constexpr std::size_t kSumFields = 7;
+
+// The dataset name of a user's whole directory measured as one entry: no
+// name in a directory can be "/".
+constexpr const char* kWholeDirectory = "/";
 
 std::string encode_sums(const std::map<std::string, Sum>& sums)
 {
     std::string out;
     for (const auto& [dataset, sum] : sums)
-        for (const std::string& field :
-             {dataset, std::to_string(sum.bytes), std::to_string(sum.inodes), std::to_string(sum.files),
-              std::string(sum.ready ? "1" : "0"), std::to_string(sum.changed)})
+        for (const std::string& field : {dataset, std::to_string(sum.bytes), std::to_string(sum.inodes),
+                                         std::to_string(sum.files), std::string(sum.ready ? "1" : "0"),
+                                         std::to_string(sum.changed), std::string(sum.names_derived ? "1" : "0")})
             out.append(field).push_back('\0');
     return out;
 }
@@ -96,9 +102,11 @@ std::vector<NodeCacheEntry> decode_sums(const std::string& text, const NodeCache
         std::uint64_t changed = 0;
         if (entry.dataset.empty() || !read_count(fields[i + 1], entry.bytes) ||
             !read_count(fields[i + 2], entry.inodes) || !read_count(fields[i + 3], entry.files) ||
-            (fields[i + 4] != "0" && fields[i + 4] != "1") || !read_count(fields[i + 5], changed))
+            (fields[i + 4] != "0" && fields[i + 4] != "1") || !read_count(fields[i + 5], changed) ||
+            (fields[i + 6] != "0" && fields[i + 6] != "1"))
             throw Error("the measurement has an unreadable entry");
         entry.ready = fields[i + 4] == "1";
+        entry.names_derived = fields[i + 6] == "1";
         entry.changed = static_cast<std::int64_t>(changed);
         entries.push_back(entry);
     }
@@ -154,11 +162,68 @@ std::string measure_aside(const std::string& root, const std::string& name, cons
     return "";
 }
 
+// Past this many datasets, or names, in one user's directory, the whole
+// directory is one entry, measured without keeping its names: root's
+// memory and work stay bounded whatever a user puts there (a million
+// names once took 662 MiB and a million entries).
+constexpr std::size_t kMaxEntriesListed = 100000;
+constexpr std::size_t kMaxNamesListed = 1000000;
+
+// What one name of `dir` (open as dir_fd) holds, added to `sum`: itself
+// and, a directory, everything below it (its regular files counted as the
+// copy's files when `copy`).  A part the owner cannot read (chmod 000)
+// leaves what was counted: hiding a part does not hide the entry.  False
+// when the name is gone.
+bool add_name(Sum& sum, Tally& tally, int dir_fd, const std::string& dir, const std::string& name, bool copy)
+{
+    struct stat st {};
+    if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return false;
+    if (!tally.add(sum, st) || !S_ISDIR(st.st_mode))
+        return true;
+    Fd sub(::openat(dir_fd, name.c_str(), kDirFlags));
+    if (!sub.valid())
+        return true;
+    std::mutex mutex;
+    try {
+        walk_tree(sub.get(), dir + "/" + name, 4, [&](const FoundEntry& found) {
+            const std::lock_guard<std::mutex> lock(mutex);
+            if (tally.add(sum, found.st) && copy && S_ISREG(found.st.st_mode))
+                sum.files += 1;
+        });
+    } catch (const Error&) {
+    }
+    return true;
+}
+
+// In the child, as the user: all of `dir` as one entry (kWholeDirectory),
+// but the names of a dataset in `skipped`, read as it is listed.
+std::string measure_whole_dir(const Fd& at, const std::string& dir, const std::set<std::string>& skipped,
+                              const SendPart& send)
+{
+    send(encode_names({kWholeDirectory}));
+    Sum sum;
+    sum.ready = true;  // never "unfinished": it is no one staging
+    sum.names_derived = false;
+    Tally tally;
+    const Fd reading = reopen_for_reading(at);
+    DirStream stream(reading.get());
+    while (const dirent* e = stream.valid() ? stream.next() : nullptr) {
+        const std::string name = e->d_name;
+        const std::string dataset = dataset_of(name);
+        if (!dataset.empty() && !skipped.count(dataset))
+            add_name(sum, tally, at.get(), dir, name, false);
+    }
+    send(encode_sums({{kWholeDirectory, sum}}));
+    return "";
+}
+
 // In the child, as the user: the entries of `dir`, leaving out every name
 // of a dataset in `skipped` (one of its names holds a mount).  All names
 // are listed first and sent as one part, then each dataset is measured
 // whole and sent as it is done: when the time runs out, what was measured
-// counts, and what was listed is known to be there.
+// counts, and what was listed is known to be there.  Too many to list:
+// the whole directory one entry (measure_whole_dir).
 std::string measure_user_dir(const std::string& root, const std::string& dir, const std::set<std::string>& skipped,
                              const SendPart& send)
 {
@@ -167,13 +232,19 @@ std::string measure_user_dir(const std::string& root, const std::string& dir, co
         throw Error(opened.problem);
     std::map<std::string, std::vector<std::string>> names_of;
     {
+        std::size_t listed = 0;
         const Fd reading = reopen_for_reading(opened.dir);
         DirStream stream(reading.get());
         while (const dirent* e = stream.valid() ? stream.next() : nullptr) {
             const std::string name = e->d_name;
             const std::string dataset = dataset_of(name);
-            if (!dataset.empty() && !skipped.count(dataset))
-                names_of[dataset].push_back(name);
+            if (dataset.empty() || skipped.count(dataset))
+                continue;
+            names_of[dataset].push_back(name);
+            if (++listed > kMaxNamesListed || names_of.size() > kMaxEntriesListed) {
+                names_of.clear();
+                return measure_whole_dir(opened.dir, dir, skipped, send);
+            }
         }
     }
     std::vector<std::string> datasets;
@@ -181,32 +252,15 @@ std::string measure_user_dir(const std::string& root, const std::string& dir, co
         datasets.push_back(dataset);
     send(encode_names(datasets));
     Tally tally;
-    const auto add = [&tally](Sum& sum, const struct stat& st) { return tally.add(sum, st); };
     for (const auto& [dataset, names] : names_of) {
         Sum sum;
+        const std::vector<std::string> derived = derived_names(dataset);
         for (const std::string& name : names) {
-            struct stat st {};
-            if (::fstatat(opened.dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
-                continue;
-            if (name == kReadyPrefix + dataset + kRecordSuffix)
+            if (std::find(derived.begin(), derived.end(), name) == derived.end())
+                sum.names_derived = false;
+            if (add_name(sum, tally, opened.dir.get(), dir, name, name == dataset) &&
+                name == kReadyPrefix + dataset + kRecordSuffix)
                 sum.ready = true;
-            if (!add(sum, st) || !S_ISDIR(st.st_mode))
-                continue;
-            Fd sub(::openat(opened.dir.get(), name.c_str(), kDirFlags));
-            if (!sub.valid())
-                continue;
-            std::mutex mutex;
-            const bool copy = name == dataset;
-            try {
-                walk_tree(sub.get(), dir + "/" + name, 4, [&, &sum = sum](const FoundEntry& found) {
-                    const std::lock_guard<std::mutex> lock(mutex);
-                    if (add(sum, found.st) && copy && S_ISREG(found.st.st_mode))
-                        sum.files += 1;
-                });
-            } catch (const Error&) {
-                // A part the owner cannot read (chmod 000): what was counted
-                // stays, so that hiding a part does not hide the entry.
-            }
         }
         send(encode_sums({{dataset, sum}}));
     }
@@ -248,13 +302,17 @@ std::vector<NodeCacheEntry> entries_sent(const std::vector<std::string>& parts, 
     for (const std::string& dataset : nul_ended_fields(parts.front(), "the listing")) {
         const auto measured = by_dataset.find(dataset);
         if (measured != by_dataset.end()) {
-            entries.push_back(measured->second);
-            continue;
+            entries.push_back(std::move(measured->second));
+        } else {
+            NodeCacheEntry entry = owner;
+            entry.dataset = dataset;
+            entry.measured = false;
+            entries.push_back(std::move(entry));
         }
-        NodeCacheEntry entry = owner;
-        entry.dataset = dataset;
-        entry.measured = false;
-        entries.push_back(std::move(entry));
+        if (dataset == kWholeDirectory) {  // too many names: all of it one entry
+            entries.back().dataset.clear();
+            entries.back().unlisted = true;
+        }
     }
     return entries;
 }
@@ -362,6 +420,36 @@ void measure_aside_entry(const Tier& tier, const CacheUsers& users, const MountT
     for (std::size_t i = before; i < found.entries.size(); ++i)
         found.entries[i].changed = moved_aside_at(name);
 }
+
+// One user's cache directory measured as its owner within their budget.
+void measure_user_entries(const Tier& tier, const CacheUsers& users, const MountTable& mounts, const std::string& user,
+                          MeasureBudget& budget, FoundCacheEntries& found)
+{
+    const struct passwd* pw = ::getpwnam(user.c_str());
+    if (!pw) {
+        found.problems.push_back(cache_dir_of(tier, user) + ": no such user");
+        return;
+    }
+    const NodeCacheEntry owner = entry_owned_by(user, pw->pw_uid, pw->pw_gid);
+    if (::geteuid() != 0 && ::geteuid() != owner.uid)
+        return;  // another user's: theirs to see
+    const std::string dir = cache_dir_of(tier, user);
+    const MountsInCache mounted = mounts_in(mounts, users.real_parent + "/" + user, dir);
+    if (mounted.whole) {
+        found.problems.push_back(*mounted.whole);
+        return;
+    }
+    for (const auto& [dataset, why] : mounted.datasets)
+        found.problems.push_back(why);
+    const std::set<std::string> skipped = mounted.names();
+    NodeCacheEntry unlisted = owner;
+    unlisted.measured = false;
+    unlisted.unlisted = true;
+    measure_as_owner(
+        owner, unlisted, dir, budget,
+        [&](const SendPart& send) { return measure_user_dir(tier.path.root(), dir, skipped, send); }, found);
+}
+
 }  // namespace
 
 FoundCacheEntries find_cache_entries(const Tier& tier, const std::string& state_dir, const std::string& node,
@@ -383,39 +471,27 @@ FoundCacheEntries find_cache_entries(const Tier& tier, const std::string& state_
         found.problems.push_back(std::string(e.what()) + ": no entry measured (a mount in one could hang it)");
         return found;
     }
-    budget.remaining = ::geteuid() == 0 ? users.names.size() + users.asides.size() : 1;
-    for (const std::string& user : users.names) {
-        const struct passwd* pw = ::getpwnam(user.c_str());
-        if (!pw) {
-            found.problems.push_back(cache_dir_of(tier, user) + ": no such user");
-            continue;
-        }
-        NodeCacheEntry owner;
-        owner.user = user;
-        owner.uid = pw->pw_uid;
-        owner.gid = pw->pw_gid;
-        if (::geteuid() != 0 && ::geteuid() != owner.uid)
-            continue;  // another user's: theirs to see
-        const std::string dir = cache_dir_of(tier, user);
-        const MountsInCache mounted = mounts_in(mounts, users.real_parent + "/" + user, dir);
-        if (mounted.whole) {
-            found.problems.push_back(*mounted.whole);
-            continue;
-        }
-        for (const auto& [dataset, why] : mounted.datasets)
-            found.problems.push_back(why);
-        const std::set<std::string> skipped = mounted.names();
-        NodeCacheEntry unlisted = owner;
-        unlisted.measured = false;
-        unlisted.unlisted = true;
-        measure_as_owner(
-            owner, unlisted, dir, budget,
-            [&](const SendPart& send) { return measure_user_dir(tier.path.root(), dir, skipped, send); }, found);
+    const std::vector<MeasuringSlot> slots = measuring_slots(users.names, users.asides);
+    budget.remaining = ::geteuid() == 0 ? slots.size() : 1;
+    for (const MeasuringSlot& slot : slots) {
+        if (::geteuid() != 0 && !slot.has_directory)
+            continue;  // asides are root's to look at
+        // This owner's share, for their directory and their asides: what
+        // they put there costs their own measuring time, nobody else's.
+        const double seconds = budget.next_share();
+        MeasureBudget own{seconds, budget.total,
+                          std::chrono::steady_clock::now() +
+                              std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                  std::chrono::duration<double>(seconds)),
+                          (slot.has_directory ? 1u : 0u) + slot.asides.size()};
+        if (slot.has_directory)
+            measure_user_entries(tier, users, mounts, slot.owner, own, found);
+        if (::geteuid() == 0)  // asides are root's to look at (and detach mounts in)
+            for (const std::string& name : slot.asides)
+                measure_aside_entry(tier, users, mounts, name, own, found);
     }
-    if (::geteuid() == 0)  // asides are root's to look at (and detach mounts in)
-        for (const std::string& name : users.asides)
-            measure_aside_entry(tier, users, mounts, name, budget, found);
     add_root_records(found.entries, tier, state_dir, node);
+    settle_recorded_sizes(found.entries, tier, state_dir, node);
     return found;
 }
 

@@ -4,6 +4,8 @@
 #include <cerrno>
 #include <chrono>
 #include <fcntl.h>
+#include <map>
+#include <memory>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <thread>
@@ -12,8 +14,11 @@
 #include "job/state_record.hpp"
 #include "lib/contract.hpp"
 #include "lib/error.hpp"
+#include "lib/number.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/dir_fd.hpp"
+#include "lib/sys/read_all.hpp"
+#include "lib/sys/replace_file.hpp"
 #include "lib/sys/sys_error.hpp"
 #include "tier/safe_fs.hpp"
 
@@ -162,18 +167,40 @@ CacheLock::~CacheLock()
         ::close(fd_);  // releases the lock
 }
 
-void add_root_records(std::vector<NodeCacheEntry>& entries, const Tier& tier, const std::string& state_dir,
-                      const std::string& node)
+namespace {
+// Root's records of one tier's uses on a node, each read once: the jobs
+// using each entry (by owner and dataset), each owner's jobs and datasets,
+// and when each entry was last used (by its last-use name).  Reading them
+// costs the records' number, never the entries' (a user's names).
+struct TierUses {
+    std::map<std::pair<uid_t, std::string>, std::vector<std::string>> jobs;
+    std::map<uid_t, std::shared_ptr<OwnerUses>> owners;
+    std::map<std::string, std::int64_t> last_use;
+};
+
+std::map<std::string, std::int64_t> last_uses(const std::string& state_dir, const std::string& node,
+                                              const std::string& tier)
 {
-    const std::string base = cache_state_dir(state_dir, node);
-    OpenResult last = open_trusted_dir(state_dir, base + "/last-use", false);
-    for (NodeCacheEntry& entry : entries) {
+    std::map<std::string, std::int64_t> found;
+    OpenResult last = open_trusted_dir(state_dir, cache_state_dir(state_dir, node) + "/last-use", false);
+    if (!last.dir.valid())
+        return found;
+    const Fd reading = reopen_for_reading(last.dir);
+    DirStream stream(reading.get());
+    const std::string mine = tier + ".";
+    while (const dirent* e = stream.valid() ? stream.next() : nullptr) {
         struct stat st {};
-        if (!entry.unlisted && last.dir.valid() &&
-            ::fstatat(last.dir.get(), last_use_name(tier.name, entry.uid, entry.dataset).c_str(), &st,
-                      AT_SYMLINK_NOFOLLOW) == 0)
-            entry.last_use = static_cast<std::int64_t>(st.st_mtim.tv_sec);
+        if (starts_with(e->d_name, mine) && ::fstatat(reading.get(), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+            found[e->d_name] = static_cast<std::int64_t>(st.st_mtim.tv_sec);
     }
+    return found;
+}
+
+TierUses read_tier_uses(const Tier& tier, const std::string& state_dir, const std::string& node)
+{
+    TierUses uses;
+    uses.last_use = last_uses(state_dir, node, tier.name);
+    const std::string base = cache_state_dir(state_dir, node);
     for (const auto& [job, written] : cache_use_records(state_dir, node)) {
         toml::table record;
         try {
@@ -181,38 +208,167 @@ void add_root_records(std::vector<NodeCacheEntry>& entries, const Tier& tier, co
         } catch (const Error&) {
             continue;  // removed meanwhile
         }
-        const toml::array* uses = record["uses"].as_array();
-        if (!uses)
+        const toml::array* list = record["uses"].as_array();
+        if (!list)
             continue;
-        for (const toml::node& node_use : *uses) {
+        for (const toml::node& node_use : *list) {
             const toml::table* use = node_use.as_table();
-            if (!use || (*use)["tier"].value_or(std::string()) != tier.name)
+            const auto uid = use ? (*use)["uid"].value<std::int64_t>() : std::nullopt;
+            if (!use || !uid || (*use)["tier"].value_or(std::string()) != tier.name)
                 continue;
-            const auto uid = (*use)["uid"].value<std::int64_t>();
+            const auto owner = static_cast<uid_t>(*uid);
             const std::string dataset = (*use)["dataset"].value_or(std::string());
-            for (NodeCacheEntry& entry : entries) {
-                if (!uid || static_cast<uid_t>(*uid) != entry.uid || entry.aside)
-                    continue;
-                if (entry.dataset == dataset && !entry.unlisted)
-                    entry.jobs.push_back(job);
-                if (entry.owner_jobs.empty() || entry.owner_jobs.back() != job)
-                    entry.owner_jobs.push_back(job);
-                entry.owner_datasets.insert(dataset);
-            }
+            std::vector<std::string>& of_entry = uses.jobs[{owner, dataset}];
+            if (of_entry.empty() || of_entry.back() != job)
+                of_entry.push_back(job);
+            std::shared_ptr<OwnerUses>& of_owner = uses.owners[owner];
+            if (!of_owner)
+                of_owner = std::make_shared<OwnerUses>();
+            if (of_owner->jobs.empty() || of_owner->jobs.back() != job)
+                of_owner->jobs.push_back(job);
+            of_owner->datasets.insert(dataset);
         }
+    }
+    return uses;
+}
+}  // namespace
+
+void add_root_records(std::vector<NodeCacheEntry>& entries, const Tier& tier, const std::string& state_dir,
+                      const std::string& node)
+{
+    const TierUses uses = read_tier_uses(tier, state_dir, node);
+    for (NodeCacheEntry& entry : entries) {
+        entry.jobs.clear();
+        entry.owner_uses.reset();
+        entry.last_use = 0;
+        if (entry.aside)
+            continue;  // no job uses one
+        if (!entry.unlisted) {
+            const auto last = uses.last_use.find(last_use_name(tier.name, entry.uid, entry.dataset));
+            if (last != uses.last_use.end())
+                entry.last_use = last->second;
+            const auto jobs = uses.jobs.find({entry.uid, entry.dataset});
+            if (jobs != uses.jobs.end())
+                entry.jobs = jobs->second;
+        }
+        if (const auto owner = uses.owners.find(entry.uid); owner != uses.owners.end())
+            entry.owner_uses = owner->second;
     }
 }
 
-void refresh_cache_uses(std::vector<NodeCacheEntry>& entries, const Tier& tier, const std::string& state_dir,
-                        const std::string& node)
+namespace {
+// Entries' sizes by dataset, as sizes/<tier>.<uid> holds them.
+struct RecordedSize {
+    std::uint64_t bytes = 0, inodes = 0, files = 0;
+};
+using RecordedSizes = std::map<std::string, RecordedSize>;
+
+constexpr std::size_t kSizeFields = 4;
+constexpr std::size_t kMaxSizesRecord = 256u << 20;  // root's own file; a million entries fit
+
+std::string sizes_name(const std::string& tier, uid_t uid)
 {
-    for (NodeCacheEntry& entry : entries) {
-        entry.jobs.clear();
-        entry.owner_jobs.clear();
-        entry.owner_datasets.clear();
-        entry.last_use = 0;
+    return tier + "." + std::to_string(uid);
+}
+
+// What was recorded; nothing when there is no record, or one that does
+// not read as root writes it (then it is written anew).
+RecordedSizes read_sizes(int dir, const std::string& shown, const std::string& name)
+{
+    RecordedSizes sizes;
+    std::optional<SmallFile> file;
+    try {
+        file = read_small_file_at(dir, name, shown + "/" + name, kMaxSizesRecord, 0);
+    } catch (const Error&) {
+        return sizes;
     }
-    add_root_records(entries, tier, state_dir, node);
+    if (!file || file->content.empty() || file->content.back() != '\0')
+        return sizes;
+    const std::vector<std::string> fields =
+        split(std::string_view(file->content).substr(0, file->content.size() - 1), '\0');
+    if (fields.size() % kSizeFields != 0)
+        return sizes;
+    for (std::size_t i = 0; i < fields.size(); i += kSizeFields) {
+        RecordedSize size;
+        if (!read_count(fields[i + 1], size.bytes) || !read_count(fields[i + 2], size.inodes) ||
+            !read_count(fields[i + 3], size.files))
+            return {};
+        sizes[fields[i]] = size;
+    }
+    return sizes;
+}
+
+std::string encode_sizes(const RecordedSizes& sizes)
+{
+    std::string out;
+    for (const auto& [dataset, size] : sizes)
+        for (const std::string& field :
+             {dataset, std::to_string(size.bytes), std::to_string(size.inodes), std::to_string(size.files)})
+            out.append(field).push_back('\0');
+    return out;
+}
+
+// One owner's entries (`of`, indexes into entries) given their recorded
+// sizes where not measured, and their record rewritten when their
+// directory was listed.
+void settle_owner(std::vector<NodeCacheEntry>& entries, const std::vector<std::size_t>& of, int dir,
+                  const std::string& shown, const std::string& name)
+{
+    for (const std::size_t i : of)
+        if (entries[i].unlisted && entries[i].measured) {
+            // Too many names to list: measured whole, and what was recorded
+            // of its datasets no longer holds.
+            ::unlinkat(dir, name.c_str(), 0);
+            return;
+        }
+    const RecordedSizes old = read_sizes(dir, shown, name);
+    RecordedSizes now;
+    bool listed = false;
+    for (const std::size_t i : of) {
+        NodeCacheEntry& entry = entries[i];
+        if (entry.unlisted) {
+            for (const auto& [dataset, size] : old) {
+                entry.bytes += size.bytes;
+                entry.inodes += size.inodes;
+                entry.files += size.files;
+            }
+            entry.recorded = !old.empty();
+            continue;
+        }
+        listed = true;
+        const auto known = old.find(entry.dataset);
+        if (!entry.measured && known != old.end()) {
+            entry.bytes = known->second.bytes;
+            entry.inodes = known->second.inodes;
+            entry.files = known->second.files;
+            entry.recorded = true;
+        }
+        if (entry.measured || entry.recorded)
+            now[entry.dataset] = {entry.bytes, entry.inodes, entry.files};
+    }
+    // Rewritten (and synced) only when it changed: every prolog measures.
+    if (listed && now.empty() && !old.empty())
+        ::unlinkat(dir, name.c_str(), 0);
+    else if (listed && !now.empty() && encode_sizes(now) != encode_sizes(old))
+        replace_file_at(dir, shown, name, encode_sizes(now), 0600);
+}
+}  // namespace
+
+void settle_recorded_sizes(std::vector<NodeCacheEntry>& entries, const Tier& tier, const std::string& state_dir,
+                           const std::string& node)
+{
+    if (::geteuid() != 0)
+        return;  // root's records
+    std::map<uid_t, std::vector<std::size_t>> by_owner;
+    for (std::size_t i = 0; i < entries.size(); ++i)
+        if (!entries[i].aside)
+            by_owner[entries[i].uid].push_back(i);
+    if (by_owner.empty())
+        return;
+    const std::string shown = cache_state_dir(state_dir, node) + "/sizes";
+    const Fd dir = open_private_records(state_dir, node, "/sizes");
+    for (const auto& [uid, of] : by_owner)
+        settle_owner(entries, of, dir.get(), shown, sizes_name(tier.name, uid));
 }
 
 }  // namespace dlstage

@@ -66,15 +66,23 @@ std::uint64_t eviction_generation(const std::string& state_dir, const std::strin
 // After an eviction, under the lock.
 void count_eviction(const std::string& state_dir, const std::string& node);
 
-// Root's records of the entries (the jobs using them, their last use) read
-// again: after the entries were measured without the node's cache lock,
-// under the lock before evicting.
-void refresh_cache_uses(std::vector<NodeCacheEntry>& entries, const Tier& tier, const std::string& state_dir,
-                        const std::string& node);
-
-// The jobs using each entry, and its last use, from root's records (after
-// find_cache_entries measured them).
+// The jobs using each entry, its owner's, and its last use, from root's
+// records, each read once (the work grows with the records and the entries,
+// never their product): after find_cache_entries measured them, and again
+// under the node's cache lock before evicting (they were measured without
+// it).  Every field it sets is set anew.
 void add_root_records(std::vector<NodeCacheEntry>& entries, const Tier& tier, const std::string& state_dir,
                       const std::string& node);
+
+// Root's record of each entry's size when last measured
+// (sizes/<tier>.<uid>, one file per owner: per entry its dataset, bytes,
+// inodes and files, each ended by a NUL, as no name can hold one), after
+// find_cache_entries measured: an entry its turn did not come for counts
+// at its recorded size (`recorded`), and a directory not even listed at
+// the sum of its owner's; the record is then rewritten from what was
+// measured (a dataset no longer listed forgotten).  Root only; asides and
+// entries never measured keep an unknown size.
+void settle_recorded_sizes(std::vector<NodeCacheEntry>& entries, const Tier& tier, const std::string& state_dir,
+                           const std::string& node);
 
 }  // namespace dlstage

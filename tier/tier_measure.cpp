@@ -2,9 +2,12 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
 #include <sys/statvfs.h>
 
 #include "lib/error.hpp"
+#include "lib/sys/fd.hpp"
+#include "lib/sys/mount_table.hpp"
 #include "lib/sys/sys_error.hpp"
 
 namespace dlstage {
@@ -37,6 +40,19 @@ TierSpace measure_tier_space(int dir_fd, const std::string& shown)
     if (fstatvfs(dir_fd, &fs) != 0)
         throw_cannot("check free space of", shown, errno);
     return space_of(fs);
+}
+
+bool has_own_file_system(const std::string& root)
+{
+    const Fd dir(::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    const std::string real = dir.valid() ? kernel_path(dir.get()) : std::string();
+    if (real.empty())
+        return false;
+    try {
+        return MountTable::current().at(real).has_value();
+    } catch (const Error&) {
+        return false;
+    }
 }
 
 }  // namespace dlstage

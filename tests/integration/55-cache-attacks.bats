@@ -729,3 +729,31 @@ for e in next(t for t in doc["tiers"] if t["tier"] == "cache")["cache_entries"]:
     grep -E "job $job on n1: cleanup: the node cache lock $LOCK_N1 is still held" "$LOG_N1"
     assert_healthy
 }
+
+@test "another user's entries not measured in time stay while the cache is under its watermark" {
+    clear_cache
+    # The victim's lru2 (15 MiB), measured by its job's epilog.
+    stage_on_n1 as_user lru2
+    [ "$status" -eq 0 ]
+    wait_job_gone "$job" 30
+    for _ in $(seq 150); do [ -z "$(squeue -h)" ] && break; sleep 0.2; done
+    cp "$CONF" "$BATS_TEST_TMPDIR/dlstage.toml.saved"
+    restore_conf=1
+    sed -i '/^\[site\]/a prolog_epilog_timeout = 12' "$CONF"
+    # The attacker's prolog cannot measure the victim's directory in time
+    # (its child held, as a directory of millions of files would hold it).
+    # The tier's file system is the host's, far over 48 MiB: once every
+    # byte it held beyond the measured entries was charged to the victim's
+    # unmeasured ones, and they were evicted, the cache at 3 MiB of 48.
+    hold_first_measuring "$(id -u "$VCLUSTER_USER")"
+    stage_on_n1 as_other cached-file
+    [ "$status" -eq 0 ]
+    wait_job_gone "$job" 30
+    grep -F "job $job on n1: " "$LOG_N1"
+    # The scenario held: the victim's directory was not measured.
+    grep -qF "job $job on n1: node cache 'cache': $(cache_of "$VCLUSTER_USER"): " "$LOG_N1"
+    ! grep -F "job $job on n1: node cache 'cache': evicted" "$LOG_N1" || false
+    on_node n1 test -d "$(cache_of "$VCLUSTER_USER")/lru2"
+    on_node n1 test -f "$(cache_of "$VCLUSTER_USER")/.ready-lru2.toml"
+    assert_healthy
+}

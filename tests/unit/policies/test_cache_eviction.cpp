@@ -130,18 +130,21 @@ BOOST_AUTO_TEST_CASE(the_file_system_caps_what_the_entries_are_said_to_hold)
     BOOST_TEST(unknown.used_bytes == 95 * kGiB);
 }
 
-// A user's directory too slow to measure still holds its bytes: what the
-// file system says is used beyond the measured entries counts while one
-// is not measured, and the unmeasured entries no job uses go, after the
-// measured ones the measured usage needs.
+// A user's directory too slow to measure, never measured before, still
+// holds its bytes: on a file system of the tier's own, what it says is
+// used beyond the measured entries counts while one is not measured, and
+// the unmeasured entries no job uses go, after the measured ones the
+// measured usage needs.
 BOOST_AUTO_TEST_CASE(entries_not_measured_are_counted_by_the_file_system_and_go)
 {
     CacheEntryFacts unmeasured{"m/slow", 0, 0, 50, false, true, false};
     CacheEntryFacts busy_unmeasured{"n/busy", 0, 0, 10, true, true, false};
     const std::vector<CacheEntryFacts> entries{entry("a/x", 30, 100), unmeasured, busy_unmeasured,
                                                entry("b/y", 20, 200)};
-    // 50 GiB measured; the file system says 95 of its 100 GiB are used.
+    // 50 GiB measured; the file system, the tier's own, says 95 of its
+    // 100 GiB are used.
     CacheTierFacts t = tier_of(50, 100);
+    t.own_file_system = true;
     TierSpace space;
     space.total_bytes = 100 * kGiB;
     space.free_bytes = 5 * kGiB;
@@ -170,6 +173,48 @@ BOOST_AUTO_TEST_CASE(entries_not_measured_are_counted_by_the_file_system_and_go)
     // Never measured entry in use: never evicted.
     for (const std::size_t i : plan.evict)
         BOOST_TEST(i != 2u);
+}
+
+// On a file system the tier shares (/dev/shm, a /local used for other
+// things), what it says is used is not the tier's: charged to the entries
+// nobody measured, it evicted other users' copies at will while the cache
+// was far below its watermark (issue 56).  Nothing is charged to them, and
+// nothing goes while the entries of known size are below the mark.
+BOOST_AUTO_TEST_CASE(on_a_shared_file_system_an_unmeasured_entry_is_not_charged_its_use)
+{
+    const CacheEntryFacts slow{"victim/big", 0, 0, 50, false, false, false};
+    const std::vector<CacheEntryFacts> entries{entry("a/x", 10, 100), slow};
+    CacheTierFacts t = tier_of(10, 100);  // 10 of 100 GiB measured
+    TierSpace space;                      // the shared file system: 900 of 1000 GiB used
+    space.total_bytes = 1000 * kGiB;
+    space.free_bytes = 100 * kGiB;
+    count_unmeasured(t, space, true);
+    BOOST_TEST(t.unmeasured_bytes == 0u);
+    BOOST_TEST(plan_eviction(entries, t, {}).evict.empty());
+    // Over the mark by the known sizes, the unknown one still stays: what it
+    // gives back nobody can tell, and the file system cannot say.
+    const auto plan = plan_eviction(entries, tier_of(95, 100), {});
+    BOOST_TEST(plan.evict == (std::vector<std::size_t>{0}), boost::test_tools::per_element());
+}
+
+// Not measured in time but measured before: counted at its recorded size,
+// so nothing goes under the mark; over it, it goes before the measured
+// ones (it may hold more than recorded: being slow to measure gains
+// nothing), least recently used first among each.
+BOOST_AUTO_TEST_CASE(an_entry_at_its_recorded_size_counts_and_goes_first_once_over)
+{
+    CacheEntryFacts recorded{"slow/lru3", 25 * kGiB, 1, 300, false, true, false, true};
+    const std::vector<CacheEntryFacts> entries{entry("a/lru2", 15, 100), recorded};
+    BOOST_TEST(plan_eviction(entries, tier_of(40, 100), {}).evict.empty());
+    // 105 of 100 with a job's 65: the recorded one first, though used later.
+    const auto plan = plan_eviction(entries, tier_of(40, 100), {}, {65 * kGiB, 0});
+    BOOST_TEST(plan.evict == (std::vector<std::size_t>{1, 0}), boost::test_tools::per_element());
+    BOOST_TEST(plan.why.at(0).find("slow/lru3 (25.0 GiB, 1 inodes as last measured, not measured in time") !=
+                   std::string::npos,
+               plan.why.at(0));
+    // It alone makes room enough (95 -> 70, below 75): the measured one stays.
+    const auto one = plan_eviction(entries, tier_of(40, 100), {}, {55 * kGiB, 0});
+    BOOST_TEST(one.evict == (std::vector<std::size_t>{1}), boost::test_tools::per_element());
 }
 
 // Nobody knows what an unmeasured entry gives back: before each, the file

@@ -61,18 +61,13 @@ struct Cache {
         NodeCacheEntry e = owned("");
         e.unlisted = true;
         e.measured = false;
-        e.owner_datasets = std::move(kept);
+        e.owner_uses = std::make_shared<OwnerUses>(OwnerUses{{}, std::move(kept)});
         return e;
     }
 
     NodeCacheEntry owned(const std::string& dataset) const
     {
-        NodeCacheEntry e;
-        e.user = "nobody";
-        e.uid = nobody->pw_uid;
-        e.gid = nobody->pw_gid;
-        e.dataset = dataset;
-        return e;
+        return entry_owned_by("nobody", nobody->pw_uid, nobody->pw_gid, dataset);
     }
 };
 

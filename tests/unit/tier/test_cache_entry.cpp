@@ -105,4 +105,36 @@ BOOST_AUTO_TEST_CASE(the_child_acting_for_a_user_keeps_roots_real_uid)
     BOOST_TEST(text == "0 " + nobody + " 0 " + nobody + "\ndid not finish within 3 s");
 }
 
+// The names an eviction removes without a listing are exactly those the
+// one rule gives the entry: ".ready-x.toml" is x's, never "x.toml"'s.
+BOOST_AUTO_TEST_CASE(derived_names_are_the_entrys_own_by_dataset_of)
+{
+    for (const std::string dataset : {"imagenet", "x.toml", ".ready-", "...tmp.x"})
+        for (const std::string& name : cache_detail::derived_names(dataset))
+            BOOST_TEST(cache_detail::dataset_of(name) == dataset, name);
+    const auto names = cache_detail::derived_names("x.toml");
+    BOOST_TEST((std::find(names.begin(), names.end(), ".ready-x.toml") == names.end()));
+    BOOST_TEST((std::find(names.begin(), names.end(), ".ready-x.toml.toml") != names.end()));
+    BOOST_TEST(cache_detail::derived_names("imagenet").size() == 12u);
+}
+
+// Each owner measures in one share of the time: their directory and the
+// asides made of it, so that a user minting asides costs only their own.
+BOOST_AUTO_TEST_CASE(an_owners_asides_share_their_measuring_slot)
+{
+    const auto slots = cache_detail::measuring_slots({"alice", "bob"}, {"bob.untrusted-20261129T080000Z-7",
+                                                                        "bob.untrusted-20261129T080000Z-8-1",
+                                                                        "gone.untrusted-20261129T080000Z-9"});
+    BOOST_REQUIRE(slots.size() == 3u);
+    BOOST_TEST(slots[0].owner == "alice");
+    BOOST_TEST(slots[0].has_directory);
+    BOOST_TEST(slots[0].asides.empty());
+    BOOST_TEST(slots[1].owner == "bob");
+    BOOST_TEST(slots[1].has_directory);
+    BOOST_TEST(slots[1].asides.size() == 2u);
+    BOOST_TEST(slots[2].owner == "gone");  // an aside whose directory is gone
+    BOOST_TEST(!slots[2].has_directory);
+    BOOST_TEST(slots[2].asides.size() == 1u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

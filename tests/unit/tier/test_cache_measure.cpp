@@ -219,18 +219,18 @@ BOOST_AUTO_TEST_CASE(a_cache_directory_moved_aside_is_an_entry_and_can_be_evicte
     // Not the form tier_walk gives: a user's directory, however it is named.
     test::make_dir(c.root + "/.cache/x.untrusted-yesterday", 0700);
     FoundCacheEntries found = find_cache_entries(c.tier, c.state, "n1", 10, 30);
+    // By owner, in name order: each owner's directory, then their asides.
     BOOST_TEST(listing(found) == "gone.untrusted-20261129T080000Z-10 1\nnobody.untrusted-20261129T080000Z-7 1\n"
                                  "problem: " +
-                                     c.root +
-                                     "/.cache/x.untrusted-yesterday: no such user\n"
-                                     "problem: " +
                                      c.root +
                                      "/.cache/file.untrusted-20261129T080000Z-11: moved aside, but "
                                      "not a directory; neither measured nor evicted, left for the admin\n"
                                      "problem: " +
                                      c.root +
                                      "/.cache/root.untrusted-20261129T080000Z-8: moved aside, but "
-                                     "root's; neither measured nor evicted, left for the admin\n");
+                                     "root's; neither measured nor evicted, left for the admin\n"
+                                     "problem: " +
+                                     c.root + "/.cache/x.untrusted-yesterday: no such user\n");
     BOOST_REQUIRE(found.entries.size() == 2u);
     BOOST_TEST(found.entries[0].user == "uid 54321");
     BOOST_TEST(evict_cache_entry(c.tier, found.entries[0], 10) == "");

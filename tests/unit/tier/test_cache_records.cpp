@@ -4,7 +4,9 @@
 
 #include <chrono>
 #include <ctime>
+#include <set>
 #include <sys/stat.h>
+#include <vector>
 
 #include "tests/unit/support/cache_fixtures.hpp"
 #include "tests/unit/support/error_of.hpp"
@@ -86,6 +88,44 @@ BOOST_AUTO_TEST_CASE(roots_records_are_private_and_carry_when_they_were_written)
     // with that clock, read after the write.
     BOOST_TEST(records[0].written <=
                static_cast<std::int64_t>(std::chrono::system_clock::to_time_t(std::chrono::system_clock::now())));
+}
+
+// An entry whose turn did not come counts at its size when last measured
+// (root's record), a directory not even listed at its owner's sum; the
+// record follows the listing (a dataset no longer there is forgotten).
+BOOST_AUTO_TEST_CASE(an_entry_not_measured_counts_at_its_recorded_size)
+{
+    if (!test::is_root())
+        return;
+    Cache c;
+    std::vector<NodeCacheEntry> entries{c.owned("x"), c.owned("y")};
+    entries[0].bytes = 5000;
+    entries[0].inodes = 2;
+    entries[0].files = 1;
+    entries[1].bytes = 700;
+    settle_recorded_sizes(entries, c.tier, c.state, "n1");
+    BOOST_TEST(!entries[0].recorded);  // measured: as it is
+    NodeCacheEntry late = c.owned("x");
+    late.measured = false;
+    NodeCacheEntry never = c.owned("z");
+    never.measured = false;
+    std::vector<NodeCacheEntry> again{late, never};
+    settle_recorded_sizes(again, c.tier, c.state, "n1");
+    BOOST_TEST(again[0].recorded);
+    BOOST_TEST(again[0].bytes == 5000u);
+    BOOST_TEST(again[0].inodes == 2u);
+    BOOST_TEST(!again[1].recorded);  // never measured: unknown
+    BOOST_TEST(again[1].bytes == 0u);
+    // y was not listed that time: forgotten; x kept at its recorded size.
+    std::vector<NodeCacheEntry> whole{c.unlisted()};
+    settle_recorded_sizes(whole, c.tier, c.state, "n1");
+    BOOST_TEST(whole[0].recorded);
+    BOOST_TEST(whole[0].bytes == 5000u);
+    // Records are root's, private, one per owner and tier.
+    struct stat st {};
+    BOOST_REQUIRE(::stat((c.state + "/cache/n1/sizes/cache." + std::to_string(c.nobody->pw_uid)).c_str(), &st) == 0);
+    BOOST_TEST((st.st_mode & 0777) == 0600u);
+    BOOST_TEST(st.st_uid == 0u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
