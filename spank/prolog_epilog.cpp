@@ -502,8 +502,9 @@ std::map<std::string, const Tier*> cache_tiers(const std::vector<StageItem>& ite
 // epilog (none), within `clock`'s one deadline: the tiers that may need
 // room measured and the job's sources sized without the lock; then the
 // lock: `first` (recording the job's use), then room made in each of those
-// tiers.  Throws Error when the lock stays held past its share (the job
-// cannot use the cache without its use recorded) or the job cannot fit.
+// tiers; no lock when there is neither.  Throws Error when the lock stays
+// held past its share (the job cannot use the cache without its use
+// recorded) or the job cannot fit.
 void settle_caches(const std::map<std::string, const Tier*>& tiers, const std::vector<StageItem>& items,
                    const ScriptStart& start, const CacheClock& clock, const std::function<void()>& first,
                    Report& report)
@@ -513,13 +514,16 @@ void settle_caches(const std::map<std::string, const Tier*>& tiers, const std::v
     std::set<std::string> needing;
     for (const Measured& m : measured)
         needing.insert(m.tier->name);
+    if (measured.empty() && !first)
+        return;
     const SizesByDataset sizes = needing.empty() || items.empty()
                                      ? SizesByDataset{}
                                      : probed_sizes(needing, items, start, clock.within(budget.probe), report);
     const CacheLock lock(start.config.site.state_dir, start.job.node, clock.within(budget.lock_wait));
     const auto under_lock_until =
         std::chrono::steady_clock::now() + std::chrono::duration<double>(clock.within(budget.under_lock));
-    first();
+    if (first)
+        first();
     for (std::size_t i = 0; i < measured.size(); ++i) {
         const double left = std::chrono::duration<double>(under_lock_until - std::chrono::steady_clock::now()).count();
         evict_for_room(measured[i], items, start, sizes, std::max(0.0, left / static_cast<double>(measured.size() - i)),
@@ -568,8 +572,7 @@ void release_caches(const ScriptStart& start, Report& report)
         forget_cache_use(start.config.site.state_dir, start.job.node, start.job.job_id);
     }
     const std::vector<StageItem> items = resolve_stage_data(start.config, start.stage_data);
-    settle_caches(
-        cache_tiers(items), {}, start, clock, [] {}, report);
+    settle_caches(cache_tiers(items), {}, start, clock, {}, report);
 }
 
 // Runs in the bounded child: everything that touches the file systems.
