@@ -152,18 +152,25 @@ GcOutcome gc_node_cache(const Tier& tier, const Config& config, const std::funct
     tier_facts.max_bytes = tier.max_bytes.resolve(space.total_bytes);
     tier_facts.max_inodes = tier.max_inodes;
     tier_facts.own_file_system = has_own_file_system(tier.path.root());
-    bool any_size_unknown = false;
+    bool any_unmeasured = false;
     for (const NodeCacheEntry& e : found.entries) {
         // In dry-run, the use records of ended jobs are still there.
         facts.push_back({entry_name(e), e.bytes, e.inodes, e.last_use, in_use(e, jobs, records, settings), true,
                          e.measured, e.recorded});
         tier_facts.used_bytes += e.bytes;
         tier_facts.used_inodes += e.inodes;
-        any_size_unknown = any_size_unknown || !facts.back().size_known();
+        any_unmeasured = any_unmeasured || !e.measured;
     }
     policy::cap_at_file_system_use(tier_facts, space);
-    policy::count_unmeasured(tier_facts, space, any_size_unknown);
+    policy::count_unmeasured(tier_facts, space, any_unmeasured);
     const policy::EvictionPlan plan = policy::plan_eviction(facts, tier_facts, tier.watermarks);
+    // Which entries the plan names, looked up at once under the lock (not a
+    // search of the plan per entry: entries times evictions).
+    std::vector<bool> planned(found.entries.size(), false), ask_file_system(found.entries.size(), false);
+    for (std::size_t k = 0; k < plan.evict.size(); ++k) {
+        planned[plan.evict[k]] = true;
+        ask_file_system[plan.evict[k]] = plan.ask_file_system[k];
+    }
     std::optional<CacheLock> lock;
     if (!options.dry_run) {
         if (!take_cache_lock(lock, tier, config, options, outcome))
@@ -183,7 +190,7 @@ GcOutcome gc_node_cache(const Tier& tier, const Config& config, const std::funct
         policy::GcFacts f;
         f.kind = policy::GcKind::CacheEntry;
         f.in_use = in_use(e, jobs, records, settings);  // the uses read again under the lock
-        f.over_watermark = std::find(plan.evict.begin(), plan.evict.end(), i) != plan.evict.end();
+        f.over_watermark = planned[i];
         f.idle = e.last_use ? jobs.asked_at - e.last_use : 0;
         f.unfinished = !e.ready;
         f.moved_aside = e.aside;
@@ -212,7 +219,7 @@ GcOutcome gc_node_cache(const Tier& tier, const Config& config, const std::funct
             outcome.out.push_back("keep " + what + ": another eviction on this node since gc measured; the next run");
             continue;
         }
-        if (!f.measured && f.over_watermark && !file_system_over_low(tier, tier_facts)) {
+        if (ask_file_system[i] && !file_system_over_low(tier, tier_facts)) {
             ++outcome.kept;
             outcome.out.push_back("keep " + what + ": the tier's file system is below its low watermark now");
             continue;

@@ -92,9 +92,9 @@ void cap_at_file_system_use(CacheTierFacts& tier, const TierSpace& space)
     cap(tier.used_inodes, space.total_inodes, space.free_inodes);
 }
 
-void count_unmeasured(CacheTierFacts& tier, const TierSpace& space, bool any_size_unknown)
+void count_unmeasured(CacheTierFacts& tier, const TierSpace& space, bool any_unmeasured)
 {
-    const bool counted = any_size_unknown && tier.own_file_system;
+    const bool counted = any_unmeasured && tier.own_file_system;
     const auto beyond = [counted](std::uint64_t used, const std::optional<std::uint64_t>& total,
                                   const std::optional<std::uint64_t>& free) -> std::uint64_t {
         const auto fs_used = in_use_by_file_system(total, free);
@@ -147,23 +147,29 @@ EvictionPlan plan_eviction(const std::vector<CacheEntryFacts>& entries, const Ca
             usage.bytes -= std::min(usage.bytes, entry.bytes);
             usage.inodes -= std::min(usage.inodes, entry.inodes);
             plan.evict.push_back(i);
+            plan.ask_file_system.push_back(false);
             plan.why.push_back("evict " + entry.name + " (" + format_size(entry.bytes) + ", " +
                                std::to_string(entry.inodes) + " inodes" +
                                (measured ? "" : " as last measured, not measured in time") + ", " +
                                last_use_text(entry.last_use) + "): the tier was at " + before +
                                ", above the high watermark " + share_text(marks.high));
         }
-    // Then every entry of unknown size that no job uses (on a file system
-    // of the tier's own: on another there are none to count): what each
-    // gives back is unknown.  Last in the plan, so that the room the job
-    // needs, which the others give, is made first.
+    // Then, on a file system of the tier's own, every entry not measured
+    // in time that is left and no job uses: what each gives back is not
+    // known.  Last in the plan, so that the room the job needs, which the
+    // others give, is made first.
+    const std::vector<std::size_t> planned = plan.evict;
     for (const std::size_t i : order) {
         const CacheEntryFacts& entry = entries[i];
-        if (!tier.own_file_system || entry.size_known() || entry.in_use)
+        if (!tier.own_file_system || entry.measured || entry.in_use ||
+            std::find(planned.begin(), planned.end(), i) != planned.end())
             continue;
         plan.evict.push_back(i);
-        plan.why.push_back("evict " + entry.name + " (not measured in time, its size unknown, " +
-                           last_use_text(entry.last_use) + "): " + unexplained(tier, seen, marks.high));
+        plan.ask_file_system.push_back(true);
+        plan.why.push_back(
+            "evict " + entry.name + " (not measured in time, " +
+            (entry.recorded ? format_size(entry.bytes) + " when last measured, " : std::string("its size unknown, ")) +
+            last_use_text(entry.last_use) + "): " + unexplained(tier, seen, marks.high));
     }
     if (!above(usage, tier, 1.0)) {
         plan.fits = Verdict::allow(plan.evict.empty() ? "above the high watermark, but every entry is in use"
@@ -175,6 +181,7 @@ EvictionPlan plan_eviction(const std::vector<CacheEntryFacts>& entries, const Ca
     // their entries and give this job nothing.
     plan.evict.clear();
     plan.why.clear();
+    plan.ask_file_system.clear();
     // Other users' entries are counted, not named: their datasets' names
     // come from their private paths.
     std::vector<std::string> busy;

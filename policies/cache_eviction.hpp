@@ -66,6 +66,10 @@ struct Incoming {
 struct EvictionPlan {
     std::vector<std::size_t> evict;  // indexes into the entries, in eviction order
     std::vector<std::string> why;    // one line per evicted entry
+    // Per evicted entry: it goes for what the file system says (an entry
+    // not measured in time, on a file system of the tier's own), so whoever
+    // evicts asks it again first (over_low_by_file_system).
+    std::vector<bool> ask_file_system;
     // Refused when even evicting every unused entry leaves too little room
     // for what comes in (the job's request cannot be met here now); its
     // reason names the entries in use, and `evict` is then empty: no
@@ -80,15 +84,15 @@ struct EvictionPlan {
 // otherwise, must not make room at other users' cost).
 void cap_at_file_system_use(CacheTierFacts& tier, const TierSpace& space);
 
-// An entry of unknown size (not measured in time, and never measured
-// before: a user's directory too slow to measure in the prolog's share,
-// or one held from being measured) still holds its bytes: while there is
-// one, on a file system of the tier's own, what the file system says is
-// used beyond the entries of known size counts as theirs.  On a file
-// system the tier shares, nothing does: the file system's use is not the
-// tier's, and charging it to them would evict them at will.  Call after
+// An entry not measured in time (a user's directory too slow to measure
+// in the prolog's share, or one held from being measured) may hold more
+// than its recorded size, or an unknown size: while there is one, on a
+// file system of the tier's own, what the file system says is used beyond
+// the entries of known size counts as theirs.  On a file system the tier
+// shares, nothing does: the file system's use is not the tier's, and
+// charging it to them would evict them at will.  Call after
 // cap_at_file_system_use.
-void count_unmeasured(CacheTierFacts& tier, const TierSpace& space, bool any_size_unknown);
+void count_unmeasured(CacheTierFacts& tier, const TierSpace& space, bool any_unmeasured);
 
 // Nothing goes while the entries of known size (measured, or at their
 // recorded size) with what comes in, plus what a file system of the tier's
@@ -96,10 +100,11 @@ void count_unmeasured(CacheTierFacts& tier, const TierSpace& space, bool any_siz
 // the entries of known size are: those not measured in time go first
 // (their recorded size may be less than they hold now: being slow to
 // measure gains nothing), then the measured ones, least recently used first
-// in each, until below the low watermark.  Then the entries of unknown size
-// that no running job uses, least recently used first: on a file system of
-// the tier's own, none may hold bytes past eviction for being slow to
-// measure.  Nobody can say what each of those gives back, so whoever evicts
+// in each, until below the low watermark.  Then, on a file system of the
+// tier's own, the entries not measured in time that are left (of unknown
+// size, or grown past their recorded one unseen) that no running job
+// uses, least recently used first: none may hold bytes past eviction for
+// being slow to measure.  Nobody can say what each of those gives back, so whoever evicts
 // asks the file system again before each (over_low_by_file_system) and
 // stops once it is below the low watermark.  Whether the job fits is judged
 // on the entries of known size: bytes of one in use of unknown size are not

@@ -454,16 +454,16 @@ void evict_for_room(Measured& m, const std::vector<StageItem>& items, const Scri
     tier_facts.max_bytes = tier.max_bytes.resolve(space_now.total_bytes);
     tier_facts.max_inodes = tier.max_inodes;
     tier_facts.own_file_system = has_own_file_system(tier.path.root());
-    bool any_size_unknown = false;
+    bool any_unmeasured = false;
     for (const NodeCacheEntry& entry : found.entries) {
         facts.push_back({entry_name(entry), entry.bytes, entry.inodes, entry.last_use, !entry.jobs.empty(),
                          entry.uid == start.job.uid, entry.measured, entry.recorded});
         tier_facts.used_bytes += entry.bytes;
         tier_facts.used_inodes += entry.inodes;
-        any_size_unknown = any_size_unknown || !facts.back().size_known();
+        any_unmeasured = any_unmeasured || !entry.measured;
     }
     policy::cap_at_file_system_use(tier_facts, space_now);
-    policy::count_unmeasured(tier_facts, space_now, any_size_unknown);
+    policy::count_unmeasured(tier_facts, space_now, any_unmeasured);
     const policy::Incoming incoming = incoming_to(tier, items, start, sizes, found.entries);
     const policy::EvictionPlan plan = policy::plan_eviction(facts, tier_facts, tier.watermarks, incoming);
     for (std::size_t i = 0; i < plan.evict.size(); ++i) {
@@ -474,7 +474,7 @@ void evict_for_room(Measured& m, const std::vector<StageItem>& items, const Scri
                                    std::to_string(plan.evict.size() - i) + " more entries; left for the epilog or gc");
             break;
         }
-        if (!facts[plan.evict[i]].size_known() &&
+        if (plan.ask_file_system[i] &&
             !policy::over_low_by_file_system(tier_facts, measure_tier_space(tier.path.root()), tier.watermarks,
                                              incoming))
             break;  // what it gives back is unknown: enough went

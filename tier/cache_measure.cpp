@@ -169,31 +169,48 @@ std::string measure_aside(const std::string& root, const std::string& name, cons
 constexpr std::size_t kMaxEntriesListed = 100000;
 constexpr std::size_t kMaxNamesListed = 1000000;
 
+// In the child, as the owner: a directory of theirs they took their own
+// read or search permission from (chmod 0100, 000) is given it back, as
+// the eviction's remover does, so that hiding a part hides nothing: once a
+// directory the child could not open counted as nothing, and a user could
+// fill the tier unseen.  Only u+rx: nothing is opened to anyone else.
+void let_owner_in(int dir_fd, const char* name, const struct stat& st)
+{
+    constexpr mode_t kOwnerIn = S_IRUSR | S_IXUSR;
+    if (S_ISDIR(st.st_mode) && st.st_uid == ::geteuid() && (st.st_mode & kOwnerIn) != kOwnerIn)
+        if (::fchmodat(dir_fd, name, (st.st_mode & 07777) | kOwnerIn, 0) != 0)
+            return;  // opening it will fail, and say so
+}
+
 // What one name of `dir` (open as dir_fd) holds, added to `sum`: itself
 // and, a directory, everything below it (its regular files counted as the
-// copy's files when `copy`).  A part the owner cannot read (chmod 000)
-// leaves what was counted: hiding a part does not hide the entry.  False
-// when the name is gone.
-bool add_name(Sum& sum, Tally& tally, int dir_fd, const std::string& dir, const std::string& name, bool copy)
+// copy's files when `copy`).  Gone: the name is not there; Partial: a part
+// could not be read even so, and the sum is less than it holds.
+enum class Added { Gone, Whole, Partial };
+
+Added add_name(Sum& sum, Tally& tally, int dir_fd, const std::string& dir, const std::string& name, bool copy)
 {
     struct stat st {};
     if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
-        return false;
+        return Added::Gone;
     if (!tally.add(sum, st) || !S_ISDIR(st.st_mode))
-        return true;
+        return Added::Whole;
+    let_owner_in(dir_fd, name.c_str(), st);
     Fd sub(::openat(dir_fd, name.c_str(), kDirFlags));
     if (!sub.valid())
-        return true;
+        return Added::Partial;
     std::mutex mutex;
     try {
         walk_tree(sub.get(), dir + "/" + name, 4, [&](const FoundEntry& found) {
+            let_owner_in(found.dir_fd, found.name, found.st);  // before its entries are listed
             const std::lock_guard<std::mutex> lock(mutex);
             if (tally.add(sum, found.st) && copy && S_ISREG(found.st.st_mode))
                 sum.files += 1;
         });
     } catch (const Error&) {
+        return Added::Partial;
     }
-    return true;
+    return Added::Whole;
 }
 
 // In the child, as the user: all of `dir` as one entry (kWholeDirectory),
@@ -208,13 +225,15 @@ std::string measure_whole_dir(const Fd& at, const std::string& dir, const std::s
     Tally tally;
     const Fd reading = reopen_for_reading(at);
     DirStream stream(reading.get());
+    bool whole = true;
     while (const dirent* e = stream.valid() ? stream.next() : nullptr) {
         const std::string name = e->d_name;
         const std::string dataset = dataset_of(name);
         if (!dataset.empty() && !skipped.count(dataset))
-            add_name(sum, tally, at.get(), dir, name, false);
+            whole = add_name(sum, tally, at.get(), dir, name, false) != Added::Partial && whole;
     }
-    send(encode_sums({{kWholeDirectory, sum}}));
+    if (whole)  // else, a part unreadable, it stays unmeasured
+        send(encode_sums({{kWholeDirectory, sum}}));
     return "";
 }
 
@@ -227,6 +246,14 @@ std::string measure_whole_dir(const Fd& at, const std::string& dir, const std::s
 std::string measure_user_dir(const std::string& root, const std::string& dir, const std::set<std::string>& skipped,
                              const SendPart& send)
 {
+    {
+        // Their own directory too (its parent is root's cache parent).
+        const std::size_t slash = dir.rfind('/');
+        const Fd parent(::open(dir.substr(0, slash).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+        struct stat st {};
+        if (parent.valid() && ::fstatat(parent.get(), dir.c_str() + slash + 1, &st, AT_SYMLINK_NOFOLLOW) == 0)
+            let_owner_in(parent.get(), dir.c_str() + slash + 1, st);
+    }
     OpenResult opened = open_job_dir(root, dir);
     if (!opened.problem.empty())
         throw Error(opened.problem);
@@ -254,15 +281,20 @@ std::string measure_user_dir(const std::string& root, const std::string& dir, co
     Tally tally;
     for (const auto& [dataset, names] : names_of) {
         Sum sum;
+        bool whole = true;
         const std::vector<std::string> derived = derived_names(dataset);
         for (const std::string& name : names) {
             if (std::find(derived.begin(), derived.end(), name) == derived.end())
                 sum.names_derived = false;
-            if (add_name(sum, tally, opened.dir.get(), dir, name, name == dataset) &&
-                name == kReadyPrefix + dataset + kRecordSuffix)
+            const Added added = add_name(sum, tally, opened.dir.get(), dir, name, name == dataset);
+            whole = whole && added != Added::Partial;
+            if (added != Added::Gone && name == kReadyPrefix + dataset + kRecordSuffix)
                 sum.ready = true;
         }
-        send(encode_sums({{dataset, sum}}));
+        // A part it could not read even as its owner: not measured (its
+        // recorded size, or unknown), never measured at a partial sum.
+        if (whole)
+            send(encode_sums({{dataset, sum}}));
     }
     return "";
 }

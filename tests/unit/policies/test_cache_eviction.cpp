@@ -217,6 +217,31 @@ BOOST_AUTO_TEST_CASE(an_entry_at_its_recorded_size_counts_and_goes_first_once_ov
     BOOST_TEST(one.evict == (std::vector<std::size_t>{1}), boost::test_tools::per_element());
 }
 
+// An entry not measured in time may have grown past its recorded size
+// unseen (a user keeping it slow to measure, the hostile review): on a file
+// system of the tier's own, what it says beyond the known sizes counts, and
+// the entry goes, the file system asked first; on a shared one it does not.
+BOOST_AUTO_TEST_CASE(on_its_own_file_system_an_entry_grown_past_its_record_goes)
+{
+    const CacheEntryFacts grown{"slow/b", 1 * kGiB, 1, 50, false, true, false, true};
+    const std::vector<CacheEntryFacts> entries{entry("a/x", 10, 100), grown};
+    CacheTierFacts t = tier_of(11, 100);  // 11 of 100 GiB known; the file system says 95
+    TierSpace space;
+    space.total_bytes = 100 * kGiB;
+    space.free_bytes = 5 * kGiB;
+    count_unmeasured(t, space, true);
+    BOOST_TEST(t.unmeasured_bytes == 0u);  // shared: its use is not the tier's
+    BOOST_TEST(plan_eviction(entries, t, {}).evict.empty());
+    t.own_file_system = true;
+    count_unmeasured(t, space, true);
+    BOOST_TEST(t.unmeasured_bytes == 84 * kGiB);
+    const auto plan = plan_eviction(entries, t, {});
+    BOOST_TEST(plan.evict == (std::vector<std::size_t>{1}), boost::test_tools::per_element());
+    BOOST_TEST(plan.ask_file_system == (std::vector<bool>{true}), boost::test_tools::per_element());
+    BOOST_TEST(plan.why.at(0).find("slow/b (not measured in time, 1.0 GiB when last measured") != std::string::npos,
+               plan.why.at(0));
+}
+
 // Nobody knows what an unmeasured entry gives back: before each, the file
 // system is asked again, and once it is below the low watermark with what
 // comes in, no more go.

@@ -196,6 +196,36 @@ BOOST_AUTO_TEST_CASE(a_name_with_no_dataset_part_is_an_entry_measured_and_evicte
     BOOST_TEST(std::filesystem::is_empty(c.user_dir));
 }
 
+// What a user makes unreadable to themselves (their cache directory, an
+// entry, a directory deep in one: chmod 0100, 000) is measured all the
+// same: the child acting for them gives them back u+rx, as the remover
+// does.  Once such a directory counted as nothing, or an entry at a few
+// KiB, and the tier filled unseen (the hostile review of issue 56).
+BOOST_AUTO_TEST_CASE(what_a_user_hides_from_themselves_is_measured_all_the_same)
+{
+    if (!test::is_root())
+        return;
+    Cache c;
+    c.entry("big");
+    c.entry("deep");
+    for (const std::string dir : {"/deep/a", "/deep/x", "/deep/x/y"}) {
+        test::make_dir(c.user_dir + dir);
+        c.give(c.user_dir + dir);
+    }
+    test::make_file(c.user_dir + "/deep/x/y/huge", std::string(3 << 20, 'x'));
+    c.give(c.user_dir + "/deep/x/y/huge");
+    test::make_file(c.user_dir + "/big/more", std::string(2 << 20, 'x'));
+    c.give(c.user_dir + "/big/more");
+    BOOST_REQUIRE(::chmod((c.user_dir + "/deep/a").c_str(), 0) == 0);  // listed before the deeper levels
+    BOOST_REQUIRE(::chmod((c.user_dir + "/big").c_str(), 0100) == 0);
+    BOOST_REQUIRE(::chmod(c.user_dir.c_str(), 0100) == 0);
+    const FoundCacheEntries found = find_cache_entries(c.tier, c.state, "n1", 10, 30);
+    BOOST_TEST(listing(found) == "big 2 large\ndeep 2 large\n");
+    for (const NodeCacheEntry& e : found.entries)
+        BOOST_TEST(e.measured, e.dataset);
+    BOOST_TEST(found.entries.at(1).bytes >= (3u << 20));
+}
+
 // A user's cache directory a prolog moved aside (it held a mount): all of
 // it one entry of its owner's, measured and evicted as theirs, even one the
 // owner opened to others (0755); one of root's is left to the admin.
