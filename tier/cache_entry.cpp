@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <functional>
 #include <grp.h>
 #include <pwd.h>
 #include <regex>
@@ -165,6 +166,19 @@ CacheUsers cache_users(const Tier& tier, std::vector<std::string>& problems)
     std::sort(users.asides.begin(), users.asides.end());
     users.parent = std::move(opened.dir);
     return users;
+}
+
+std::vector<std::string> measuring_order(std::vector<std::string> datasets,
+                                         const std::map<std::string, std::uint64_t>& measured_at)
+{
+    const auto key = [&measured_at](const std::string& dataset) {
+        const auto when = measured_at.find(dataset);
+        return std::make_pair(when == measured_at.end() ? std::int64_t{-1} : static_cast<std::int64_t>(when->second),
+                              std::cref(dataset));
+    };
+    std::sort(datasets.begin(), datasets.end(),
+              [&](const std::string& a, const std::string& b) { return key(a) < key(b); });
+    return datasets;
 }
 
 std::vector<MeasuringSlot> measuring_slots(const std::vector<std::string>& names,

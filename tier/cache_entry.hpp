@@ -166,6 +166,13 @@ struct MeasuringSlot {
     std::vector<std::string> asides;
 };
 
+// The order in which a measuring child takes a directory's datasets: those
+// never measured whole (not in `measured_at`) first, then those measured
+// longest ago, ties by name.  One a user keeps slow to measure then costs
+// its own turn, not every later one's, every time.
+std::vector<std::string> measuring_order(std::vector<std::string> datasets,
+                                         const std::map<std::string, std::uint64_t>& measured_at);
+
 // The slots of a cache parent's names and asides, by owner, in name order.
 std::vector<MeasuringSlot> measuring_slots(const std::vector<std::string>& names,
                                            const std::vector<std::string>& asides);

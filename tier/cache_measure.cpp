@@ -244,7 +244,7 @@ std::string measure_whole_dir(const Fd& at, const std::string& dir, const std::s
 // counts, and what was listed is known to be there.  Too many to list:
 // the whole directory one entry (measure_whole_dir).
 std::string measure_user_dir(const std::string& root, const std::string& dir, const std::set<std::string>& skipped,
-                             const SendPart& send)
+                             const std::map<std::string, std::uint64_t>& measured_at, const SendPart& send)
 {
     {
         // Their own directory too (its parent is root's cache parent).
@@ -279,7 +279,8 @@ std::string measure_user_dir(const std::string& root, const std::string& dir, co
         datasets.push_back(dataset);
     send(encode_names(datasets));
     Tally tally;
-    for (const auto& [dataset, names] : names_of) {
+    for (const std::string& dataset : measuring_order(datasets, measured_at)) {
+        const std::vector<std::string>& names = names_of[dataset];
         Sum sum;
         bool whole = true;
         const std::vector<std::string> derived = derived_names(dataset);
@@ -455,7 +456,8 @@ void measure_aside_entry(const Tier& tier, const CacheUsers& users, const MountT
 
 // One user's cache directory measured as its owner within their budget.
 void measure_user_entries(const Tier& tier, const CacheUsers& users, const MountTable& mounts, const std::string& user,
-                          MeasureBudget& budget, FoundCacheEntries& found)
+                          const std::string& state_dir, const std::string& node, MeasureBudget& budget,
+                          FoundCacheEntries& found)
 {
     const struct passwd* pw = ::getpwnam(user.c_str());
     if (!pw) {
@@ -477,9 +479,11 @@ void measure_user_entries(const Tier& tier, const CacheUsers& users, const Mount
     NodeCacheEntry unlisted = owner;
     unlisted.measured = false;
     unlisted.unlisted = true;
+    const auto measured_at = recorded_measurements(tier, state_dir, node, owner.uid);  // read as root, before
     measure_as_owner(
         owner, unlisted, dir, budget,
-        [&](const SendPart& send) { return measure_user_dir(tier.path.root(), dir, skipped, send); }, found);
+        [&](const SendPart& send) { return measure_user_dir(tier.path.root(), dir, skipped, measured_at, send); },
+        found);
 }
 
 }  // namespace
@@ -517,7 +521,7 @@ FoundCacheEntries find_cache_entries(const Tier& tier, const std::string& state_
                                   std::chrono::duration<double>(seconds)),
                           (slot.has_directory ? 1u : 0u) + slot.asides.size()};
         if (slot.has_directory)
-            measure_user_entries(tier, users, mounts, slot.owner, own, found);
+            measure_user_entries(tier, users, mounts, slot.owner, state_dir, node, own, found);
         if (::geteuid() == 0)  // asides are root's to look at (and detach mounts in)
             for (const std::string& name : slot.asides)
                 measure_aside_entry(tier, users, mounts, name, own, found);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <ctime>
 #include <fcntl.h>
 #include <map>
 #include <memory>
@@ -260,10 +261,11 @@ namespace {
 // Entries' sizes by dataset, as sizes/<tier>.<uid> holds them.
 struct RecordedSize {
     std::uint64_t bytes = 0, inodes = 0, files = 0;
+    std::uint64_t measured_at = 0;  // epoch seconds
 };
 using RecordedSizes = std::map<std::string, RecordedSize>;
 
-constexpr std::size_t kSizeFields = 4;
+constexpr std::size_t kSizeFields = 5;
 constexpr std::size_t kMaxSizesRecord = 256u << 20;  // root's own file; a million entries fit
 
 std::string sizes_name(const std::string& tier, uid_t uid)
@@ -291,7 +293,7 @@ RecordedSizes read_sizes(int dir, const std::string& shown, const std::string& n
     for (std::size_t i = 0; i < fields.size(); i += kSizeFields) {
         RecordedSize size;
         if (!read_count(fields[i + 1], size.bytes) || !read_count(fields[i + 2], size.inodes) ||
-            !read_count(fields[i + 3], size.files))
+            !read_count(fields[i + 3], size.files) || !read_count(fields[i + 4], size.measured_at))
             return {};
         sizes[fields[i]] = size;
     }
@@ -302,8 +304,8 @@ std::string encode_sizes(const RecordedSizes& sizes)
 {
     std::string out;
     for (const auto& [dataset, size] : sizes)
-        for (const std::string& field :
-             {dataset, std::to_string(size.bytes), std::to_string(size.inodes), std::to_string(size.files)})
+        for (const std::string& field : {dataset, std::to_string(size.bytes), std::to_string(size.inodes),
+                                         std::to_string(size.files), std::to_string(size.measured_at)})
             out.append(field).push_back('\0');
     return out;
 }
@@ -323,7 +325,7 @@ void settle_owner(std::vector<NodeCacheEntry>& entries, const std::vector<std::s
         }
     const RecordedSizes old = read_sizes(dir, shown, name);
     RecordedSizes now;
-    bool listed = false;
+    bool listed = false, any_unmeasured = false;
     for (const std::size_t i : of) {
         NodeCacheEntry& entry = entries[i];
         if (entry.unlisted) {
@@ -344,15 +346,41 @@ void settle_owner(std::vector<NodeCacheEntry>& entries, const std::vector<std::s
             entry.recorded = true;
         }
         if (entry.measured || entry.recorded)
-            now[entry.dataset] = {entry.bytes, entry.inodes, entry.files};
+            now[entry.dataset] = {entry.bytes, entry.inodes, entry.files,
+                                  entry.measured ? static_cast<std::uint64_t>(std::time(nullptr))
+                                                 : known->second.measured_at};
+        any_unmeasured = any_unmeasured || !entry.measured;
     }
-    // Rewritten (and synced) only when it changed: every prolog measures.
+    // Rewritten (and synced) only when a size changed, or when an entry's
+    // turn did not come (when each was measured orders the next
+    // measurement): every prolog measures.
+    const auto sizes_only = [](RecordedSizes sizes) {
+        for (auto& [dataset, size] : sizes)
+            size.measured_at = 0;
+        return encode_sizes(sizes);
+    };
     if (listed && now.empty() && !old.empty())
         ::unlinkat(dir, name.c_str(), 0);
-    else if (listed && !now.empty() && encode_sizes(now) != encode_sizes(old))
+    else if (listed && !now.empty() && (any_unmeasured || sizes_only(now) != sizes_only(old)))
         replace_file_at(dir, shown, name, encode_sizes(now), 0600);
 }
+
 }  // namespace
+
+std::map<std::string, std::uint64_t> recorded_measurements(const Tier& tier, const std::string& state_dir,
+                                                           const std::string& node, uid_t uid)
+{
+    std::map<std::string, std::uint64_t> when;
+    if (::geteuid() != 0)
+        return when;
+    const std::string shown = cache_state_dir(state_dir, node) + "/sizes";
+    OpenResult opened = open_trusted_dir(state_dir, shown, false);
+    if (!opened.dir.valid())
+        return when;
+    for (const auto& [dataset, size] : read_sizes(opened.dir.get(), shown, sizes_name(tier.name, uid)))
+        when[dataset] = size.measured_at;
+    return when;
+}
 
 void settle_recorded_sizes(std::vector<NodeCacheEntry>& entries, const Tier& tier, const std::string& state_dir,
                            const std::string& node)

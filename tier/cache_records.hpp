@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <sys/types.h>
 #include <vector>
@@ -84,5 +85,13 @@ void add_root_records(std::vector<NodeCacheEntry>& entries, const Tier& tier, co
 // entries never measured keep an unknown size.
 void settle_recorded_sizes(std::vector<NodeCacheEntry>& entries, const Tier& tier, const std::string& state_dir,
                            const std::string& node);
+
+// When each of `uid`'s entries in `tier` was last measured whole, by
+// dataset (epoch seconds), from that record: the measuring child takes
+// those never measured first, then those measured longest ago, so that one
+// kept slow to measure cannot keep the ones after it from ever being
+// measured.  Root only (nothing otherwise).
+std::map<std::string, std::uint64_t> recorded_measurements(const Tier& tier, const std::string& state_dir,
+                                                           const std::string& node, uid_t uid);
 
 }  // namespace dlstage

@@ -118,6 +118,16 @@ BOOST_AUTO_TEST_CASE(derived_names_are_the_entrys_own_by_dataset_of)
     BOOST_TEST(cache_detail::derived_names("imagenet").size() == 12u);
 }
 
+// Never measured first, then measured longest ago: a dataset a user keeps
+// slow to measure, first in name order, no longer keeps every later one from
+// ever being measured.
+BOOST_AUTO_TEST_CASE(the_measuring_order_takes_the_least_recently_measured_first)
+{
+    const auto order =
+        cache_detail::measuring_order({"a-slow", "b", "c", "new"}, {{"a-slow", 300}, {"b", 100}, {"c", 100}});
+    BOOST_TEST(order == (std::vector<std::string>{"new", "b", "c", "a-slow"}), boost::test_tools::per_element());
+}
+
 // Each owner measures in one share of the time: their directory and the
 // asides made of it, so that a user minting asides costs only their own.
 BOOST_AUTO_TEST_CASE(an_owners_asides_share_their_measuring_slot)

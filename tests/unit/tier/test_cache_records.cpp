@@ -116,6 +116,12 @@ BOOST_AUTO_TEST_CASE(an_entry_not_measured_counts_at_its_recorded_size)
     BOOST_TEST(again[0].inodes == 2u);
     BOOST_TEST(!again[1].recorded);  // never measured: unknown
     BOOST_TEST(again[1].bytes == 0u);
+    // When each was last measured whole orders the next measurement: x's
+    // time kept from the first (it was not measured again), z none.
+    const auto when = recorded_measurements(c.tier, c.state, "n1", c.nobody->pw_uid);
+    BOOST_TEST(when.count("x") == 1u);
+    BOOST_TEST(when.at("x") > 0u);
+    BOOST_TEST(when.count("z") == 0u);
     // y was not listed that time: forgotten; x kept at its recorded size.
     std::vector<NodeCacheEntry> whole{c.unlisted()};
     settle_recorded_sizes(whole, c.tier, c.state, "n1");
