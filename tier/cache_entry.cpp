@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <functional>
 #include <grp.h>
 #include <pwd.h>
 #include <regex>
@@ -171,13 +170,13 @@ CacheUsers cache_users(const Tier& tier, std::vector<std::string>& problems)
 std::vector<std::string> measuring_order(std::vector<std::string> datasets,
                                          const std::map<std::string, std::uint64_t>& measured_at)
 {
-    const auto key = [&measured_at](const std::string& dataset) {
-        const auto when = measured_at.find(dataset);
-        return std::make_pair(when == measured_at.end() ? std::int64_t{-1} : static_cast<std::int64_t>(when->second),
-                              std::cref(dataset));
+    const auto when = [&measured_at](const std::string& dataset) {
+        const auto found = measured_at.find(dataset);
+        return found == measured_at.end() ? std::int64_t{-1} : static_cast<std::int64_t>(found->second);
     };
-    std::sort(datasets.begin(), datasets.end(),
-              [&](const std::string& a, const std::string& b) { return key(a) < key(b); });
+    std::sort(datasets.begin(), datasets.end(), [&](const std::string& a, const std::string& b) {
+        return when(a) != when(b) ? when(a) < when(b) : a < b;
+    });
     return datasets;
 }
 

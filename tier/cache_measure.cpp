@@ -177,9 +177,9 @@ constexpr std::size_t kMaxNamesListed = 1000000;
 void let_owner_in(int dir_fd, const char* name, const struct stat& st)
 {
     constexpr mode_t kOwnerIn = S_IRUSR | S_IXUSR;
-    if (S_ISDIR(st.st_mode) && st.st_uid == ::geteuid() && (st.st_mode & kOwnerIn) != kOwnerIn)
-        if (::fchmodat(dir_fd, name, (st.st_mode & 07777) | kOwnerIn, 0) != 0)
-            return;  // opening it will fail, and say so
+    const bool shut_out = S_ISDIR(st.st_mode) && st.st_uid == ::geteuid() && (st.st_mode & kOwnerIn) != kOwnerIn;
+    if (shut_out && ::fchmodat(dir_fd, name, (st.st_mode & 07777) | kOwnerIn, 0) != 0)
+        return;  // opening it fails next, and says so
 }
 
 // What one name of `dir` (open as dir_fd) holds, added to `sum`: itself
