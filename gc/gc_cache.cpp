@@ -1,11 +1,11 @@
 #include "gc/gc_cache.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <limits>
 #include <map>
 #include <optional>
 
+#include "lib/deadline.hpp"
 #include "lib/error.hpp"
 #include "lib/size.hpp"
 #include "lib/strings.hpp"
@@ -183,8 +183,7 @@ GcOutcome gc_node_cache(const Tier& tier, const Config& config, const std::funct
     const bool measured_stale = !options.dry_run && eviction_generation(state_dir, options.node) != generation;
     // As long under the lock as a prolog may be, no longer: a prolog
     // waiting for it outlasts that (policies/cache_budget).
-    const double under_lock = policy::cache_budget(config.site.prolog_epilog_timeout).under_lock;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(under_lock);
+    const Deadline deadline(policy::cache_budget(config.site.prolog_epilog_timeout).under_lock);
     for (std::size_t i = 0; i < found.entries.size(); ++i) {
         const NodeCacheEntry& e = found.entries[i];
         policy::GcFacts f;
@@ -224,7 +223,7 @@ GcOutcome gc_node_cache(const Tier& tier, const Config& config, const std::funct
             outcome.out.push_back("keep " + what + ": the tier's file system is below its low watermark now");
             continue;
         }
-        const double left = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+        const double left = deadline.left();
         if (left < 1) {
             ++outcome.kept;
             outcome.out.push_back("keep " + what + ": gc's time under the node cache lock is up; the next run");

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <ctime>
 #include <functional>
@@ -17,6 +16,7 @@
 #include "job/job_layout.hpp"
 #include "job/state_record.hpp"
 #include "lib/contract.hpp"
+#include "lib/deadline.hpp"
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/bounded.hpp"
@@ -260,24 +260,18 @@ using SizesByDataset = std::map<std::string, SourceFacts>;
 class CacheClock {
 public:
     explicit CacheClock(const ScriptStart& start)
-        : budget_(policy::cache_budget(start.config.site.prolog_epilog_timeout)),
-          until_(std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                        std::chrono::duration<double>(budget_.total())))
+        : budget_(policy::cache_budget(start.config.site.prolog_epilog_timeout)), deadline_(budget_.total())
     {
     }
 
     const policy::CacheBudget& budget() const { return budget_; }
 
     // `share` seconds, or what is left of the whole, whichever is less.
-    double within(double share) const
-    {
-        const double left = std::chrono::duration<double>(until_ - std::chrono::steady_clock::now()).count();
-        return std::max(0.0, std::min(share, left));
-    }
+    double within(double share) const { return deadline_.within(share); }
 
 private:
     policy::CacheBudget budget_;
-    std::chrono::steady_clock::time_point until_;
+    Deadline deadline_;
 };
 
 // What the submitting user's sbatch said of the sources (the job's
@@ -325,11 +319,10 @@ SizesByDataset probed_sizes(const std::set<std::string>& tiers, const std::vecto
         if (tiers.count(item.tier.name) && names.insert(item.dataset.name).second)
             to_probe.push_back(&item);
     SizesByDataset sizes;
-    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-    for (std::size_t i = 0; i < to_probe.size(); ++i) {
-        const StageItem& item = *to_probe[i];
-        const double left = std::chrono::duration<double>(until - std::chrono::steady_clock::now()).count();
-        const double share = left / static_cast<double>(to_probe.size() - i);
+    FairShares shares(seconds, to_probe.size());
+    for (const StageItem* probing : to_probe) {
+        const StageItem& item = *probing;
+        const double share = shares.next();
         const ProbedSource probed = share < 0.5
                                         ? ProbedSource{std::nullopt, std::nullopt, "no time was left to size it"}
                                         : probe_source_as(item.dataset, start.config.site.manifests(), start.job.user,
@@ -411,10 +404,9 @@ std::vector<Measured> measure_before_lock(const std::map<std::string, const Tier
     for (const auto& [name, tier] : tiers)
         if (may_need_room(*tier, items, start))
             measured.push_back({tier, 0, {}});
-    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    FairShares shares(seconds, measured.size());
     for (std::size_t i = 0; i < measured.size(); ++i) {
-        const double left = std::chrono::duration<double>(until - std::chrono::steady_clock::now()).count();
-        const double share = std::max(0.0, left / static_cast<double>(measured.size() - i));
+        const double share = shares.next();
         measured[i].generation = eviction_generation(start.config.site.state_dir, start.job.node);
         measured[i].found =
             find_cache_entries(*measured[i].tier, start.config.site.state_dir, start.job.node, share, share);
@@ -435,10 +427,7 @@ void evict_for_room(Measured& m, const std::vector<StageItem>& items, const Scri
     const Tier& tier = *m.tier;
     const std::string& state_dir = start.config.site.state_dir;
     const std::string& node = start.job.node;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-    const auto left = [&deadline] {
-        return std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
-    };
+    const Deadline deadline(seconds);
     FoundCacheEntries& found = m.found;
     if (eviction_generation(state_dir, node) != m.generation)
         found = find_cache_entries(tier, state_dir, node, seconds / 2, seconds / 2);
@@ -468,7 +457,7 @@ void evict_for_room(Measured& m, const std::vector<StageItem>& items, const Scri
     const policy::EvictionPlan plan = policy::plan_eviction(facts, tier_facts, tier.watermarks, incoming);
     for (std::size_t i = 0; i < plan.evict.size(); ++i) {
         const NodeCacheEntry& entry = found.entries[plan.evict[i]];
-        const double time_left = left();
+        const double time_left = deadline.left();
         if (time_left < 1) {
             report.notes.push_back("node cache " + quoted(tier.name) + ": no time left to evict " +
                                    std::to_string(plan.evict.size() - i) + " more entries; left for the epilog or gc");
@@ -520,15 +509,11 @@ void settle_caches(const std::map<std::string, const Tier*>& tiers, const std::v
                                      ? SizesByDataset{}
                                      : probed_sizes(needing, items, start, clock.within(budget.probe), report);
     const CacheLock lock(start.config.site.state_dir, start.job.node, clock.within(budget.lock_wait));
-    const auto under_lock_until =
-        std::chrono::steady_clock::now() + std::chrono::duration<double>(clock.within(budget.under_lock));
+    FairShares shares(clock.within(budget.under_lock), measured.size());
     if (first)
         first();
-    for (std::size_t i = 0; i < measured.size(); ++i) {
-        const double left = std::chrono::duration<double>(under_lock_until - std::chrono::steady_clock::now()).count();
-        evict_for_room(measured[i], items, start, sizes, std::max(0.0, left / static_cast<double>(measured.size() - i)),
-                       report);
-    }
+    for (Measured& m : measured)
+        evict_for_room(m, items, start, sizes, shares.next(), report);
 }
 
 // The prolog: the user's cache directory in each cache tier the job uses,

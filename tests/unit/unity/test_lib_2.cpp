@@ -7,6 +7,7 @@
 #include "tests/unit/lib/sys/test_dataset_walk.cpp"
 #include "tests/unit/lib/sys/test_sys.cpp"
 #include "tests/unit/lib/sys/test_tree_remover.cpp"
+#include "tests/unit/lib/test_deadline.cpp"
 #include "tests/unit/lib/test_log.cpp"
 #include "tests/unit/lib/test_number.cpp"
 #include "tests/unit/lib/test_size.cpp"
