@@ -35,6 +35,12 @@ class FairShares {
 public:
     FairShares(double seconds, std::size_t parts) : deadline_(seconds), remaining_(parts) {}
 
+    // Seconds left of them all.
+    double left() const { return deadline_.left(); }
+
+    // Steps still to come, before next().
+    std::size_t remaining() const { return remaining_; }
+
     // The next step's share: what is left over the steps still to come, this
     // one included.
     double next()

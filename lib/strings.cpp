@@ -25,6 +25,21 @@ std::vector<std::string> split(std::string_view text, char sep)
     }
 }
 
+void append_nul_ended(std::string& out, std::string_view field)
+{
+    out.append(field);
+    out.push_back('\0');
+}
+
+std::optional<std::vector<std::string>> nul_ended_fields(std::string_view text)
+{
+    if (!text.empty() && text.back() != '\0')
+        return std::nullopt;
+    if (text.empty())
+        return std::vector<std::string>{};
+    return split(text.substr(0, text.size() - 1), '\0');
+}
+
 std::string join(const std::vector<std::string>& parts, std::string_view sep)
 {
     std::string out;

@@ -4,6 +4,7 @@
 
 #include <climits>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -14,6 +15,13 @@ namespace dlstage {
 std::vector<std::string> split(std::string_view text, char sep);
 std::string join(const std::vector<std::string>& parts, std::string_view sep);
 std::string trim(std::string_view text);
+
+// Fields each ended by a NUL, the one byte no file name can hold: root's
+// records and a measuring child's answer carry users' names this way, so
+// that no name can forge a field.  nul_ended_fields: the fields of such a
+// text, nothing (nullopt) when its last field is cut off (no NUL ends it).
+void append_nul_ended(std::string& out, std::string_view field);
+std::optional<std::vector<std::string>> nul_ended_fields(std::string_view text);
 bool starts_with(std::string_view text, std::string_view prefix);
 bool ends_with(std::string_view text, std::string_view suffix);
 

@@ -63,6 +63,19 @@ BOOST_AUTO_TEST_CASE(printable_escapes_what_a_terminal_would_act_on)
     BOOST_TEST(quoted("a\nb") == "'a\\x0ab'");
 }
 
+BOOST_AUTO_TEST_CASE(nul_ended_fields_read_back_what_was_written_and_refuse_a_cut_one)
+{
+    std::string text;
+    for (const char* field : {"a b\n", "", "999"})
+        append_nul_ended(text, field);
+    BOOST_TEST(text.size() == 10u);
+    const auto fields = nul_ended_fields(text);
+    BOOST_REQUIRE(fields.has_value());
+    BOOST_TEST((*fields == std::vector<std::string>{"a b\n", "", "999"}));
+    BOOST_TEST(nul_ended_fields("")->empty());
+    BOOST_TEST(!nul_ended_fields(text.substr(0, text.size() - 1)).has_value());
+}
+
 BOOST_AUTO_TEST_CASE(split_parent_drops_trailing_slashes_first)
 {
     using Split = std::pair<std::string, std::string>;
