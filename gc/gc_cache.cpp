@@ -199,7 +199,7 @@ GcOutcome gc_node_cache(const Tier& tier, const Config& config, const std::funct
         const policy::Verdict verdict = policy::gc_may_remove(f, settings);
         const std::string what = "cache entry " + entry_name(e) + " (tier " + quoted(tier.name) + ", " +
                                  (e.measured   ? format_size(e.bytes)
-                                  : e.recorded ? format_size(e.bytes) + " as last measured"
+                                  : e.recorded ? "at least " + format_size(e.bytes)
                                                : std::string("size unknown")) +
                                  ")";
         if (!verdict.allowed) {

@@ -150,7 +150,7 @@ EvictionPlan plan_eviction(const std::vector<CacheEntryFacts>& entries, const Ca
             plan.ask_file_system.push_back(false);
             plan.why.push_back("evict " + entry.name + " (" + format_size(entry.bytes) + ", " +
                                std::to_string(entry.inodes) + " inodes" +
-                               (measured ? "" : " as last measured, not measured in time") + ", " +
+                               (measured ? "" : " at least, not measured whole in time") + ", " +
                                last_use_text(entry.last_use) + "): the tier was at " + before +
                                ", above the high watermark " + share_text(marks.high));
         }
@@ -168,7 +168,7 @@ EvictionPlan plan_eviction(const std::vector<CacheEntryFacts>& entries, const Ca
         plan.ask_file_system.push_back(true);
         plan.why.push_back(
             "evict " + entry.name + " (not measured in time, " +
-            (entry.recorded ? format_size(entry.bytes) + " when last measured, " : std::string("its size unknown, ")) +
+            (entry.recorded ? "at least " + format_size(entry.bytes) + ", " : std::string("its size unknown, ")) +
             last_use_text(entry.last_use) + "): " + unexplained(tier, seen, marks.high));
     }
     if (!above(usage, tier, 1.0)) {

@@ -76,8 +76,10 @@ struct NodeCacheEntry {
     // measured: a directory of too many names to list, all of it one entry.
     bool measured = true;
     bool unlisted = false;
-    // Not measured now, but bytes, inodes and files are root's record of
-    // its last measurement (tier/cache_records): counted at that.
+    // Not measured whole now, but bytes, inodes and files are known at
+    // least: what the measuring child counted before its time ran out, or
+    // root's record of its last measurement (tier/cache_records), whichever
+    // is more.  Counted at that.
     bool recorded = false;
     std::int64_t last_use = 0;      // root's record; 0: none
     std::vector<std::string> jobs;  // jobs on this node that use it, by root's records

@@ -1,12 +1,12 @@
 #include "tier/cache_measure.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <ctime>
 #include <fcntl.h>
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <pwd.h>
 #include <set>
 #include <sys/stat.h>
@@ -14,6 +14,7 @@
 
 #include "job/job_layout.hpp"
 #include "lib/contract.hpp"
+#include "lib/deadline.hpp"
 #include "lib/error.hpp"
 #include "lib/number.hpp"
 #include "lib/strings.hpp"
@@ -33,8 +34,9 @@ using namespace cache_detail;
 namespace {
 // The measuring child's answer: per dataset its name, bytes, inodes, files,
 // whether its ready record is there (1, 0), its newest ctime (the user
-// cannot set a ctime back) and whether all its names are derived_names
-// (1, 0), each field ended by a NUL.
+// cannot set a ctime back), whether all its names are derived_names (1, 0)
+// and whether it was measured whole (1) or is what was counted so far (0),
+// each field ended by a NUL.
 // Names are the user's (a directory called "x 999999999999 1 1\nother" is
 // allowed), and NUL is the one byte no name can hold, so no name can forge
 // a field or an entry.
@@ -43,58 +45,55 @@ struct Sum {
     bool ready = false;
     std::int64_t changed = 0;
     bool names_derived = true;
+    bool whole = true;
 };
 
-constexpr std::size_t kSumFields = 7;
+constexpr std::size_t kSumFields = 8;
 
 // The dataset name of a user's whole directory measured as one entry: no
 // name in a directory can be "/".
 constexpr const char* kWholeDirectory = "/";
 
-std::string encode_sums(const std::map<std::string, Sum>& sums)
+std::string encode_sum(const std::string& dataset, const Sum& sum)
 {
     std::string out;
-    for (const auto& [dataset, sum] : sums)
-        for (const std::string& field : {dataset, std::to_string(sum.bytes), std::to_string(sum.inodes),
-                                         std::to_string(sum.files), std::string(sum.ready ? "1" : "0"),
-                                         std::to_string(sum.changed), std::string(sum.names_derived ? "1" : "0")})
-            out.append(field).push_back('\0');
+    for (const std::string& field :
+         {dataset, std::to_string(sum.bytes), std::to_string(sum.inodes), std::to_string(sum.files),
+          std::string(sum.ready ? "1" : "0"), std::to_string(sum.changed), std::string(sum.names_derived ? "1" : "0"),
+          std::string(sum.whole ? "1" : "0")})
+        append_nul_ended(out, field);
     return out;
 }
 
 // The measuring child's first part: the datasets it is about to measure,
-// each ended by a NUL; then one part of encode_sums per dataset measured.
+// each ended by a NUL; then one part of encode_sum per sum sent.
 std::string encode_names(const std::vector<std::string>& names)
 {
     std::string out;
     for (const std::string& name : names)
-        out.append(name).push_back('\0');
+        append_nul_ended(out, name);
     return out;
 }
 
-// The NUL-ended fields of what the child sent; throws Error naming `what`
-// (the listing, the measurement) on a field cut off.
-std::vector<std::string> nul_ended_fields(const std::string& text, const std::string& what)
+// The fields of what the child sent; throws Error naming `what` (the
+// listing, the measurement) on a field cut off.
+std::vector<std::string> fields_sent(const std::string& text, const std::string& what)
 {
-    std::vector<std::string> fields;
-    std::size_t at = 0;
-    while (at < text.size()) {
-        const std::size_t nul = text.find('\0', at);
-        if (nul == std::string::npos)
-            throw Error(what + " ends in the middle of a field");
-        fields.push_back(text.substr(at, nul - at));
-        at = nul + 1;
-    }
-    return fields;
+    std::optional<std::vector<std::string>> fields = nul_ended_fields(text);
+    if (!fields)
+        throw Error(what + " ends in the middle of a field");
+    return std::move(*fields);
 }
 
-// Throws Error on anything but what encode_sums writes.
+// Throws Error on anything but what encode_sum writes.  A sum not whole is
+// an entry not measured, known to hold at least that (`recorded`).
 std::vector<NodeCacheEntry> decode_sums(const std::string& text, const NodeCacheEntry& owner)
 {
-    const std::vector<std::string> fields = nul_ended_fields(text, "the measurement");
+    const std::vector<std::string> fields = fields_sent(text, "the measurement");
     if (fields.size() % kSumFields != 0)
         throw Error("the measurement has " + std::to_string(fields.size()) + " fields, not a multiple of " +
                     std::to_string(kSumFields));
+    const auto flag = [](const std::string& field) { return field == "0" || field == "1"; };
     std::vector<NodeCacheEntry> entries;
     for (std::size_t i = 0; i < fields.size(); i += kSumFields) {
         NodeCacheEntry entry = owner;
@@ -102,26 +101,60 @@ std::vector<NodeCacheEntry> decode_sums(const std::string& text, const NodeCache
         std::uint64_t changed = 0;
         if (entry.dataset.empty() || !read_count(fields[i + 1], entry.bytes) ||
             !read_count(fields[i + 2], entry.inodes) || !read_count(fields[i + 3], entry.files) ||
-            (fields[i + 4] != "0" && fields[i + 4] != "1") || !read_count(fields[i + 5], changed) ||
-            (fields[i + 6] != "0" && fields[i + 6] != "1"))
+            !flag(fields[i + 4]) || !read_count(fields[i + 5], changed) || !flag(fields[i + 6]) || !flag(fields[i + 7]))
             throw Error("the measurement has an unreadable entry");
         entry.ready = fields[i + 4] == "1";
         entry.names_derived = fields[i + 6] == "1";
         entry.changed = static_cast<std::int64_t>(changed);
+        if (fields[i + 7] == "0") {  // counted so far: its readiness and age unknown
+            entry.measured = false;
+            entry.recorded = true;
+            entry.ready = owner.ready;
+            entry.names_derived = false;
+            entry.changed = owner.changed;
+        }
         entries.push_back(entry);
     }
     return entries;
 }
 
+// While a dataset is measured, what was counted so far is sent every
+// kPartialEvery inodes: one too large to measure within its owner's time
+// then counts at least at what was seen of it, never at an older, smaller
+// recorded size (a directory that grew while too slow to measure hid its
+// growth until gc, with more time, measured it whole).
+constexpr std::uint64_t kPartialEvery = 1024;
+
+struct PartialSums {
+    const SendPart& send;
+    std::string dataset;
+    std::uint64_t next_at = kPartialEvery;
+
+    void counted(const Sum& sum)
+    {
+        if (sum.inodes < next_at)
+            return;
+        next_at = sum.inodes + kPartialEvery;
+        Sum so_far = sum;
+        so_far.whole = false;
+        send(encode_sum(dataset, so_far));
+    }
+};
+
 // Adds what one name takes to a sum.  A file with several links is counted
 // once, at its first name: a thousand links to one file are not a thousand
-// files' worth of room.
+// files' worth of room.  Past kMaxLinkedKept such files each further link
+// counts again: root's memory stays bounded, and a user making more links
+// only makes their own entries count more.
+constexpr std::size_t kMaxLinkedKept = 1000000;
+
 struct Tally {
     std::set<std::pair<dev_t, ino_t>> linked;
 
     bool add(Sum& sum, const struct stat& st)
     {
-        if (st.st_nlink > 1 && !S_ISDIR(st.st_mode) && !linked.insert({st.st_dev, st.st_ino}).second)
+        if (st.st_nlink > 1 && !S_ISDIR(st.st_mode) && linked.size() < kMaxLinkedKept &&
+            !linked.insert({st.st_dev, st.st_ino}).second)
             return false;
         sum.bytes += static_cast<std::uint64_t>(st.st_blocks) * 512;
         sum.inodes += 1;
@@ -148,17 +181,19 @@ std::string measure_aside(const std::string& root, const std::string& name, cons
     sum.ready = true;  // nothing stages into it: never "unfinished"
     Tally tally;
     tally.add(sum, st);
+    PartialSums partial{send, name};
     std::mutex mutex;
     try {
         walk_tree(dir.get(), shown, 4, [&](const FoundEntry& found) {
             const std::lock_guard<std::mutex> lock(mutex);
             if (tally.add(sum, found.st) && S_ISREG(found.st.st_mode))
                 sum.files += 1;
+            partial.counted(sum);
         });
     } catch (const Error&) {
         // A part the owner cannot read: what was counted stays.
     }
-    send(encode_sums({{name, sum}}));
+    send(encode_sum(name, sum));
     return "";
 }
 
@@ -184,16 +219,20 @@ void let_owner_in(int dir_fd, const char* name, const struct stat& st)
 
 // What one name of `dir` (open as dir_fd) holds, added to `sum`: itself
 // and, a directory, everything below it (its regular files counted as the
-// copy's files when `copy`).  Gone: the name is not there; Partial: a part
-// could not be read even so, and the sum is less than it holds.
+// copy's files when `copy`), what was counted so far sent as it grows.
+// Gone: the name is not there; Partial: a part could not be read even so,
+// and the sum is less than it holds.
 enum class Added { Gone, Whole, Partial };
 
-Added add_name(Sum& sum, Tally& tally, int dir_fd, const std::string& dir, const std::string& name, bool copy)
+Added add_name(Sum& sum, Tally& tally, PartialSums& partial, int dir_fd, const std::string& dir,
+               const std::string& name, bool copy)
 {
     struct stat st {};
     if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
         return Added::Gone;
-    if (!tally.add(sum, st) || !S_ISDIR(st.st_mode))
+    const bool counted = tally.add(sum, st);
+    partial.counted(sum);
+    if (!counted || !S_ISDIR(st.st_mode))
         return Added::Whole;
     let_owner_in(dir_fd, name.c_str(), st);
     Fd sub(::openat(dir_fd, name.c_str(), kDirFlags));
@@ -206,6 +245,7 @@ Added add_name(Sum& sum, Tally& tally, int dir_fd, const std::string& dir, const
             const std::lock_guard<std::mutex> lock(mutex);
             if (tally.add(sum, found.st) && copy && S_ISREG(found.st.st_mode))
                 sum.files += 1;
+            partial.counted(sum);
         });
     } catch (const Error&) {
         return Added::Partial;
@@ -223,6 +263,7 @@ std::string measure_whole_dir(const Fd& at, const std::string& dir, const std::s
     sum.ready = true;  // never "unfinished": it is no one staging
     sum.names_derived = false;
     Tally tally;
+    PartialSums partial{send, kWholeDirectory};
     const Fd reading = reopen_for_reading(at);
     DirStream stream(reading.get());
     bool whole = true;
@@ -230,10 +271,10 @@ std::string measure_whole_dir(const Fd& at, const std::string& dir, const std::s
         const std::string name = e->d_name;
         const std::string dataset = dataset_of(name);
         if (!dataset.empty() && !skipped.count(dataset))
-            whole = add_name(sum, tally, at.get(), dir, name, false) != Added::Partial && whole;
+            whole = add_name(sum, tally, partial, at.get(), dir, name, false) != Added::Partial && whole;
     }
-    if (whole)  // else, a part unreadable, it stays unmeasured
-        send(encode_sums({{kWholeDirectory, sum}}));
+    sum.whole = whole;  // else, a part unreadable, at least what was counted
+    send(encode_sum(kWholeDirectory, sum));
     return "";
 }
 
@@ -282,40 +323,37 @@ std::string measure_user_dir(const std::string& root, const std::string& dir, co
     for (const std::string& dataset : measuring_order(datasets, measured_at)) {
         const std::vector<std::string>& names = names_of[dataset];
         Sum sum;
-        bool whole = true;
+        PartialSums partial{send, dataset};
         const std::vector<std::string> derived = derived_names(dataset);
         for (const std::string& name : names) {
             if (std::find(derived.begin(), derived.end(), name) == derived.end())
                 sum.names_derived = false;
-            const Added added = add_name(sum, tally, opened.dir.get(), dir, name, name == dataset);
-            whole = whole && added != Added::Partial;
+            const Added added = add_name(sum, tally, partial, opened.dir.get(), dir, name, name == dataset);
+            sum.whole = sum.whole && added != Added::Partial;
             if (added != Added::Gone && name == kReadyPrefix + dataset + kRecordSuffix)
                 sum.ready = true;
         }
-        // A part it could not read even as its owner: not measured (its
-        // recorded size, or unknown), never measured at a partial sum.
-        if (whole)
-            send(encode_sums({{dataset, sum}}));
+        // A part it could not read even as its owner: not measured, at
+        // least what was counted (or its recorded size, if more).
+        send(encode_sum(dataset, sum));
     }
     return "";
 }
 
 // How long measuring may take: each user's directory at most `each`, all
-// of them together until `until` (`total` after the start, for messages),
-// and each no more than its fair share of what is left: one slow directory
-// that comes first in the listing cannot take every later one's time.
+// of them together `total` seconds (said in messages), and each no more
+// than its fair share of what is left: one slow directory that comes first
+// in the listing cannot take every later one's time.  A share is at least
+// half a second while that much is left.
 struct MeasureBudget {
     double each;
     double total;
-    std::chrono::steady_clock::time_point until;
-    std::size_t remaining;  // directories still to measure, this one included
+    FairShares shares;
 
     double next_share()
     {
-        const double left = std::chrono::duration<double>(until - std::chrono::steady_clock::now()).count();
-        const double share = left / static_cast<double>(std::max<std::size_t>(1, remaining));
-        if (remaining > 0)
-            --remaining;
+        const double left = shares.left();
+        const double share = shares.next();
         return std::min(each, left < 0.5 ? left : std::max(0.5, share));
     }
 };
@@ -329,10 +367,13 @@ std::vector<NodeCacheEntry> entries_sent(const std::vector<std::string>& parts, 
         return {unlisted};
     std::map<std::string, NodeCacheEntry> by_dataset;
     for (std::size_t i = 1; i < parts.size(); ++i)
-        for (NodeCacheEntry& entry : decode_sums(parts[i], owner))
+        for (NodeCacheEntry& entry : decode_sums(parts[i], owner)) {
+            // What was counted so far, then more, then the whole: the last
+            // sent is the most known.
             by_dataset[entry.dataset] = std::move(entry);
+        }
     std::vector<NodeCacheEntry> entries;
-    for (const std::string& dataset : nul_ended_fields(parts.front(), "the listing")) {
+    for (const std::string& dataset : fields_sent(parts.front(), "the listing")) {
         const auto measured = by_dataset.find(dataset);
         if (measured != by_dataset.end()) {
             entries.push_back(std::move(measured->second));
@@ -491,11 +532,7 @@ void measure_user_entries(const Tier& tier, const CacheUsers& users, const Mount
 FoundCacheEntries find_cache_entries(const Tier& tier, const std::string& state_dir, const std::string& node,
                                      double each_seconds, double total_seconds)
 {
-    MeasureBudget budget{each_seconds, total_seconds,
-                         std::chrono::steady_clock::now() +
-                             std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                 std::chrono::duration<double>(total_seconds)),
-                         0};
+    const Deadline measuring(total_seconds);  // from the start: listing users and mounts count too
     FoundCacheEntries found;
     const CacheUsers users = cache_users(tier, found.problems);
     if (users.names.empty() && users.asides.empty())
@@ -508,7 +545,8 @@ FoundCacheEntries find_cache_entries(const Tier& tier, const std::string& state_
         return found;
     }
     const std::vector<MeasuringSlot> slots = measuring_slots(users.names, users.asides);
-    budget.remaining = ::geteuid() == 0 ? slots.size() : 1;
+    MeasureBudget budget{each_seconds, total_seconds,
+                         FairShares(measuring.left(), ::geteuid() == 0 ? slots.size() : std::size_t{1})};
     for (const MeasuringSlot& slot : slots) {
         if (::geteuid() != 0 && !slot.has_directory)
             continue;  // asides are root's to look at
@@ -516,10 +554,7 @@ FoundCacheEntries find_cache_entries(const Tier& tier, const std::string& state_
         // they put there costs their own measuring time, nobody else's.
         const double seconds = budget.next_share();
         MeasureBudget own{seconds, budget.total,
-                          std::chrono::steady_clock::now() +
-                              std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                  std::chrono::duration<double>(seconds)),
-                          (slot.has_directory ? 1u : 0u) + slot.asides.size()};
+                          FairShares(seconds, (slot.has_directory ? 1u : 0u) + slot.asides.size())};
         if (slot.has_directory)
             measure_user_entries(tier, users, mounts, slot.owner, state_dir, node, own, found);
         if (::geteuid() == 0)  // asides are root's to look at (and detach mounts in)

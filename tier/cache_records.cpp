@@ -284,18 +284,15 @@ RecordedSizes read_sizes(int dir, const std::string& shown, const std::string& n
     } catch (const Error&) {
         return sizes;
     }
-    if (!file || file->content.empty() || file->content.back() != '\0')
+    const std::optional<std::vector<std::string>> fields = file ? nul_ended_fields(file->content) : std::nullopt;
+    if (!fields || fields->size() % kSizeFields != 0)
         return sizes;
-    const std::vector<std::string> fields =
-        split(std::string_view(file->content).substr(0, file->content.size() - 1), '\0');
-    if (fields.size() % kSizeFields != 0)
-        return sizes;
-    for (std::size_t i = 0; i < fields.size(); i += kSizeFields) {
+    for (std::size_t i = 0; i < fields->size(); i += kSizeFields) {
         RecordedSize size;
-        if (!read_count(fields[i + 1], size.bytes) || !read_count(fields[i + 2], size.inodes) ||
-            !read_count(fields[i + 3], size.files) || !read_count(fields[i + 4], size.measured_at))
+        if (!read_count((*fields)[i + 1], size.bytes) || !read_count((*fields)[i + 2], size.inodes) ||
+            !read_count((*fields)[i + 3], size.files) || !read_count((*fields)[i + 4], size.measured_at))
             return {};
-        sizes[fields[i]] = size;
+        sizes[(*fields)[i]] = size;
     }
     return sizes;
 }
@@ -306,8 +303,19 @@ std::string encode_sizes(const RecordedSizes& sizes)
     for (const auto& [dataset, size] : sizes)
         for (const std::string& field : {dataset, std::to_string(size.bytes), std::to_string(size.inodes),
                                          std::to_string(size.files), std::to_string(size.measured_at)})
-            out.append(field).push_back('\0');
+            append_nul_ended(out, field);
     return out;
+}
+
+// An entry not measured whole counted at the more of what was counted of
+// it before its time ran out and its recorded size: growing while too slow
+// to measure hides nothing, and a count cut short shrinks nothing.
+void count_at_least(NodeCacheEntry& entry, const RecordedSize& known)
+{
+    entry.bytes = std::max(entry.bytes, known.bytes);
+    entry.inodes = std::max(entry.inodes, known.inodes);
+    entry.files = std::max(entry.files, known.files);
+    entry.recorded = true;
 }
 
 // One owner's entries (`of`, indexes into entries) given their recorded
@@ -329,26 +337,27 @@ void settle_owner(std::vector<NodeCacheEntry>& entries, const std::vector<std::s
     for (const std::size_t i : of) {
         NodeCacheEntry& entry = entries[i];
         if (entry.unlisted) {
+            RecordedSize all;
             for (const auto& [dataset, size] : old) {
-                entry.bytes += size.bytes;
-                entry.inodes += size.inodes;
-                entry.files += size.files;
+                all.bytes += size.bytes;
+                all.inodes += size.inodes;
+                all.files += size.files;
             }
-            entry.recorded = !old.empty();
+            if (!old.empty())
+                count_at_least(entry, all);
             continue;
         }
         listed = true;
         const auto known = old.find(entry.dataset);
-        if (!entry.measured && known != old.end()) {
-            entry.bytes = known->second.bytes;
-            entry.inodes = known->second.inodes;
-            entry.files = known->second.files;
-            entry.recorded = true;
-        }
+        if (!entry.measured && known != old.end())
+            count_at_least(entry, known->second);
+        // When it was last measured whole: an entry counted in part keeps
+        // its turn, first (0) when it never was.
+        const std::uint64_t last_whole = entry.measured       ? static_cast<std::uint64_t>(std::time(nullptr))
+                                         : known != old.end() ? known->second.measured_at
+                                                              : 0;
         if (entry.measured || entry.recorded)
-            now[entry.dataset] = {entry.bytes, entry.inodes, entry.files,
-                                  entry.measured ? static_cast<std::uint64_t>(std::time(nullptr))
-                                                 : known->second.measured_at};
+            now[entry.dataset] = {entry.bytes, entry.inodes, entry.files, last_whole};
         any_unmeasured = any_unmeasured || !entry.measured;
     }
     // Rewritten (and synced) only when a size changed, or when an entry's

@@ -471,11 +471,15 @@ n1_slurmd_pid() {
 # new processes about once a millisecond: loops of pgrep let CI runs'
 # measuring finish first.
 hold_measuring() {
+    stop_measuring_on_n1 --bump "$STATE/cache/n1/evictions" "$@"
+}
+
+# stop_measuring_on_n1 ARG...: stop-measuring in the background for n1's
+# children (its options and the uids in ARGs).  Sets $holder.
+stop_measuring_on_n1() {
     local n1_slurmd
     n1_slurmd=$(n1_slurmd_pid) || { echo "no slurmd of n1 found"; return 1; }
-    # shellcheck disable=SC2068  # one uid a word
-    "$BATS_TEST_DIRNAME/stop-measuring" --bump "$STATE/cache/n1/evictions" \
-        "$(readlink "/proc/$n1_slurmd/ns/mnt")" $@ >/dev/null 2>&1 3>&- &
+    "$BATS_TEST_DIRNAME/stop-measuring" "$(readlink "/proc/$n1_slurmd/ns/mnt")" "$@" >/dev/null 2>&1 3>&- &
     holder=$!
 }
 
@@ -550,35 +554,42 @@ hold_measuring() {
 # their entries) runs as it would.  n1's eviction count is left alone: the
 # prolog measures once.  Sets $holder (it exits once it stopped one).
 hold_first_measuring() {
-    local n1_slurmd
-    n1_slurmd=$(n1_slurmd_pid) || { echo "no slurmd of n1 found"; return 1; }
-    "$BATS_TEST_DIRNAME/stop-measuring" --first "$(readlink "/proc/$n1_slurmd/ns/mnt")" "$1" >/dev/null 2>&1 3>&- &
-    holder=$!
+    stop_measuring_on_n1 --first "$1"
 }
 
-@test "a user's cache directory too slow to measure is still counted: its unused entries are evicted" {
-    clear_cache
-    # The victim's lru2, then the attacker's lru3 (15 MiB each): of the
-    # two, the victim's was used least recently.
+# victim_then_attacker: the victim's lru2, then the attacker's lru3 (15 MiB
+# each), each measured whole by its job's epilog: of the two, the victim's
+# was used least recently.
+victim_then_attacker() {
     stage_on_n1 as_user lru2
     [ "$status" -eq 0 ]
     sleep 1.1
     stage_on_n1 as_other lru3
     [ "$status" -eq 0 ]
-    # 60,000 names in the attacker's entry (1.2 MiB more): measuring their
-    # directory takes long enough to be caught (with 20,000 it was done
-    # before the loop below looked, one run in two), removing it 0.4 s.
-    run as_other timeout 60 srun -w n1 -N1 bash -c 'mkdir "$0/many" && cd "$0/many" && seq 60000 | xargs touch' \
-        "$(cache_of "$OTHER_USER")/lru3"
+}
+
+# attacker_grows_lru3 SCRIPT: a job of the attacker's on n1 runs SCRIPT in
+# their lru3 (bash, $0 the directory); then, every job's epilog done (each
+# measures the attacker's directory too), the site's prolog time is cut to
+# 12 s for the test: 2.4 s for measuring.
+attacker_grows_lru3() {
+    run as_other timeout 60 srun -w n1 -N1 bash -c "$1" "$(cache_of "$OTHER_USER")/lru3"
     [ "$status" -eq 0 ]
-    # Every job's epilog is done (each measures the attacker's directory
-    # too): the first child acting for the attacker is the victim's prolog's.
     for _ in $(seq 150); do [ -z "$(squeue -h)" ] && break; sleep 0.2; done
     [ -z "$(squeue -h)" ]
-    # The site's prolog time cut to 12 s for this test: 2.4 s for measuring.
     cp "$CONF" "$BATS_TEST_TMPDIR/dlstage.toml.saved"
     restore_conf=1
     sed -i '/^\[site\]/a prolog_epilog_timeout = 12' "$CONF"
+}
+
+@test "a user's cache directory too slow to measure is still counted: its unused entries are evicted" {
+    clear_cache
+    victim_then_attacker
+    # 60,000 names in the attacker's entry (1.2 MiB more): measuring their
+    # directory takes long enough to be caught (with 20,000 it was done
+    # before the loop below looked, one run in two), removing it 0.4 s.
+    # The first child acting for the attacker is then the victim's prolog's.
+    attacker_grows_lru3 'mkdir "$0/many" && cd "$0/many" && seq 60000 | xargs touch'
     hold_first_measuring "$(id -u "$OTHER_USER")"
     # The victim's lru1 on top: 45 MiB, over the high watermark (90% of
     # 48M: 43.2 MiB).  The attacker's directory, too slow to measure, still
@@ -599,6 +610,43 @@ hold_first_measuring() {
         "$LOG_N1"
     on_node n1 test -d "$(cache_of "$VCLUSTER_USER")/lru2"
     on_node n1 test -d "$(cache_of "$VCLUSTER_USER")/lru1"
+    used=$(on_node n1 du -s --block-size=1 /local/dlcache/.cache | cut -f1)
+    [ "$used" -le $((48 * 1048576 * 9 / 10)) ] || { echo "cache holds $used bytes"; false; }
+    assert_healthy
+}
+
+# hold_measuring_midway UID: every child on n1 acting for UID that has
+# written twice (a measuring child: its listing, then a first count of
+# what it walked) is stopped there until its bound ends it, as a directory
+# too large to measure in its owner's share would stop it; a child that
+# evicts (it writes once, as it ends) runs.  Sets $holder.
+hold_measuring_midway() {
+    stop_measuring_on_n1 --after-writes 2 "$1"
+}
+
+@test "an entry that grew while too slow to measure counts at least what its measuring counted" {
+    clear_cache
+    victim_then_attacker  # root records lru3 at 15 MiB
+    # Then the attacker's lru3 grows by 30 MiB and 50,000 names, a directory
+    # from now on too slow to measure in the attacker's share (the walk of
+    # each is stopped after its first count).  Once it counted at the 15
+    # MiB root recorded: the victim's job was admitted on 33 MiB of 48
+    # while the tier held 63, or, measured whole, the victim's lru2 (used
+    # least recently) went with it.
+    attacker_grows_lru3 'head -c 30M /dev/urandom >"$0/fill" && mkdir "$0/many" && cd "$0/many" && seq 50000 | xargs touch'
+    hold_measuring_midway "$(id -u "$OTHER_USER")"
+    stage_on_n1 as_user cached-file
+    [ "$status" -eq 0 ]
+    wait_job_gone "$job" 30
+    grep -F "job $job on n1: " "$LOG_N1"
+    # The scenario held: the attacker's directory was not measured whole.
+    grep -qF "job $job on n1: node cache 'cache': $(cache_of "$OTHER_USER"): " "$LOG_N1"
+    # Counted at least at the 45 MiB seen of it, not measured whole: lru3
+    # goes first, and it alone.
+    grep -qF "job $job on n1: node cache 'cache': evicted $OTHER_USER/lru3" "$LOG_N1"
+    ! on_node n1 test -e "$(cache_of "$OTHER_USER")/lru3" || false
+    on_node n1 test -d "$(cache_of "$VCLUSTER_USER")/lru2"
+    on_node n1 test -e "$(cache_of "$VCLUSTER_USER")/cached-file"
     used=$(on_node n1 du -s --block-size=1 /local/dlcache/.cache | cut -f1)
     [ "$used" -le $((48 * 1048576 * 9 / 10)) ] || { echo "cache holds $used bytes"; false; }
     assert_healthy

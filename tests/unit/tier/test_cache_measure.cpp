@@ -226,6 +226,29 @@ BOOST_AUTO_TEST_CASE(what_a_user_hides_from_themselves_is_measured_all_the_same)
     BOOST_TEST(found.entries.at(1).bytes >= (3u << 20));
 }
 
+// A part its owner cannot read even so (root's, 0700, in their entry):
+// the entry is not measured whole, but counts at least what was counted
+// (once it counted as unknown, or at an older and smaller recorded size).
+BOOST_AUTO_TEST_CASE(an_entry_measured_in_part_counts_what_was_counted)
+{
+    if (!test::is_root())
+        return;
+    Cache c;
+    c.entry("x");
+    test::make_file(c.user_dir + "/x/big", std::string(2 << 20, 'x'));
+    c.give(c.user_dir + "/x/big");
+    test::make_dir(c.user_dir + "/x/roots");
+    BOOST_REQUIRE(::chmod((c.user_dir + "/x/roots").c_str(), 0700) == 0);
+    test::make_file(c.user_dir + "/x/roots/hidden", "h");
+    const FoundCacheEntries found = find_cache_entries(c.tier, c.state, "n1", 10, 30);
+    BOOST_REQUIRE(found.entries.size() == 1u);
+    const NodeCacheEntry& x = found.entries[0];
+    BOOST_TEST(!x.measured);
+    BOOST_TEST(x.recorded);
+    BOOST_TEST(x.bytes >= (2u << 20));
+    BOOST_TEST(x.inodes >= 4u);  // x, f, big, roots
+}
+
 // A user's cache directory a prolog moved aside (it held a mount): all of
 // it one entry of its owner's, measured and evicted as theirs, even one the
 // owner opened to others (0755); one of root's is left to the admin.

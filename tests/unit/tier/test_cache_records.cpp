@@ -134,4 +134,49 @@ BOOST_AUTO_TEST_CASE(an_entry_not_measured_counts_at_its_recorded_size)
     BOOST_TEST(st.st_uid == 0u);
 }
 
+// An entry its measuring child counted in part before its time ran out
+// counts at the more of that count and its recorded size: one that grew
+// while too slow to measure hides nothing, a count cut short shrinks
+// nothing.  The record keeps the more, and when it was last measured whole.
+BOOST_AUTO_TEST_CASE(an_entry_counted_in_part_counts_at_least_at_its_recorded_size)
+{
+    if (!test::is_root())
+        return;
+    Cache c;
+    std::vector<NodeCacheEntry> first{c.owned("grew"), c.owned("cut")};
+    first[0].bytes = 1000;
+    first[1].bytes = 9000;
+    first[1].inodes = 9;
+    settle_recorded_sizes(first, c.tier, c.state, "n1");
+    const auto measured_at = recorded_measurements(c.tier, c.state, "n1", c.nobody->pw_uid);
+    const auto counted_in_part = [&](const std::string& dataset, std::uint64_t bytes, std::uint64_t inodes) {
+        NodeCacheEntry entry = c.owned(dataset);
+        entry.measured = false;
+        entry.recorded = true;
+        entry.bytes = bytes;
+        entry.inodes = inodes;
+        return entry;
+    };
+    std::vector<NodeCacheEntry> later{counted_in_part("grew", 50000, 3), counted_in_part("cut", 400, 20),
+                                      counted_in_part("new", 7000, 1)};
+    settle_recorded_sizes(later, c.tier, c.state, "n1");
+    BOOST_TEST(later[0].bytes == 50000u);  // grew past its record: the count
+    BOOST_TEST(later[1].bytes == 9000u);   // counted less than recorded: the record
+    BOOST_TEST(later[1].inodes == 20u);    // each figure the more of the two
+    BOOST_TEST(later[2].bytes == 7000u);   // never measured whole: the count
+    for (const NodeCacheEntry& e : later)
+        BOOST_TEST((e.recorded && !e.measured), e.dataset);
+    // Recorded at the more; each keeps its turn: those measured whole when
+    // they were, the one never measured whole first.
+    std::vector<NodeCacheEntry> next{c.owned("grew"), c.owned("cut"), c.owned("new")};
+    for (NodeCacheEntry& e : next)
+        e.measured = false;
+    settle_recorded_sizes(next, c.tier, c.state, "n1");
+    BOOST_TEST(next[0].bytes == 50000u);
+    BOOST_TEST(next[2].bytes == 7000u);
+    const auto when = recorded_measurements(c.tier, c.state, "n1", c.nobody->pw_uid);
+    BOOST_TEST(when.at("grew") == measured_at.at("grew"));
+    BOOST_TEST(when.at("new") == 0u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
