@@ -143,22 +143,38 @@ struct PartialSums {
 
 // Adds what one name takes to a sum.  A file with several links is counted
 // once, at its first name: a thousand links to one file are not a thousand
-// files' worth of room.  Past kMaxLinkedKept such files each further link
-// counts again: root's memory stays bounded, and a user making more links
-// only makes their own entries count more.
+// files' worth of room.  Past kMaxLinkedKept such files, root's memory
+// stays bounded: each further link counts its share of its file (its size
+// over its links), so that all of a file's links together count it once
+// and no link counts it again (counted whole, they would let a user with
+// more links make their entries look as large as they liked, and root
+// evict others' entries for them).
 constexpr std::size_t kMaxLinkedKept = 1000000;
 
 struct Tally {
     std::set<std::pair<dev_t, ino_t>> linked;
+    double inode_shares = 0;  // past the cap: parts of inodes, counted whole as they add up
 
     bool add(Sum& sum, const struct stat& st)
     {
-        if (st.st_nlink > 1 && !S_ISDIR(st.st_mode) && linked.size() < kMaxLinkedKept &&
-            !linked.insert({st.st_dev, st.st_ino}).second)
-            return false;
-        sum.bytes += static_cast<std::uint64_t>(st.st_blocks) * 512;
-        sum.inodes += 1;
+        const auto bytes = static_cast<std::uint64_t>(st.st_blocks) * 512;
         sum.changed = std::max(sum.changed, static_cast<std::int64_t>(st.st_ctim.tv_sec));
+        if (st.st_nlink > 1 && !S_ISDIR(st.st_mode)) {
+            if (linked.size() >= kMaxLinkedKept) {
+                const auto links = static_cast<std::uint64_t>(st.st_nlink);
+                sum.bytes += (bytes + links - 1) / links;
+                inode_shares += 1.0 / static_cast<double>(links);
+                if (inode_shares >= 1) {
+                    sum.inodes += 1;
+                    inode_shares -= 1;
+                }
+                return false;  // not a file of the copy's: the links' first names are
+            }
+            if (!linked.insert({st.st_dev, st.st_ino}).second)
+                return false;
+        }
+        sum.bytes += bytes;
+        sum.inodes += 1;
         return true;
     }
 };
