@@ -89,8 +89,8 @@ int records(const std::string& dir, std::size_t entries, std::size_t jobs)
     Bench b(dir);
     for (std::size_t j = 0; j < jobs; ++j)
         record_cache_use(b.state, "n1", std::to_string(1000 + j),
-                         {{"cache", "nobody", b.nobody->pw_uid, "d" + std::to_string(2 * j)},
-                          {"cache", "nobody", b.nobody->pw_uid, "d" + std::to_string(2 * j + 1)}});
+                         {{"cache", "nobody", b.nobody->pw_uid, "d" + std::to_string(2 * j), {}, {}},
+                          {"cache", "nobody", b.nobody->pw_uid, "d" + std::to_string(2 * j + 1), {}, {}}});
     std::vector<NodeCacheEntry> found;
     found.reserve(entries);
     for (std::size_t i = 0; i < entries; ++i)

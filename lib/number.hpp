@@ -15,6 +15,13 @@
 
 namespace dlstage {
 
+// a + b, or the largest value when that overflows: sums of sizes users
+// chose (a sparse file's apparent size) must never wrap to a small one.
+inline constexpr std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b)
+{
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
 // Slurm's job ids and node counts are 32-bit.
 inline constexpr std::uint64_t kMaxSlurmNumber = 4294967295;
 

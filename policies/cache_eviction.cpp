@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "lib/error.hpp"
+#include "lib/number.hpp"
 #include "lib/size.hpp"
 #include "lib/strings.hpp"
 
@@ -110,6 +111,36 @@ bool over_low_by_file_system(const CacheTierFacts& tier, const TierSpace& now, c
     const Usage usage{in_use_by_file_system(now.total_bytes, now.free_bytes).value_or(0) + incoming.bytes,
                       in_use_by_file_system(now.total_inodes, now.free_inodes).value_or(0) + incoming.inodes};
     return above(usage, tier, marks.low);
+}
+
+Incoming& Incoming::operator+=(const Incoming& more)
+{
+    bytes = saturating_add(bytes, more.bytes);
+    inodes = saturating_add(inodes, more.inodes);
+    return *this;
+}
+
+Incoming still_coming(const std::vector<PromisedUse>& promised, const std::map<std::string, HeldEntry>& held,
+                      const std::string& job, const std::set<std::string>& its_own)
+{
+    std::map<std::string, Incoming> most;  // by entry: several jobs may stage one
+    for (const PromisedUse& use : promised) {
+        if (use.job == job || its_own.count(use.entry))
+            continue;
+        Incoming& of_entry = most[use.entry];
+        of_entry.bytes = std::max(of_entry.bytes, use.bytes);
+        of_entry.inodes = std::max(of_entry.inodes, use.inodes);
+    }
+    Incoming coming;
+    for (const auto& [entry, brings] : most) {
+        const auto found = held.find(entry);
+        const HeldEntry now = found == held.end() ? HeldEntry{} : found->second;
+        if (now.staged)
+            continue;
+        coming += {brings.bytes > now.bytes ? brings.bytes - now.bytes : 0,
+                   brings.inodes > now.inodes ? brings.inodes - now.inodes : 0};
+    }
+    return coming;
 }
 
 EvictionPlan plan_eviction(const std::vector<CacheEntryFacts>& entries, const CacheTierFacts& tier,

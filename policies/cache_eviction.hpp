@@ -10,7 +10,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -61,7 +63,42 @@ using dlstage::Watermarks;
 struct Incoming {
     std::uint64_t bytes = 0;
     std::uint64_t inodes = 0;
+
+    // Saturating: sizes users chose (sparse sources) never wrap to a small sum.
+    Incoming& operator+=(const Incoming& more);
 };
+
+// A running job's word, in root's record of its use, of what it brings to
+// an entry in all (root probed its source as that job's user): `entry` a
+// key of the entry's owner and dataset, the caller's.
+struct PromisedUse {
+    std::string job;
+    std::string entry;
+    std::uint64_t bytes = 0;
+    std::uint64_t inodes = 0;
+};
+
+// What an entry holds now, as measured: `staged` when its staging is done
+// (its ready record is there), after which nothing more comes to it
+// whatever a job said (a source made smaller after the prolog sized it must
+// not keep room taken for as long as its job runs).
+struct HeldEntry {
+    std::uint64_t bytes = 0;
+    std::uint64_t inodes = 0;
+    bool staged = false;
+};
+
+// What jobs admitted before `job` still bring: per entry some other running
+// job stages that is not staged yet, the most any of them brings beyond
+// what the entry holds now (`held`, by the same key; absent: nothing yet).
+// Their stagers write after their prologs: counted, the next prolog makes
+// room for them too, and two jobs admitted a moment apart cannot take the
+// tier past its watermark between them (the cache-pressure soak once
+// peaked at 62 MiB of a 48 MiB tier).  Added to what `job` brings; the
+// entries it brings itself (`its_own`, by the same key) are counted there
+// once (jobs staging one entry at once share one transfer).
+Incoming still_coming(const std::vector<PromisedUse>& promised, const std::map<std::string, HeldEntry>& held,
+                      const std::string& job, const std::set<std::string>& its_own);
 
 struct EvictionPlan {
     std::vector<std::size_t> evict;  // indexes into the entries, in eviction order

@@ -362,6 +362,32 @@ policy::Incoming incoming_to(const Tier& tier, const std::vector<StageItem>& ite
     return incoming;
 }
 
+// What the jobs admitted on this node before this one still bring to
+// `tier` (policies/cache_eviction still_coming), by root's records of their
+// uses, beyond what their entries among `entries` hold now; with no
+// entries measured, only uses recorded in the last `recent_seconds` count
+// (a guess whether to measure: their stagings are most likely still going).
+policy::Incoming still_coming_to(const Tier& tier, const std::vector<StageItem>& items, const ScriptStart& start,
+                                 const std::vector<NodeCacheEntry>& entries,
+                                 std::optional<std::int64_t> recent_seconds = std::nullopt)
+{
+    const auto key = [](uid_t uid, const std::string& dataset) { return std::to_string(uid) + "/" + dataset; };
+    const auto now = static_cast<std::int64_t>(std::time(nullptr));
+    std::vector<policy::PromisedUse> promised;
+    for (const CachePromise& p : cache_promises(tier, start.config.site.state_dir, start.job.node))
+        if (!recent_seconds || now - p.written <= *recent_seconds)
+            promised.push_back({p.job, key(p.uid, p.dataset), p.bytes, p.inodes});
+    std::map<std::string, policy::HeldEntry> held;
+    for (const NodeCacheEntry& entry : entries)
+        if (!entry.unlisted && !entry.aside)
+            held[key(entry.uid, entry.dataset)] = {entry.bytes, entry.inodes, entry.measured && entry.ready};
+    std::set<std::string> its_own;
+    for (const StageItem& item : items)
+        if (item.tier.name == tier.name)
+            its_own.insert(key(start.job.uid, entry_of(item, start)));
+    return policy::still_coming(promised, held, start.job.job_id, its_own);
+}
+
 // Whether `tier` may need room: its whole file system is over the high
 // watermark with what the submitting user's sbatch claimed the job brings
 // (theirs to forge: a lie costs a measurement, nothing else).  Below it,
@@ -373,7 +399,10 @@ bool may_need_room(const Tier& tier, const std::vector<StageItem>& items, const 
         return false;
     const TierSpace space = measure_tier_space(tier.path.root());
     const auto max_bytes = tier.max_bytes.resolve(space.total_bytes);
-    const policy::Incoming guess = incoming_to(tier, items, start, claimed_sizes(start), {});
+    policy::Incoming guess = incoming_to(tier, items, start, claimed_sizes(start), {});
+    // And what jobs admitted here in the last quarter hour said they bring,
+    // as if none of it were written yet: at worst a measurement more.
+    guess += still_coming_to(tier, items, start, {}, 15 * 60);
     const auto used = [](const std::optional<std::uint64_t>& total, const std::optional<std::uint64_t>& free) {
         return total && free && *total >= *free ? *total - *free : 0;
     };
@@ -453,7 +482,8 @@ void evict_for_room(Measured& m, const std::vector<StageItem>& items, const Scri
     }
     policy::cap_at_file_system_use(tier_facts, space_now);
     policy::count_unmeasured(tier_facts, space_now, any_unmeasured);
-    const policy::Incoming incoming = incoming_to(tier, items, start, sizes, found.entries);
+    policy::Incoming incoming = incoming_to(tier, items, start, sizes, found.entries);
+    incoming += still_coming_to(tier, items, start, found.entries);
     const policy::EvictionPlan plan = policy::plan_eviction(facts, tier_facts, tier.watermarks, incoming);
     for (std::size_t i = 0; i < plan.evict.size(); ++i) {
         const NodeCacheEntry& entry = found.entries[plan.evict[i]];
@@ -491,29 +521,53 @@ std::map<std::string, const Tier*> cache_tiers(const std::vector<StageItem>& ite
 // epilog (none), within `clock`'s one deadline: the tiers that may need
 // room measured and the job's sources sized without the lock; then the
 // lock: `first` (recording the job's use), then room made in each of those
-// tiers; no lock when there is neither.  Throws Error when the lock stays
-// held past its share (the job cannot use the cache without its use
-// recorded) or the job cannot fit.
+// tiers, then, the job admitted to them all, `admitted` with what it brings
+// (recorded for the prologs after it: never for a job refused, which may
+// go on running); no lock when there is neither.  Throws Error when the
+// lock stays held past its share (the job cannot use the cache without its
+// use recorded) or the job cannot fit.
 void settle_caches(const std::map<std::string, const Tier*>& tiers, const std::vector<StageItem>& items,
                    const ScriptStart& start, const CacheClock& clock, const std::function<void()>& first,
-                   Report& report)
+                   const std::function<void(const SizesByDataset&)>& admitted, Report& report)
 {
     const policy::CacheBudget& budget = clock.budget();
     std::vector<Measured> measured = measure_before_lock(tiers, items, start, clock.within(budget.measure));
-    std::set<std::string> needing;
-    for (const Measured& m : measured)
-        needing.insert(m.tier->name);
     if (measured.empty() && !first)
         return;
-    const SizesByDataset sizes = needing.empty() || items.empty()
-                                     ? SizesByDataset{}
-                                     : probed_sizes(needing, items, start, clock.within(budget.probe), report);
+    // Every source the job brings to a cache sized, needing room or not:
+    // its use records what it brings, for the prologs after it to count.
+    std::set<std::string> cached;
+    for (const auto& [name, tier] : tiers)
+        cached.insert(name);
+    const SizesByDataset sizes = items.empty() ? SizesByDataset{}
+                                               : probed_sizes(cached, items, start, clock.within(budget.probe), report);
     const CacheLock lock(start.config.site.state_dir, start.job.node, clock.within(budget.lock_wait));
     FairShares shares(clock.within(budget.under_lock), measured.size());
     if (first)
         first();
     for (Measured& m : measured)
         evict_for_room(m, items, start, sizes, shares.next(), report);
+    if (admitted)
+        admitted(sizes);
+}
+
+// The job's uses of cache entries, each with what it brings when its
+// source could be sized.
+std::vector<CacheUse> cache_uses(const std::vector<StageItem>& items, const ScriptStart& start,
+                                 const SizesByDataset& sizes)
+{
+    std::vector<CacheUse> uses;
+    for (const StageItem& item : items) {
+        if (!is_cache(item.tier))
+            continue;
+        CacheUse use{item.tier.name, start.job.user, start.job.uid, entry_of(item, start), {}, {}};
+        if (const auto known = sizes.find(item.dataset.name); known != sizes.end()) {
+            use.bytes = known->second.bytes;
+            use.inodes = known->second.files;
+        }
+        uses.push_back(std::move(use));
+    }
+    return uses;
 }
 
 // The prolog: the user's cache directory in each cache tier the job uses,
@@ -523,22 +577,22 @@ void settle_caches(const std::map<std::string, const Tier*>& tiers, const std::v
 // must not take one this job has just made and not yet recorded.
 void prepare_caches(const std::vector<StageItem>& items, const ScriptStart& start, Report& report)
 {
-    std::vector<CacheUse> uses;
-    for (const StageItem& item : items)
-        if (is_cache(item.tier))
-            uses.push_back({item.tier.name, start.job.user, start.job.uid, entry_of(item, start)});
-    if (uses.empty())
-        return;
     const auto tiers = cache_tiers(items);
+    if (tiers.empty())
+        return;
+    const std::string& state_dir = start.config.site.state_dir;
     settle_caches(
         tiers, items, start, CacheClock(start),
         [&] {
-            record_cache_use(start.config.site.state_dir, start.job.node, start.job.job_id, uses);
+            record_cache_use(state_dir, start.job.node, start.job.job_id, cache_uses(items, start, {}));
             for (const auto& [name, tier] : tiers) {
                 StageItem as_item;
                 as_item.tier = *tier;
                 prepare_tier_dir(as_item, cache_dir_of(*tier, start.job.user), start.job, report);
             }
+        },
+        [&](const SizesByDataset& sizes) {
+            record_cache_use(state_dir, start.job.node, start.job.job_id, cache_uses(items, start, sizes));
         },
         report);
 }
@@ -557,7 +611,7 @@ void release_caches(const ScriptStart& start, Report& report)
         forget_cache_use(start.config.site.state_dir, start.job.node, start.job.job_id);
     }
     const std::vector<StageItem> items = resolve_stage_data(start.config, start.stage_data);
-    settle_caches(cache_tiers(items), {}, start, clock, {}, report);
+    settle_caches(cache_tiers(items), {}, start, clock, {}, {}, report);
 }
 
 // Runs in the bounded child: everything that touches the file systems.

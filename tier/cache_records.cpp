@@ -69,11 +69,22 @@ void record_cache_use(const std::string& state_dir, const std::string& node, con
 {
     const std::string base = cache_state_dir(state_dir, node);
     toml::array list;
-    for (const CacheUse& use : uses)
-        list.push_back(toml::table{{"tier", use.tier},
-                                   {"user", use.user},
-                                   {"uid", static_cast<std::int64_t>(use.uid)},
-                                   {"dataset", use.dataset}});
+    for (const CacheUse& use : uses) {
+        toml::table entry{{"tier", use.tier},
+                          {"user", use.user},
+                          {"uid", static_cast<std::int64_t>(use.uid)},
+                          {"dataset", use.dataset}};
+        // TOML's integers are signed: a size past that (a sparse file's
+        // apparent size) is recorded as the most there is.
+        const auto recorded = [](std::uint64_t n) {
+            return static_cast<std::int64_t>(std::min<std::uint64_t>(n, INT64_MAX));
+        };
+        if (use.bytes)
+            entry.insert("bytes", recorded(*use.bytes));
+        if (use.inodes)
+            entry.insert("inodes", recorded(*use.inodes));
+        list.push_back(std::move(entry));
+    }
     const Fd jobs = open_private_records(state_dir, node, "/jobs");
     write_record_at(jobs.get(), base + "/jobs", job + kRecordSuffix, toml::table{{"job", job}, {"uses", list}}, 0600);
     const Fd last = open_private_records(state_dir, node, "/last-use");
@@ -177,6 +188,7 @@ struct TierUses {
     std::map<std::pair<uid_t, std::string>, std::vector<std::string>> jobs;
     std::map<uid_t, std::shared_ptr<OwnerUses>> owners;
     std::map<std::string, std::int64_t> last_use;
+    std::vector<CachePromise> promises;
 };
 
 std::map<std::string, std::int64_t> last_uses(const std::string& state_dir, const std::string& node,
@@ -197,10 +209,11 @@ std::map<std::string, std::int64_t> last_uses(const std::string& state_dir, cons
     return found;
 }
 
+// The job records' part of TierUses (last_use left empty: a listing of
+// every entry's last use, which what is still coming does not need).
 TierUses read_tier_uses(const Tier& tier, const std::string& state_dir, const std::string& node)
 {
     TierUses uses;
-    uses.last_use = last_uses(state_dir, node, tier.name);
     const std::string base = cache_state_dir(state_dir, node);
     for (const auto& [job, written] : cache_use_records(state_dir, node)) {
         toml::table record;
@@ -220,8 +233,15 @@ TierUses read_tier_uses(const Tier& tier, const std::string& state_dir, const st
             const auto owner = static_cast<uid_t>(*uid);
             const std::string dataset = (*use)["dataset"].value_or(std::string());
             std::vector<std::string>& of_entry = uses.jobs[{owner, dataset}];
-            if (of_entry.empty() || of_entry.back() != job)
+            if (of_entry.empty() || of_entry.back() != job) {
                 of_entry.push_back(job);
+                const auto count = [&](const char* key) {
+                    const auto n = (*use)[key].value<std::int64_t>();
+                    return n && *n > 0 ? static_cast<std::uint64_t>(*n) : std::uint64_t{0};
+                };
+                if (count("bytes") > 0 || count("inodes") > 0)
+                    uses.promises.push_back({job, written, owner, dataset, count("bytes"), count("inodes")});
+            }
             std::shared_ptr<OwnerUses>& of_owner = uses.owners[owner];
             if (!of_owner)
                 of_owner = std::make_shared<OwnerUses>();
@@ -237,7 +257,8 @@ TierUses read_tier_uses(const Tier& tier, const std::string& state_dir, const st
 void add_root_records(std::vector<NodeCacheEntry>& entries, const Tier& tier, const std::string& state_dir,
                       const std::string& node)
 {
-    const TierUses uses = read_tier_uses(tier, state_dir, node);
+    TierUses uses = read_tier_uses(tier, state_dir, node);
+    uses.last_use = last_uses(state_dir, node, tier.name);
     for (NodeCacheEntry& entry : entries) {
         entry.jobs.clear();
         entry.owner_uses.reset();
@@ -255,6 +276,11 @@ void add_root_records(std::vector<NodeCacheEntry>& entries, const Tier& tier, co
         if (const auto owner = uses.owners.find(entry.uid); owner != uses.owners.end())
             entry.owner_uses = owner->second;
     }
+}
+
+std::vector<CachePromise> cache_promises(const Tier& tier, const std::string& state_dir, const std::string& node)
+{
+    return read_tier_uses(tier, state_dir, node).promises;
 }
 
 namespace {

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <sys/types.h>
 #include <vector>
@@ -24,6 +25,9 @@ struct CacheUse {
     std::string user;
     uid_t uid = 0;
     std::string dataset;
+    // What the job brings to the entry in all, as root probed its source as
+    // the job's user (tier/cache_entry probe_source_as); unset: not known.
+    std::optional<std::uint64_t> bytes, inodes;
 };
 
 // The prolog: `job` uses these entries on `node` from now on, and their
@@ -40,6 +44,19 @@ struct CacheUseRecord {
     std::int64_t written = 0;
 };
 std::vector<CacheUseRecord> cache_use_records(const std::string& state_dir, const std::string& node);
+
+// What jobs on `node` said, in their uses of `tier`'s entries, that they
+// bring (CacheUse bytes and inodes, where known), each job's use once: for the prolog to
+// count what jobs admitted before it still bring (policies/cache_eviction
+// still_coming).  Root's records: nothing a user wrote.
+struct CachePromise {
+    std::string job;
+    std::int64_t written = 0;  // when its use was recorded (epoch seconds)
+    uid_t uid = 0;
+    std::string dataset;
+    std::uint64_t bytes = 0, inodes = 0;
+};
+std::vector<CachePromise> cache_promises(const Tier& tier, const std::string& state_dir, const std::string& node);
 
 // Held while a prolog records its use, and while a prolog, an epilog or
 // gc reads the uses and evicts, so that no entry a job has recorded its use

@@ -71,6 +71,12 @@ teardown() {
         kill -KILL "$holder" $sleeper 2>/dev/null || true
         wait "$holder" 2>/dev/null || true
     fi
+    if [ -n "${held_stage:-}" ]; then
+        kill "$held_stage" 2>/dev/null || true
+        pkill -CONT -u "$OTHER_USER" -f "dlstage stage --quiet" 2>/dev/null || true
+        wait 2>/dev/null || true
+        held_stage=""
+    fi
     pkill -KILL -u "$OTHER_USER" -x squashfuse 2>/dev/null || true
     for _ in $(seq 50); do pgrep -u "$OTHER_USER" -x squashfuse >/dev/null || break; sleep 0.1; done
     if on_node n1 awk -v m="$ATTACK_MNT" '$5 == m { f = 1 } END { exit !f }' /proc/self/mountinfo; then
@@ -803,5 +809,35 @@ for e in next(t for t in doc["tiers"] if t["tier"] == "cache")["cache_entries"]:
     ! grep -F "job $job on n1: node cache 'cache': evicted" "$LOG_N1" || false
     on_node n1 test -d "$(cache_of "$VCLUSTER_USER")/lru2"
     on_node n1 test -f "$(cache_of "$VCLUSTER_USER")/.ready-lru2.toml"
+    assert_healthy
+}
+
+@test "jobs admitted a moment apart count what each other brings: the tier stays under its watermark" {
+    clear_cache
+    stage_on_n1 as_user lru2  # 15 MiB no job uses from now on
+    # The attacker's first job (lru3, 15 MiB) is admitted, its use recorded
+    # with what it brings, and its staging held before it writes a byte
+    # (its `dlstage stage` stopped as it starts), as a stager slow to start
+    # or a source slow to read would hold it.
+    (until pkill -STOP -u "$OTHER_USER" -f "dlstage stage --quiet"; do sleep 0.01; done) &
+    held_stage=$!
+    as_other timeout 120 srun -w n1 -N1 --stage-data=lru3 true >"$BATS_TEST_TMPDIR/first.out" 2>&1 &
+    local first=$!
+    for _ in $(seq 300); do kill -0 "$held_stage" 2>/dev/null || break; sleep 0.1; done
+    ! kill -0 "$held_stage" 2>/dev/null || { echo "the first job's staging never started"; false; }
+    # Its second (lru1, 15 MiB): 15 + 15 coming + 15 = 45 MiB, past the
+    # high watermark (43.2 MiB). Once its prolog saw the 15 MiB measured
+    # and admitted it on 30, and the tier ended at 45 MiB.
+    stage_on_n1 as_other lru1
+    [ "$status" -eq 0 ]
+    grep -F "job $job on n1: " "$LOG_N1"
+    grep -qF "job $job on n1: node cache 'cache': evicted $VCLUSTER_USER/lru2" "$LOG_N1"
+    pkill -CONT -u "$OTHER_USER" -f "dlstage stage --quiet"
+    held_stage=""
+    wait "$first" || { cat "$BATS_TEST_TMPDIR/first.out"; false; }
+    on_node n1 test -d "$(cache_of "$OTHER_USER")/lru3"
+    on_node n1 test -d "$(cache_of "$OTHER_USER")/lru1"
+    used=$(on_node n1 du -s --block-size=1 /local/dlcache/.cache | cut -f1)
+    [ "$used" -le $((48 * 1048576 * 9 / 10)) ] || { echo "cache holds $used bytes"; false; }
     assert_healthy
 }

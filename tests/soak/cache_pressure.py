@@ -240,13 +240,25 @@ def judge(cluster, jobs, sampler, say):
     high = HIGH * CACHE_MAX * SLACK
     unknown, early_evictions, early_refusals = [], [], []
     counts = collections.Counter()
-    for at, job_id, node, text in log_events(cluster):
+    events = log_events(cluster)
+    admitted = collections.defaultdict(list)  # node: (when, job) of each prolog that ended
+    for at, job_id, node, text in events:
+        if job_id in by_id and text.endswith(" prepared"):
+            admitted[node].append((at, job_id))
+
+    def still_coming(node, at, job_id, window=5.0):
+        """What the jobs admitted on NODE in the WINDOW seconds before AT
+        brings, as a prolog counts it (root's record of each use): their
+        stagings may not have written it yet."""
+        return sum(by_id[j].mib << 20 for t, j in admitted[node] if j != job_id and at - window <= t < at)
+
+    for at, job_id, node, text in events:
         job = by_id.get(job_id)
         if job is None:
             continue
         brings = job.mib << 20
         held = sampler.most_before(node, at)
-        under = held is not None and held + brings < high
+        under = held is not None and held + brings + still_coming(node, at, job_id) < high
         if "node cache 'cache': evicted " in text:
             counts["evictions"] += 1
             if "its size unknown" in text:

@@ -1,5 +1,7 @@
 #include <boost/test/unit_test.hpp>
 
+#include <map>
+
 #include "facts/tier_space.hpp"
 #include "lib/error.hpp"
 #include "policies/cache_eviction.hpp"
@@ -73,6 +75,31 @@ BOOST_AUTO_TEST_CASE(what_comes_in_counts_so_staging_finds_room)
     const auto plan = plan_eviction(entries, tier_of(60, 100), {}, {35 * kGiB, 0});
     BOOST_TEST(plan.evict == (std::vector<std::size_t>{0, 1}), boost::test_tools::per_element());
     BOOST_TEST(plan.fits.allowed);
+}
+
+// Jobs admitted a moment before write after their prologs: what each said
+// it brings counts, beyond what its entry holds now, once per entry (the
+// most any job staging it said), and never the asking job's own word.
+BOOST_AUTO_TEST_CASE(what_jobs_admitted_before_still_bring_counts_once_per_entry)
+{
+    const std::vector<PromisedUse> promised{{"10", "1/a", 100, 10},
+                                            {"11", "1/a", 120, 12},
+                                            {"12", "2/b", 50, 5},
+                                            {"13", "2/c", 30, 3},
+                                            {"20", "3/own", 999, 99}};
+    std::map<std::string, HeldEntry> held{{"1/a", {20, 2, false}}, {"2/c", {40, 4, false}}};
+    const Incoming coming = still_coming(promised, held, "20", {});
+    BOOST_TEST(coming.bytes == 100u + 50u);  // a: 120 - 20; b: nothing yet; c: whole already
+    BOOST_TEST(coming.inodes == 10u + 5u);
+    BOOST_TEST(still_coming({}, held, "20", {}).bytes == 0u);
+    // An entry the asking job brings too: counted once, as its own.
+    BOOST_TEST(still_coming(promised, held, "20", {"2/b"}).bytes == 100u);
+    // Staged (its ready record there): nothing more comes, whatever was said.
+    held["1/a"].staged = true;
+    BOOST_TEST(still_coming(promised, held, "20", {}).bytes == 50u);
+    // Sizes a user chose (a sparse source) never wrap to a small sum.
+    const std::vector<PromisedUse> huge{{"30", "4/x", UINT64_MAX - 5, 1}, {"31", "4/y", UINT64_MAX - 5, 1}};
+    BOOST_TEST(still_coming(huge, {}, "20", {}).bytes == UINT64_MAX);
 }
 
 BOOST_AUTO_TEST_CASE(refused_when_entries_in_use_leave_no_room_and_nothing_is_evicted)

@@ -69,7 +69,7 @@ BOOST_AUTO_TEST_CASE(roots_records_are_private_and_carry_when_they_were_written)
     test::make_file(base + "/last-use/cache.65534.old", "");
     BOOST_REQUIRE(::chmod((base + "/last-use/cache.65534.old").c_str(), 0644) == 0);
     const auto before = static_cast<std::int64_t>(::time(nullptr));
-    record_cache_use(c.state, "n1", "42", {{"cache", "nobody", c.nobody->pw_uid, "old"}});
+    record_cache_use(c.state, "n1", "42", {{"cache", "nobody", c.nobody->pw_uid, "old", {}, {}}});
     const auto mode = [](const std::string& path) {
         struct stat st {};
         BOOST_REQUIRE(::lstat(path.c_str(), &st) == 0);
@@ -88,6 +88,33 @@ BOOST_AUTO_TEST_CASE(roots_records_are_private_and_carry_when_they_were_written)
     // with that clock, read after the write.
     BOOST_TEST(records[0].written <=
                static_cast<std::int64_t>(std::chrono::system_clock::to_time_t(std::chrono::system_clock::now())));
+}
+
+// What a job brings, recorded with its use, is read back for the prologs
+// after it, each job's use of an entry once, for the tier asked about; a
+// use that did not say brings nothing known.
+BOOST_AUTO_TEST_CASE(what_a_job_brings_is_recorded_with_its_use)
+{
+    if (!test::is_root())
+        return;
+    Cache c;
+    CacheUse brings{"cache", "nobody", c.nobody->pw_uid, "x", std::uint64_t{5000}, std::uint64_t{7}};
+    CacheUse unknown{"cache", "nobody", c.nobody->pw_uid, "y", std::nullopt, std::nullopt};
+    CacheUse elsewhere{"other", "nobody", c.nobody->pw_uid, "x", std::uint64_t{1}, std::uint64_t{1}};
+    record_cache_use(c.state, "n1", "42", {brings, unknown, elsewhere});
+    record_cache_use(c.state, "n1", "43", {brings});
+    const std::vector<CachePromise> promises = cache_promises(c.tier, c.state, "n1");
+    BOOST_REQUIRE(promises.size() == 2u);
+    for (const CachePromise& p : promises) {
+        BOOST_TEST(p.uid == c.nobody->pw_uid);
+        BOOST_TEST(p.dataset == "x");
+        BOOST_TEST(p.bytes == 5000u);
+        BOOST_TEST(p.inodes == 7u);
+    }
+    BOOST_TEST(promises[0].job == "42");
+    BOOST_TEST(promises[1].job == "43");
+    forget_cache_use(c.state, "n1", "42");
+    BOOST_TEST(cache_promises(c.tier, c.state, "n1").size() == 1u);
 }
 
 // An entry whose turn did not come counts at its size when last measured
