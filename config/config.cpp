@@ -197,7 +197,7 @@ private:
     {
         check_keys(table, "site",
                    {"state_dir", "manifest_dir", "launcher", "default_tier", "allow_paths", "prolog_epilog_timeout",
-                    "gc_grace", "gc_records_days", "cache_idle_days"});
+                    "gc_grace", "gc_records_days", "cache_idle_days", "stall_timeout"});
         for (const auto& [key, into] :
              {std::pair{"state_dir", &site.state_dir}, {"manifest_dir", &site.manifest_dir}}) {
             const std::string where = std::string("site.") + key;
@@ -228,6 +228,7 @@ private:
                 site.prolog_epilog_timeout = static_cast<int>(*seconds);
         }
         whole_number_at(table, "gc_grace", 0, 7 * 86400, "seconds, e.g. 300", site.gc_grace);
+        whole_number_at(table, "stall_timeout", 0, 86400, "seconds, e.g. 300 (0: no watchdog)", site.stall_timeout);
         whole_number_at(table, "gc_records_days", 0, 36500, "days, e.g. 30 (0: records are kept)",
                         site.gc_records_days);
         whole_number_at(table, "cache_idle_days", 0, 36500, "days, e.g. 30 (0: only the watermarks evict)",

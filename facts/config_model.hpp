@@ -166,6 +166,9 @@ struct SiteSettings {
     // not done by then (a hung mount) is logged and left, so the node is not
     // drained by Slurm's PrologEpilogTimeout.  Keep it well below that.
     int prolog_epilog_timeout = 60;
+    // Seconds a stager rank may hear nothing from a peer before it stops the
+    // staging, naming the silent node (stager/steps/watchdog); 0: never.
+    int stall_timeout = 300;
     // `dlstage gc`: seconds a directory of an ended job must have been left
     // unchanged before it goes (a prolog may be making one for a job too new
     // for Slurm's answer; clocks of a shared tier's server may differ), and

@@ -16,7 +16,9 @@
 // the same one, so MPI_Abort stops them alike.
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <mpi.h>
+#include <mutex>
 #include <string>
 #include <unistd.h>
 
@@ -32,6 +34,8 @@
 #include "lib/number.hpp"
 #include "mover/two_hop.hpp"
 #include "stager/stage_dataset.hpp"
+#include "stager/steps/collectives.hpp"
+#include "stager/steps/watchdog.hpp"
 
 namespace {
 using namespace dlstage;
@@ -104,9 +108,10 @@ Arguments parse_arguments(int argc, char** argv)
 
 int main(int argc, char** argv)
 {
-    // Only the main thread calls MPI; reader and writer threads do file I/O.
+    // The main thread and the watchdog's call MPI; reader and writer
+    // threads do file I/O.
     int provided = 0;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     stager::NodeContext ctx;
     MPI_Comm_rank(MPI_COMM_WORLD, &ctx.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &ctx.size);
@@ -114,24 +119,42 @@ int main(int argc, char** argv)
     const Arguments args = parse_arguments(argc, argv);
     ctx.progress_interval = args.tuning.progress_interval;
 
+    // What is being staged, for the failure line: the watchdog's thread
+    // may say it too.
+    std::mutex what_mutex;
     std::string what = "staging";
+    const auto doing = [&](const std::string& now) {
+        const std::lock_guard<std::mutex> lock(what_mutex);
+        what = now;
+    };
+    const auto what_now = [&] {
+        const std::lock_guard<std::mutex> lock(what_mutex);
+        return what;
+    };
+    std::unique_ptr<stager::Watchdog> watchdog;
     try {
         ctx.values.job_id = args.job_id;
         const Config config = config_for_this_job(load_config(args.config));  // overrides: the same tiers as stage
         ctx.state_dir = config.site.state_dir;
         ctx.manifest_dir = config.site.manifests();
         ctx.values = {args.job_id, this_user_name(), ctx.node};
+        watchdog = std::make_unique<stager::Watchdog>(stager::texts_over_ranks(MPI_COMM_WORLD, ctx.node),
+                                                      config.site.stall_timeout, [&](const std::string& line) {
+                                                          abort_all(ctx, what_now(), line);
+                                                      });
         // A reach = "mover" dataset is staged from its mover job's copy here
         // (mover/two_hop), unless this job runs on the mover partition.
         const auto partition = identity_from_slurm(process_env, ctx.values.user, false).partition;
         for (const StageItem& item :
              mover::as_staged_here(config, resolve_stage_data(config, args.spec), partition, ctx.values.user)) {
-            what = "staging " + item.dataset.name + " to " + item.tier.name;
+            doing("staging " + item.dataset.name + " to " + item.tier.name);
             stager::stage_dataset(item, ctx, args.tuning);
         }
+        watchdog->stop();
     } catch (const std::exception& e) {
-        abort_all(ctx, what, e.what());
+        abort_all(ctx, what_now(), e.what());
     }
+    watchdog.reset();
     MPI_Finalize();
     return 0;
 }

@@ -8,6 +8,30 @@ load helpers
 teardown() {
     # Whatever a test left running must not spill into the next one.
     scancel -u "$VCLUSTER_USER" 2>/dev/null || true
+    if [ -n "${victim:-}" ]; then
+        kill -KILL "$victim" 2>/dev/null || true
+        victim=""
+    fi
+    if [ -n "${restore_conf:-}" ]; then
+        cp "$BATS_TEST_TMPDIR/dlstage.toml.saved" "$DLSTAGE_TEST_DIR/dlstage.toml"
+        restore_conf=""
+    fi
+}
+
+# stager_rank_on NODE JOB: the pid of JOB's dlstage-stager rank on NODE: a
+# process whose environment says that node, that job and this cluster
+# (another cluster on the machine may run the same test user's stagers).
+stager_rank_on() {
+    local pid environ
+    for pid in $(pgrep -u "$VCLUSTER_USER" -x dlstage-stager); do
+        environ=$(tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null) || continue
+        if grep -qx "SLURMD_NODENAME=$1" <<<"$environ" && grep -qxF "SLURM_JOB_ID=$2" <<<"$environ" &&
+            grep -qxF "SLURM_CONF=$SLURM_CONF" <<<"$environ"; then
+            echo "$pid"
+            return 0
+        fi
+    done
+    return 1
 }
 
 # start_slow_staging NODE: a 3-node batch job staging `big` slowly (2 MB/s
@@ -108,17 +132,9 @@ start_slow_staging() {
 
 @test "a stager rank killed with SIGKILL mid-transfer: the job fails naming the node, nothing hangs" {
     start_slow_staging n2
-    # The rank on n2: a dlstage-stager process whose environment says n2,
-    # this job and this cluster (another cluster on the machine may run the
-    # same test user's stagers).
-    victim=""
-    for pid in $(pgrep -u "$VCLUSTER_USER" -x dlstage-stager); do
-        environ=$(tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null) || continue
-        if grep -qx SLURMD_NODENAME=n2 <<<"$environ" && grep -qxF "SLURM_JOB_ID=$job" <<<"$environ" &&
-            grep -qxF "SLURM_CONF=$SLURM_CONF" <<<"$environ"; then victim=$pid; fi
-    done
-    [ -n "$victim" ]
+    victim=$(stager_rank_on n2 "$job")
     kill -9 "$victim"
+    victim=""
     wait_job_gone "$job" 60
     out=$(cat "$(user_workdir)/out.txt")
     echo "$out"
@@ -127,4 +143,47 @@ start_slow_staging() {
     grep -q "dlstage: staging big:shm failed on n2: the stager ended early" <<<"$out"
     assert_no_leftovers
     assert_healthy
+}
+
+# stall_on NODE RANK: a 3-node staging whose rank on NODE (RANK) stops
+# answering mid-transfer (SIGSTOP), as a rank stopped, or a node frozen
+# under memory pressure, would, with the site's stall bound cut to 8 s (300
+# s by default): once the others waited in MPI for it until the job's time
+# limit, and nothing said which node it was.  Now the job ends within the
+# bound and 30 s, failed, its script not run, the line naming NODE, nothing
+# left and no node drained.
+stall_on() {
+    cp "$DLSTAGE_TEST_DIR/dlstage.toml" "$BATS_TEST_TMPDIR/dlstage.toml.saved"
+    restore_conf=1
+    sed -i '/^\[site\]/a stall_timeout = 8' "$DLSTAGE_TEST_DIR/dlstage.toml"
+    start_slow_staging "$1"
+    victim=$(stager_rank_on "$1" "$job")
+    kill -STOP "$victim"
+    stopped=$(date +%s)
+    wait_job_gone "$job" 60
+    took=$(($(date +%s) - stopped))
+    echo "the job ended $took s after the rank stopped"
+    [ "$took" -le $((8 + 30)) ]
+    victim=""
+    out=$(cat "$(user_workdir)/out.txt")
+    echo "$out"
+    [ "$(job_state "$job")" = FAILED ]
+    ! grep -q SCRIPT-RAN <<<"$out" || false
+    grep -qE "dlstage: staging big to shm failed on n[1-3]: no word from $1 \\(rank $2\\) for 8 s \\(site.stall_timeout\\)" \
+        <<<"$out"
+    assert_no_leftovers
+    assert_healthy
+}
+
+@test "a stager rank stopped mid-transfer (SIGSTOP): the job ends within the stall bound, naming its node" {
+    stall_on n2 1
+    # The healthy nodes, and n2 too, take the next job.
+    run as_user srun -N3 --stage-data=sample:shm bash -c 'test -f "$DLSTAGE_SAMPLE/a.txt" && echo OK-$SLURMD_NODENAME'
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(grep -c '^OK-n' <<<"$output")" -eq 3 ]
+}
+
+@test "rank 0 stopped mid-transfer: the other ranks end the job, naming its node" {
+    stall_on n1 0
 }

@@ -476,6 +476,17 @@ allow_paths = "yes"
     BOOST_TEST(has_problem(problems, 5, "site.allow_paths", "true or false"), dump(problems));
 }
 
+// The stager's watchdog bound: a few minutes by default, 0 turns it off,
+// anything else a clear problem.
+BOOST_AUTO_TEST_CASE(stall_timeout_defaults_to_five_minutes_and_is_checked)
+{
+    BOOST_TEST(parse_config(kTiers, "t.toml").site.stall_timeout == 300);
+    BOOST_TEST(parse_config("[site]\nstall_timeout = 0\n" + kTiers, "t.toml").site.stall_timeout == 0);
+    BOOST_TEST(parse_config("[site]\nstall_timeout = 45\n" + kTiers, "t.toml").site.stall_timeout == 45);
+    const auto problems = problems_of("[site]\nstall_timeout = \"5m\"\n" + kTiers);
+    BOOST_TEST(has_problem(problems, 2, "site.stall_timeout", "whole number"), dump(problems));
+}
+
 BOOST_AUTO_TEST_CASE(gc_keys_default_and_are_checked)
 {
     const Config defaults = parse_config(kTiers, "t.toml");

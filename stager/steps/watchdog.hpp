@@ -1,0 +1,58 @@
+// The stager's watchdog: no staging waits for ever on a node that stopped
+// answering (its rank stopped or killed, the node frozen or cut off), as
+// PyTorch's process groups, Horovod and ULFM each learned to bound theirs.
+// Every rank sends a small heartbeat over a communicator of its own from a
+// thread of its own (MPI_THREAD_MULTIPLE): the ranks to rank 0, rank 0 to
+// every rank, each period.  A rank that has heard nothing from a peer it
+// listens to for `bound` seconds calls `on_stall` with one line naming the
+// silent nodes; the caller ends the staging there (the launcher's
+// --kill-on-bad-exit then stops every rank, the stalled one too).  A rank
+// busy with its own work (a walk, an extraction) keeps sending: only a
+// node that cannot is named.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <mpi.h>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace dlstage::stager {
+
+class Watchdog {
+public:
+    // Collective over MPI_COMM_WORLD (the ranks' node names are gathered
+    // first).  `nodes`: every rank's node name, in rank order.  Starts
+    // nothing when bound is 0 or MPI gives less than MPI_THREAD_MULTIPLE.
+    Watchdog(std::vector<std::string> nodes, double bound, std::function<void(const std::string&)> on_stall);
+    ~Watchdog();
+    Watchdog(const Watchdog&) = delete;
+    Watchdog& operator=(const Watchdog&) = delete;
+
+    // Whether it watches (a bound, more than one rank, MPI_THREAD_MULTIPLE).
+    bool running() const { return thread_.joinable(); }
+
+    // Collective: once every rank is done (a barrier on MPI_COMM_WORLD, the
+    // heartbeats going on while ranks arrive), the thread stops and its
+    // communicator is freed.  Before MPI_Finalize.
+    void stop();
+
+    // The one line said when the peers listed went silent, e.g. "no word
+    // from n3 (rank 2) for 300 s: its stager stopped, or the node froze or
+    // was cut off; staging stopped".
+    static std::string stall_line(const std::vector<std::string>& silent, double bound);
+
+private:
+    void run();
+
+    std::vector<std::string> nodes_;
+    double bound_;
+    std::function<void(const std::string&)> on_stall_;
+    MPI_Comm comm_ = MPI_COMM_NULL;
+    int rank_ = 0;
+    std::atomic<bool> stopping_{false};
+    std::thread thread_;
+};
+
+}  // namespace dlstage::stager
