@@ -142,6 +142,9 @@ int main(int argc, char** argv)
                                                       config.site.stall_timeout, [&](const std::string& line) {
                                                           abort_all(ctx, what_now(), line);
                                                       });
+        if (!watchdog->running() && config.site.stall_timeout > 0 && ctx.size > 1 && ctx.rank == 0)
+            say("the stall watchdog is off: this MPI library gives no MPI_THREAD_MULTIPLE; a node that stops "
+                "answering holds the staging until the job's time limit");
         // A reach = "mover" dataset is staged from its mover job's copy here
         // (mover/two_hop), unless this job runs on the mover partition.
         const auto partition = identity_from_slurm(process_env, ctx.values.user, false).partition;
