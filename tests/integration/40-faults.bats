@@ -171,6 +171,10 @@ stall_on() {
     ! grep -q SCRIPT-RAN <<<"$out" || false
     grep -qE "dlstage: staging big to shm failed on n[1-3]: no word from $1 \\(rank $2\\) for 8 s \\(site.stall_timeout\\)" \
         <<<"$out"
+    # The line the guides and dlstage.toml(5) show, word for word.
+    for doc in "$USER_GUIDE" "$ADMIN_GUIDE" "$MAN5"; do
+        doc_says "$doc" "no word from n2" <<<"$out"
+    done
     assert_no_leftovers
     assert_healthy
 }
