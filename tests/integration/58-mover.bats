@@ -501,7 +501,10 @@ requeued_mover_finishes() {
     for _ in $(seq 100); do [ -n "$(squeue -h -t pending -u "$VCLUSTER_USER" -n true -o %i)" ] && break; sleep 0.2; done
     mover=$(live_movers_of far-file)
     [ -n "$mover" ]
-    pkill -INT -u "$VCLUSTER_USER" -x srun
+    given_up=$(this_clusters "$VCLUSTER_USER" srun)
+    [ -n "$given_up" ]
+    # shellcheck disable=SC2086  # one pid a word
+    kill -INT $given_up
     for _ in $(seq 100); do [ -z "$(live_movers_of far-file)" ] && break; sleep 0.2; done
     [ -z "$(live_movers_of far-file)" ] || { squeue -a; cat "$(user_workdir)/given-up.out"; false; }
     scontrol update partitionname=mover state=up

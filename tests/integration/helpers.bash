@@ -37,6 +37,18 @@ doc_transcript() {
     "$BATS_TEST_DIRNAME/../cli/doc-transcript" "$@"
 }
 
+# this_clusters USER NAME: the pids of USER's processes called NAME that
+# belong to this test cluster (their SLURM_CONF is its): the other cluster on
+# the machine runs jobs of the same users at the same time (a pkill by user
+# and name once interrupted the other cluster's srun in another test).
+this_clusters() {
+    local pid
+    for pid in $(pgrep -u "$1" -x "$2"); do
+        tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qxF "SLURM_CONF=$SLURM_CONF" && echo "$pid"
+    done
+    return 0
+}
+
 # doc_says DOC REGEX [DOC_WORD=TEST_WORD ...] <<<"$output": the output has a
 # line saying what DOC's example message matching REGEX says, numbers and
 # paths aside (doc-transcript --same-message).
