@@ -29,6 +29,7 @@ DatasetLayout layout_in(const std::string& tier_root, const std::string& tier_di
     layout.retired_dir = prefix + kRetiredPrefix + name;
     layout.resume_record = prefix + kResumePrefix + name + kRecordSuffix;
     layout.walked_list = prefix + kWalkedPrefix + name;
+    layout.pieces_dir = prefix + kPiecesPrefix + name;
     layout.readers_dir = prefix + kReadersPrefix + name;
     layout.version_prefix = prefix + kVersionPrefix + name + "-";
     layout.split_index = prefix + kSplitIndexPrefix + name + kSplitIndexSuffix;

@@ -26,6 +26,9 @@
 //   /p/scratch/dlstage/alice/.walked-imagenet      a first copy staged while its source
 //                                                  was walked: what it walked so far
 //                                                  (the resume record's stand-in identity)
+//   /p/scratch/dlstage/alice/.pieces-imagenet/3.0  the pieces rank 0 of attempt 3 wrote of
+//                                                  files written in several, for the next
+//                                                  attempt to go on from within a file
 //   /p/scratch/dlstage/alice/.readers-imagenet/4242 job 4242 reads the copy in place
 //   /p/scratch/dlstage/alice/.version-imagenet-4250/ a newer copy, made beside the one
 //                                                  job 4242 reads (the record's path says
@@ -67,6 +70,7 @@ struct DatasetLayout {
     std::string retired_dir;     // shared tiers: prefix of a replaced copy's name
     std::string resume_record;   // shared tiers: what partial_dir is a copy of (job/copy_record.hpp)
     std::string walked_list;     // shared tiers: what a first copy's walk found so far (plan segments)
+    std::string pieces_dir;      // shared tiers: logs of the pieces of files written in part (stager/copies/piece_log)
     std::string readers_dir;     // shared tiers: a file per job that reads the copy in place
     std::string version_prefix;  // shared tiers: prefix of a copy made beside one in use (+ job id)
     std::string split_index;     // a split dataset: who holds which part (JSON, DLSTAGE_<NAME>_INDEX)

@@ -79,6 +79,7 @@ inline constexpr const char* kContentsPrefix = ".contents-";  // what the copy h
 inline constexpr const char* kRetiredPrefix = ".retired-";    // a replaced copy, being removed
 inline constexpr const char* kResumePrefix = ".resume-";      // .resume-NAME.toml: what .partial-NAME is a copy of
 inline constexpr const char* kWalkedPrefix = ".walked-";      // .walked-NAME: what a first copy's walk found so far
+inline constexpr const char* kPiecesPrefix = ".pieces-";  // .pieces-NAME/ATTEMPT.RANK: pieces of files written in part
 inline constexpr const char* kVersionPrefix = ".version-";    // .version-NAME-JOB: a copy made beside one in use
 inline constexpr const char* kReadersPrefix = ".readers-";    // .readers-NAME/JOB: jobs reading a copy in place
 inline constexpr const char* kMoverOutputPrefix = ".mover-";  // .mover-NAME.out: the last mover job's output

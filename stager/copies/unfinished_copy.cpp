@@ -1,10 +1,12 @@
 #include "stager/copies/unfinished_copy.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <fcntl.h>
 #include <mpi.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <unordered_set>
 
 #include "job/copy_record.hpp"
 #include "job/state_record.hpp"
@@ -15,6 +17,7 @@
 #include "policies/shared_copy.hpp"
 #include "stager/copies/copy_check.hpp"
 #include "stager/copies/kept_copy.hpp"
+#include "stager/copies/piece_log.hpp"
 #include "stager/steps/collectives.hpp"
 
 namespace dlstage::stager {
@@ -24,8 +27,8 @@ namespace {
 // had found, entry by entry, against the plan now.  `walked`, per entry of
 // the plan: the earlier attempt had it; `changed`: its file or symlink is
 // fetched whatever the copy's stat says (changed since, or not in the list:
-// it was being staged when the attempt was cut off, with no entry of the
-// source as it was read to compare).
+// its segment was not laid out yet when the attempt was cut off, and there
+// is no entry of the source as it was read to compare).
 struct WalkedAgainstPlan {
     bool listed = false;  // the list could be read
     std::uint64_t kind_changes = 0;
@@ -112,8 +115,40 @@ void make_dirs_writable(int copy, const Plan& plan, const std::vector<char>* wal
     }
 }
 
-// Every rank, its share: what was cut off or added goes; the flags say
-// which entries are still to write.  False (on every rank) when a
+// Every rank, its share of the files cut off (`bad`): those whose logged
+// pieces read back from their first byte are kept, cut to that length.
+std::vector<HeldPrefix> keep_verified_prefixes(int copy, const DatasetLayout& here, const Plan& plan,
+                                               const std::vector<std::size_t>& bad)
+{
+    std::unordered_set<std::string_view> paths;
+    for (const std::size_t i : bad)
+        if (plan.entries.file_size(i) > 0)
+            paths.insert(plan.entries.path(i));
+    if (paths.empty())
+        return {};
+    const PiecesByPath pieces =
+        read_piece_logs(AT_FDCWD, here.pieces_dir, [&](std::string_view path) { return paths.count(path) > 0; });
+    std::vector<HeldPrefix> held;
+    for (const std::size_t i : bad) {
+        const auto logged = plan.entries.file_size(i) > 0 ? pieces.find(std::string(plan.entries.path(i)))
+                                                          : pieces.end();
+        if (logged == pieces.end())
+            continue;
+        Fd file(
+            ::openat(copy, std::string(plan.entries.path(i)).c_str(), O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+        struct stat st {};
+        if (!file.valid() || ::fstat(file.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid())
+            continue;
+        const std::uint64_t bytes = verified_prefix(file.get(), plan.entries.record(i), logged->second);
+        if (bytes > 0 && ::ftruncate(file.get(), static_cast<off_t>(bytes)) == 0)
+            held.push_back({static_cast<std::uint32_t>(i), bytes});
+    }
+    return held;
+}
+
+// Every rank, its share: what was cut off or added goes, but for the
+// prefixes of files the logs vouch for (`held`); the flags say which
+// entries are still to write.  False (on every rank) when a
 // directory is missing or not the user's: the skeleton comes before the
 // first byte, so such a copy barely began (or someone else changed it),
 // and its files cannot be trusted to sit where the plan puts them.  For a
@@ -122,7 +157,7 @@ void make_dirs_writable(int copy, const Plan& plan, const std::vector<char>* wal
 // now.
 bool clear_what_was_cut_off(const DatasetLayout& layout, const DatasetLayout& here, const Plan& plan,
                             const KeptCopyCheck& checked, const std::vector<char>* walked, std::vector<char>& wanted,
-                            const NodeContext& ctx)
+                            std::vector<HeldPrefix>& held, const NodeContext& ctx)
 {
     std::uint64_t bad_dirs = 0;
     for (const std::size_t i : checked.mine.bad)
@@ -142,14 +177,35 @@ bool clear_what_was_cut_off(const DatasetLayout& layout, const DatasetLayout& he
     try {
         for (const std::string& name : checked.added)
             remove_copy_entry(copy.get(), name, layout.partial_dir);
-        for (const std::size_t i : checked.mine.bad) {
-            remove_copy_entry(copy.get(), std::string(plan.entries.path(i)), layout.partial_dir);
+        held = keep_verified_prefixes(copy.get(), here, plan, checked.mine.bad);
+        auto kept = held.begin();
+        for (const std::size_t i : checked.mine.bad) {  // both sorted by entry
             wanted[i] = 1;
+            while (kept != held.end() && kept->entry < i)
+                ++kept;
+            if (kept == held.end() || kept->entry != i)
+                remove_copy_entry(copy.get(), std::string(plan.entries.path(i)), layout.partial_dir);
         }
     } catch (const Error&) {
         ok = false;  // clear_partial says what cannot be removed
     }
     return all_ranks(ctx.comm, ok);
+}
+
+// Every rank's kept prefixes, sorted by entry, on every rank.
+std::vector<HeldPrefix> held_over_ranks(const std::vector<HeldPrefix>& mine, const NodeContext& ctx)
+{
+    std::vector<std::uint64_t> flat;
+    for (const HeldPrefix& prefix : mine) {
+        flat.push_back(prefix.entry);
+        flat.push_back(prefix.bytes);
+    }
+    const std::vector<std::uint64_t> all = values_over_ranks(ctx.comm, flat);
+    std::vector<HeldPrefix> held;
+    for (std::size_t k = 0; k + 1 < all.size(); k += 2)
+        held.push_back({static_cast<std::uint32_t>(all[k]), all[k + 1]});
+    std::sort(held.begin(), held.end(), [](const HeldPrefix& a, const HeldPrefix& b) { return a.entry < b.entry; });
+    return held;
 }
 }  // namespace
 
@@ -174,7 +230,9 @@ Unfinished look_for_unfinished(const StageItem& item, const DatasetLayout& layou
     }
     const KeptCopyCheck checked = check_kept_copy(here.partial_dir, plan, share, ctx);
     std::vector<char> wanted(plan.entries.size(), 0);
-    if (!clear_what_was_cut_off(layout, here, plan, checked, was_walked ? &walked.walked : nullptr, wanted, ctx)) {
+    std::vector<HeldPrefix> held;  // this rank's
+    if (!clear_what_was_cut_off(layout, here, plan, checked, was_walked ? &walked.walked : nullptr, wanted, held,
+                                ctx)) {
         found.why = "an unfinished copy lacks directories, or holds what cannot be removed: staging it whole";
         found.attempts = 1;
         found.began = 0;
@@ -183,8 +241,13 @@ Unfinished look_for_unfinished(const StageItem& item, const DatasetLayout& layou
     }
     flags_over_ranks(ctx.comm, wanted);
     found.resumed = true;
-    found.rest = plan_part(plan, wanted);
-    found.held = {plan.total_bytes() - found.rest.total_bytes(), plan.entries.size() - found.rest.file_count()};
+    found.attempts = reduce_over_ranks(ctx.comm, ctx.rank == 0 ? found.attempts : 0, MPI_MAX);
+    found.rest = plan_part(plan, wanted, held_over_ranks(held, ctx));
+    found.held = {plan.total_bytes() - found.rest.bytes_to_write(), plan.entries.size() - found.rest.file_count()};
+    for (const HeldPrefix& prefix : found.rest.held_prefixes) {
+        ++found.cut_files;
+        found.cut_bytes += prefix.bytes;
+    }
     return found;
 }
 
@@ -197,6 +260,7 @@ void record_unfinished(const StageItem& item, const DatasetLayout& layout, const
     record.began = found.began != 0 ? found.began : seconds_now();
     record.began_by = found.began_by.empty() ? ctx.values.job_id : found.began_by;
     record.attempts = found.attempts;
+    start_piece_logs(job_dir.get(), here.pieces_dir, layout.pieces_dir, found.resumed);
     write_record_at(job_dir.get(), layout.tier_dir, here.resume_record, resume_record_table(record), 0600);
 }
 
@@ -204,6 +268,7 @@ void record_walking(const StageItem& item, const DatasetLayout& layout, const Da
                     const NodeContext& ctx)
 {
     replace_file_at(job_dir.get(), layout.tier_dir, here.walked_list, std::string(), 0600);
+    start_piece_logs(job_dir.get(), here.pieces_dir, layout.pieces_dir, false);
     ResumeRecord record;
     record.walked = true;
     record.mode = to_string(item.dataset.mode);
@@ -226,6 +291,7 @@ void forget_unfinished(const DatasetLayout& here, const Fd& job_dir)
     // Gone already: nothing to forget.
     ::unlinkat(job_dir.get(), here.resume_record.c_str(), 0);
     ::unlinkat(job_dir.get(), here.walked_list.c_str(), 0);
+    forget_piece_logs(job_dir.get(), here.pieces_dir);
 }
 
 }  // namespace dlstage::stager

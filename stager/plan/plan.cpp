@@ -199,7 +199,15 @@ std::string header_of(const Plan& plan, std::uint64_t arena_bytes)
 }
 }  // namespace
 
-Plan plan_part(const Plan& plan, const std::vector<char>& wanted)
+std::uint64_t Plan::bytes_to_write() const
+{
+    std::uint64_t held = 0;
+    for (const HeldPrefix& prefix : held_prefixes)
+        held += prefix.bytes;
+    return total_bytes() - held;
+}
+
+Plan plan_part(const Plan& plan, const std::vector<char>& wanted, const std::vector<HeldPrefix>& held)
 {
     Plan part;
     part.source_root = plan.source_root;
@@ -207,9 +215,16 @@ Plan plan_part(const Plan& plan, const std::vector<char>& wanted)
     part.single_file = plan.single_file;
     part.from_manifest = plan.from_manifest;
     part.manifest_scanned = plan.manifest_scanned;
-    for (std::size_t i = 0; i < plan.entries.size(); ++i)
-        if (plan.entries.type(i) == EntryType::Dir || (i < wanted.size() && wanted[i]))
-            part.entries.add(plan.entries[i]);
+    auto next = held.begin();
+    for (std::size_t i = 0; i < plan.entries.size(); ++i) {
+        if (plan.entries.type(i) != EntryType::Dir && (i >= wanted.size() || !wanted[i]))
+            continue;
+        while (next != held.end() && next->entry < i)
+            ++next;
+        if (next != held.end() && next->entry == i && next->bytes < plan.entries.file_size(i))
+            part.held_prefixes.push_back({static_cast<std::uint32_t>(part.entries.size()), next->bytes});
+        part.entries.add(plan.entries[i]);
+    }
     return part;
 }
 

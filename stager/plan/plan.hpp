@@ -24,6 +24,14 @@ namespace dlstage::stager {
 using dlstage::Entry;
 using dlstage::EntryType;
 
+// Bytes at the start of a file that an unfinished copy holds already,
+// checked against what its writer logged (stager/copies/piece_log): the
+// file is written from there on.
+struct HeldPrefix {
+    std::uint32_t entry = 0;  // index into Plan::entries (a file)
+    std::uint64_t bytes = 0;  // less than the file's size
+};
+
 struct Plan {
     std::string source_root;            // where entry paths are read from
     Format format = Format::Auto;       // File, Dir, Tar or Squashfs
@@ -31,8 +39,12 @@ struct Plan {
     EntryList entries;                  // directories before their contents
     bool from_manifest = false;         // rank 0 only: planned from a manifest, not a walk
     std::int64_t manifest_scanned = 0;  // rank 0 only: that manifest's scan time
+    // Every rank, in a plan of what is still to write (plan_part): files
+    // held in part already, sorted by entry.  Not sent with the plan.
+    std::vector<HeldPrefix> held_prefixes;
 
     std::uint64_t total_bytes() const { return entries.total_file_bytes(); }
+    std::uint64_t bytes_to_write() const;                                 // total_bytes() less the held prefixes
     std::uint64_t file_count() const { return entries.non_dir_count(); }  // files and symlinks
     std::uint64_t entry_count() const { return entries.size(); }
 };
@@ -62,7 +74,9 @@ Plan plan_for(const std::string& manifest_dir, const Dataset& dataset, std::stri
 // The plan cut down to its directories and the entries marked in `wanted`
 // (one flag per entry), in the same order: what is still to be written
 // into a tree that holds the rest (an unfinished copy gone on from).
-Plan plan_part(const Plan& plan, const std::vector<char>& wanted);
+// held: prefixes of wanted files the tree holds (indices into `plan`,
+// sorted), renumbered into the part's held_prefixes.
+Plan plan_part(const Plan& plan, const std::vector<char>& wanted, const std::vector<HeldPrefix>& held = {});
 
 // --- wire format ---------------------------------------------------------------
 // A header (magic and version, the plan's fields, the sizes of the blocks),

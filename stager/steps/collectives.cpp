@@ -52,6 +52,27 @@ std::uint64_t reduce_over_ranks(MPI_Comm comm, std::uint64_t mine, MPI_Op op)
     return out;
 }
 
+std::vector<std::uint64_t> values_over_ranks(MPI_Comm comm, const std::vector<std::uint64_t>& mine)
+{
+    int ranks = 1;
+    MPI_Comm_size(comm, &ranks);
+    int count = static_cast<int>(mine.size());
+    std::vector<int> counts(static_cast<std::size_t>(ranks)), starts(static_cast<std::size_t>(ranks));
+    MPI_Request request = MPI_REQUEST_NULL;
+    MPI_Iallgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, comm, &request);
+    quiet_wait(request);
+    int total = 0;
+    for (std::size_t r = 0; r < counts.size(); ++r) {
+        starts[r] = total;
+        total += counts[r];
+    }
+    std::vector<std::uint64_t> all(static_cast<std::size_t>(total));
+    MPI_Iallgatherv(mine.data(), count, MPI_UINT64_T, all.data(), counts.data(), starts.data(), MPI_UINT64_T, comm,
+                    &request);
+    quiet_wait(request);
+    return all;
+}
+
 std::int64_t reduce_min(MPI_Comm comm, std::int64_t mine)
 {
     long long in = mine, out = 0;
@@ -309,7 +330,7 @@ void say_staging(const StageItem& item, const NodeContext& ctx, const Plan& plan
         return;
     }
     sayf("staging %s (%s in %llu %s) from %s to %s %s %d nodes", item.dataset.name.c_str(),
-         format_size(plan.total_bytes()).c_str(), static_cast<unsigned long long>(plan.file_count()),
+         format_size(plan.bytes_to_write()).c_str(), static_cast<unsigned long long>(plan.file_count()),
          plan.file_count() == 1 ? "file" : "files", item.dataset.source.c_str(), item.tier.name.c_str(),
          item.tier.shared() ? "(one shared copy) by" : "on", ctx.size);
 }

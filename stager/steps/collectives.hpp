@@ -23,6 +23,9 @@ namespace dlstage::stager {
 bool all_ranks(MPI_Comm comm, bool mine);
 std::uint64_t reduce_over_ranks(MPI_Comm comm, std::uint64_t mine, MPI_Op op);
 std::int64_t reduce_min(MPI_Comm comm, std::int64_t mine);
+// Every rank's values one after another, in rank order, on every rank
+// (a few: each rank sends all of its own to all).
+std::vector<std::uint64_t> values_over_ranks(MPI_Comm comm, const std::vector<std::uint64_t>& mine);
 // One flag per entry, set on every rank where any rank set it.
 void flags_over_ranks(MPI_Comm comm, std::vector<char>& flags);
 // Waits for a nonblocking collective, or a barrier, sleeping instead of

@@ -112,11 +112,15 @@ void check_shared_space(const StageItem& item, const NodeContext& ctx, const Fd&
 // One segment from the source into the partial copy: on every node, or
 // into the shared tier's one copy, each rank its own chunks (rank 0 makes
 // the directories and, but for the first segment's, gives them their
-// modes and times).  Returns the bytes this rank read.
+// modes and times; it tells hooks.segment_laid_out once the directories
+// are there, before any file's byte).  Returns the bytes this rank read.
 std::uint64_t move_segment(const Plan& plan, TreeWriter& writer, bool shared, bool first, const NodeContext& ctx,
-                           const ExchangeOptions& options)
+                           const ExchangeOptions& options, const WalkHooks& hooks)
 {
-    make_skeleton(writer, shared, ctx);
+    make_skeleton(writer, shared, ctx, [&] {
+        if (hooks.segment_laid_out && ctx.rank == 0)
+            hooks.segment_laid_out(plan);
+    });
     const auto chunks = layout_chunks(plan, options.chunk_size);
     const auto no_progress = [](std::size_t, std::uint64_t) {};
     std::uint64_t read = 0;
@@ -168,6 +172,7 @@ WalkedTransfer transfer_while_walking(const StageItem& item, const NodeContext& 
     if ((!writer_options.shared || ctx.rank == 0) && mkdir(here.partial_dir.c_str(), 0700) != 0)
         throw_cannot("create", layout.partial_dir, errno);
     writer_options.dest_exists = true;
+    writer_options.piece_written = hooks.piece_written;
     const auto progress = std::make_shared<WalkProgress>(item, ctx);
     stage_phases().lap(Phase::Prepare);
 
@@ -197,7 +202,7 @@ WalkedTransfer transfer_while_walking(const StageItem& item, const NodeContext& 
             top = std::move(segment);
         Plan& plan = first ? top : segment;
         auto writer = std::make_unique<TreeWriter>(plan, here.partial_dir, writer_options);
-        totals.bytes_read += move_segment(plan, *writer, writer_options.shared, first, ctx, options);
+        totals.bytes_read += move_segment(plan, *writer, writer_options.shared, first, ctx, options, hooks);
         if (first)
             top_writer = std::move(writer);
         if (hooks.segment_done && ctx.rank == 0)

@@ -37,10 +37,15 @@ struct WalkHooks {
     // Once a segment is whole in the partial copy (its files; its
     // directories' modes and its symlinks come with the writer's finish).
     std::function<void(const Plan& segment)> segment_done;
+    // Rank 0, once a segment's directories are in the partial copy and
+    // before any of its files' bytes: what it will write is known.
+    std::function<void(const Plan& segment)> segment_laid_out;
     // When the walk refuses the source (a file this user cannot read, a
     // special file), or a shared tier has no room for it: before the error
     // goes on, while the other ranks wait.
     std::function<void()> walk_refused;
+    // Told of the pieces of files written in several (stager/transfer/tree_writer).
+    PieceWritten piece_written;
 };
 
 // From the source to the complete tree in here.partial_dir on every node,

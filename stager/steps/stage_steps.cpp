@@ -117,8 +117,8 @@ namespace {
 class Progress {
 public:
     Progress(const StageItem& item, const Plan& plan, std::size_t chunks, const NodeContext& ctx)
-        : item_(item), plan_(plan), total_(plan.total_bytes()), files_(plan.file_count()), chunks_(chunks), ctx_(ctx),
-          start_(Clock::now()), last_(start_)
+        : item_(item), plan_(plan), total_(plan.bytes_to_write()), files_(plan.file_count()), chunks_(chunks),
+          ctx_(ctx), start_(Clock::now()), last_(start_)
     {
         // A split dataset's rank 0 moves about its share of the whole:
         // what it did, scaled up, is about what all did.
@@ -195,10 +195,13 @@ WriterOptions writer_options_for(const StageItem& item)
     return options;
 }
 
-void make_skeleton(TreeWriter& writer, bool shared, const NodeContext& ctx)
+void make_skeleton(TreeWriter& writer, bool shared, const NodeContext& ctx, const std::function<void()>& laid_out)
 {
-    if (!shared || ctx.rank == 0)
+    if (!shared || ctx.rank == 0) {
         writer.create_skeleton();
+        if (laid_out)
+            laid_out();
+    }
     if (shared)
         quiet_barrier(ctx.comm);
     stage_phases().lap(Phase::Skeleton);
@@ -206,12 +209,14 @@ void make_skeleton(TreeWriter& writer, bool shared, const NodeContext& ctx)
 
 TransferResult transfer(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options,
                         const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir, const Plan& plan,
-                        const policy::ExtractionBudget& budget, bool continues, ProvingReads* changes)
+                        const policy::ExtractionBudget& budget, bool continues, ProvingReads* changes,
+                        const PieceWritten& piece_written)
 {
     const bool shared = item.tier.shared();
     const bool extract = item.dataset.mode == Mode::Extract;
     WriterOptions writing = writer_options_for(item);
     writing.continues = continues;
+    writing.piece_written = piece_written;
     TreeWriter writer(plan, extract ? here.incoming_dir : here.partial_dir, writing);
     // A listing before the opens pays when a rank opens much of each
     // directory; with many ranks each opens a little of every one, and the
@@ -230,7 +235,7 @@ TransferResult transfer(const StageItem& item, const NodeContext& ctx, const Exc
             chunks, plan, writer, ctx.rank, ctx.size, options,
             [&](std::size_t done, std::uint64_t bytes) {
                 (*progress)(std::min(chunks.size() - 1, done * static_cast<std::size_t>(ctx.size)),
-                            std::min(plan.total_bytes(), bytes * static_cast<std::uint64_t>(ctx.size)));
+                            std::min(plan.bytes_to_write(), bytes * static_cast<std::uint64_t>(ctx.size)));
             },
             changes);
         quiet_barrier(ctx.comm);

@@ -76,8 +76,10 @@ struct TransferResult {
 WriterOptions writer_options_for(const StageItem& item);
 
 // The plan's directories (and empty files): made on every node, or in a
-// shared tier by rank 0 while the others wait.
-void make_skeleton(TreeWriter& writer, bool shared, const NodeContext& ctx);
+// shared tier by rank 0 while the others wait.  laid_out: called by the
+// rank that made it, before the others go on to write into it.
+void make_skeleton(TreeWriter& writer, bool shared, const NodeContext& ctx,
+                   const std::function<void()>& laid_out = nullptr);
 
 // From the plan to the complete tree in here.partial_dir: read once,
 // written on every node (node tiers) or once into the shared tier, and
@@ -86,10 +88,12 @@ void make_skeleton(TreeWriter& writer, bool shared, const NodeContext& ctx);
 // to write (stager/copies/unfinished_copy).  changes: a source file not as
 // planned is counted there and read on as zeros (else it throws); the
 // result's drift then says so on every rank, nothing is extracted, and the
-// caller must not publish partial_dir.
+// caller must not publish partial_dir.  piece_written: told of the
+// pieces of files written in several (the log a copy cut off mid-file is
+// gone on from).
 TransferResult transfer(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options,
                         const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir, const Plan& plan,
-                        const policy::ExtractionBudget& budget, bool continues = false,
-                        ProvingReads* changes = nullptr);
+                        const policy::ExtractionBudget& budget, bool continues = false, ProvingReads* changes = nullptr,
+                        const PieceWritten& piece_written = nullptr);
 
 }  // namespace dlstage::stager

@@ -27,6 +27,7 @@
 #include "stager/copies/copy_lock.hpp"
 #include "stager/copies/copy_readers.hpp"
 #include "stager/copies/kept_copy.hpp"
+#include "stager/copies/piece_log.hpp"
 #include "stager/copies/unfinished_copy.hpp"
 #include "stager/steps/phase_times.hpp"
 #include "stager/steps/segment_transfer.hpp"
@@ -249,8 +250,33 @@ std::string purge_note(const Tier& tier, std::int64_t oldest)
 std::string going_on_note(const Plan& plan, const Unfinished& unfinished)
 {
     const std::uint64_t held = plan.file_count() - unfinished.rest.file_count();
+    std::string cut;
+    if (unfinished.cut_files > 0)
+        cut = ", and the first " + format_size(unfinished.cut_bytes) + " of " + std::to_string(unfinished.cut_files) +
+              (unfinished.cut_files == 1 ? " file" : " files") + " cut off mid-way";
     return "; " + std::to_string(held) + " of " + std::to_string(plan.file_count()) + " files (" +
-           format_size(unfinished.held.bytes) + ") are there whole, attempt " + std::to_string(unfinished.attempts);
+           format_size(unfinished.held.bytes - unfinished.cut_bytes) + ") are there whole" + cut + ", attempt " +
+           std::to_string(unfinished.attempts);
+}
+
+// Every rank, once rank 0 made the pieces directory: this rank's log of
+// what it writes of files written in several pieces, for an attempt after
+// this one to go on from within a file (nothing where no attempt may go on).
+std::unique_ptr<PieceLog> piece_log_for(const StageItem& item, const DatasetLayout& layout, const DatasetLayout& here,
+                                        const Fd& job_dir, std::uint64_t attempt, const NodeContext& ctx)
+{
+    if (!policy::copy_refreshable(item.dataset.mode, item.tier))
+        return nullptr;
+    return std::make_unique<PieceLog>(job_dir.get(), here.pieces_dir, layout.pieces_dir, attempt, ctx.rank);
+}
+
+PieceWritten noting_in(PieceLog* log)
+{
+    if (!log)
+        return nullptr;
+    return [log](const Plan& plan, std::size_t entry, std::uint64_t offset, const char* data, std::uint32_t length) {
+        log->note(plan, entry, offset, data, length);
+    };
 }
 
 // Rank 0, once the new copy is whole in .partial-NAME: it goes in place
@@ -309,13 +335,19 @@ std::string stage_walking(const StageItem& item, const NodeContext& ctx, const E
         plan.source_root = item.dataset.source;
     }
     quiet_barrier(ctx.comm);
+    const std::unique_ptr<PieceLog> log = resumable ? piece_log_for(item, layout, here, job_dir, 1, ctx) : nullptr;
     WalkHooks hooks;
+    hooks.piece_written = noting_in(log.get());
     hooks.segment_done = [&](const Plan& segment) {
         for (const Entry& e : segment.entries)
             plan.entries.add(e);
-        if (resumable)
-            note_walked(layout, here, job_dir, segment);
     };
+    // Listed before its bytes are written: a file cut off is told by its
+    // size and mtime (or its logged pieces), as in any partial copy, and a
+    // whole one written by a rank before rank 0 could list it after the
+    // fact is not fetched again.
+    if (resumable)
+        hooks.segment_laid_out = [&](const Plan& segment) { note_walked(layout, here, job_dir, segment); };
     // A source the walk refuses, or one too large for the tier, is bad
     // input, not a copy cut off: nothing of it stays (the next attempt
     // would find it refused again).
@@ -367,6 +399,7 @@ std::string stage_copy(const StageItem& item, const NodeContext& ctx, const Exch
             forget_unfinished(here, job_dir);  // never gone on from: one an earlier mode left goes
     }
     quiet_barrier(ctx.comm);
+    const std::unique_ptr<PieceLog> log = piece_log_for(item, layout, here, job_dir, unfinished.attempts, ctx);
     const Plan& to_write = unfinished.resumed ? unfinished.rest : plan;
     const policy::ExtractionBudget budget = check_space(item, job_dir, layout.tier_dir, plan, {}, unfinished.held);
     if (ctx.rank == 0)
@@ -377,7 +410,7 @@ std::string stage_copy(const StageItem& item, const NodeContext& ctx, const Exch
     // leave it to be gone on from.
     changes.on_first_change = [&job_dir, &here] { forget_unfinished(here, job_dir); };
     const TransferResult moved = transfer(item, ctx, options, layout, here, job_dir, to_write, budget,
-                                          unfinished.resumed, unchecked ? &changes : nullptr);
+                                          unfinished.resumed, unchecked ? &changes : nullptr, noting_in(log.get()));
     if (moved.drift.changed > 0) {
         say_stale_manifest(item, ctx, moved.drift);
         if (ctx.rank == 0) {

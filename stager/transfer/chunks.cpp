@@ -13,11 +13,17 @@ std::vector<Chunk> layout_chunks(const Plan& plan, std::uint64_t chunk_size)
     std::vector<Chunk> chunks;
     Chunk current;
     const EntryList& entries = plan.entries;
+    auto held = plan.held_prefixes.begin();
     for (std::size_t i = 0; i < entries.size(); ++i) {
         const std::uint64_t size = entries.file_size(i);
         if (size == 0)
             continue;  // not a file, or an empty one: created with the skeleton
-        for (std::uint64_t offset = 0; offset < size;) {
+        // A file an unfinished copy holds the start of goes on from there.
+        std::uint64_t from = 0;
+        for (; held != plan.held_prefixes.end() && held->entry <= i; ++held)
+            if (held->entry == i)
+                from = std::min(held->bytes, size - 1);
+        for (std::uint64_t offset = from; offset < size;) {
             const std::uint64_t room = chunk_size - current.bytes;
             const std::uint64_t length = std::min(room, size - offset);
             current.pieces.push_back({offset, static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(length)});

@@ -24,6 +24,7 @@ struct Chunk {
     std::uint64_t bytes = 0;
 };
 
+// A file the plan holds a prefix of (Plan::held_prefixes) begins at it.
 // Throws Error if chunk_size is 4 GiB or more.
 std::vector<Chunk> layout_chunks(const Plan& plan, std::uint64_t chunk_size);
 

@@ -56,6 +56,8 @@ TreeWriter::TreeWriter(const Plan& plan, std::string dest, WriterOptions options
 {
     for (std::size_t i = 0; i < plan.entries.size(); ++i)
         written_[i] = 0;
+    for (const HeldPrefix& held : plan.held_prefixes)
+        written_[held.entry] = held.bytes;
 }
 
 void TreeWriter::create_skeleton()
@@ -156,6 +158,8 @@ void TreeWriter::write(const Chunk& chunk, const char* data)
         }
         Fd fd = open_for_write(piece.entry, false);
         write_all(fd.get(), data, piece.length, piece.offset, piece.entry);
+        if (options_.piece_written)
+            options_.piece_written(plan_, piece.entry, piece.offset, data, piece.length);
         data += piece.length;
         bytes_written_ += piece.length;
         // Counted after the write: the thread that sees the total reach the

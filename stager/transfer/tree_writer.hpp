@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -21,6 +22,10 @@
 #include "stager/transfer/chunks.hpp"
 
 namespace dlstage::stager {
+
+// Told of each piece of a file written in several pieces, once written.
+using PieceWritten = std::function<void(const Plan& plan, std::size_t entry, std::uint64_t offset, const char* data,
+                                        std::uint32_t length)>;
 
 // How a writer shares its destination.  Node tiers: each rank writes the
 // whole tree on its own node.  A shared tier: all ranks write one tree on
@@ -45,8 +50,13 @@ struct WriterOptions {
     // plan: its directories and what is still to be written): directories
     // that exist are kept (the caller made them writable again, as
     // create_skeleton makes new ones); the plan's files and symlinks do not
-    // exist (the caller removed what was cut off).  Implies dest_exists.
+    // exist (the caller removed what was cut off), but the files of its
+    // held prefixes, which hold those bytes.  Implies dest_exists.
     bool continues = false;
+    // Called after each piece of a file written in several pieces (none of
+    // a file written whole at once), from the writing thread: the record
+    // that lets a copy cut off mid-file go on from it (stager/copies/piece_log).
+    PieceWritten piece_written;
 };
 
 class TreeWriter {

@@ -250,7 +250,7 @@ forget_kept_copy() {
     local dir=$1 name=$2 node
     shift 2
     local paths=("$dir/$name" "$dir/.ready-$name.toml" "$dir/.contents-$name" "$dir/.lock-$name" "$dir/.partial-$name"
-        "$dir/.resume-$name.toml" "$dir/.walked-$name" "$dir/.readers-$name" "$dir/.version-$name-"*)
+        "$dir/.resume-$name.toml" "$dir/.walked-$name" "$dir/.pieces-$name" "$dir/.readers-$name" "$dir/.version-$name-"*)
     [ "$#" -gt 0 ] || { rm -rf "${paths[@]}"; return; }
     for node in "$@"; do on_node "$node" rm -rf "${paths[@]}"; done
 }

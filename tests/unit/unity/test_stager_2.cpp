@@ -6,6 +6,7 @@
 #include "tests/unit/stager/copies/test_copy_check_shares.cpp"
 #include "tests/unit/stager/copies/test_copy_lock.cpp"
 #include "tests/unit/stager/copies/test_copy_readers.cpp"
+#include "tests/unit/stager/copies/test_piece_log.cpp"
 #include "tests/unit/stager/plan/test_manifest_scan.cpp"
 #include "tests/unit/stager/plan/test_plan.cpp"
 #include "tests/unit/stager/plan/test_plan_segments.cpp"

@@ -108,6 +108,37 @@ BOOST_AUTO_TEST_CASE(an_unfinished_copy_is_finished_from_its_part_still_to_write
     BOOST_CHECK_THROW(writer.create_skeleton(), Error);
 }
 
+BOOST_AUTO_TEST_CASE(a_file_cut_off_mid_way_is_written_from_the_prefix_held)
+{
+    test::TempDir dir;
+    make_tree(dir);
+    const Plan plan = build_plan(dataset_at(dir / "src"));
+    copy_with_plan(plan, dir / "dst");
+    // big.bin (entry 0) cut off after 6,000 of its 15,000 bytes.
+    BOOST_REQUIRE(truncate((dir / "dst/big.bin").c_str(), 6000) == 0);
+    BOOST_REQUIRE(unlink((dir / "dst/link").c_str()) == 0);
+    std::vector<char> wanted(plan.entries.size(), 0);
+    wanted[0] = wanted[2] = 1;  // big.bin, link
+    const Plan part = plan_part(plan, wanted, {{0, 6000}});
+    BOOST_REQUIRE(part.held_prefixes.size() == 1u);
+    BOOST_TEST(part.held_prefixes[0].entry == 0u);
+    BOOST_TEST(part.bytes_to_write() == 9000u);
+    const std::vector<Chunk> chunks = layout_chunks(part, 4096);
+    BOOST_REQUIRE(!chunks.empty());
+    BOOST_TEST(chunks.front().pieces.front().offset == 6000u);
+    WriterOptions options;
+    options.continues = true;
+    // Only the rest is read, and the file is whole, with its mtime.
+    BOOST_TEST(copy_with_plan(part, dir / "dst", options) == 9000u);
+    BOOST_TEST(content_of(dir / "dst/big.bin") == std::string(10000, 'b') + std::string(5000, 'c'));
+    struct stat st {};
+    BOOST_TEST(stat((dir / "dst/big.bin").c_str(), &st) == 0);
+    BOOST_TEST(st.st_mtime == 1600000000);
+    // A prefix of an entry not wanted, or of the whole file, is no prefix.
+    BOOST_TEST(plan_part(plan, wanted, {{4, 3}}).held_prefixes.empty());
+    BOOST_TEST(plan_part(plan, wanted, {{0, 15000}}).held_prefixes.empty());
+}
+
 BOOST_AUTO_TEST_CASE(single_file_and_shards)
 {
     test::TempDir dir;
