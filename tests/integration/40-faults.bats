@@ -23,10 +23,9 @@ teardown() {
 # (another cluster on the machine may run the same test user's stagers).
 stager_rank_on() {
     local pid environ
-    for pid in $(pgrep -u "$VCLUSTER_USER" -x dlstage-stager); do
+    for pid in $(this_clusters "$VCLUSTER_USER" dlstage-stager); do
         environ=$(tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null) || continue
-        if grep -qx "SLURMD_NODENAME=$1" <<<"$environ" && grep -qxF "SLURM_JOB_ID=$2" <<<"$environ" &&
-            grep -qxF "SLURM_CONF=$SLURM_CONF" <<<"$environ"; then
+        if grep -qx "SLURMD_NODENAME=$1" <<<"$environ" && grep -qxF "SLURM_JOB_ID=$2" <<<"$environ"; then
             echo "$pid"
             return 0
         fi
