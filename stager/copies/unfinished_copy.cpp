@@ -244,10 +244,6 @@ Unfinished look_for_unfinished(const StageItem& item, const DatasetLayout& layou
     found.attempts = reduce_over_ranks(ctx.comm, ctx.rank == 0 ? found.attempts : 0, MPI_MAX);
     found.rest = plan_part(plan, wanted, held_over_ranks(held, ctx));
     found.held = {plan.total_bytes() - found.rest.bytes_to_write(), plan.entries.size() - found.rest.file_count()};
-    for (const HeldPrefix& prefix : found.rest.held_prefixes) {
-        ++found.cut_files;
-        found.cut_bytes += prefix.bytes;
-    }
     return found;
 }
 

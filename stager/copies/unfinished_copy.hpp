@@ -24,15 +24,13 @@
 namespace dlstage::stager {
 
 struct Unfinished {
-    bool resumed = false;         // every rank: going on from a partial copy
-    Plan rest;                    // every rank, when resumed: the directories and what is still to write
-    HeldAlready held;             // when resumed: what the partial copy holds (whole files, and prefixes)
-    std::uint64_t cut_files = 0;  // when resumed: files cut off mid-way, gone on from within
-    std::uint64_t cut_bytes = 0;  // ... the bytes of them held
-    std::uint64_t attempts = 1;   // rank 0, and every rank when resumed: this attempt's number
-    std::int64_t began = 0;       // rank 0: when the first attempt began (0: this one)
-    std::string began_by;         // rank 0: its job
-    std::string why;              // rank 0: the reason it is gone on from or staged whole ("": nothing there)
+    bool resumed = false;        // every rank: going on from a partial copy
+    Plan rest;                   // every rank, when resumed: the directories and what is still to write
+    HeldAlready held;            // when resumed: what the partial copy holds (whole files, and prefixes)
+    std::uint64_t attempts = 1;  // rank 0, and every rank when resumed: this attempt's number
+    std::int64_t began = 0;      // rank 0: when the first attempt began (0: this one)
+    std::string began_by;        // rank 0: its job
+    std::string why;             // rank 0: the reason it is gone on from or staged whole ("": nothing there)
 };
 
 // Collective.  Rank 0 looks for a partial copy and its record; when the

@@ -250,12 +250,14 @@ std::string purge_note(const Tier& tier, std::int64_t oldest)
 std::string going_on_note(const Plan& plan, const Unfinished& unfinished)
 {
     const std::uint64_t held = plan.file_count() - unfinished.rest.file_count();
+    const std::vector<HeldPrefix>& prefixes = unfinished.rest.held_prefixes;
+    const std::uint64_t cut_bytes = unfinished.rest.total_bytes() - unfinished.rest.bytes_to_write();
     std::string cut;
-    if (unfinished.cut_files > 0)
-        cut = ", and the first " + format_size(unfinished.cut_bytes) + " of " + std::to_string(unfinished.cut_files) +
-              (unfinished.cut_files == 1 ? " file" : " files") + " cut off mid-way";
+    if (!prefixes.empty())
+        cut = ", and the first " + format_size(cut_bytes) + " of " + std::to_string(prefixes.size()) +
+              (prefixes.size() == 1 ? " file" : " files") + " cut off mid-way";
     return "; " + std::to_string(held) + " of " + std::to_string(plan.file_count()) + " files (" +
-           format_size(unfinished.held.bytes - unfinished.cut_bytes) + ") are there whole" + cut + ", attempt " +
+           format_size(unfinished.held.bytes - cut_bytes) + ") are there whole" + cut + ", attempt " +
            std::to_string(unfinished.attempts);
 }
 
@@ -335,7 +337,7 @@ std::string stage_walking(const StageItem& item, const NodeContext& ctx, const E
         plan.source_root = item.dataset.source;
     }
     quiet_barrier(ctx.comm);
-    const std::unique_ptr<PieceLog> log = resumable ? piece_log_for(item, layout, here, job_dir, 1, ctx) : nullptr;
+    const std::unique_ptr<PieceLog> log = piece_log_for(item, layout, here, job_dir, 1, ctx);
     WalkHooks hooks;
     hooks.piece_written = noting_in(log.get());
     hooks.segment_done = [&](const Plan& segment) {

@@ -22,7 +22,7 @@ std::vector<Chunk> layout_chunks(const Plan& plan, std::uint64_t chunk_size)
         std::uint64_t from = 0;
         for (; held != plan.held_prefixes.end() && held->entry <= i; ++held)
             if (held->entry == i)
-                from = std::min(held->bytes, size - 1);
+                from = held->bytes;  // less than its size (plan_part)
         for (std::uint64_t offset = from; offset < size;) {
             const std::uint64_t room = chunk_size - current.bytes;
             const std::uint64_t length = std::min(room, size - offset);
