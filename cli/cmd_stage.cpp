@@ -7,6 +7,7 @@
 // line and what stage says; the job's environment is read in launch/.
 #include <cstdlib>
 #include <iostream>
+#include <memory>
 
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
@@ -15,6 +16,7 @@
 #include "config/stage_spec.hpp"
 #include "job/identity.hpp"
 #include "job/job_identity.hpp"
+#include "launch/mover_limit.hpp"
 #include "launch/mover_outcome.hpp"
 #include "launch/stager_step.hpp"
 #include "lib/contract.hpp"
@@ -92,11 +94,16 @@ int cmd_stage(const GlobalOptions& options, const std::vector<std::string>& args
         launch::is_mover_job(config, items, identity_from_slurm(process_env, this_user_name(), false).partition);
     if (mover)
         launch::note_cancellation();
+    // A mover job near its time limit requeues itself (its waiters wait).
+    const auto limit_watch = mover ? std::make_unique<launch::MoverLimitWatch>(config, job_id) : nullptr;
     if (const launch::LauncherReport report = launch::run_stager_step(config, step); report.exit_code != 0) {
+        if (limit_watch && limit_watch->requeued())
+            return kExitFailure;  // Slurm ended this run: its line said why
         for (const std::string& line : launch::staging_failure(config, step, report))
             say(line);
         if (mover)
-            for (const std::string& line : launch::mover_ended(config, step, report, items))
+            for (const std::string& line :
+                 launch::mover_ended(config, step, report, items, limit_watch && limit_watch->ran_out()))
                 say(line);
         return kExitFailure;
     }

@@ -1,5 +1,6 @@
 #include "job/slurm_jobs.hpp"
 
+#include <algorithm>
 #include <ctime>
 #include <sys/wait.h>
 
@@ -162,6 +163,45 @@ SlurmJobs ask_slurm(int timeout_seconds, bool with_local_pids)
     return slurm;
 }
 
+std::optional<std::int64_t> parse_slurm_duration(std::string_view text)
+{
+    const bool negative = !text.empty() && text.front() == '-';
+    if (negative)
+        text.remove_prefix(1);
+    std::int64_t days = 0;
+    if (const auto dash = text.find('-'); dash != std::string_view::npos) {
+        if (dash == 0 || dash > 5 || text.find_first_not_of("0123456789") != dash)
+            return std::nullopt;
+        days = static_cast<std::int64_t>(parse_count(text.substr(0, dash), 0, 99999));
+        text.remove_prefix(dash + 1);
+    }
+    const std::vector<std::string> parts = split(text, ':');
+    if (parts.size() < 2 || parts.size() > 3 || (days > 0 && parts.size() != 3))
+        return std::nullopt;
+    std::int64_t seconds = 0;
+    for (const std::string& part : parts) {
+        if (part.empty() || part.size() > 6 || part.find_first_not_of("0123456789") != std::string::npos)
+            return std::nullopt;
+        seconds = seconds * 60 + static_cast<std::int64_t>(parse_count(part, 0, 999999));
+    }
+    seconds += days * 86400;
+    return negative ? -seconds : seconds;
+}
+
+std::optional<std::int64_t> parse_slurm_time(std::string_view text)
+{
+    const std::string copy(text);
+    std::tm t{};
+    const char* end = ::strptime(copy.c_str(), "%Y-%m-%dT%H:%M:%S", &t);
+    if (!end || *end != '\0')
+        return std::nullopt;
+    t.tm_isdst = -1;  // as the local zone has it on that day
+    const std::time_t at = std::mktime(&t);
+    if (at == static_cast<std::time_t>(-1))
+        return std::nullopt;
+    return static_cast<std::int64_t>(at);
+}
+
 std::map<std::string, JobState> parse_job_states(std::string_view squeue)
 {
     std::map<std::string, JobState> states;
@@ -186,6 +226,34 @@ std::optional<std::map<std::string, JobState>> ask_job_states(const std::vector<
     if (!answer)
         return std::nullopt;
     return parse_job_states(*answer);
+}
+
+std::optional<JobClock> job_clock_in(std::string_view squeue, std::int64_t now)
+{
+    const std::vector<std::string> f = split(trim(std::string(squeue)), '|');
+    if (f.size() != 3)
+        return std::nullopt;
+    const auto limit = parse_slurm_duration(f[0]);
+    if (!limit)
+        return std::nullopt;
+    auto left = parse_slurm_duration(f[1]);
+    if (const auto end = parse_slurm_time(f[2]))
+        left = left ? std::min(*left, *end - now) : *end - now;
+    if (!left)
+        return std::nullopt;
+    return JobClock{*limit, *left};
+}
+
+std::optional<JobClock> ask_job_clock(const std::string& job_id, int timeout_seconds,
+                                      const std::vector<std::string>* env)
+{
+    std::string problem;
+    const auto answer = slurm_answer(bounded_command({"squeue", "--noheader", "--jobs=" + job_id, "--format=%l|%L|%e"},
+                                                     timeout_seconds),
+                                     "squeue", timeout_seconds, problem, nullptr, env);
+    if (!answer)
+        return std::nullopt;
+    return job_clock_in(*answer, static_cast<std::int64_t>(std::time(nullptr)));
 }
 
 }  // namespace dlstage

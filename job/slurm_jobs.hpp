@@ -89,6 +89,31 @@ std::optional<std::map<std::string, JobState>> ask_job_states(const std::vector<
                                                               std::string& problem,
                                                               const std::vector<std::string>* env = nullptr);
 
+// A duration as squeue prints it (%l, %L): "M:SS", "H:MM:SS" or
+// "D-HH:MM:SS", in seconds (a time left may be negative: "-0:05");
+// nothing for UNLIMITED, NOT_SET, INVALID or anything else.
+std::optional<std::int64_t> parse_slurm_duration(std::string_view text);
+
+// A time as squeue prints it (%e, %S: "2026-12-02T19:31:31", local time),
+// in epoch seconds; nothing for Unknown, N/A, NONE or anything else.
+std::optional<std::int64_t> parse_slurm_time(std::string_view text);
+
+// A running job's time limit and the time left until its end, in
+// seconds, from squeue's "%l|%L|%e" at `now`: the end time (%e) when it can
+// be read, as slurmctld ends the job by it (an EndTime an admin set makes
+// %L, which counts from the limit in whole minutes, say more), else %L;
+// nothing when neither can be read or the job has no limit (UNLIMITED).
+struct JobClock {
+    std::int64_t limit = 0;
+    std::int64_t left = 0;
+};
+std::optional<JobClock> job_clock_in(std::string_view squeue, std::int64_t now);
+
+// Asks squeue (with `env`, if given); nothing when it did not answer
+// within timeout_seconds or the clock cannot be read.
+std::optional<JobClock> ask_job_clock(const std::string& job_id, int timeout_seconds,
+                                      const std::vector<std::string>* env = nullptr);
+
 // Asks squeue (and, with_local_pids, scontrol listpids on this node).
 SlurmJobs ask_slurm(int timeout_seconds, bool with_local_pids = false);
 

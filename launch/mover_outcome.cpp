@@ -50,7 +50,7 @@ bool cancelled()
 }
 
 std::vector<std::string> mover_ended(const Config& config, const StagerStep& step, const LauncherReport& report,
-                                     const std::vector<StageItem>& items)
+                                     const std::vector<StageItem>& items, bool ran_out)
 {
     const std::string& job_id = step.job_id;
     std::vector<std::string> lines;
@@ -66,10 +66,20 @@ std::vector<std::string> mover_ended(const Config& config, const StagerStep& ste
     if (now && now->restarts > restarts)
         return {"this mover job was requeued: the jobs waiting for it wait for its next run"};
     const bool ended_by_slurm = cancelled() || (now && now->state != "RUNNING");
-    const std::string reason = !ended_by_slurm                    ? failure_reason(config, step, report)
+    const std::string reason = !ended_by_slurm ? failure_reason(config, step, report)
+                               : ran_out       ? "it reached its time limit with nothing copied in it (the site's "
+                                                 "[mover] time_limit is too short for this dataset)"
                                : now && now->state == "TIMEOUT"   ? "it reached its time limit"
                                : now && now->state == "CANCELLED" ? "it was cancelled"
                                                                   : "it was cancelled or reached its time limit";
+    // First the mark: a job submitted from now on gets a mover job of its
+    // own (mover::ensure_mover skips this one); then the jobs already waiting.
+    try {
+        mover::mark_ending(job_id, reason);
+    } catch (const Error&) {
+        // Slurm ends a job submitted meanwhile with this one (sbatch's
+        // --kill-on-invalid-dep; the watch beside salloc and srun).
+    }
     for (const StageItem& item : items) {
         if (!copies_to_via(item))
             continue;

@@ -28,8 +28,10 @@ bool cancelled();
 
 // A mover job's staging failed (or was ended by SIGTERM): unless Slurm
 // requeued it (it runs again), the jobs waiting for it are ended with the
-// reason.  Lines for the job's output (how many were ended, or why not).
+// reason (`ran_out`: its time limit came with nothing copied in this run,
+// launch/mover_limit).  Lines for the job's output (how many were ended,
+// or why not).
 std::vector<std::string> mover_ended(const Config& config, const StagerStep& step, const LauncherReport& report,
-                                     const std::vector<StageItem>& items);
+                                     const std::vector<StageItem>& items, bool ran_out);
 
 }  // namespace dlstage::launch

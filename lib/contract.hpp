@@ -87,10 +87,13 @@ inline constexpr const char* kMoverOutputPrefix = ".mover-";  // .mover-NAME.out
 // --- mover jobs (two-hop staging, mover/mover_job.hpp) ------------------------
 // A user's mover job for a dataset is named kMoverJobPrefix + NAME; a job
 // that waits for one carries kWaitsComment in its comment, one that a
-// failed mover ended kMoverFailedComment.
+// failed mover ended kMoverFailedComment; a mover job that will end
+// without a copy marks itself with kMoverEndingComment (no job submitted
+// from then on waits for it).
 inline constexpr const char* kMoverJobPrefix = "dlstage-mover-";
 inline constexpr const char* kWaitsComment = "dlstage: waits for mover job ";
 inline constexpr const char* kMoverFailedComment = "dlstage: mover job ";
+inline constexpr const char* kMoverEndingComment = "dlstage: ends without a copy: ";
 
 // --- state records (job/state_record.hpp) -------------------------------------
 inline constexpr const char* kJobsDir = "jobs";                 // state_dir/jobs/<job>

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <ctime>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -37,13 +38,14 @@ std::string ask(const std::vector<std::string>& argv, const std::string& what)
     return *answer;
 }
 
-// The caller's queued or running mover jobs for dataset: "ID STATE" lines.
+// The caller's queued or running mover jobs for dataset: "ID STATE
+// COMMENT" lines (the comment may be empty or hold spaces).
 std::vector<std::string> live_mover_lines(const std::string& dataset)
 {
     std::vector<std::string> lines;
     for (const std::string& line :
          split(ask({"squeue", "--me", "--noheader", "--name=" + mover_job_name(dataset),
-                    "--states=PENDING,CONFIGURING,RUNNING,REQUEUED,RESIZING,SUSPENDED", "--format=%A %T"},
+                    "--states=PENDING,CONFIGURING,RUNNING,REQUEUED,RESIZING,SUSPENDED", "--format=%A %T %k"},
                    "ask squeue for mover jobs of " + quoted(dataset)),
                '\n'))
         if (!trim(line).empty())
@@ -52,13 +54,15 @@ std::vector<std::string> live_mover_lines(const std::string& dataset)
 }
 
 // The live mover jobs of the dataset a job may wait for (policy::
-// may_share_mover), as squeue lists them.
+// may_share_mover; not one that marked itself as ending without a copy),
+// as squeue lists them.
 std::vector<std::string> sharable_movers(const Dataset& dataset)
 {
     std::vector<std::string> ids;
     for (const std::string& line : live_mover_lines(dataset.name)) {
         const std::vector<std::string> f = split(line, ' ');
-        if (f.size() >= 2 && is_job_id(f[0]) && policy::may_share_mover(dataset, f[1]))
+        const bool ending = line.find(kMoverEndingComment) != std::string::npos;
+        if (f.size() >= 2 && is_job_id(f[0]) && !ending && policy::may_share_mover(dataset, f[1]))
             ids.push_back(f[0]);
     }
     return ids;
@@ -215,8 +219,11 @@ std::vector<std::string> parse_waiting_jobs(std::string_view squeue, const std::
 std::vector<std::string> live_mover_jobs(const std::string& dataset)
 {
     std::vector<std::string> jobs;
-    for (const std::string& line : live_mover_lines(dataset))
-        jobs.push_back(printable(line));
+    for (const std::string& line : live_mover_lines(dataset)) {
+        const std::vector<std::string> f = split(line, ' ');
+        const bool ending = line.find(kMoverEndingComment) != std::string::npos;
+        jobs.push_back(printable(f[0] + (f.size() > 1 ? " " + f[1] : "") + (ending ? " (ending without a copy)" : "")));
+    }
     return jobs;
 }
 
@@ -290,6 +297,17 @@ std::optional<JobNow> job_now(const std::string& job_id)
     } catch (const Error&) {
         return std::nullopt;
     }
+}
+
+void mark_ending(const std::string& mover_id, const std::string& reason)
+{
+    ask({"scontrol", "update", "JobId=" + mover_id, "Comment=" + (kMoverEndingComment + reason).substr(0, 400)},
+        "mark mover job " + mover_id + " as ending");
+}
+
+void requeue_job(const std::string& job_id)
+{
+    ask({"scontrol", "requeue", job_id}, "requeue job " + job_id);
 }
 
 void cancel_job(const std::string& job_id)

@@ -48,7 +48,8 @@ std::vector<std::string> parse_job_ids(std::string_view squeue);
 std::vector<std::string> parse_waiting_jobs(std::string_view squeue, const std::string& mover_id);
 
 // The caller's mover jobs for `dataset` that are queued or running
-// ("ID STATE" each, e.g. "4242 RUNNING"), for status; throws Error when
+// ("ID STATE" each, e.g. "4242 RUNNING", and " (ending without a copy)"
+// after one marked so: mark_ending), for status; throws Error when
 // squeue does not answer.
 std::vector<std::string> live_mover_jobs(const std::string& dataset);
 
@@ -80,6 +81,15 @@ std::optional<JobNow> job_now_in(std::string_view scontrol);
 
 // Asks scontrol; nothing when it did not answer.
 std::optional<JobNow> job_now(const std::string& job_id);
+
+// Marks a mover job of the caller's as ending without a copy (its
+// comment, kMoverEndingComment + reason): a job submitted from then on
+// gets another mover job rather than wait for this one.
+void mark_ending(const std::string& mover_id, const std::string& reason);
+
+// Puts a job of the caller's back in the queue (scontrol requeue): Slurm
+// ends its run and starts it again later, under the same id.
+void requeue_job(const std::string& job_id);
 
 // Cancels a job (a mover job submitted for a job that was refused after all).
 void cancel_job(const std::string& job_id);

@@ -1,5 +1,6 @@
 #include "policies/two_hop.hpp"
 
+#include <algorithm>
 #include <utility>
 
 #include "policies/slurm_states.hpp"
@@ -53,6 +54,25 @@ Verdict via_copy_usable(const ViaCopyFacts& facts, const std::string& tier)
 bool may_share_mover(const Dataset& dataset, std::string_view state)
 {
     return dataset.immutable || state == "PENDING";
+}
+
+std::int64_t requeue_margin(std::int64_t limit)
+{
+    return std::clamp<std::int64_t>(limit / 10, 10, 60);
+}
+
+AtLimit mover_at_limit(const MoverClock& clock)
+{
+    if (clock.limit <= 0 || clock.left > requeue_margin(clock.limit))
+        return AtLimit::Wait;
+    return clock.progressed ? AtLimit::Requeue : AtLimit::RunOut;
+}
+
+std::int64_t next_look(const MoverClock& clock)
+{
+    if (clock.limit <= 0)
+        return 10;
+    return std::clamp<std::int64_t>(clock.left - requeue_margin(clock.limit), 1, 10);
 }
 
 Verdict hop_supported(const Dataset& dataset, const Tier& tier)

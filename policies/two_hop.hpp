@@ -63,6 +63,36 @@ Verdict via_copy_usable(const ViaCopyFacts& facts, const std::string& tier);
 // one may have compared the copy with the source before it changed).
 bool may_share_mover(const Dataset& dataset, std::string_view state);
 
+// A mover job near its time limit (its `dlstage stage` looks, launch/
+// mover_limit): Slurm would end it TIMEOUT and with it every job waiting
+// on afterok, although the copy resumes.  Instead it requeues itself a
+// margin before the limit (its waiters' afterok holds: same job id), so
+// the copy goes on in its next run; only an attempt that wrote nothing in
+// a whole time limit runs out, and its waiters are ended (the copy would
+// never finish: the site's [mover] time_limit is too short for it).
+struct MoverClock {
+    std::int64_t limit = 0;   // the job's time limit, seconds (0: none)
+    std::int64_t left = 0;    // seconds until it
+    bool progressed = false;  // this run wrote bytes of the copy
+};
+
+// How long before its limit a mover job requeues itself: a tenth of the
+// limit, at least 10 s (slurmctld's answer, the requeue itself) and at
+// most 60 s (a longer limit is no less precise).
+std::int64_t requeue_margin(std::int64_t limit);
+
+enum class AtLimit {
+    Wait,     // not yet (or no limit): look again in next_look seconds
+    Requeue,  // within the margin and the copy moved on: requeue now
+    RunOut,   // within the margin and nothing copied: let the limit end it
+};
+AtLimit mover_at_limit(const MoverClock& clock);
+
+// Seconds until a mover job looks at its clock again: at the margin's
+// start, and every 10 s at most meanwhile (an admin may shorten the limit;
+// one squeue of one job); at least 1.
+std::int64_t next_look(const MoverClock& clock);
+
 // Whether hop 2 can go to `tier`: not to a node cache (the prolog looks at
 // a cache entry's source, which the compute nodes cannot see).
 Verdict hop_supported(const Dataset& dataset, const Tier& tier);

@@ -36,10 +36,18 @@ public:
     void segment_done(const WalkedTransfer& so_far)
     {
         const auto now = Clock::now();
-        if (ctx_.rank != 0 || std::chrono::duration<double>(now - last_).count() < ctx_.progress_interval)
-            return;
-        last_ = now;
         const double elapsed = std::chrono::duration<double>(now - start_).count();
+        if (ctx_.rank != 0)
+            return;
+        if (std::chrono::duration<double>(now - last_).count() < ctx_.progress_interval) {
+            // The first bytes at once, without a line (as stage_steps' progress).
+            if (so_far.bytes > 0 && !bytes_recorded_)
+                record(kStagingState, 0, so_far, elapsed);
+            bytes_recorded_ = bytes_recorded_ || so_far.bytes > 0;
+            return;
+        }
+        last_ = now;
+        bytes_recorded_ = bytes_recorded_ || so_far.bytes > 0;
         sayf("%s: %s in %llu files staged, %s; still walking the source", item_.dataset.name.c_str(),
              format_size(so_far.bytes).c_str(), static_cast<unsigned long long>(so_far.files),
              format_rate(so_far.bytes, elapsed).c_str());
@@ -62,6 +70,7 @@ private:
     const StageItem& item_;
     const NodeContext& ctx_;
     Clock::time_point start_, last_ = start_;
+    bool bytes_recorded_ = false;
 };
 
 void add_totals(WalkedTransfer& totals, const Plan& segment)

@@ -92,10 +92,13 @@ ExchangeResult copy_own_chunks(const std::vector<Chunk>& chunks, const Plan& pla
                 reader.read(part, buffer.data());
                 writer.write(part, buffer.data());
             }
-            ++done;
+            const std::size_t done_now = ++done;
             bytes += chunk.bytes;
+            // The first chunk is told at once: under a read rate limit the
+            // next may come after the job's time limit (launch/mover_limit
+            // tells a mover's progress by it).
             std::unique_lock<std::mutex> lock(report, std::try_to_lock);
-            if (lock && std::chrono::steady_clock::now() - last > std::chrono::milliseconds(200)) {
+            if (lock && (done_now == 1 || std::chrono::steady_clock::now() - last > std::chrono::milliseconds(200))) {
                 last = std::chrono::steady_clock::now();
                 if (progress)
                     progress(done.load(), bytes.load());

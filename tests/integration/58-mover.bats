@@ -363,68 +363,84 @@ read_at_most() {
         { echo "LARGEDATA served $read bytes for in21k's $size"; cat "$(mine)/.mover-in21k.out"; return 1; }
 }
 
-@test "a mover job that reaches its time limit mid-copy ends the waiting job; the next one goes on from its copy" {
+# let_requeued_run_go MOVER SINCE: once MOVER, requeued after SINCE (epoch
+# seconds), is pending again, its next run goes at once.  Slurm holds a
+# requeued job back for cred_expire (120 s): it is let go once its last
+# run's epilog is 3 s old (44-lifecycle says why).
+let_requeued_run_go() {
+    local epilog="$STATE/jobs/$1/$MOVER_NODE.epilog.toml" at
+    for _ in $(seq 240); do
+        case $(job_state "$1") in RUNNING | COMPLETING | COMPLETED) return 0 ;; esac
+        at=$(record_value "$epilog" 'r["time"]' 2>/dev/null || echo 0)
+        if [ "$(job_state "$1")" = PENDING ] && ((at >= $2 && $(date +%s) >= at + 3)); then
+            scontrol update jobid="$1" starttime=now 2>/dev/null || true
+        fi
+        sleep 0.5
+    done
+    echo "the requeued mover job $1 did not run again: $(job_state "$1")"
+    return 1
+}
+
+# requeue_at_limit NAME SINCE [LINE]: once the running $mover's progress
+# record says its run (begun after SINCE, epoch seconds) wrote bytes of
+# NAME (and its output says LINE, a regex), its time limit comes in 30 s
+# (EndTime); it requeues itself before it, saying so, its waiting $job
+# stays pending (and so does a job submitted as it ends when $while_ending
+# names a function that submits it), and its next run goes ($since: when).
+requeue_at_limit() {
+    local name=$1 line=${3:-} restarts out="$(mine)/.mover-$1.out" written=0
+    local progress="$STATE/jobs/$mover/user/progress-$1.toml"
+    for _ in $(seq 300); do
+        written=$(record_value "$progress" "r['bytes_done'] if r['time'] >= $2 else 0" 2>/dev/null || echo 0)
+        [ "$written" -gt 0 ] && { [ -z "$line" ] || grep -Eq "$line" "$out"; } && break
+        sleep 0.2
+    done
+    [ "$written" -gt 0 ] || { echo "the mover job $mover of $name wrote nothing since $2"; cat "$out"; return 1; }
+    [ -z "$line" ] || grep -Eq "$line" "$out" || { cat "$out"; return 1; }
+    since=$(date +%s)
+    restarts=$(scontrol show job "$mover" | grep -oE 'Restarts=[0-9]+')
+    for _ in $(seq 20); do
+        scontrol update jobid="$mover" EndTime=now+30 2>/dev/null && break
+        sleep 0.5
+    done
+    for _ in $(seq 120); do
+        [ "$(scontrol show job "$mover" | grep -oE 'Restarts=[0-9]+')" != "$restarts" ] && break
+        sleep 0.5
+    done
+    [ -z "${while_ending:-}" ] || "$while_ending"
+    grep -Eq "^dlstage: this mover job is requeued [0-9]+ s before its time limit \([0-9]+ min\): its next run goes on from the copy, and the jobs waiting for it wait for that$" "$out" ||
+        { echo "mover job $mover: $(job_state "$mover"), $restarts before"; cat "$out"; return 1; }
+    grep "is requeued" "$out" | doc_says "$USER_GUIDE" 'this mover job is requeued [0-9]+ s before its time limit'
+    [ "$(job_state "$job")" = PENDING ] || { echo "job $job: $(job_state "$job")"; return 1; }
+    let_requeued_run_go "$mover" "$since"
+}
+
+@test "a mover job at its time limit mid-copy requeues itself: the job waiting for it waits, and starts after" {
     before=$(pfs_bytes_read)
     # 100 KB/s in chunks of 4 MiB: the first chunk at once, the next after
-    # 40 s, and the limit ends within 30 s (slurmctld's check).
-    slow_mover in21k 100K -N3
-    # The limit ends now (slurmctld checks every 30 s), as in 44-lifecycle.
-    end_limit_now "$mover"
-    wait_job_gone "$mover" 120
-    wait_job_gone "$job" 30
-    [ "$(job_state "$mover")" = TIMEOUT ]
-    [ "$(job_state "$job")" = CANCELLED ]
-    [[ "$(squeue -h -t all -j "$job" -o %k)" == "dlstage: mover job $mover for in21k failed: "*"reached its time limit" ]]
-    [ ! -e "$(mine)/.ready-in21k.toml" ]
-    [ "$(record_value "$(mine)/.resume-in21k.toml" 'r["began_by"]')" = "$mover" ]
-    held=$(find "$(mine)/.partial-in21k" -type f | wc -l)
-    [ "$held" -gt 0 ] && [ "$held" -lt 301 ] || { echo "the cut-off copy holds $held files"; false; }
-    # The next job's mover job fetches only the rest: in21k read once in all.
-    next_mover_goes_on in21k 3 "in21k: going on from the copy job $mover began; [0-9]+ of 301 files \(.*\) are there whole, attempt 2$"
+    # 40 s; the limit, 30 s ahead, comes before it.
+    since=$(date +%s)
+    # The job itself stages from the copy at full speed.
+    slow_mover in21k 100K -N3 --export=ALL,DLSTAGE_RATE_LIMIT=1G
+    requeue_at_limit in21k "$since"
+    requeued_mover_finishes
     doc_says "$USER_GUIDE" 'going on from the copy job [0-9]+ began; [0-9]+ of [0-9]+ files \([^)]*\) are there whole, attempt' \
         <"$(mine)/.mover-in21k.out"
-    read_at_most "$before" 12
-    [ "$("$DIGEST" "$(mine)/in21k")" = "$("$DIGEST" "$SRC/in21k")" ]
-    [ ! -e "$(mine)/.resume-in21k.toml" ] && [ ! -e "$(mine)/.partial-in21k" ]
     assert_healthy
 }
 
-# next_mover_goes_on NAME NODES LINE: a job on NODES nodes whose mover job
-# completes NAME's copy, saying LINE (a regex) in its output; then the job
-# completes.
-next_mover_goes_on() {
-    local next
-    submit -- -N"$2" --stage-data="$1:shm" --wrap true
-    next=$(mover_in "$submitted")
-    wait_job_gone "$job" 120
-    [ "$(job_state "$next")" = COMPLETED ]
-    [ "$(job_state "$job")" = COMPLETED ]
-    grep -Eq "$3" "$(mine)/.mover-$1.out" || { cat "$(mine)/.mover-$1.out"; false; }
+# submit_beside: a second job for far-big, submitted as its mover job ends
+# a run; it waits for the mover's next run ($beside).
+submit_beside() {
+    local first=$job
+    submit -- -N1 --stage-data=far-big:shm --wrap true
+    beside=$job
+    job=$first
+    [[ "$submitted" == *"mover job $mover is already copying it there; this job waits for it"* ]] ||
+        { echo "$submitted"; return 1; }
 }
 
-# cut_mover_at_limit NAME HELD: a mover job of NAME reading at 100 KB/s in
-# chunks of 4 MiB (the first at once, the next after 40 s) that its time
-# limit ends once the partial copy's file holds more than HELD bytes; its
-# waiting job ends with it.  Sets $mover and $job.
-cut_mover_at_limit() {
-    local name=$1 held=$2 file=
-    submit DLSTAGE_RATE_LIMIT=100K -- -N1 --stage-data="$name:shm" --wrap true
-    mover=$(mover_in "$submitted")
-    for _ in $(seq 300); do
-        file=$(find "$(mine)/.partial-$name" -type f 2>/dev/null | head -n1)
-        [ -n "$file" ] && [ "$(stat -c %s "$file")" -gt "$held" ] && break
-        sleep 0.2
-    done
-    [ -n "$file" ] && [ "$(stat -c %s "$file")" -gt "$held" ] ||
-        { echo "the mover job $mover of $name wrote no more than $held bytes"; return 1; }
-    end_limit_now "$mover"
-    wait_job_gone "$mover" 120
-    wait_job_gone "$job" 30
-    [ "$(job_state "$mover")" = TIMEOUT ]
-    [ ! -e "$(mine)/.ready-$name.toml" ]
-}
-
-@test "a one-file dataset cut by two mover time limits goes on within the file each time, and is read once" {
+@test "a one-file dataset cut by two mover time limits goes on within the file; no waiting job is ended, and it is read once" {
     # The baseline, in this run: what LARGEDATA serves for a copy not cut
     # off, its chunks read one after another as the cut ones are (pfssim's
     # FUSE mount drops a file's cache at each open, so the kernel's
@@ -437,13 +453,22 @@ cut_mover_at_limit() {
     whole=$(($(pfs_bytes_read) - before))
     forget far-big
     before=$(pfs_bytes_read)
-    cut_mover_at_limit far-big 0
-    first=$mover
-    cut_mover_at_limit far-big $((4 << 20))
-    grep -q "far-big: going on from the copy job $first began; 0 of 1 files (0 B) are there whole, and the first 4.0 MiB of 1 file cut off mid-way, attempt 2$" \
+    # 100 KB/s in chunks of 4 MiB: each run writes its first chunk at once,
+    # and its limit comes before the next.
+    since=$(date +%s)
+    slow_mover far-big 100K -N1 --export=ALL,DLSTAGE_RATE_LIMIT=1G
+    requeue_at_limit far-big "$since"
+    while_ending=submit_beside requeue_at_limit far-big "$since" \
+        "far-big: going on from the copy job $mover began; 0 of 1 files \(0 B\) are there whole, and the first 4\.0 MiB of 1 file cut off mid-way, attempt 2$"
+    # The third run goes on from the 8 MiB the first two wrote.
+    wait_job_gone "$job" 120
+    wait_job_gone "$beside" 60
+    [ "$(job_state "$mover")" = COMPLETED ] && [ "$(job_state "$job")" = COMPLETED ] &&
+        [ "$(job_state "$beside")" = COMPLETED ] ||
+        { echo "mover $(job_state "$mover"), job $(job_state "$job"), beside $(job_state "$beside")"; false; }
+    scontrol show job "$mover" | grep -q 'Restarts=2'
+    grep -Eq "far-big: going on from the copy job $mover began; 0 of 1 files \(0 B\) are there whole, and the first 8\.0 MiB of 1 file cut off mid-way, attempt 3$" \
         "$(mine)/.mover-far-big.out" || { cat "$(mine)/.mover-far-big.out"; false; }
-    # The third goes on from the 8 MiB the first two wrote.
-    next_mover_goes_on far-big 1 "far-big: going on from the copy job $first began; 0 of 1 files \(0 B\) are there whole, and the first 8\.0 MiB of 1 file cut off mid-way, attempt 3$"
     doc_says "$USER_GUIDE" 'are there whole, and the first [0-9.]+ [KMGT]iB of 1 file cut off mid-way' cc12m=far-big <"$(mine)/.mover-far-big.out"
     cmp "$(mine)/far-big/big.bin" "$SRC/big.bin"
     read=$(($(pfs_bytes_read) - before))

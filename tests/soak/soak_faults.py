@@ -16,7 +16,7 @@ import time
 
 import soak_setup
 from soak_cluster import processes_of_job
-from soak_jobs import NODE_REBOOTED
+from soak_jobs import MOVER_TIME_LIMIT, NODE_REBOOTED
 
 
 class Fault:
@@ -265,6 +265,25 @@ class MoverNodeRestarted(Fault):
         return [job] + soak.waiting_on(mover), [soak.cluster.mover_node] + ([err.strip()] if rc else [])
 
 
+class MoverTimeLimit(Fault):
+    """The running mover job's time limit comes in 25 s (EndTime): it
+    requeues itself before it, its run having copied something, and the
+    jobs waiting for it wait for its next run: each must complete."""
+    kind, phase, wants = MOVER_TIME_LIMIT, "pending", ("in21k", "far-file")
+    fresh_via = True
+    mover_rate = "150K"  # the limit comes mid-copy
+
+    def fire(self, soak, job):
+        mover = soak.mover_of(job)
+        if not mover:
+            return None
+        rc, _, _ = soak.cluster.slurm(["scontrol", "update", f"jobid={mover}", "EndTime=now+25"])
+        if rc != 0:
+            return None  # it ended meanwhile
+        soak.hurry_mover(mover)
+        return [job] + soak.waiting_on(mover), [f"mover job {mover}"]
+
+
 class MoverFails(Fault):
     """A mover job that cannot read the whole dataset (far-bad holds a file
     the user may not read): the jobs waiting for it end, saying why."""
@@ -345,7 +364,7 @@ def follow_up_change(soak, kind, name, user):
 
 ALL = [CancelPending(), CancelStaging(), CancelRunning(), KillStager(), KillMountHolder(), Requeue(),
        TimeLimitWhileStaging(), RestartSlurmd(), RebootNode(), RestartSlurmctld(), FillTier(), SourceFails(),
-       SourceSlow(), GcEverywhere(), MoverCancelled(), MoverNodeRestarted(), MoverFails(), BadRequest(),
+       SourceSlow(), GcEverywhere(), MoverCancelled(), MoverNodeRestarted(), MoverTimeLimit(), MoverFails(), BadRequest(),
        SourceChanged(), CopyHalfPurged(), CopyTouchedByUser()]
 
 

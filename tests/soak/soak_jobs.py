@@ -17,6 +17,9 @@ import threading
 from soak_cluster import ENDED
 
 NODE_REBOOTED = "node rebooted (shm and local emptied)"  # soak_faults.RebootNode's kind, judged here too
+# soak_faults.MoverTimeLimit's kind: the jobs it touches must complete (their
+# mover job requeues itself before its limit; they wait for its next run).
+MOVER_TIME_LIMIT = "mover job at its time limit"
 
 JOB_SCRIPT = r"""#!/bin/bash
 # A soak job: on every node (NODE_SCRIPT), each staged dataset's digest and owners.
@@ -244,6 +247,8 @@ def judge(job, datasets_by_name, expected):
             return "ok", "exact bytes on every node"
         return "violation", f"completed without every digest ({len(last_digests)} of {job.nodes * len(job.items)})"
     reason = fault_reason(job, out)
+    if job.touched and all(k == MOVER_TIME_LIMIT for k, _ in job.touched):
+        return "violation", f"its mover job's time limit ended it ({state}): {reason or 'no reason given'}"
     if not job.touched:
         return "violation", f"no fault touched it, yet it ended {state}: {reason or 'no reason given'}"
     if reason:

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <ctime>
 #include <set>
 #include <sys/stat.h>
 #include <utility>
@@ -125,6 +126,51 @@ BOOST_AUTO_TEST_CASE(squeue_tells_each_known_jobs_state_and_reason)
     BOOST_TEST(states.at("7").reason == "JobHeldAdmin");
     BOOST_TEST(states.at("9").state == "CANCELLED");
     BOOST_TEST(parse_job_states("").empty());
+}
+
+
+BOOST_AUTO_TEST_CASE(squeue_durations_are_read_in_seconds_or_not_at_all)
+{
+    BOOST_TEST(*parse_slurm_duration("0:05") == 5);
+    BOOST_TEST(*parse_slurm_duration("9:45") == 585);
+    BOOST_TEST(*parse_slurm_duration("1:02:03") == 3723);
+    BOOST_TEST(*parse_slurm_duration("2-00:00:10") == 2 * 86400 + 10);
+    BOOST_TEST(*parse_slurm_duration("-0:05") == -5);
+    for (const char* bad : {"UNLIMITED", "NOT_SET", "INVALID", "", "5", "1-2:03", "a:00", "1:2:3:4", "-", "1--0:0:0"})
+        BOOST_TEST(!parse_slurm_duration(bad), bad);
+}
+
+BOOST_AUTO_TEST_CASE(squeue_times_are_read_as_local_time_or_not_at_all)
+{
+    const auto at = parse_slurm_time("2026-12-02T19:31:31");
+    BOOST_TEST_REQUIRE(at.has_value());
+    BOOST_TEST(*parse_slurm_time("2026-12-02T19:32:01") - *at == 30);
+    const std::time_t t = static_cast<std::time_t>(*at);
+    std::tm local{};
+    localtime_r(&t, &local);
+    BOOST_TEST(local.tm_hour == 19);
+    BOOST_TEST(local.tm_min == 31);
+    for (const char* bad : {"Unknown", "N/A", "NONE", "", "2026-12-02", "2026-12-02T19:31:31x"})
+        BOOST_TEST(!parse_slurm_time(bad), bad);
+}
+
+BOOST_AUTO_TEST_CASE(a_jobs_clock_is_its_limit_and_the_time_left)
+{
+    const std::int64_t now = *parse_slurm_time("2026-12-02T19:30:00");
+    const auto clock = job_clock_in("10:00|9:15|2026-12-02T19:39:15\n", now);
+    BOOST_TEST_REQUIRE(clock.has_value());
+    BOOST_TEST(clock->limit == 600);
+    BOOST_TEST(clock->left == 555);
+    // An EndTime set by an admin: %L counts from the limit, rounded up to
+    // whole minutes; the end time is what slurmctld ends the job by.
+    BOOST_TEST(job_clock_in("2:00|1:57|2026-12-02T19:30:30", now)->left == 30);
+    // Past its end, squeue may say INVALID.
+    BOOST_TEST(job_clock_in("1:00|INVALID|2026-12-02T19:29:40", now)->left == -20);
+    BOOST_TEST(job_clock_in("1:00|0:40|Unknown", now)->left == 40);
+    BOOST_TEST(!job_clock_in("UNLIMITED|UNLIMITED|Unknown", now).has_value());
+    BOOST_TEST(!job_clock_in("10:00|INVALID|Unknown", now).has_value());
+    BOOST_TEST(!job_clock_in("", now).has_value());
+    BOOST_TEST(!job_clock_in("slurm_load_jobs error: Invalid job id specified", now).has_value());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

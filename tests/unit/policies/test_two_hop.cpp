@@ -143,7 +143,6 @@ BOOST_AUTO_TEST_CASE(no_node_cache_for_a_far_dataset_yet)
     BOOST_TEST(hop_supported(far("/p/x"), shm).allowed);
 }
 
-BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_CASE(a_mover_that_ends_without_a_copy_ends_its_waiters_a_held_one_holds_them)
 {
@@ -172,3 +171,27 @@ BOOST_AUTO_TEST_CASE(a_mover_that_ends_without_a_copy_ends_its_waiters_a_held_on
     BOOST_TEST(mover_fate("SPECIAL_EXIT", "None").held);
     BOOST_TEST((mover_fate("", "").kind == MoverFate::Kind::Gone));
 }
+
+BOOST_AUTO_TEST_CASE(a_mover_requeues_itself_before_its_limit_only_when_its_copy_moved_on)
+{
+    BOOST_TEST(requeue_margin(60) == 10);  // at least 10 s
+    BOOST_TEST(requeue_margin(300) == 30);
+    BOOST_TEST(requeue_margin(36000) == 60);  // at most a minute
+    const auto at = [](std::int64_t limit, std::int64_t left, bool progressed) {
+        return mover_at_limit({limit, left, progressed});
+    };
+    BOOST_TEST((at(600, 61, true) == AtLimit::Wait));
+    BOOST_TEST((at(600, 60, true) == AtLimit::Requeue));
+    BOOST_TEST((at(600, 0, true) == AtLimit::Requeue));
+    BOOST_TEST((at(600, -5, true) == AtLimit::Requeue));  // past it, not yet ended
+    BOOST_TEST((at(600, 30, false) == AtLimit::RunOut));
+    BOOST_TEST((at(600, 90, false) == AtLimit::Wait));
+    BOOST_TEST((at(0, 0, true) == AtLimit::Wait));  // no limit
+    // Looks again at the margin's start, every 10 s at most meanwhile.
+    BOOST_TEST(next_look({600, 500, true}) == 10);
+    BOOST_TEST(next_look({600, 65, true}) == 5);
+    BOOST_TEST(next_look({600, 60, true}) == 1);
+    BOOST_TEST(next_look({0, 0, false}) == 10);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
