@@ -62,9 +62,24 @@ void Watchdog::stop()
     MPI_Comm_free(&comm_);
 }
 
-std::string Watchdog::stall_line(const std::vector<std::string>& silent, double bound)
+std::vector<int> Watchdog::peers_of(int rank, int size)
 {
-    return "no word from " + join(silent, ", ") + " for " + std::to_string(static_cast<long long>(bound)) +
+    std::vector<int> peers;
+    for (int peer = 0; peer < size; ++peer) {
+        const bool ring_neighbour = peer == (rank + 1) % size || peer == (rank + size - 1) % size;
+        if (peer != rank && (rank == 0 || peer == 0 || ring_neighbour))
+            peers.push_back(peer);
+    }
+    return peers;
+}
+
+std::string Watchdog::stall_line(const std::vector<std::string>& silent, double bound, const std::string& self)
+{
+    const std::string seconds = std::to_string(static_cast<long long>(bound));
+    if (!self.empty())
+        return "no word from any of " + join(silent, ", ") + " for " + seconds + " s (site.stall_timeout): " + self +
+               " was cut off from the others; staging stopped on every node";
+    return "no word from " + join(silent, ", ") + " for " + seconds +
            " s (site.stall_timeout): its stager stopped, or the node froze or was cut off; staging stopped on "
            "every node";
 }
@@ -72,10 +87,7 @@ std::string Watchdog::stall_line(const std::vector<std::string>& silent, double 
 void Watchdog::run()
 {
     const int size = static_cast<int>(nodes_.size());
-    std::vector<int> peers;
-    for (int peer = 0; peer < size; ++peer)
-        if (peer != rank_ && (rank_ == 0 || peer == 0))
-            peers.push_back(peer);
+    const std::vector<int> peers = peers_of(rank_, size);
     const auto start = Clock::now();
     std::vector<Clock::time_point> heard(static_cast<std::size_t>(size), start);
     std::vector<MPI_Request> sends(static_cast<std::size_t>(size), MPI_REQUEST_NULL);
@@ -104,13 +116,21 @@ void Watchdog::run()
                 heard[at] = now;
                 listen(peer);
             }
-            if (now - heard[at] > bound)
-                silent.push_back(nodes_[at] + " (rank " + std::to_string(peer) + ")");
         }
+        // Once one peer is silent past the bound, every peer silent for half
+        // of it is named too: a node cut off hears none of its peers, each
+        // silence crossing the bound a heartbeat apart from the next.
+        const bool stalled = std::any_of(peers.begin(), peers.end(),
+                                         [&](int peer) { return now - heard[static_cast<std::size_t>(peer)] > bound; });
+        for (const int peer : peers)
+            if (stalled && now - heard[static_cast<std::size_t>(peer)] > bound / 2)
+                silent.push_back(nodes_[static_cast<std::size_t>(peer)] + " (rank " + std::to_string(peer) + ")");
         if (now >= next_beat)
             next_beat = now + period;
         if (!silent.empty()) {
-            on_stall_(stall_line(silent, bound_));
+            const bool cut_off = silent.size() == peers.size() && peers.size() > 1;
+            const std::string self = nodes_[static_cast<std::size_t>(rank_)] + " (rank " + std::to_string(rank_) + ")";
+            on_stall_(stall_line(silent, bound_, cut_off ? self : ""));
             return;
         }
         usleep(20000);

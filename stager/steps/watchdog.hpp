@@ -2,13 +2,17 @@
 // answering (its rank stopped or killed, the node frozen or cut off), as
 // PyTorch's process groups, Horovod and ULFM each learned to bound theirs.
 // Every rank sends a small heartbeat over a communicator of its own from a
-// thread of its own (MPI_THREAD_MULTIPLE): the ranks to rank 0, rank 0 to
-// every rank, each period.  A rank that has heard nothing from a peer it
-// listens to for `bound` seconds calls `on_stall` with one line naming the
-// silent nodes; the caller ends the staging there (the launcher's
-// --kill-on-bad-exit then stops every rank, the stalled one too).  A rank
-// busy with its own work (a walk, an extraction) keeps sending: only a
-// node that cannot is named.
+// thread of its own (MPI_THREAD_MULTIPLE), each period: the ranks to rank
+// 0 and rank 0 to every rank, and each rank to its two neighbours in the
+// exchange's ring (stager/transfer/exchange), over the links the chunks
+// take, so a link cut between two nodes that both still reach rank 0 is
+// seen too.  A rank that has heard nothing from a peer it listens to for
+// `bound` seconds calls `on_stall` with one line naming the silent nodes
+// (or itself, when it hears none of its peers: it is the one cut off);
+// the caller ends the staging there (the launcher's --kill-on-bad-exit
+// then stops every rank, the stalled one too).  A rank busy with its own
+// work (a walk, an extraction) keeps sending: only a node that cannot is
+// named.
 #pragma once
 
 #include <atomic>
@@ -38,10 +42,15 @@ public:
     // communicator is freed.  Before MPI_Finalize.
     void stop();
 
+    // The ranks a rank hears from (and beats to): rank 0's every rank, the
+    // others rank 0 and their ring neighbours.
+    static std::vector<int> peers_of(int rank, int size);
+
     // The one line said when the peers listed went silent, e.g. "no word
     // from n3 (rank 2) for 300 s: its stager stopped, or the node froze or
-    // was cut off; staging stopped".
-    static std::string stall_line(const std::vector<std::string>& silent, double bound);
+    // was cut off; staging stopped"; `self` ("n2 (rank 1)") when every
+    // peer of more than one went silent at once: this node is the one cut off.
+    static std::string stall_line(const std::vector<std::string>& silent, double bound, const std::string& self = "");
 
 private:
     void run();

@@ -12,6 +12,13 @@ teardown() {
         kill -KILL "$victim" 2>/dev/null || true
         victim=""
     fi
+    if [ -n "${stopped_slurmd:-}" ]; then
+        kill -CONT "$stopped_slurmd" 2>/dev/null || true
+        stopped_slurmd=""
+    fi
+    if [ -n "${cut_rules:-}" ]; then
+        uncut_links
+    fi
     if [ -n "${restore_conf:-}" ]; then
         cp "$BATS_TEST_TMPDIR/dlstage.toml.saved" "$DLSTAGE_TEST_DIR/dlstage.toml"
         restore_conf=""
@@ -152,39 +159,136 @@ start_slow_staging() {
 # bound and 30 s, failed, its script not run, the line naming NODE, nothing
 # left and no node drained.
 stall_on() {
-    cp "$DLSTAGE_TEST_DIR/dlstage.toml" "$BATS_TEST_TMPDIR/dlstage.toml.saved"
-    restore_conf=1
-    sed -i '/^\[site\]/a stall_timeout = 8' "$DLSTAGE_TEST_DIR/dlstage.toml"
+    with_stall_bound 8
     start_slow_staging "$1"
     victim=$(stager_rank_on "$1" "$job")
     kill -STOP "$victim"
-    stopped=$(date +%s)
-    wait_job_gone "$job" 60
-    took=$(($(date +%s) - stopped))
-    echo "the job ended $took s after the rank stopped"
-    [ "$took" -le $((8 + 30)) ]
-    victim=""
-    out=$(cat "$(user_workdir)/out.txt")
-    echo "$out"
-    [ "$(job_state "$job")" = FAILED ]
-    ! grep -q SCRIPT-RAN <<<"$out" || false
-    grep -qE "dlstage: staging big to shm failed on n[1-3]: no word from $1 \\(rank $2\\) for 8 s \\(site.stall_timeout\\)" \
-        <<<"$out"
+    ended_naming "$(date +%s)" \
+        "dlstage: staging big to shm failed on n[1-3]: no word from $1 \\(rank $2\\) for 8 s \\(site.stall_timeout\\)"
     # The line the guides and dlstage.toml(5) show, word for word.
     for doc in "$USER_GUIDE" "$ADMIN_GUIDE" "$MAN5"; do
         doc_says "$doc" "no word from n2" <<<"$out"
     done
+}
+
+# connections_of PID: "LOCAL_PORT PEER_PORT" of each TCP connection PID
+# holds (on loopback: every node of the test cluster is on 127.0.0.1).
+connections_of() {
+    ss -tnpH state established | awk -v pid="pid=$1," '
+        index($0, pid) { n = split($3, l, ":"); m = split($4, p, ":"); print l[n], p[m] }'
+}
+
+# cut_links PORT PEER...: the connections (LOCAL_PORT PEER_PORT pairs) go silent
+# both ways, as a cut cable or a dead switch port leaves them: every
+# packet dropped (iptables; exactly these port pairs, so the other
+# cluster's traffic on the machine is untouched).  Undone by uncut_links.
+cut_links() {
+    local port peer
+    while [ $# -ge 2 ]; do
+        port=$1 peer=$2
+        shift 2
+        for rule in "--sport $port --dport $peer" "--sport $peer --dport $port"; do
+            # shellcheck disable=SC2086
+            iptables -I INPUT -i lo -p tcp $rule -j DROP
+            cut_rules+="$rule;"
+        done
+    done
+}
+
+uncut_links() {
+    local rule
+    IFS=';' read -ra rules <<<"$cut_rules"
+    for rule in "${rules[@]}"; do
+        # shellcheck disable=SC2086
+        [ -n "$rule" ] && iptables -D INPUT -i lo -p tcp $rule -j DROP
+    done
+    cut_rules=""
+}
+
+# with_stall_bound SECONDS: the site's stall bound cut (300 s by default);
+# restored in teardown.
+with_stall_bound() {
+    cp "$DLSTAGE_TEST_DIR/dlstage.toml" "$BATS_TEST_TMPDIR/dlstage.toml.saved"
+    restore_conf=1
+    sed -i "/^\[site\]/a stall_timeout = $1" "$DLSTAGE_TEST_DIR/dlstage.toml"
+}
+
+# ended_naming SINCE LINE: the job ended within the stall bound (8 s) and
+# 30 s of SINCE, failed, its script not run, its output saying LINE (a
+# regex); nothing left, no node drained, and a job on every node works.
+ended_naming() {
+    wait_job_gone "$job" 60
+    took=$(($(date +%s) - $1))
+    echo "the job ended $took s after the fault"
+    [ "$took" -le $((8 + 30)) ]
+    [ -z "${cut_rules:-}" ] || uncut_links
+    out=$(cat "$(user_workdir)/out.txt")
+    echo "$out"
+    [ "$(job_state "$job")" = FAILED ]
+    ! grep -q SCRIPT-RAN <<<"$out" || false
+    grep -qE "$2" <<<"$out"
     assert_no_leftovers
+    assert_healthy
+    run as_user srun -N3 --stage-data=sample:shm bash -c 'test -f "$DLSTAGE_SAMPLE/a.txt" && echo OK-$SLURMD_NODENAME'
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(grep -c '^OK-n' <<<"$output")" -eq 3 ]
+}
+
+@test "a node's network cut mid-transfer: the job ends within the stall bound, naming the node" {
+    with_stall_bound 8
+    start_slow_staging n2
+    victim_rank=$(stager_rank_on n2 "$job")
+    read -ra links <<<"$(connections_of "$victim_rank" | tr '\n' ' ')"
+    [ "${#links[@]}" -ge 4 ] || { echo "n2's stager holds ${#links[@]} port numbers: $(ss -tnp)"; false; }
+    cut_links "${links[@]}"
+    ended_naming "$(date +%s)" \
+        "dlstage: staging big to shm failed on n[1-3]: no word from (n2 \(rank 1\)|any of n1 \(rank 0\), n3 \(rank 2\) for 8 s \(site.stall_timeout\): n2 \(rank 1\) was cut off)"
+    # n2's own line, when it came first, as the admin guide shows it.
+    ! grep -q "was cut off from the others" <<<"$out" ||
+        doc_says "$ADMIN_GUIDE" "was cut off from the others" <<<"$out"
+}
+
+@test "the link between two nodes cut mid-transfer (n2 to n3): the job ends within the stall bound, naming them" {
+    with_stall_bound 8
+    start_slow_staging n3
+    from=$(stager_rank_on n2 "$job")
+    to=$(stager_rank_on n3 "$job")
+    # n3's stager's ports, and those of n2's connections that lead to them.
+    to_ports=" $(connections_of "$to" | awk '{print $1}' | tr '\n' ' ') "
+    links=()
+    while read -r port peer; do
+        [[ "$to_ports" == *" $peer "* ]] && links+=("$port" "$peer")
+    done < <(connections_of "$from")
+    [ "${#links[@]}" -ge 2 ] || { echo "no connection between n2's and n3's stagers: $(ss -tnp)"; false; }
+    cut_links "${links[@]}"
+    # Both still reach n1 (rank 0): the ring neighbours' heartbeats tell.
+    ended_naming "$(date +%s)" \
+        "dlstage: staging big to shm failed on n[23]: no word from (n3 \(rank 2\)|n2 \(rank 1\)) for 8 s"
+}
+
+@test "a node's slurmd stopped mid-transfer for less than SlurmdTimeout: the staging goes on, the job runs" {
+    # slurmd is not on the chunks' path: the stagers and their slurmstepds
+    # go on while it is stopped, and no heartbeat is missed.
+    with_stall_bound 8
+    start_slow_staging n2
+    slurmd=$(cat "$VCLUSTER_DIR/run/slurmd-n2.pid")
+    kill -STOP "$slurmd"
+    stopped_slurmd=$slurmd # teardown: never left stopped
+    sleep 20               # SlurmdTimeout is 30 s
+    kill -CONT "$slurmd"
+    stopped_slurmd=""
+    wait_job_gone "$job" 120
+    out=$(cat "$(user_workdir)/out.txt")
+    echo "$out"
+    [ "$(job_state "$job")" = COMPLETED ]
+    grep -q SCRIPT-RAN <<<"$out"
+    grep -q "^dlstage: staged big to shm on 3 nodes" <<<"$out"
     assert_healthy
 }
 
 @test "a stager rank stopped mid-transfer (SIGSTOP): the job ends within the stall bound, naming its node" {
     stall_on n2 1
-    # The healthy nodes, and n2 too, take the next job.
-    run as_user srun -N3 --stage-data=sample:shm bash -c 'test -f "$DLSTAGE_SAMPLE/a.txt" && echo OK-$SLURMD_NODENAME'
-    echo "$output"
-    [ "$status" -eq 0 ]
-    [ "$(grep -c '^OK-n' <<<"$output")" -eq 3 ]
 }
 
 @test "rank 0 stopped mid-transfer: the other ranks end the job, naming its node" {
