@@ -16,6 +16,7 @@
 #include "config/stage_spec.hpp"
 #include "job/identity.hpp"
 #include "job/job_identity.hpp"
+#include "launch/job_end.hpp"
 #include "launch/mover_limit.hpp"
 #include "launch/mover_outcome.hpp"
 #include "launch/stager_step.hpp"
@@ -92,8 +93,7 @@ int cmd_stage(const GlobalOptions& options, const std::vector<std::string>& args
     // A mover job that fails or is cancelled ends the jobs that wait for it.
     const bool mover =
         launch::is_mover_job(config, items, identity_from_slurm(process_env, this_user_name(), false).partition);
-    if (mover)
-        launch::note_cancellation();
+    launch::note_job_end();  // SIGTERM: the staging's end is said, and for a mover its waiters told
     // A mover job near its time limit requeues itself (its waiters wait).
     const auto limit_watch = mover ? std::make_unique<launch::MoverLimitWatch>(config, job_id) : nullptr;
     if (const launch::LauncherReport report = launch::run_stager_step(config, step); report.exit_code != 0) {
@@ -101,6 +101,8 @@ int cmd_stage(const GlobalOptions& options, const std::vector<std::string>& args
             return kExitFailure;  // Slurm ended this run: its line said why
         for (const std::string& line : launch::staging_failure(config, step, report))
             say(line);
+        if (const auto cut = launch::cut_by_time_limit(job_id, items))
+            say(*cut);
         if (mover)
             for (const std::string& line :
                  launch::mover_ended(config, step, report, items, limit_watch && limit_watch->ran_out()))

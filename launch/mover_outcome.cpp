@@ -1,8 +1,7 @@
 #include "launch/mover_outcome.hpp"
 
-#include <csignal>
-
 #include "job/job_identity.hpp"
+#include "launch/job_end.hpp"
 #include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "lib/number.hpp"
@@ -12,13 +11,6 @@
 namespace dlstage::launch {
 
 namespace {
-volatile std::sig_atomic_t g_terminated = 0;
-
-extern "C" void on_term(int)
-{
-    g_terminated = 1;
-}
-
 // Does the item copy a reach = "mover" dataset to its via tier (hop 1)?
 bool copies_to_via(const StageItem& item)
 {
@@ -33,20 +25,6 @@ bool is_mover_job(const Config& config, const std::vector<StageItem>& items,
         if (copies_to_via(item) && policy::reads_source_here(item.dataset, partition, config.mover))
             return true;
     return false;
-}
-
-void note_cancellation()
-{
-    struct sigaction action {};
-    action.sa_handler = on_term;
-    sigemptyset(&action.sa_mask);
-    action.sa_flags = 0;  // no SA_RESTART: waits see EINTR and retry, the flag is set
-    sigaction(SIGTERM, &action, nullptr);
-}
-
-bool cancelled()
-{
-    return g_terminated != 0;
 }
 
 std::vector<std::string> mover_ended(const Config& config, const StagerStep& step, const LauncherReport& report,
@@ -65,7 +43,7 @@ std::vector<std::string> mover_ended(const Config& config, const StagerStep& ste
     const std::optional<mover::JobNow> now = mover::job_now(job_id);
     if (now && now->restarts > restarts)
         return {"this mover job was requeued: the jobs waiting for it wait for its next run"};
-    const bool ended_by_slurm = cancelled() || (now && now->state != "RUNNING");
+    const bool ended_by_slurm = job_ending() || (now && now->state != "RUNNING");
     const std::string reason = !ended_by_slurm ? failure_reason(config, step, report)
                                : ran_out       ? "it reached its time limit with nothing copied in it (the site's "
                                                  "[mover] time_limit is too short for this dataset)"

@@ -21,12 +21,7 @@ namespace dlstage::launch {
 bool is_mover_job(const Config& config, const std::vector<StageItem>& items,
                   const std::optional<std::string>& partition);
 
-// From now on SIGTERM only marks the job as ending (the launcher, which
-// Slurm signals too, ends the stager); cancelled() tells.
-void note_cancellation();
-bool cancelled();
-
-// A mover job's staging failed (or was ended by SIGTERM): unless Slurm
+// A mover job's staging failed (or was ended by SIGTERM: launch/job_end): unless Slurm
 // requeued it (it runs again), the jobs waiting for it are ended with the
 // reason (`ran_out`: its time limit came with nothing copied in this run,
 // launch/mover_limit).  Lines for the job's output (how many were ended,

@@ -6,6 +6,7 @@
 
 #include "config/stager_tuning.hpp"
 #include "job/state_record.hpp"
+#include "launch/job_end.hpp"
 #include "launch/job_step.hpp"
 #include "lib/contract.hpp"
 #include "lib/error.hpp"
@@ -47,10 +48,18 @@ LauncherReport run_once(const std::vector<std::string>& argv)
     set_step_environment();
     LauncherReport report;
     try {
-        report.wait_status = run_reading_stderr(argv, [&](const std::string& line) {
-            std::cerr << line << "\n";
-            watch_line(line, report);
-        });
+        StderrRunOptions options;
+        options.started = launcher_started;  // SIGTERM passed on to it (launch/job_end)
+        const struct Forget {
+            ~Forget() { launcher_started(0); }  // its pid may be another's soon
+        } forget;
+        report.wait_status = run_reading_stderr(
+            argv,
+            [&](const std::string& line) {
+                std::cerr << line << "\n";
+                watch_line(line, report);
+            },
+            options);
         report.exit_code = shell_exit_code(report.wait_status);
     } catch (const Error& e) {  // it could not be started
         say(std::string(e.what()) + " (site.launcher)");

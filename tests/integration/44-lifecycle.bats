@@ -59,7 +59,34 @@ job_story() {
     [ "$(job_state "$job")" = TIMEOUT ]
     ! out | grep -q SCRIPT-RAN || false
     out | grep -q "DUE TO TIME LIMIT"
+    out | grep -qx "dlstage: staging was cut off by this job's time limit: ask for more time (--time)"
     assert_no_leftovers
+    assert_healthy
+}
+
+@test "the time limit hits while staging to scratch: TIMEOUT, saying so, and the next job goes on from its copy" {
+    local mine="$DLSTAGE_TEST_DIR/scratch/dlstage/$VCLUSTER_USER"
+    forget_kept_copy "$mine" big
+    run as_user sbatch --parsable -N3 --time=1 -o out.txt --export=ALL,DLSTAGE_RATE_LIMIT=200K \
+        --stage-data=big:scratch --wrap 'echo SCRIPT-RAN'
+    [ "$status" -eq 0 ]
+    job=${output%%;*}
+    for _ in $(seq 300); do
+        [ -n "$(find "$mine/.partial-big" -type f -size +0 2>/dev/null)" ] && break
+        sleep 0.2
+    done
+    end_limit_now "$job"
+    wait_job_gone "$job" 180
+    out
+    [ "$(job_state "$job")" = TIMEOUT ]
+    ! out | grep -q SCRIPT-RAN || false
+    out | grep -qx "dlstage: staging was cut off by this job's time limit: ask for more time (--time); what it copied of big in scratch is kept, and the next staging goes on from it"
+    out | grep "cut off by this job's time limit" | doc_says "$USER_GUIDE" "cut off by this job's time limit"
+    run as_user srun -N3 --stage-data=big:scratch bash -c 'test "$(stat -c %s "$DLSTAGE_BIG")" = 67108864 && echo SIZE-OK'
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"dlstage: big: going on from the copy job $job began; "* ]]
+    [ "$(grep -c SIZE-OK <<<"$output")" -eq 3 ]
     assert_healthy
 }
 
