@@ -96,13 +96,13 @@ int cmd_stage(const GlobalOptions& options, const std::vector<std::string>& args
     launch::note_job_end();  // SIGTERM: the staging's end is said, and for a mover its waiters told
     // A mover job near its time limit requeues itself (its waiters wait).
     const auto limit_watch = mover ? std::make_unique<launch::MoverLimitWatch>(config, job_id) : nullptr;
-    if (const launch::LauncherReport report = launch::run_stager_step(config, step); report.exit_code != 0) {
+    const auto say_cut_off = [&items] { say(launch::cut_by_time_limit(items)); };
+    if (const launch::LauncherReport report = launch::run_stager_step(config, step, say_cut_off);
+        report.exit_code != 0) {
         if (limit_watch && limit_watch->requeued())
             return kExitFailure;  // Slurm ended this run: its line said why
         for (const std::string& line : launch::staging_failure(config, step, report))
             say(line);
-        if (const auto cut = launch::cut_by_time_limit(job_id, items))
-            say(*cut);
         if (mover)
             for (const std::string& line :
                  launch::mover_ended(config, step, report, items, limit_watch && limit_watch->ran_out()))

@@ -3,7 +3,6 @@
 #include <csignal>
 #include <signal.h>
 
-#include "job/slurm_jobs.hpp"
 #include "lib/strings.hpp"
 
 namespace dlstage::launch {
@@ -19,8 +18,6 @@ extern "C" void on_term(int)
     if (const pid_t launcher = static_cast<pid_t>(g_launcher); launcher > 0)
         ::kill(launcher, SIGTERM);
 }
-
-constexpr int kSqueueTimeout = 10;  // seconds: KillWait's SIGKILL is coming
 }  // namespace
 
 void note_job_end()
@@ -42,15 +39,14 @@ void launcher_started(pid_t pid)
     g_launcher = static_cast<std::sig_atomic_t>(pid);
 }
 
-std::optional<std::string> cut_by_time_limit(const std::string& job_id, const std::vector<StageItem>& items)
+bool says_time_limit(const std::string& launcher_line)
 {
-    std::string problem;
-    const auto states = ask_job_states({job_id}, kSqueueTimeout, problem);
-    if (!states)
-        return std::nullopt;
-    const auto found = states->find(job_id);
-    if (found == states->end() || (found->second.state != "TIMEOUT" && found->second.reason != "TimeLimit"))
-        return std::nullopt;
+    return starts_with(launcher_line, "slurmstepd") && launcher_line.find("*** STEP ") != std::string::npos &&
+           ends_with(launcher_line, " DUE TO TIME LIMIT ***");
+}
+
+std::string cut_by_time_limit(const std::vector<StageItem>& items)
+{
     std::vector<std::string> kept;
     for (const StageItem& item : items)
         if (item.tier.shared())

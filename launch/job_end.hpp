@@ -1,12 +1,12 @@
 // How `dlstage stage` meets its job's end while the stager runs.  Slurm
-// signals the job's processes (a cancel, a time limit, a requeue) with
-// SIGTERM and, KillWait seconds later, SIGKILL: SIGTERM only marks it here,
-// and is passed on to the launcher, whose step then ends, so that `dlstage
-// stage` lives to say what ended the staging (the jobs waiting for a mover
-// job, a time limit) before the SIGKILL.
+// signals a job's processes (a cancel, a requeue) with SIGTERM and,
+// KillWait seconds later, SIGKILL: SIGTERM only marks it here, and is
+// passed on to the launcher, whose step then ends, so that `dlstage stage`
+// lives to say what ended the staging (the jobs waiting for a mover job
+// told) before the SIGKILL.  A time limit is told by the launcher's own
+// line as it passes.
 #pragma once
 
-#include <optional>
 #include <string>
 #include <sys/types.h>
 #include <vector>
@@ -25,10 +25,15 @@ bool job_ending();
 // The launcher now running (0: none).
 void launcher_started(pid_t pid);
 
-// The line for a staging that this job's time limit cut off (Slurm says so:
-// the job's state is TIMEOUT, or its reason TimeLimit while it completes),
-// saying which copies are kept to go on from; nothing otherwise (or when
-// squeue does not answer).
-std::optional<std::string> cut_by_time_limit(const std::string& job_id, const std::vector<StageItem>& items);
+// Does this launcher line say that Slurm ended the step for the job's time
+// limit ("slurmstepd-n1: error: *** STEP 7.0 ON n1 CANCELLED AT ... DUE TO
+// TIME LIMIT ***", relayed by srun)?  Seen as it passes, before the
+// launcher ends: in a batch step `dlstage stage` gets no SIGTERM of its
+// own, and is killed soon after the launcher ends.
+bool says_time_limit(const std::string& launcher_line);
+
+// The line for a staging the job's time limit cut off, naming the copies
+// in shared tiers that are kept for the next staging to go on from.
+std::string cut_by_time_limit(const std::vector<StageItem>& items);
 
 }  // namespace dlstage::launch

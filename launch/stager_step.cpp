@@ -43,7 +43,7 @@ void watch_line(const std::string& line, LauncherReport& report)
 
 // Runs the launcher, copying its stderr to ours line by line and watching
 // for failures.
-LauncherReport run_once(const std::vector<std::string>& argv)
+LauncherReport run_once(const std::vector<std::string>& argv, const std::function<void()>& on_time_limit)
 {
     set_step_environment();
     LauncherReport report;
@@ -58,6 +58,11 @@ LauncherReport run_once(const std::vector<std::string>& argv)
             [&](const std::string& line) {
                 std::cerr << line << "\n";
                 watch_line(line, report);
+                if (!report.time_limit && says_time_limit(line)) {
+                    report.time_limit = true;
+                    if (on_time_limit)
+                        on_time_limit();
+                }
             },
             options);
         report.exit_code = shell_exit_code(report.wait_status);
@@ -139,14 +144,14 @@ StagerStep stager_step_from_environment(const std::vector<std::string>& specs)
     return step;
 }
 
-LauncherReport run_stager_step(const Config& config, const StagerStep& step)
+LauncherReport run_stager_step(const Config& config, const StagerStep& step, const std::function<void()>& on_time_limit)
 {
     for (const std::string& stale : user_record_paths(config.site.state_dir, step.job_id, UserRecord::Failure))
         unlink(stale.c_str());  // from an earlier attempt
     LauncherReport report;
     for (int attempt = 1;; ++attempt) {
-        report = run_once(launcher_command(config, step));
-        if (report.exit_code == 0)
+        report = run_once(launcher_command(config, step), on_time_limit);
+        if (report.exit_code == 0 || report.time_limit)
             return report;
         const policy::Verdict again = policy::retry_launch({attempt, report.stager_spoke, report.task_failure});
         if (!again.allowed)

@@ -3,6 +3,7 @@
 // policy allows, and why it failed when it did.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@ struct LauncherReport {
     bool stager_spoke = false;      // a rank printed a "dlstage:" line
     bool stager_explained = false;  // a rank printed "dlstage: ... failed on NODE: ..."
     std::string task_failure;       // srun's first "NODE: task N: REASON"
+    bool time_limit = false;        // Slurm ended the step for the job's time limit (launch/job_end)
 };
 
 struct StagerStep {
@@ -42,8 +44,10 @@ bool inside_job();
 StagerStep stager_step_from_environment(const std::vector<std::string>& specs);
 
 // Removes the failure records of an earlier attempt, runs the step, copying the launcher's stderr to ours line by line,
-// and once more if policy::retry_launch allows (saying why).  The report of the last attempt.
-LauncherReport run_stager_step(const Config& config, const StagerStep& step);
+// and once more if policy::retry_launch allows (saying why).  The report of the last attempt.  `on_time_limit` is
+// called at once when the launcher says the job's time limit ended the step.
+LauncherReport run_stager_step(const Config& config, const StagerStep& step,
+                               const std::function<void()>& on_time_limit = {});
 
 // The lines that explain a failed staging: what failing ranks recorded
 // (unless they said it already), then one summary line.

@@ -140,6 +140,18 @@ BOOST_AUTO_TEST_CASE(squeue_durations_are_read_in_seconds_or_not_at_all)
         BOOST_TEST(!parse_slurm_duration(bad), bad);
 }
 
+BOOST_AUTO_TEST_CASE(a_jobs_clock_is_asked_of_squeue_or_unknown)
+{
+    {
+        FakeSqueue squeue("test \"$2\" = --jobs=7 && test \"$3\" = '--format=%l|%L|%e' && echo '10:00|9:15|Unknown'");
+        const auto clock = ask_job_clock("7", 10);
+        BOOST_TEST_REQUIRE(clock.has_value());
+        BOOST_TEST(clock->left == 555);
+    }
+    FakeSqueue silent("echo 'squeue: error: Unable to contact slurm controller' >&2; exit 1");
+    BOOST_TEST(!ask_job_clock("7", 10).has_value());
+}
+
 BOOST_AUTO_TEST_CASE(squeue_times_are_read_as_local_time_or_not_at_all)
 {
     const auto at = parse_slurm_time("2026-12-02T19:31:31");

@@ -8,6 +8,7 @@
 
 #include "job/job_layout.hpp"
 #include "job/state_record.hpp"
+#include "launch/job_end.hpp"
 #include "launch/job_step.hpp"
 #include "launch/stager_step.hpp"
 #include "tests/unit/support/error_of.hpp"
@@ -153,6 +154,25 @@ BOOST_AUTO_TEST_CASE(the_stager_is_found_under_the_prefix_dlstage_runs_from)
     BOOST_TEST(helper_program_path("/opt/usr/bin2", bindir, libexec, "x") == "/opt/usr/bin2/x");
     BOOST_TEST(helper_program_path("/usr/bin", "", libexec, "x") == "/usr/bin/x");
     BOOST_TEST(helper_program_path("/usr/bin", bindir, "", "x") == "/usr/bin/x");
+}
+
+BOOST_AUTO_TEST_CASE(a_staging_cut_by_the_time_limit_says_so_and_names_the_copies_kept)
+{
+    BOOST_TEST(says_time_limit("slurmstepd-n1: error: *** STEP 187.0 ON n1 CANCELLED AT 2026-12-02T20:09:02 DUE TO "
+                               "TIME LIMIT ***"));
+    BOOST_TEST(!says_time_limit("slurmstepd-n1: error: *** STEP 187.0 ON n1 CANCELLED AT 2026-12-02T20:09:02 ***"));
+    BOOST_TEST(!says_time_limit("dlstage: big: *** STEP 1.0 DUE TO TIME LIMIT ***"));  // not Slurm's
+    StageItem kept;
+    kept.dataset.name = "big";
+    kept.tier.name = "scratch";
+    kept.tier.scope = Scope::Shared;
+    StageItem gone;
+    gone.dataset.name = "tree";
+    gone.tier.name = "shm";
+    BOOST_TEST(cut_by_time_limit({kept, gone}) ==
+               "staging was cut off by this job's time limit: ask for more time (--time); what it copied of big "
+               "in scratch is kept, and the next staging goes on from it");
+    BOOST_TEST(cut_by_time_limit({gone}) == "staging was cut off by this job's time limit: ask for more time (--time)");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
