@@ -151,7 +151,8 @@ LauncherReport run_stager_step(const Config& config, const StagerStep& step, con
     LauncherReport report;
     for (int attempt = 1;; ++attempt) {
         report = run_once(launcher_command(config, step), on_time_limit);
-        if (report.exit_code == 0 || report.time_limit)
+        // No relaunch into a job that is ending (cancelled, requeued, timed out).
+        if (report.exit_code == 0 || report.time_limit || job_ending())
             return report;
         const policy::Verdict again = policy::retry_launch({attempt, report.stager_spoke, report.task_failure});
         if (!again.allowed)
