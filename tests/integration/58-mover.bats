@@ -639,8 +639,12 @@ waiters_of() { squeue -h -t pending -o '%i %E' | awk -v m="afterok:$1" 'index($2
     [[ "$said" == *"in21k: mover job $mover ended without a copy (it was cancelled): this job is ended"* ]] ||
         { cat "$(user_workdir)/srun.out" "$(user_workdir)/salloc.out"; false; }
     doc_says "$USER_GUIDE" 'ended without a copy' <<<"$said"
+    # Slurm's kill-on-invalid-dep and the watch beside salloc and srun race
+    # for the batch job: ended by Slurm (status then reads the mover's end)
+    # or by the watch (its comment says why).  Either way status says why.
     run dlstage status -j "$batch"
-    [[ "$output" == *"ended CANCELLED while it waited for mover job $mover, which ended CANCELLED without a copy"* ]] ||
+    [[ "$output" == *"ended CANCELLED while it waited for mover job $mover, which ended CANCELLED without a copy"* ||
+        "$output" == *"(mover job $mover failed: it was cancelled)"* ]] ||
         { echo "$output"; false; }
     # No watch is left behind.
     [ -z "$(pgrep -u "$VCLUSTER_USER" -f 'watch-movers' || true)" ]
