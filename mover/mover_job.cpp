@@ -38,33 +38,38 @@ std::string ask(const std::vector<std::string>& argv, const std::string& what)
     return *answer;
 }
 
-// The caller's queued or running mover jobs for dataset: "ID STATE
-// COMMENT" lines (the comment may be empty or hold spaces).
-std::vector<std::string> live_mover_lines(const std::string& dataset)
+// One of the caller's queued or running mover jobs, as squeue lists it.
+struct LiveMover {
+    std::string id;
+    std::string state;
+    bool ending = false;  // it marked itself as ending without a copy (mark_ending)
+};
+
+// The caller's queued or running mover jobs for dataset ("%A %T %k": the
+// comment, last, may be empty or hold spaces).
+std::vector<LiveMover> live_movers(const std::string& dataset)
 {
-    std::vector<std::string> lines;
+    std::vector<LiveMover> movers;
     for (const std::string& line :
          split(ask({"squeue", "--me", "--noheader", "--name=" + mover_job_name(dataset),
                     "--states=PENDING,CONFIGURING,RUNNING,REQUEUED,RESIZING,SUSPENDED", "--format=%A %T %k"},
                    "ask squeue for mover jobs of " + quoted(dataset)),
-               '\n'))
-        if (!trim(line).empty())
-            lines.push_back(trim(line));
-    return lines;
+               '\n')) {
+        const std::vector<std::string> f = split(trim(line), ' ');
+        if (f.size() >= 2 && is_job_id(f[0]))
+            movers.push_back({f[0], f[1], line.find(kMoverEndingComment) != std::string::npos});
+    }
+    return movers;
 }
 
 // The live mover jobs of the dataset a job may wait for (policy::
-// may_share_mover; not one that marked itself as ending without a copy),
-// as squeue lists them.
+// may_share_mover; not one that marked itself as ending without a copy).
 std::vector<std::string> sharable_movers(const Dataset& dataset)
 {
     std::vector<std::string> ids;
-    for (const std::string& line : live_mover_lines(dataset.name)) {
-        const std::vector<std::string> f = split(line, ' ');
-        const bool ending = line.find(kMoverEndingComment) != std::string::npos;
-        if (f.size() >= 2 && is_job_id(f[0]) && !ending && policy::may_share_mover(dataset, f[1]))
-            ids.push_back(f[0]);
-    }
+    for (const LiveMover& mover : live_movers(dataset.name))
+        if (!mover.ending && policy::may_share_mover(dataset, mover.state))
+            ids.push_back(mover.id);
     return ids;
 }
 
@@ -219,11 +224,8 @@ std::vector<std::string> parse_waiting_jobs(std::string_view squeue, const std::
 std::vector<std::string> live_mover_jobs(const std::string& dataset)
 {
     std::vector<std::string> jobs;
-    for (const std::string& line : live_mover_lines(dataset)) {
-        const std::vector<std::string> f = split(line, ' ');
-        const bool ending = line.find(kMoverEndingComment) != std::string::npos;
-        jobs.push_back(printable(f[0] + (f.size() > 1 ? " " + f[1] : "") + (ending ? " (ending without a copy)" : "")));
-    }
+    for (const LiveMover& mover : live_movers(dataset))
+        jobs.push_back(printable(mover.id + " " + mover.state + (mover.ending ? " (ending without a copy)" : "")));
     return jobs;
 }
 

@@ -39,15 +39,15 @@ public:
         const double elapsed = std::chrono::duration<double>(now - start_).count();
         if (ctx_.rank != 0)
             return;
+        const bool first_bytes = so_far.bytes > 0 && !bytes_recorded_;
+        bytes_recorded_ = bytes_recorded_ || so_far.bytes > 0;
         if (std::chrono::duration<double>(now - last_).count() < ctx_.progress_interval) {
             // The first bytes at once, without a line (as stage_steps' progress).
-            if (so_far.bytes > 0 && !bytes_recorded_)
+            if (first_bytes)
                 record(kStagingState, 0, so_far, elapsed);
-            bytes_recorded_ = bytes_recorded_ || so_far.bytes > 0;
             return;
         }
         last_ = now;
-        bytes_recorded_ = bytes_recorded_ || so_far.bytes > 0;
         sayf("%s: %s in %llu files staged, %s; still walking the source", item_.dataset.name.c_str(),
              format_size(so_far.bytes).c_str(), static_cast<unsigned long long>(so_far.files),
              format_rate(so_far.bytes, elapsed).c_str());

@@ -135,17 +135,17 @@ public:
         const auto done_bytes = std::min(total_, static_cast<std::uint64_t>(static_cast<double>(mine) * scale_));
         const auto now = Clock::now();
         const double elapsed = std::chrono::duration<double>(now - start_).count();
+        const bool first_bytes = done_bytes > 0 && !bytes_recorded_;
+        bytes_recorded_ = bytes_recorded_ || done_bytes > 0;
         if (std::chrono::duration<double>(now - last_).count() < ctx_.progress_interval) {
             // The first bytes are recorded at once, without a line: a mover
             // job tells by them that its run moved the copy on (launch/
             // mover_limit), however soon its time limit comes.
-            if (done_bytes > 0 && !bytes_recorded_)
+            if (first_bytes)
                 record(kStagingState, done_bytes, elapsed, 0);
-            bytes_recorded_ = bytes_recorded_ || done_bytes > 0;
             return;
         }
         last_ = now;
-        bytes_recorded_ = bytes_recorded_ || done_bytes > 0;
         const double per_s = static_cast<double>(done_bytes) / elapsed;
         // Nothing written yet (the first opens of a small-file source take
         // a while): no rate, so no ETA and no "0%" to say.

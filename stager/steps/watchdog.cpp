@@ -88,6 +88,9 @@ void Watchdog::run()
 {
     const int size = static_cast<int>(nodes_.size());
     const std::vector<int> peers = peers_of(rank_, size);
+    const auto named = [&](int rank) {  // "n2 (rank 1)"
+        return nodes_[static_cast<std::size_t>(rank)] + " (rank " + std::to_string(rank) + ")";
+    };
     const auto start = Clock::now();
     std::vector<Clock::time_point> heard(static_cast<std::size_t>(size), start);
     std::vector<MPI_Request> sends(static_cast<std::size_t>(size), MPI_REQUEST_NULL);
@@ -124,13 +127,12 @@ void Watchdog::run()
                                          [&](int peer) { return now - heard[static_cast<std::size_t>(peer)] > bound; });
         for (const int peer : peers)
             if (stalled && now - heard[static_cast<std::size_t>(peer)] > bound / 2)
-                silent.push_back(nodes_[static_cast<std::size_t>(peer)] + " (rank " + std::to_string(peer) + ")");
+                silent.push_back(named(peer));
         if (now >= next_beat)
             next_beat = now + period;
         if (!silent.empty()) {
             const bool cut_off = silent.size() == peers.size() && peers.size() > 1;
-            const std::string self = nodes_[static_cast<std::size_t>(rank_)] + " (rank " + std::to_string(rank_) + ")";
-            on_stall_(stall_line(silent, bound_, cut_off ? self : ""));
+            on_stall_(stall_line(silent, bound_, cut_off ? named(rank_) : ""));
             return;
         }
         usleep(20000);
