@@ -50,6 +50,34 @@ start_slow_staging() {
     wait_for_partial "$1" "$job" big
 }
 
+# start_gib_exchange NODE RATE: a 3-node batch job staging `train` (1 GiB
+# of random bytes, one file) to ssd, each node reading its third at RATE and
+# sending it to the others; sets $job once NODE is writing it.  The
+# watchdog's faults strike mid-exchange, as the issue that asked for them
+# put it: a 1 GiB exchange on 3 nodes.
+start_gib_exchange() {
+    with_gib_dataset
+    run as_user sbatch --parsable -N3 -o out.txt --export=ALL,DLSTAGE_RATE_LIMIT="$2",DLSTAGE_PROGRESS=1 \
+        --stage-data=train:ssd --wrap 'echo SCRIPT-RAN'
+    [ "$status" -eq 0 ]
+    job=${output%%;*}
+    wait_for_partial "$1" "$job" train /local/dlstage
+}
+
+# with_gib_dataset: the catalog gains `train`, 1 GiB of random bytes made
+# once per cluster (6 s of the machine's time: not in start-cluster, which
+# every cluster runs); the catalog is restored in teardown.
+with_gib_dataset() {
+    local src=$DLSTAGE_TEST_DIR/data/gib.bin
+    if [ ! -e "$src" ]; then
+        head -c 1G /dev/urandom >"$src.new"
+        chmod 0644 "$src.new"
+        mv "$src.new" "$src"
+    fi
+    save_conf
+    printf '\n[datasets.train]\nsource = "%s"\ntiers  = ["ssd"]\n' "$src" >>"$DLSTAGE_TEST_DIR/dlstage.toml"
+}
+
 @test "hostile tar (../x, /etc/x): refused naming the entry, nothing escapes, no leftovers" {
     run as_user srun -N3 --stage-data=hostile true
     echo "$output"
@@ -160,11 +188,11 @@ start_slow_staging() {
 # left and no node drained.
 stall_on() {
     with_stall_bound 8
-    start_slow_staging "$1"
+    start_gib_exchange "$1" 2M
     victim=$(stager_rank_on "$1" "$job")
     kill -STOP "$victim"
     ended_naming "$(date +%s)" \
-        "dlstage: staging big to shm failed on n[1-3]: no word from $1 \\(rank $2\\) for 8 s \\(site.stall_timeout\\)"
+        "dlstage: staging train to ssd failed on n[1-3]: no word from $1 \\(rank $2\\) for 8 s \\(site.stall_timeout\\)"
     # The line the guides and dlstage.toml(5) show, word for word.
     for doc in "$USER_GUIDE" "$ADMIN_GUIDE" "$MAN5"; do
         doc_says "$doc" "no word from n2" <<<"$out"
@@ -208,9 +236,15 @@ uncut_links() {
 # with_stall_bound SECONDS: the site's stall bound cut (300 s by default);
 # restored in teardown.
 with_stall_bound() {
+    save_conf
+    sed -i "/^\[site\]/a stall_timeout = $1" "$DLSTAGE_TEST_DIR/dlstage.toml"
+}
+
+# save_conf: dlstage.toml as it was before this test's first change, for teardown.
+save_conf() {
+    [ -z "${restore_conf:-}" ] || return 0
     cp "$DLSTAGE_TEST_DIR/dlstage.toml" "$BATS_TEST_TMPDIR/dlstage.toml.saved"
     restore_conf=1
-    sed -i "/^\[site\]/a stall_timeout = $1" "$DLSTAGE_TEST_DIR/dlstage.toml"
 }
 
 # ended_naming SINCE LINE: the job ended within the stall bound (8 s) and
@@ -237,13 +271,13 @@ ended_naming() {
 
 @test "a node's network cut mid-transfer: the job ends within the stall bound, naming the node" {
     with_stall_bound 8
-    start_slow_staging n2
+    start_gib_exchange n2 2M
     victim_rank=$(stager_rank_on n2 "$job")
     read -ra links <<<"$(connections_of "$victim_rank" | tr '\n' ' ')"
     [ "${#links[@]}" -ge 4 ] || { echo "n2's stager holds ${#links[@]} port numbers: $(ss -tnp)"; false; }
     cut_links "${links[@]}"
     ended_naming "$(date +%s)" \
-        "dlstage: staging big to shm failed on n[1-3]: no word from (n2 \(rank 1\)|any of n1 \(rank 0\), n3 \(rank 2\) for 8 s \(site.stall_timeout\): n2 \(rank 1\) was cut off)"
+        "dlstage: staging train to ssd failed on n[1-3]: no word from (n2 \(rank 1\)|any of n1 \(rank 0\), n3 \(rank 2\) for 8 s \(site.stall_timeout\): n2 \(rank 1\) was cut off)"
     # n2's own line, when it came first, as the admin guide shows it.
     ! grep -q "was cut off from the others" <<<"$out" ||
         doc_says "$ADMIN_GUIDE" "was cut off from the others" <<<"$out"
@@ -251,7 +285,7 @@ ended_naming() {
 
 @test "the link between two nodes cut mid-transfer (n2 to n3): the job ends within the stall bound, naming them" {
     with_stall_bound 8
-    start_slow_staging n3
+    start_gib_exchange n3 2M
     from=$(stager_rank_on n2 "$job")
     to=$(stager_rank_on n3 "$job")
     # n3's stager's ports, and those of n2's connections that lead to them.
@@ -264,26 +298,27 @@ ended_naming() {
     cut_links "${links[@]}"
     # Both still reach n1 (rank 0): the ring neighbours' heartbeats tell.
     ended_naming "$(date +%s)" \
-        "dlstage: staging big to shm failed on n[23]: no word from (n3 \(rank 2\)|n2 \(rank 1\)) for 8 s"
+        "dlstage: staging train to ssd failed on n[23]: no word from (n3 \(rank 2\)|n2 \(rank 1\)) for 8 s"
 }
 
 @test "a node's slurmd stopped mid-transfer for less than SlurmdTimeout: the staging goes on, the job runs" {
     # slurmd is not on the chunks' path: the stagers and their slurmstepds
     # go on while it is stopped, and no heartbeat is missed.
+    # 1 GiB at 8 MB/s per reading node: about 45 s, the stop inside it.
     with_stall_bound 8
-    start_slow_staging n2
+    start_gib_exchange n2 8M
     slurmd=$(cat "$VCLUSTER_DIR/run/slurmd-n2.pid")
     kill -STOP "$slurmd"
     stopped_slurmd=$slurmd # teardown: never left stopped
     sleep 20               # SlurmdTimeout is 30 s
     kill -CONT "$slurmd"
     stopped_slurmd=""
-    wait_job_gone "$job" 120
+    wait_job_gone "$job" 180
     out=$(cat "$(user_workdir)/out.txt")
     echo "$out"
     [ "$(job_state "$job")" = COMPLETED ]
     grep -q SCRIPT-RAN <<<"$out"
-    grep -q "^dlstage: staged big to shm on 3 nodes" <<<"$out"
+    grep -q "^dlstage: staged train to ssd on 3 nodes" <<<"$out"
     assert_healthy
 }
 

@@ -333,11 +333,12 @@ job_state() {
     scontrol show job "$1" | grep -oE 'JobState=[A-Z_]+' | cut -d= -f2
 }
 
-# wait_for_partial NODE JOBID DATASET: until the stager is writing on NODE.
+# wait_for_partial NODE JOBID DATASET [TIER_ROOT]: until the stager is
+# writing on NODE (in shm's root, /dev/shm/dlstage, unless told).
 wait_for_partial() {
     local i
     for ((i = 0; i < 300; i++)); do
-        on_node "$1" test -e "/dev/shm/dlstage/$2/.partial-$3" && return 0
+        on_node "$1" test -e "${4:-/dev/shm/dlstage}/$2/.partial-$3" && return 0
         sleep 0.1
     done
     echo "no partial data of $3 appeared on $1" >&2
