@@ -31,6 +31,11 @@ std::vector<std::string> job_step_command(const Config& config, const std::strin
     argv.insert(argv.end(), {"--jobid=" + job_id, "--nodes=" + nodes, "--ntasks=" + nodes,
                              on_failure == OnTaskFailure::StopStep ? "--kill-on-bad-exit=1" : "--kill-on-bad-exit=0",
                              "--job-name=" + step_name});
+    // A task stopped after the others ended (they passed the stager's last
+    // barrier and MPI_Finalize) would hold the step for ever: srun ends it
+    // once the stall bound has passed since the first task ended.
+    if (on_failure == OnTaskFailure::StopStep && config.site.stall_timeout > 0)
+        argv.push_back("--wait=" + std::to_string(config.site.stall_timeout));
     return argv;
 }
 

@@ -11,7 +11,7 @@ namespace dlstage::launch {
 
 // What happens to the other tasks of the step when one exits non-zero.
 enum class OnTaskFailure {
-    StopStep,    // srun --kill-on-bad-exit=1: nothing waits on a lost rank
+    StopStep,    // srun --kill-on-bad-exit=1 --wait=site.stall_timeout: nothing waits on a lost rank
     KeepOthers,  // --kill-on-bad-exit=0: the caller decides (and stops it gently)
 };
 

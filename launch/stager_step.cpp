@@ -36,6 +36,8 @@ void watch_line(const std::string& line, LauncherReport& report)
     report.stager_spoke = report.stager_spoke || starts_with(line, kMessagePrefix);
     if (starts_with(line, kMessagePrefix) && line.find(kFailedOn) != std::string::npos)
         report.stager_explained = true;
+    // srun --wait (launch/job_step) says this before it ends the tasks left.
+    report.outlived_others = report.outlived_others || starts_with(line, "srun: First task exited");
     const std::string srun_error = "srun: error: ";
     if (report.task_failure.empty() && starts_with(line, srun_error) && line.find(": task ") != std::string::npos)
         report.task_failure = line.substr(srun_error.size());
@@ -169,6 +171,13 @@ std::vector<std::string> staging_failure(const Config& config, const StagerStep&
     std::vector<std::string> lines = report.stager_explained ? std::vector<std::string>{} : recorded;
     if (report.stager_explained || !recorded.empty())
         lines.push_back("staging " + step.spec + " failed; see the messages above");
+    else if (!report.task_failure.empty() && report.outlived_others)
+        lines.push_back("staging " + step.spec + " failed on " +
+                        report.task_failure.substr(0, report.task_failure.find(':')) + ": its stager still ran " +
+                        std::to_string(config.site.stall_timeout) +
+                        " s after the others had ended (site.stall_timeout): it stopped, or the node froze or was "
+                        "cut off (" +
+                        report.task_failure + ")");
     else if (!report.task_failure.empty())
         lines.push_back("staging " + step.spec + " failed on " +
                         report.task_failure.substr(0, report.task_failure.find(':')) + ": the stager ended early (" +

@@ -18,6 +18,7 @@ struct LauncherReport {
     bool stager_spoke = false;      // a rank printed a "dlstage:" line
     bool stager_explained = false;  // a rank printed "dlstage: ... failed on NODE: ..."
     std::string task_failure;       // srun's first "NODE: task N: REASON"
+    bool outlived_others = false;   // srun ended a task a stall bound after the first ended (--wait)
     bool time_limit = false;        // Slurm ended the step for the job's time limit (launch/job_end)
 };
 

@@ -104,21 +104,29 @@ Arguments parse_arguments(int argc, char** argv)
     usleep(300000);  // give the launcher's output forwarding a moment
     _exit(1);
 }
+
+// The site's stall bound, before MPI is up: MPI_Init's fence waits for
+// every rank before the watchdog can.  The default when the configuration
+// cannot be read; its error is said once MPI is up.
+double stall_bound_before_mpi(int argc, char** argv)
+{
+    for (int i = 1; i + 1 < argc; ++i) {
+        if (std::string(argv[i]) != "--config")
+            continue;
+        try {
+            return load_config(argv[i + 1]).site.stall_timeout;
+        } catch (const std::exception&) {
+            break;
+        }
+    }
+    return SiteSettings{}.stall_timeout;
+}
 }  // namespace
 
 int main(int argc, char** argv)
 {
-    // The main thread and the watchdog's call MPI; reader and writer
-    // threads do file I/O.
-    int provided = 0;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     stager::NodeContext ctx;
-    MPI_Comm_rank(MPI_COMM_WORLD, &ctx.rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &ctx.size);
     ctx.node = this_node_name();
-    const Arguments args = parse_arguments(argc, argv);
-    ctx.progress_interval = args.tuning.progress_interval;
-
     // What is being staged, for the failure line: the watchdog's thread
     // may say it too.
     std::mutex what_mutex;
@@ -131,6 +139,20 @@ int main(int argc, char** argv)
         const std::lock_guard<std::mutex> lock(what_mutex);
         return what;
     };
+    const auto stalled = [&](const std::string& line) { abort_all(ctx, what_now(), line); };
+    double stall_bound = stall_bound_before_mpi(argc, argv);
+    // Until the watchdog runs, the start's waits for every rank are bounded alike.
+    auto start_wait = std::make_unique<stager::UnwatchedWait>("the stagers' start (MPI_Init)", stall_bound, stalled);
+
+    // The main thread and the watchdog's call MPI; reader and writer
+    // threads do file I/O.
+    int provided = 0;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &ctx.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &ctx.size);
+    const Arguments args = parse_arguments(argc, argv);
+    ctx.progress_interval = args.tuning.progress_interval;
+
     std::unique_ptr<stager::Watchdog> watchdog;
     try {
         ctx.values.job_id = args.job_id;
@@ -138,10 +160,10 @@ int main(int argc, char** argv)
         ctx.state_dir = config.site.state_dir;
         ctx.manifest_dir = config.site.manifests();
         ctx.values = {args.job_id, this_user_name(), ctx.node};
+        stall_bound = config.site.stall_timeout;
         watchdog = std::make_unique<stager::Watchdog>(stager::texts_over_ranks(MPI_COMM_WORLD, ctx.node),
-                                                      config.site.stall_timeout, [&](const std::string& line) {
-                                                          abort_all(ctx, what_now(), line);
-                                                      });
+                                                      config.site.stall_timeout, stalled);
+        start_wait.reset();
         if (!watchdog->running() && config.site.stall_timeout > 0 && ctx.size > 1 && ctx.rank == 0)
             say("the stall watchdog is off: this MPI library gives no MPI_THREAD_MULTIPLE; a node that stops "
                 "answering holds the staging until the job's time limit");
@@ -157,6 +179,9 @@ int main(int argc, char** argv)
     } catch (const std::exception& e) {
         abort_all(ctx, what_now(), e.what());
     }
+    // Every rank passed the watchdog's last barrier; MPI_Finalize's fence
+    // waits for them all once more, unwatched.
+    const stager::UnwatchedWait end_wait("the stagers' end (MPI_Finalize)", stall_bound, stalled);
     watchdog.reset();
     MPI_Finalize();
     return 0;

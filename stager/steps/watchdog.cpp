@@ -84,6 +84,21 @@ std::string Watchdog::stall_line(const std::vector<std::string>& silent, double 
            "every node";
 }
 
+UnwatchedWait::UnwatchedWait(const std::string& wait, double bound, std::function<void(const std::string&)> on_stall)
+    : timer_(std::chrono::duration<double>(bound),
+             bound > 0 ? std::function<void()>(
+                             [line = stall_line(wait, bound), on_stall = std::move(on_stall)] { on_stall(line); })
+                       : std::function<void()>())
+{
+}
+
+std::string UnwatchedWait::stall_line(const std::string& wait, double bound)
+{
+    return wait + " waited " + std::to_string(static_cast<long long>(bound)) +
+           " s for the other nodes (site.stall_timeout): a stager stopped, or a node froze or was cut off; staging "
+           "stopped on every node";
+}
+
 void Watchdog::run()
 {
     const int size = static_cast<int>(nodes_.size());

@@ -22,6 +22,8 @@
 #include <thread>
 #include <vector>
 
+#include "lib/sys/periodic.hpp"
+
 namespace dlstage::stager {
 
 class Watchdog {
@@ -62,6 +64,24 @@ private:
     int rank_ = 0;
     std::atomic<bool> stopping_{false};
     std::thread thread_;
+};
+
+// A wait for every rank that the watchdog cannot watch, because it uses
+// MPI itself: MPI_Init's and the name gathering's before it starts,
+// MPI_Finalize's after it stops.  A rank stopped or cut off in one of
+// those moments held the others there for ever (the soak caught one at
+// MPI_Finalize).  A plain thread, no MPI: once `bound` seconds pass with
+// the wait not over (this object not gone), `on_stall` gets the line, e.g.
+// "MPI_Finalize waited 300 s for the other nodes (site.stall_timeout)...",
+// and ends the rank there, as for a stall.  Nothing when bound is 0.
+class UnwatchedWait {
+public:
+    UnwatchedWait(const std::string& wait, double bound, std::function<void(const std::string&)> on_stall);
+
+    static std::string stall_line(const std::string& wait, double bound);
+
+private:
+    Periodic timer_;
 };
 
 }  // namespace dlstage::stager

@@ -329,3 +329,25 @@ ended_naming() {
 @test "rank 0 stopped mid-transfer: the other ranks end the job, naming its node" {
     stall_on n1 0
 }
+
+@test "a stager rank stopped as it starts (in MPI_Init, before the watchdog runs): the job ends within the bound" {
+    # MPI_Init waits for every rank, and the watchdog cannot start before
+    # it: the soak once stopped a rank there (and one in MPI_Finalize), and
+    # the others waited for it for ever.  Stopped the moment it appears.
+    with_stall_bound 8
+    run as_user sbatch --parsable -N3 -o out.txt --stage-data=big:shm --wrap 'echo SCRIPT-RAN'
+    [ "$status" -eq 0 ]
+    job=${output%%;*}
+    for ((i = 0; i < 2000; i++)); do
+        victim=$(stager_rank_on n2 "$job") && break
+    done
+    [ -n "$victim" ]
+    kill -STOP "$victim"
+    ended_naming "$(date +%s)" \
+        "dlstage: staging (big to shm )?failed on n[13]: (the stagers' start \(MPI_Init\) waited 8 s for the other nodes \(site.stall_timeout\)|no word from n2 \(rank 1\) for 8 s)"
+    if grep -q "the stagers' start (MPI_Init) waited" <<<"$out"; then
+        doc_says "$ADMIN_GUIDE" "the stagers' start" <<<"$out"
+    else
+        echo "(caught after MPI_Init this time: the watchdog named it)" >&3
+    fi
+}

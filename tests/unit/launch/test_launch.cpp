@@ -12,6 +12,7 @@
 #include "launch/job_step.hpp"
 #include "launch/stager_step.hpp"
 #include "tests/unit/support/error_of.hpp"
+#include "tests/unit/support/files.hpp"
 #include "tests/unit/support/tmpdir.hpp"
 
 using namespace dlstage;
@@ -19,6 +20,8 @@ using namespace dlstage::launch;
 
 namespace {
 using Lines = std::vector<std::string>;
+using dlstage::test::content_of;
+using dlstage::test::source_path;
 
 struct Staging {
     test::TempDir state;
@@ -45,12 +48,24 @@ BOOST_AUTO_TEST_CASE(a_step_is_one_task_on_every_node_named_for_sacct)
     config.site.launcher = "  srun  --mpi=pmix --overlap ";
     BOOST_TEST(job_step_command(config, "5", "3", "dlstage-stage", OnTaskFailure::StopStep, StepProgram::Mpi) ==
                    Lines({"srun", "--mpi=pmix", "--overlap", "--jobid=5", "--nodes=3", "--ntasks=3",
-                          "--kill-on-bad-exit=1", "--job-name=dlstage-stage"}),
+                          "--kill-on-bad-exit=1", "--job-name=dlstage-stage", "--wait=300"}),
                boost::test_tools::per_element());
     BOOST_TEST(job_step_command(config, "5", "3", "dlstage-mount", OnTaskFailure::KeepOthers, StepProgram::NotMpi) ==
                    Lines({"srun", "--overlap", "--mpi=none", "--jobid=5", "--nodes=3", "--ntasks=3",
                           "--kill-on-bad-exit=0", "--job-name=dlstage-mount"}),
                boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(a_stopped_task_is_ended_a_stall_bound_after_the_first_ended_unless_the_watchdog_is_off)
+{
+    Config config;
+    config.site.launcher = "srun";
+    config.site.stall_timeout = 15;
+    BOOST_TEST(job_step_command(config, "5", "2", "dlstage-stage", OnTaskFailure::StopStep, StepProgram::Mpi).back() ==
+               "--wait=15");
+    config.site.stall_timeout = 0;
+    BOOST_TEST(job_step_command(config, "5", "2", "dlstage-stage", OnTaskFailure::StopStep, StepProgram::Mpi).back() ==
+               "--job-name=dlstage-stage");
 }
 
 BOOST_AUTO_TEST_CASE(a_failure_is_explained_by_the_ranks_or_else_by_srun_or_else_by_the_exit_status)
@@ -71,6 +86,16 @@ BOOST_AUTO_TEST_CASE(a_failure_is_explained_by_the_ranks_or_else_by_srun_or_else
     BOOST_TEST(staging_failure(staging.config, staging.step, report) ==
                    Lines{"staging imagenet:shm failed on n2: the stager ended early (n2: task 1: Killed)"},
                boost::test_tools::per_element());
+    report.outlived_others = true;  // srun --wait ended it
+    const Lines outlived = staging_failure(staging.config, staging.step, report);
+    BOOST_TEST(outlived ==
+                   Lines{"staging imagenet:shm failed on n2: its stager still ran 300 s after the others had ended "
+                         "(site.stall_timeout): it stopped, or the node froze or was cut off (n2: task 1: Killed)"},
+               boost::test_tools::per_element());
+    // The admin guide's watchdog section shows it word for word.
+    BOOST_TEST(content_of(source_path("docs/admin-guide.md")).find("\ndlstage: " + outlived.front() + "\n") !=
+               std::string::npos);
+    report.outlived_others = false;
     staging.record_failure("n2", "no room");
     BOOST_TEST(staging_failure(staging.config, staging.step, report) ==
                    Lines({"no room", "staging imagenet:shm failed; see the messages above"}),
