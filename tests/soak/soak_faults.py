@@ -15,8 +15,8 @@ import subprocess
 import time
 
 import soak_setup
-from soak_cluster import processes_of_job
-from soak_jobs import MOVER_TIME_LIMIT, NODE_REBOOTED
+from soak_cluster import processes_of_job, wait_until
+from soak_jobs import MOVER_TIME_LIMIT, NODE_REBOOTED, SLURMD_STOPPED
 
 
 class Fault:
@@ -25,6 +25,8 @@ class Fault:
     wants = ()  # dataset names a tailored job stages (one is picked)
     tiers = ()  # the tiers it stages them to (one is picked; () = any of the dataset's)
     exclusive = False  # runs alone (no other exclusive fault at the same time)
+    min_nodes = 1  # the least nodes its tailored job asks for
+    rate = None  # its tailored job's DLSTAGE_RATE_LIMIT: staging slow enough to be caught at it
 
     def fire(self, soak, job):
         raise NotImplementedError
@@ -122,20 +124,32 @@ class TimeLimitWhileStaging(Fault):
 
 # --- the nodes', slurmctld's and the source's faults ----------------------------
 
-class RestartSlurmd(Fault):
-    kind, phase, wants = "slurmd restarted mid-staging", "staging", ("big", "tree", "shards-x")
-    exclusive = True
+class NodeFault(Fault):
+    """A fault of one of the job's nodes (STRIKE(soak, node) does it and
+    returns more details): every job on the node is touched while it lasts."""
+
+    def strike(self, soak, node):
+        raise NotImplementedError
 
     def fire(self, soak, job):
         node = node_of(soak, job)
         if not node:
             return None
         with soak.hazard(self.kind, on_node(node)) as touched:
-            rc, _, err = soak.cluster.vcluster(["restart", node])
-        return touched, [node] + ([f"restart failed: {err.strip()}"] if rc else [])
+            details = self.strike(soak, node)
+        return touched, [node] + details
 
 
-class RebootNode(Fault):
+class RestartSlurmd(NodeFault):
+    kind, phase, wants = "slurmd restarted mid-staging", "staging", ("big", "tree", "shards-x")
+    exclusive = True
+
+    def strike(self, soak, node):
+        rc, _, err = soak.cluster.vcluster(["restart", node])
+        return [f"restart failed: {err.strip()}"] if rc else []
+
+
+class RebootNode(NodeFault):
     """A node crashes and boots again with its /dev/shm and local disk
     empty, while a job of the node cache has an entry there.  It stays off
     long enough (OFF s, over SlurmdTimeout) for slurmctld to set it down and
@@ -146,16 +160,11 @@ class RebootNode(Fault):
     exclusive = True
     off = 70
 
-    def fire(self, soak, job):
-        node = node_of(soak, job)
-        if not node:
-            return None
-        with soak.hazard(self.kind, on_node(node)) as touched:
-            rc, _, err = soak.cluster.vcluster(["reboot", "--wipe-local", "--off-for", str(self.off), node],
-                                               timeout=300)
-            soak.rebooted.add(node)
-            soak_setup.mount_pfs_on(soak.cluster, node, soak.pfs_faults)  # the reboot took it away
-        return touched, [node] + ([f"reboot failed: {err.strip()}"] if rc else [])
+    def strike(self, soak, node):
+        rc, _, err = soak.cluster.vcluster(["reboot", "--wipe-local", "--off-for", str(self.off), node], timeout=300)
+        soak.rebooted.add(node)
+        soak_setup.mount_pfs_on(soak.cluster, node, soak.pfs_faults)  # the reboot took it away
+        return [f"reboot failed: {err.strip()}"] if rc else []
 
 
 class RestartSlurmctld(Fault):
@@ -168,24 +177,20 @@ class RestartSlurmctld(Fault):
         return touched, ["slurmctld"] + ([f"restart failed: {err.strip()}"] if rc else [])
 
 
-class FillTier(Fault):
+class FillTier(NodeFault):
     """Another process fills a node's /dev/shm until ENOSPC, for a while."""
     kind, phase, wants, tiers = "tier filled until ENOSPC", "staging", ("big", "tree", "shards-x"), ("shm",)
     hold = 6
 
-    def fire(self, soak, job):
-        node = node_of(soak, job)
-        if not node:
-            return None
+    def strike(self, soak, node):
         filler = "/dev/shm/soak-filler"
-        with soak.hazard(self.kind, on_node(node)) as touched:
-            # fallocate what is free; then dd the last blocks fallocate leaves.
-            soak.cluster.on_node(node, ["bash", "-c",
-                                        f"fallocate -l $(( $(stat -f -c '%a*%S' /dev/shm) )) {filler} 2>/dev/null;"
-                                        f" dd if=/dev/zero of={filler}.2 bs=64k 2>/dev/null; true"])
-            time.sleep(self.hold)
-            soak.cluster.on_node(node, ["rm", "-f", filler, filler + ".2"])
-        return touched, [node]
+        # fallocate what is free; then dd the last blocks fallocate leaves.
+        soak.cluster.on_node(node, ["bash", "-c",
+                                    f"fallocate -l $(( $(stat -f -c '%a*%S' /dev/shm) )) {filler} 2>/dev/null;"
+                                    f" dd if=/dev/zero of={filler}.2 bs=64k 2>/dev/null; true"])
+        time.sleep(self.hold)
+        soak.cluster.on_node(node, ["rm", "-f", filler, filler + ".2"])
+        return []
 
 
 class SourceFaults(Fault):
@@ -236,6 +241,122 @@ class GcEverywhere(Fault):
                 bad.append(f"gc exit {p.returncode}: {err.strip()[:200]}")
         soak.gc_runs += len(procs)
         return [], ["all nodes"] + bad
+
+
+class StopSlurmd(NodeFault):
+    """A node's slurmd stops answering (SIGSTOP) for 20 s, under SlurmdTimeout
+    (30 s): slurmd is not on the chunks' path, so staging on the node goes on."""
+    kind, phase, wants = SLURMD_STOPPED, "staging", ("big", "tree", "in21k")
+    exclusive = True
+    hold = 20
+
+    def strike(self, soak, node):
+        with open(os.path.join(soak.cluster.vc, "run", f"slurmd-{node}.pid")) as f:
+            pid = int(f.read().strip())
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            time.sleep(self.hold)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        return [f"slurmd pid {pid}"]
+
+
+# --- the watchdog's faults: a rank or a link goes silent mid-exchange ---------------
+
+def ranks_of(job):
+    """{node: pid} of the job's live stager ranks."""
+    ranks = {}
+    for pid, _, _ in processes_of_job(job.id, ("dlstage-stager",)):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = dict(v.split(b"=", 1) for v in f.read().split(b"\0") if b"=" in v)
+        except OSError:
+            continue
+        node = env.get(b"SLURMD_NODENAME", b"").decode()
+        if node:
+            ranks[node] = pid
+    return ranks
+
+
+class Silence(Fault):
+    """One stager rank of a job on two or more nodes goes silent (SILENCE(pid)
+    says how; it returns what undoes it) until the job ends: the watchdog
+    must end the job within the stall bound and 30 s, naming the node; the
+    judge then wants its reason as for any fault."""
+    phase, wants = "staging", ("big", "tree", "shards-x", "in21k")
+    min_nodes = 2
+    rate = "4M"
+
+    def silence(self, pid):
+        raise NotImplementedError
+
+    def fire(self, soak, job):
+        ranks = ranks_of(job)
+        if len(ranks) < 2:
+            return None
+        node = soak.rng.choice(sorted(ranks))
+        job.touch(self.kind, soak.now())  # before its end, which the judge may meet first
+        undo = self.silence(ranks[node])
+        if undo is None:
+            return None
+        started = time.monotonic()
+        try:
+            judged = wait_until(lambda: job.outcome, soak_setup.STALL_BOUND + 30 + 15, step=0.5)
+        finally:
+            undo()
+        took = round(time.monotonic() - started)
+        if not judged:
+            soak.violation("a stall outlived the watchdog",
+                           f"{job}: {node} silent {took} s and the job still runs (bound {soak_setup.STALL_BOUND} s + 30)")
+        elif job.state() != "COMPLETED" and {k for k, _ in job.touched} == {self.kind} and \
+                "no word from" not in (job.output or ""):
+            soak.violation("a stall not named", f"{job} ended {job.state()} without a 'no word from' line")
+        return [job], [node, f"stager pid {ranks[node]}", f"ended within {took} s"]
+
+
+class StopStager(Silence):
+    kind = "stager rank stopped (SIGSTOP)"
+
+    def silence(self, pid):
+        try:
+            os.kill(pid, signal.SIGSTOP)
+        except OSError:
+            return None
+        return lambda: os.kill(pid, signal.SIGCONT) if os.path.exists(f"/proc/{pid}") else None
+
+
+class CutLinks(Silence):
+    """Every TCP connection of the rank dropped both ways (iptables, exactly
+    those port pairs: nothing else on the machine is touched), as a cut
+    cable leaves them."""
+    kind = "node's network cut mid-exchange"
+
+    def silence(self, pid):
+        ss = subprocess.run(["ss", "-tnpH", "state", "established"], capture_output=True, text=True).stdout
+        rules = []
+        for line in ss.splitlines():
+            fields = line.split()
+            if f"pid={pid}," not in line or len(fields) < 4:
+                continue
+            port, peer = fields[2].rsplit(":", 1)[1], fields[3].rsplit(":", 1)[1]
+            rules += [["--sport", port, "--dport", peer], ["--sport", peer, "--dport", port]]
+        if not rules:
+            return None
+        added = []
+
+        def undo():
+            for rule in added:
+                subprocess.run(["iptables", "-D", "INPUT", "-i", "lo", "-p", "tcp"] + rule + ["-j", "DROP"])
+
+        try:
+            for rule in rules:
+                subprocess.run(["iptables", "-I", "INPUT", "-i", "lo", "-p", "tcp"] + rule + ["-j", "DROP"],
+                               check=True)
+                added.append(rule)
+        except subprocess.CalledProcessError:
+            undo()
+            raise
+        return undo
 
 
 # --- the mover's faults ------------------------------------------------------------
@@ -364,8 +485,8 @@ def follow_up_change(soak, kind, name, user):
 
 ALL = [CancelPending(), CancelStaging(), CancelRunning(), KillStager(), KillMountHolder(), Requeue(),
        TimeLimitWhileStaging(), RestartSlurmd(), RebootNode(), RestartSlurmctld(), FillTier(), SourceFails(),
-       SourceSlow(), GcEverywhere(), MoverCancelled(), MoverNodeRestarted(), MoverTimeLimit(), MoverFails(), BadRequest(),
-       SourceChanged(), CopyHalfPurged(), CopyTouchedByUser()]
+       SourceSlow(), GcEverywhere(), StopSlurmd(), StopStager(), CutLinks(), MoverCancelled(), MoverNodeRestarted(),
+       MoverTimeLimit(), MoverFails(), BadRequest(), SourceChanged(), CopyHalfPurged(), CopyTouchedByUser()]
 
 
 def deck(rng):

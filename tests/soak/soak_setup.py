@@ -13,11 +13,14 @@ soak-pfile are appended to dlstage.toml."""
 
 import os
 import random
+import re
 import shutil
 import time
 
 from soak_cluster import run
 from soak_jobs import JOB_SCRIPT, NODE_SCRIPT
+
+STALL_BOUND = 15  # site.stall_timeout: soak_faults' stalls must end their jobs within it and 30 s
 
 SOAK_TOML = """
 # The soak's datasets (tests/soak): behind pfssim, which the soak makes
@@ -53,7 +56,11 @@ def prepare(soak, users):
     make_sources(os.path.join(base, "soak-src"))
     soak.set_pfs_faults("")
     mount_pfs(cluster, soak.pfs_faults)
-    with open(cluster.config, "a") as f:
+    with open(cluster.config) as f:
+        toml = f.read()
+    with open(cluster.config, "w") as f:
+        # soak_faults' stalls end their jobs within this bound (300 s by default)
+        f.write(re.sub(r"^\[site\]$", f"[site]\nstall_timeout = {STALL_BOUND}", toml, count=1, flags=re.M))
         f.write(SOAK_TOML.format(pfs=os.path.join(base, "pfs-soak")))
     run([cluster.dlstage, "--config", cluster.config, "catalog", "scan", "soak-ptree"], check=True)
 
