@@ -163,6 +163,14 @@ LauncherReport run_stager_step(const Config& config, const StagerStep& step, con
     }
 }
 
+namespace {
+// "staging SPEC failed on NODE", NODE from srun's "NODE: task N: REASON".
+std::string failed_on(const StagerStep& step, const LauncherReport& report)
+{
+    return "staging " + step.spec + " failed on " + report.task_failure.substr(0, report.task_failure.find(':'));
+}
+}  // namespace
+
 std::vector<std::string> staging_failure(const Config& config, const StagerStep& step, const LauncherReport& report)
 {
     // A rank that failed said why; one that was killed could not: then
@@ -172,16 +180,13 @@ std::vector<std::string> staging_failure(const Config& config, const StagerStep&
     if (report.stager_explained || !recorded.empty())
         lines.push_back("staging " + step.spec + " failed; see the messages above");
     else if (!report.task_failure.empty() && report.outlived_others)
-        lines.push_back("staging " + step.spec + " failed on " +
-                        report.task_failure.substr(0, report.task_failure.find(':')) + ": its stager still ran " +
+        lines.push_back(failed_on(step, report) + ": its stager still ran " +
                         std::to_string(config.site.stall_timeout) +
                         " s after the others had ended (site.stall_timeout): it stopped, or the node froze or was "
                         "cut off (" +
                         report.task_failure + ")");
     else if (!report.task_failure.empty())
-        lines.push_back("staging " + step.spec + " failed on " +
-                        report.task_failure.substr(0, report.task_failure.find(':')) + ": the stager ended early (" +
-                        report.task_failure + ")");
+        lines.push_back(failed_on(step, report) + ": the stager ended early (" + report.task_failure + ")");
     else
         lines.push_back("staging " + step.spec + " failed (the launcher " + describe_exit(report.wait_status) + ")");
     return lines;

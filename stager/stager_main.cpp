@@ -141,8 +141,14 @@ int main(int argc, char** argv)
     };
     const auto stalled = [&](const std::string& line) { abort_all(ctx, what_now(), line); };
     double stall_bound = stall_bound_before_mpi(argc, argv);
-    // Until the watchdog runs, the start's waits for every rank are bounded alike.
-    auto start_wait = std::make_unique<stager::UnwatchedWait>("the stagers' start (MPI_Init)", stall_bound, stalled);
+    // Until the watchdog runs, the start's waits for every rank are bounded
+    // alike.  Its line names only this node: the rest of ctx is filled in
+    // meanwhile, which its thread must not read.
+    const stager::NodeContext starting = ctx;
+    auto start_wait = std::make_unique<stager::UnwatchedWait>("the stagers' start (MPI_Init)", stall_bound,
+                                                              [&starting](const std::string& line) {
+                                                                  abort_all(starting, "staging", line);
+                                                              });
 
     // The main thread and the watchdog's call MPI; reader and writer
     // threads do file I/O.
@@ -179,8 +185,9 @@ int main(int argc, char** argv)
     } catch (const std::exception& e) {
         abort_all(ctx, what_now(), e.what());
     }
-    // Every rank passed the watchdog's last barrier; MPI_Finalize's fence
-    // waits for them all once more, unwatched.
+    // Every rank passed the watchdog's last barrier (every dataset is
+    // staged); MPI_Finalize's fence waits for them all once more, unwatched.
+    doing("staging");
     const stager::UnwatchedWait end_wait("the stagers' end (MPI_Finalize)", stall_bound, stalled);
     watchdog.reset();
     MPI_Finalize();

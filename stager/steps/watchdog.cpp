@@ -54,9 +54,12 @@ Watchdog::~Watchdog()
 
 void Watchdog::stop()
 {
+    // Every rank ends here together, watched or not: srun ends a rank that
+    // outlives the first to end by the bound (launch/job_step).
+    if (nodes_.size() > 1)
+        quiet_barrier(MPI_COMM_WORLD);  // heartbeats go on while the last ranks finish
     if (!thread_.joinable())
         return;
-    quiet_barrier(MPI_COMM_WORLD);  // heartbeats go on while the last ranks finish
     stopping_ = true;
     thread_.join();
     MPI_Comm_free(&comm_);

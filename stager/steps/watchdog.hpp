@@ -40,8 +40,9 @@ public:
     bool running() const { return thread_.joinable(); }
 
     // Collective: once every rank is done (a barrier on MPI_COMM_WORLD, the
-    // heartbeats going on while ranks arrive), the thread stops and its
-    // communicator is freed.  Before MPI_Finalize.
+    // heartbeats going on while ranks arrive; the barrier even when it does
+    // not watch), the thread stops and its communicator is freed.  Before
+    // MPI_Finalize.
     void stop();
 
     // The ranks a rank hears from (and beats to): rank 0's every rank, the
@@ -72,7 +73,8 @@ private:
 // those moments held the others there for ever (the soak caught one at
 // MPI_Finalize).  A plain thread, no MPI: once `bound` seconds pass with
 // the wait not over (this object not gone), `on_stall` gets the line, e.g.
-// "MPI_Finalize waited 300 s for the other nodes (site.stall_timeout)...",
+// "the stagers' end (MPI_Finalize) waited 300 s for the other nodes
+// (site.stall_timeout): ...",
 // and ends the rank there, as for a stall.  Nothing when bound is 0.
 class UnwatchedWait {
 public:

@@ -202,34 +202,19 @@ stall_on() {
 # connections_of PID: "LOCAL_PORT PEER_PORT" of each TCP connection PID
 # holds (on loopback: every node of the test cluster is on 127.0.0.1).
 connections_of() {
-    ss -tnpH state established | awk -v pid="pid=$1," '
-        index($0, pid) { n = split($3, l, ":"); m = split($4, p, ":"); print l[n], p[m] }'
+    "$BATS_TEST_DIRNAME/../cluster/cut-links" of "$1"
 }
 
-# cut_links PORT PEER...: the connections (LOCAL_PORT PEER_PORT pairs) go silent
-# both ways, as a cut cable or a dead switch port leaves them: every
-# packet dropped (iptables; exactly these port pairs, so the other
-# cluster's traffic on the machine is untouched).  Undone by uncut_links.
+# cut_links PORT PEER...: the connections (LOCAL_PORT PEER_PORT pairs) go
+# silent both ways, as a cut cable or a dead switch port leaves them
+# (tests/cluster/cut-links).  Undone by uncut_links (teardown too).
 cut_links() {
-    local port peer
-    while [ $# -ge 2 ]; do
-        port=$1 peer=$2
-        shift 2
-        for rule in "--sport $port --dport $peer" "--sport $peer --dport $port"; do
-            # shellcheck disable=SC2086
-            iptables -I INPUT -i lo -p tcp $rule -j DROP
-            cut_rules+="$rule;"
-        done
-    done
+    cut_rules=dlstage-test-$$
+    "$BATS_TEST_DIRNAME/../cluster/cut-links" cut "$cut_rules" "$@"
 }
 
 uncut_links() {
-    local rule
-    IFS=';' read -ra rules <<<"$cut_rules"
-    for rule in "${rules[@]}"; do
-        # shellcheck disable=SC2086
-        [ -n "$rule" ] && iptables -D INPUT -i lo -p tcp $rule -j DROP
-    done
+    "$BATS_TEST_DIRNAME/../cluster/cut-links" uncut "$cut_rules"
     cut_rules=""
 }
 
@@ -340,11 +325,12 @@ ended_naming() {
     job=${output%%;*}
     for ((i = 0; i < 2000; i++)); do
         victim=$(stager_rank_on n2 "$job") && break
+        sleep 0.005
     done
     [ -n "$victim" ]
     kill -STOP "$victim"
     ended_naming "$(date +%s)" \
-        "dlstage: staging (big to shm )?failed on n[13]: (the stagers' start \(MPI_Init\) waited 8 s for the other nodes \(site.stall_timeout\)|no word from n2 \(rank 1\) for 8 s)"
+        "dlstage: staging (big(:| to )shm )?failed on n[1-3]: (the stagers' start \(MPI_Init\) waited 8 s for the other nodes \(site.stall_timeout\)|no word from n2 \(rank 1\) for 8 s|its stager still ran 8 s after the others had ended)"
     if grep -q "the stagers' start (MPI_Init) waited" <<<"$out"; then
         doc_says "$ADMIN_GUIDE" "the stagers' start" <<<"$out"
     else

@@ -171,6 +171,19 @@ def processes_of_job(job_id, names):
     return live_processes(names, job_id)
 
 
+def node_of_process(pid):
+    """The vcluster node a process runs on (slurmstepd gives its tasks
+    SLURMD_NODENAME), or "" when it is gone or says none."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            for var in f.read().split(b"\0"):
+                if var.startswith(b"SLURMD_NODENAME="):
+                    return var.split(b"=", 1)[1].decode()
+    except OSError:
+        pass
+    return ""
+
+
 def wait_until(predicate, timeout, step=0.2):
     end = time.monotonic() + timeout
     while time.monotonic() < end:

@@ -15,8 +15,11 @@ import subprocess
 import time
 
 import soak_setup
-from soak_cluster import processes_of_job, wait_until
+from soak_cluster import ROOT, node_of_process, processes_of_job, wait_until
 from soak_jobs import MOVER_TIME_LIMIT, NODE_REBOOTED, SLURMD_STOPPED
+
+
+CUT_LINKS = os.path.join(ROOT, "tests", "cluster", "cut-links")
 
 
 class Fault:
@@ -265,29 +268,22 @@ class StopSlurmd(NodeFault):
 
 def ranks_of(job):
     """{node: pid} of the job's live stager ranks."""
-    ranks = {}
-    for pid, _, _ in processes_of_job(job.id, ("dlstage-stager",)):
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                env = dict(v.split(b"=", 1) for v in f.read().split(b"\0") if b"=" in v)
-        except OSError:
-            continue
-        node = env.get(b"SLURMD_NODENAME", b"").decode()
-        if node:
-            ranks[node] = pid
-    return ranks
+    return {node_of_process(pid): pid for pid, _, _ in processes_of_job(job.id, ("dlstage-stager",))
+            if node_of_process(pid)}
 
 
 class Silence(Fault):
     """One stager rank of a job on two or more nodes goes silent (SILENCE(pid)
-    says how; it returns what undoes it) until the job ends: the watchdog
-    must end the job within the stall bound and 30 s, naming the node; the
+    says how; it returns what undoes it) until the job ends: the job must
+    end within the stall bound and 30 s, saying so (the watchdog's "no word
+    from NODE", or, when the rank went silent as the stagers started or
+    ended, the bounded wait's line: both name site.stall_timeout); the
     judge then wants its reason as for any fault."""
     phase, wants = "staging", ("big", "tree", "shards-x", "in21k")
     min_nodes = 2
     rate = "4M"
 
-    def silence(self, pid):
+    def silence(self, soak, pid):
         raise NotImplementedError
 
     def fire(self, soak, job):
@@ -295,10 +291,10 @@ class Silence(Fault):
         if len(ranks) < 2:
             return None
         node = soak.rng.choice(sorted(ranks))
-        job.touch(self.kind, soak.now())  # before its end, which the judge may meet first
-        undo = self.silence(ranks[node])
+        undo = self.silence(soak, ranks[node])
         if undo is None:
             return None
+        job.touch(self.kind, soak.now())  # before its end, which the judge may meet first
         started = time.monotonic()
         try:
             judged = wait_until(lambda: job.outcome, soak_setup.STALL_BOUND + 30 + 15, step=0.5)
@@ -309,15 +305,15 @@ class Silence(Fault):
             soak.violation("a stall outlived the watchdog",
                            f"{job}: {node} silent {took} s and the job still runs (bound {soak_setup.STALL_BOUND} s + 30)")
         elif job.state() != "COMPLETED" and {k for k, _ in job.touched} == {self.kind} and \
-                "no word from" not in (job.output or ""):
-            soak.violation("a stall not named", f"{job} ended {job.state()} without a 'no word from' line")
+                "(site.stall_timeout)" not in (job.output or ""):
+            soak.violation("a stall not named", f"{job} ended {job.state()} without a line naming the stall bound")
         return [job], [node, f"stager pid {ranks[node]}", f"ended within {took} s"]
 
 
 class StopStager(Silence):
     kind = "stager rank stopped (SIGSTOP)"
 
-    def silence(self, pid):
+    def silence(self, soak, pid):
         try:
             os.kill(pid, signal.SIGSTOP)
         except OSError:
@@ -326,37 +322,17 @@ class StopStager(Silence):
 
 
 class CutLinks(Silence):
-    """Every TCP connection of the rank dropped both ways (iptables, exactly
-    those port pairs: nothing else on the machine is touched), as a cut
-    cable leaves them."""
+    """Every TCP connection of the rank dropped both ways, as a cut cable
+    leaves them (tests/cluster/cut-links; its rules carry the soak's tag,
+    which the soak takes away at its end whatever happened)."""
     kind = "node's network cut mid-exchange"
 
-    def silence(self, pid):
-        ss = subprocess.run(["ss", "-tnpH", "state", "established"], capture_output=True, text=True).stdout
-        rules = []
-        for line in ss.splitlines():
-            fields = line.split()
-            if f"pid={pid}," not in line or len(fields) < 4:
-                continue
-            port, peer = fields[2].rsplit(":", 1)[1], fields[3].rsplit(":", 1)[1]
-            rules += [["--sport", port, "--dport", peer], ["--sport", peer, "--dport", port]]
-        if not rules:
+    def silence(self, soak, pid):
+        links = subprocess.run([CUT_LINKS, "of", str(pid)], capture_output=True, text=True).stdout.split()
+        if not links:
             return None
-        added = []
-
-        def undo():
-            for rule in added:
-                subprocess.run(["iptables", "-D", "INPUT", "-i", "lo", "-p", "tcp"] + rule + ["-j", "DROP"])
-
-        try:
-            for rule in rules:
-                subprocess.run(["iptables", "-I", "INPUT", "-i", "lo", "-p", "tcp"] + rule + ["-j", "DROP"],
-                               check=True)
-                added.append(rule)
-        except subprocess.CalledProcessError:
-            undo()
-            raise
-        return undo
+        subprocess.run([CUT_LINKS, "cut", soak.cut_tag] + links, check=True)
+        return lambda: subprocess.run([CUT_LINKS, "uncut", soak.cut_tag])
 
 
 # --- the mover's faults ------------------------------------------------------------
