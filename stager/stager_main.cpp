@@ -19,6 +19,7 @@
 #include <memory>
 #include <mpi.h>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unistd.h>
 
@@ -105,21 +106,21 @@ Arguments parse_arguments(int argc, char** argv)
     _exit(1);
 }
 
-// The site's stall bound, before MPI is up: MPI_Init's fence waits for
-// every rank before the watchdog can.  The default when the configuration
-// cannot be read; its error is said once MPI is up.
-double stall_bound_before_mpi(int argc, char** argv)
+// The configuration, read before MPI is up: MPI_Init's fence waits for
+// every rank before the watchdog can, bounded by the site's stall bound.
+// Nothing when it cannot be read; its error is said once MPI is up.
+std::optional<Config> config_before_mpi(int argc, char** argv)
 {
     for (int i = 1; i + 1 < argc; ++i) {
         if (std::string(argv[i]) != "--config")
             continue;
         try {
-            return load_config(argv[i + 1]).site.stall_timeout;
+            return load_config(argv[i + 1]);
         } catch (const std::exception&) {
             break;
         }
     }
-    return SiteSettings{}.stall_timeout;
+    return std::nullopt;
 }
 }  // namespace
 
@@ -140,7 +141,8 @@ int main(int argc, char** argv)
         return what;
     };
     const auto stalled = [&](const std::string& line) { abort_all(ctx, what_now(), line); };
-    double stall_bound = stall_bound_before_mpi(argc, argv);
+    const std::optional<Config> early_config = config_before_mpi(argc, argv);
+    const double stall_bound = early_config ? early_config->site.stall_timeout : SiteSettings{}.stall_timeout;
     // Until the watchdog runs, the start's waits for every rank are bounded
     // alike.  Its line names only this node: the rest of ctx is filled in
     // meanwhile, which its thread must not read.
@@ -162,13 +164,13 @@ int main(int argc, char** argv)
     std::unique_ptr<stager::Watchdog> watchdog;
     try {
         ctx.values.job_id = args.job_id;
-        const Config config = config_for_this_job(load_config(args.config));  // overrides: the same tiers as stage
+        // overrides: the same tiers as stage
+        const Config config = config_for_this_job(early_config ? *early_config : load_config(args.config));
         ctx.state_dir = config.site.state_dir;
         ctx.manifest_dir = config.site.manifests();
         ctx.values = {args.job_id, this_user_name(), ctx.node};
-        stall_bound = config.site.stall_timeout;
-        watchdog = std::make_unique<stager::Watchdog>(stager::texts_over_ranks(MPI_COMM_WORLD, ctx.node),
-                                                      config.site.stall_timeout, stalled);
+        watchdog = std::make_unique<stager::Watchdog>(stager::texts_over_ranks(MPI_COMM_WORLD, ctx.node), stall_bound,
+                                                      stalled);
         start_wait.reset();
         if (!watchdog->running() && config.site.stall_timeout > 0 && ctx.size > 1 && ctx.rank == 0)
             say("the stall watchdog is off: this MPI library gives no MPI_THREAD_MULTIPLE; a node that stops "

@@ -268,8 +268,8 @@ class StopSlurmd(NodeFault):
 
 def ranks_of(job):
     """{node: pid} of the job's live stager ranks."""
-    return {node_of_process(pid): pid for pid, _, _ in processes_of_job(job.id, ("dlstage-stager",))
-            if node_of_process(pid)}
+    nodes = ((node_of_process(pid), pid) for pid, _, _ in processes_of_job(job.id, ("dlstage-stager",)))
+    return {node: pid for node, pid in nodes if node}
 
 
 class Silence(Fault):
