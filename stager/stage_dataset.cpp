@@ -17,6 +17,7 @@
 #include "stager/copies/via_check.hpp"
 #include "stager/steps/phase_times.hpp"
 #include "stager/tiers/stage_in_tier.hpp"
+#include "stager/transfer/io_activity.hpp"
 #include "tier/safe_fs.hpp"
 
 namespace dlstage::stager {
@@ -73,6 +74,7 @@ void stage_dataset(const StageItem& planned, const NodeContext& ctx, const Excha
         return;
     }
     stage_phases().start();
+    stage_io().start();
     const DatasetLayout layout = dataset_layout(item, ctx.values);
     const Fd job_dir = enter_job_dir(layout, ctx);
     try {

@@ -16,6 +16,7 @@
 #include "lib/sys/periodic.hpp"
 #include "stager/plan/source_check.hpp"
 #include "stager/steps/phase_times.hpp"
+#include "stager/transfer/io_activity.hpp"
 
 namespace dlstage::stager {
 
@@ -277,6 +278,25 @@ void say_stale_manifest(const StageItem& item, const NodeContext& ctx, const Sou
 }
 
 namespace {
+// The reading and writing of the node that spent longest at either (or
+// both): rank 0's answer, collective over comm.
+IoSeconds busiest_io(MPI_Comm comm, int rank, int size)
+{
+    const IoSeconds mine = stage_io().seconds();
+    const double figures[3] = {mine.reading, mine.writing, mine.both};
+    std::vector<double> all(rank == 0 ? 3 * static_cast<std::size_t>(size) : 0);
+    MPI_Request request = MPI_REQUEST_NULL;
+    MPI_Igather(figures, 3, MPI_DOUBLE, all.data(), 3, MPI_DOUBLE, 0, comm, &request);
+    quiet_wait(request);
+    IoSeconds busiest;
+    for (std::size_t i = 0; i + 2 < all.size(); i += 3) {
+        const IoSeconds node{all[i], all[i + 1], all[i + 2]};
+        if (node.reading + node.writing - node.both > busiest.reading + busiest.writing - busiest.both)
+            busiest = node;
+    }
+    return busiest;
+}
+
 // How the copies lie over the nodes, for the summary line.
 const char* placement_words(const StageItem& item)
 {
@@ -299,6 +319,7 @@ void say_transferred(const StageItem& item, const NodeContext& ctx, std::uint64_
     const std::uint64_t peak_rss = reduce_over_ranks(ctx.comm, peak_rss_bytes(), MPI_MAX);
     const double cpu_seconds =
         static_cast<double>(reduce_over_ranks(ctx.comm, cpu_microseconds() - cpu_start, MPI_SUM)) / 1e6;
+    const IoSeconds io = busiest_io(ctx.comm, ctx.rank, ctx.size);
     if (ctx.rank != 0 || ctx.quiet)
         return;
     const bool shared = item.tier.shared();
@@ -313,6 +334,10 @@ void say_transferred(const StageItem& item, const NodeContext& ctx, std::uint64_
                       : " per node",
          format_size(read).c_str(), ratio, format_size(peak_rss).c_str(), cpu_seconds);
     sayf("%s: time by phase (slowest node): %s", item.dataset.name.c_str(), phases_text(slowest).c_str());
+    // Whether reading the source and writing the files overlapped: a
+    // staging that took their sum shows "both at once" near zero.
+    if (io.reading > 0 || io.writing > 0)
+        sayf("%s: reading and writing (busiest node): %s", item.dataset.name.c_str(), io_text(io).c_str());
 }
 
 std::uint64_t cpu_now()

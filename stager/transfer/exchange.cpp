@@ -14,6 +14,7 @@
 #include <xxhash.h>
 
 #include "lib/error.hpp"
+#include "stager/transfer/io_activity.hpp"
 #include "stager/transfer/read_throttle.hpp"
 #include "stager/transfer/source_reader.hpp"
 
@@ -203,7 +204,10 @@ private:
             try {
                 const Chunk& chunk = chunks_[slot->chunk];
                 std::this_thread::sleep_until(due);
-                reader.read(chunk, slot->data.data());
+                {
+                    const IoScope reading(stage_io(), Io::Reading);
+                    reader.read(chunk, slot->data.data());
+                }
                 const XXH64_hash_t hash = XXH3_64bits(slot->data.data(), bytes(slot->chunk));
                 std::memcpy(slot->data.data() + bytes(slot->chunk), &hash, kHashBytes);
                 bytes_read_ += chunk.bytes;
@@ -227,7 +231,10 @@ private:
                     if (XXH3_64bits(slot->data.data(), n) != sent)
                         throw Error("chunk " + std::to_string(slot->chunk) + " arrived corrupted (checksum mismatch)");
                 }
-                writer_.write(chunks_[slot->chunk], slot->data.data());
+                {
+                    const IoScope writing(stage_io(), Io::Writing);
+                    writer_.write(chunks_[slot->chunk], slot->data.data());
+                }
                 chunks_written_ += 1;
                 bytes_written_ += n;
                 slot->write_done = true;
@@ -366,7 +373,10 @@ ExchangeResult broadcast_one_at_a_time(const Plan& plan, const std::vector<Chunk
         const std::size_t n = static_cast<std::size_t>(chunks[c].bytes);
         const int owner = static_cast<int>(c % static_cast<std::size_t>(size));
         if (rank == owner) {
-            reader.read(chunks[c], buffer.data());
+            {
+                const IoScope reading(stage_io(), Io::Reading);
+                reader.read(chunks[c], buffer.data());
+            }
             const XXH64_hash_t hash = XXH3_64bits(buffer.data(), n);
             std::memcpy(buffer.data() + n, &hash, kHashBytes);
             throttle.account(n);
@@ -376,7 +386,10 @@ ExchangeResult broadcast_one_at_a_time(const Plan& plan, const std::vector<Chunk
         std::memcpy(&sent, buffer.data() + n, kHashBytes);
         if (rank != owner && XXH3_64bits(buffer.data(), n) != sent)
             throw Error("chunk " + std::to_string(c) + " arrived corrupted (checksum mismatch)");
-        writer.write(chunks[c], buffer.data());
+        {
+            const IoScope writing(stage_io(), Io::Writing);
+            writer.write(chunks[c], buffer.data());
+        }
         bytes_done += n;
         progress(c + 1, bytes_done);
     }

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "lib/sys/parallel.hpp"
+#include "stager/transfer/io_activity.hpp"
 #include "stager/transfer/read_throttle.hpp"
 #include "stager/transfer/source_reader.hpp"
 
@@ -89,7 +90,11 @@ ExchangeResult copy_own_chunks(const std::vector<Chunk>& chunks, const Plan& pla
             const Chunk& chunk = chunks[mine[k]];
             throttle.account(chunk.bytes);
             for (const Chunk& part : split_chunk(chunk, buffer.size())) {
-                reader.read(part, buffer.data());
+                {
+                    const IoScope reading(stage_io(), Io::Reading);
+                    reader.read(part, buffer.data());
+                }
+                const IoScope writing(stage_io(), Io::Writing);
                 writer.write(part, buffer.data());
             }
             const std::size_t done_now = ++done;

@@ -67,6 +67,7 @@ expect_on_all_nodes() {
         doc_says "$doc" '^dlstage: staging tree ' <<<"$out"
         doc_says "$doc" '^dlstage: staged tree ' <<<"$out"
         doc_says "$doc" '^dlstage: tree: time by phase ' <<<"$out"
+        doc_says "$doc" '^dlstage: tree: reading and writing ' <<<"$out"
     done
 }
 
@@ -76,6 +77,18 @@ expect_on_all_nodes() {
     [ "$(grep -cE "^dlstage: [a-z-]+: time by phase \(slowest node\): $phases\$" <<<"$out")" -eq 6 ]
     # The tree took time to move: its transfer is not all zeros.
     grep -E '^dlstage: tree: time by phase' <<<"$out" | grep -qvE 'transfer 0\.00 s'
+}
+
+@test "a copied dataset says how long it read, wrote, and did both at once" {
+    out=$(cat "$(matrix_file out.txt)")
+    io='reading ([0-9.]+) s, writing ([0-9.]+) s, both at once ([0-9.]+) s'
+    for ds in big tree; do
+        line=$(grep -E "^dlstage: $ds: reading and writing \(busiest node\): $io\$" <<<"$out")
+        [[ $line =~ $io ]]
+        read -r reading writing both <<<"${BASH_REMATCH[1]} ${BASH_REMATCH[2]} ${BASH_REMATCH[3]}"
+        # it read and wrote, and the overlap is no longer than either
+        awk -v r="$reading" -v w="$writing" -v b="$both" 'BEGIN { exit !(r > 0 && w > 0 && b <= r && b <= w) }'
+    done
 }
 
 @test "progress records say every dataset is ready, with its size" {

@@ -12,4 +12,5 @@
 #include "tests/unit/stager/plan/test_plan_segments.cpp"
 #include "tests/unit/stager/plan/test_source_check.cpp"
 #include "tests/unit/stager/plan/test_split_share.cpp"
+#include "tests/unit/stager/transfer/test_io_activity.cpp"
 #include "tests/unit/stager/transfer/test_source_reader.cpp"
