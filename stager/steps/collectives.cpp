@@ -279,20 +279,22 @@ void say_stale_manifest(const StageItem& item, const NodeContext& ctx, const Sou
 
 namespace {
 // The reading and writing of the node that spent longest at either (or
-// both): rank 0's answer, collective over comm.
-IoSeconds busiest_io(MPI_Comm comm, int rank, int size)
+// both), on every rank; collective over comm.
+IoSeconds busiest_io(MPI_Comm comm)
 {
     const IoSeconds mine = stage_io().seconds();
-    const double figures[3] = {mine.reading, mine.writing, mine.both};
-    std::vector<double> all(rank == 0 ? 3 * static_cast<std::size_t>(size) : 0);
-    MPI_Request request = MPI_REQUEST_NULL;
-    MPI_Igather(figures, 3, MPI_DOUBLE, all.data(), 3, MPI_DOUBLE, 0, comm, &request);
-    quiet_wait(request);
+    const auto us = [](double seconds) { return static_cast<std::uint64_t>(seconds * 1e6); };
+    const std::vector<std::uint64_t> all = values_over_ranks(comm, {us(mine.reading), us(mine.writing), us(mine.both)});
     IoSeconds busiest;
+    double longest = -1;
     for (std::size_t i = 0; i + 2 < all.size(); i += 3) {
-        const IoSeconds node{all[i], all[i + 1], all[i + 2]};
-        if (node.reading + node.writing - node.both > busiest.reading + busiest.writing - busiest.both)
+        const IoSeconds node{static_cast<double>(all[i]) / 1e6, static_cast<double>(all[i + 1]) / 1e6,
+                             static_cast<double>(all[i + 2]) / 1e6};
+        const double busy = node.reading + node.writing - node.both;
+        if (busy > longest) {
+            longest = busy;
             busiest = node;
+        }
     }
     return busiest;
 }
@@ -319,7 +321,7 @@ void say_transferred(const StageItem& item, const NodeContext& ctx, std::uint64_
     const std::uint64_t peak_rss = reduce_over_ranks(ctx.comm, peak_rss_bytes(), MPI_MAX);
     const double cpu_seconds =
         static_cast<double>(reduce_over_ranks(ctx.comm, cpu_microseconds() - cpu_start, MPI_SUM)) / 1e6;
-    const IoSeconds io = busiest_io(ctx.comm, ctx.rank, ctx.size);
+    const IoSeconds io = busiest_io(ctx.comm);
     if (ctx.rank != 0 || ctx.quiet)
         return;
     const bool shared = item.tier.shared();
