@@ -184,6 +184,16 @@ bool SegmentedWalk::next(EntryList& segment)
     return false;
 }
 
+SegmentedWalk::Next SegmentedWalk::try_next(EntryList& segment)
+{
+    {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        if (segments_.empty() && !done_)
+            return Next::NotYet;
+    }
+    return next(segment) ? Next::Segment : Next::End;
+}
+
 void SegmentedWalk::push(EntryList&& segment)
 {
     segment.sort_by_path();

@@ -62,6 +62,9 @@ public:
     // The next segment, sorted by path, waiting for the walk; false at the
     // end.  Rethrows what the walk threw (Error naming the entry).
     bool next(EntryList& segment);
+    // next() without waiting: NotYet while the walk is still on it.
+    enum class Next { Segment, NotYet, End };
+    Next try_next(EntryList& segment);
 
 private:
     using UnitWalker = std::function<void(std::size_t first, std::size_t count, EntryList& segment)>;

@@ -10,6 +10,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "lib/error.hpp"
 #include "lib/log.hpp"
 #include "lib/size.hpp"
 #include "lib/sys/dataset_walk.hpp"
@@ -205,18 +206,113 @@ Plan broadcast_plan(const StageItem& item, const NodeContext& ctx, PlanFrom from
 
 bool broadcast_segment(const StageItem& item, const NodeContext& ctx, SegmentedWalk* walk, Plan& segment)
 {
-    segment = Plan();
-    std::uint8_t more = 0;
-    if (ctx.rank == 0) {
-        segment.format = Format::Dir;
-        segment.source_root = item.dataset.source;
-        more = walk->next(segment.entries) ? 1 : 0;
+    // The others wait through rank 0's walk here: quietly, as quiet_wait.
+    SegmentBroadcast broadcast(item, ctx, walk);
+    for (;;) {
+        const SegmentBroadcast::Got got = broadcast.poll(segment);
+        if (got != SegmentBroadcast::Got::NotYet)
+            return got == SegmentBroadcast::Got::Segment;
+        usleep(2000);
     }
-    bcast_from_rank0(ctx, &more, sizeof more);
-    if (more == 0)
+}
+
+// One segment's broadcast under way: its size (0: the walk is done), then
+// its header, then its blocks, each a nonblocking broadcast.
+struct SegmentBroadcast::InFlight {
+    unsigned long long header_size = 0;
+    std::string header;
+    Plan plan;                                          // rank 0's
+    PlanReceiver receiver;                              // the others'
+    std::vector<std::pair<char*, std::size_t>> blocks;  // still to broadcast, in steps under INT_MAX
+    MPI_Request request = MPI_REQUEST_NULL;
+    enum { Size, Header, Blocks } step = Size;
+};
+
+SegmentBroadcast::SegmentBroadcast(const StageItem& item, const NodeContext& ctx, SegmentedWalk* walk)
+    : item_(item), ctx_(ctx), walk_(walk)
+{
+}
+
+SegmentBroadcast::~SegmentBroadcast()
+{
+    if (now_ && now_->request != MPI_REQUEST_NULL)
+        (void)now_.release();
+}
+
+bool SegmentBroadcast::post_next_block()
+{
+    constexpr std::size_t kStep = 1u << 30;  // one MPI message holds at most INT_MAX bytes
+    auto& blocks = now_->blocks;
+    while (!blocks.empty() && blocks.front().second == 0)
+        blocks.erase(blocks.begin());
+    if (blocks.empty())
         return false;
-    segment = share_plan(ctx, std::move(segment));
+    auto& [data, size] = blocks.front();
+    const std::size_t step = std::min(kStep, size);
+    MPI_Ibcast(data, static_cast<int>(step), MPI_BYTE, 0, ctx_.comm, &now_->request);
+    data += step;
+    size -= step;
     return true;
+}
+
+SegmentBroadcast::Got SegmentBroadcast::poll(Plan& segment)
+{
+    if (ended_)
+        return Got::End;
+    if (!now_) {
+        auto next = std::make_unique<InFlight>();
+        if (ctx_.rank == 0) {
+            next->plan.format = Format::Dir;
+            next->plan.source_root = item_.dataset.source;
+            const SegmentedWalk::Next walked = walk_->try_next(next->plan.entries);
+            if (walked == SegmentedWalk::Next::NotYet)
+                return Got::NotYet;
+            if (walked == SegmentedWalk::Next::Segment)
+                next->header = wire_header(next->plan);
+            next->header_size = next->header.size();
+        }
+        now_ = std::move(next);
+        MPI_Ibcast(&now_->header_size, 1, MPI_UNSIGNED_LONG_LONG, 0, ctx_.comm, &now_->request);
+    }
+    for (int done = 0;;) {
+        MPI_Test(&now_->request, &done, MPI_STATUS_IGNORE);
+        if (!done)
+            return Got::NotYet;
+        InFlight& now = *now_;
+        if (now.step == InFlight::Size) {
+            if (now.header_size == 0) {
+                now_.reset();
+                ended_ = true;
+                return Got::End;
+            }
+            now.header.resize(now.header_size);
+            now.step = InFlight::Header;
+            MPI_Ibcast(now.header.data(), static_cast<int>(now.header.size()), MPI_CHAR, 0, ctx_.comm, &now.request);
+            continue;
+        }
+        if (now.step == InFlight::Header) {
+            EntryList* blocks_of = &now.plan.entries;
+            if (ctx_.rank != 0)
+                now.receiver = receive_header(now.header);
+            // MPI_Ibcast only reads the root's buffers.
+            auto& records = ctx_.rank == 0 ? const_cast<std::vector<EntryList::Record>&>(blocks_of->records())
+                                           : now.receiver.records;
+            auto& arena = ctx_.rank == 0 ? const_cast<std::string&>(blocks_of->arena()) : now.receiver.arena;
+            now.blocks = {{reinterpret_cast<char*>(records.data()), records.size() * sizeof(EntryList::Record)},
+                          {arena.data(), arena.size()}};
+            now.step = InFlight::Blocks;
+        }
+        if (post_next_block())
+            continue;
+        if (ctx_.rank == 0) {
+            segment = std::move(now.plan);
+        } else {
+            now.receiver.adopt_blocks();
+            segment = std::move(now.receiver.plan);
+        }
+        now_.reset();
+        return Got::Segment;
+    }
 }
 
 // Rank 0 plans with a walk of the source: on a loaded parallel file system

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <mpi.h>
 #include <string>
 #include <vector>
@@ -47,6 +48,32 @@ Plan broadcast_plan(const StageItem& item, const NodeContext& ctx, PlanFrom from
 // rank; false, with segment empty, when the walk is done.  What the walk
 // threw is thrown on rank 0 (the launcher then stops the others).
 bool broadcast_segment(const StageItem& item, const NodeContext& ctx, SegmentedWalk* walk, Plan& segment);
+// broadcast_segment for a thread that must not wait (the exchange's MPI
+// thread: stager/steps/segment_transfer): poll says at once whether the
+// next segment is here, and moves its broadcast on.
+class SegmentBroadcast {
+public:
+    enum class Got { Segment, NotYet, End };
+    SegmentBroadcast(const StageItem& item, const NodeContext& ctx, SegmentedWalk* walk);
+    // A broadcast still under way (the staging failed) keeps its buffers
+    // to the process's exit: MPI may still write into them.
+    ~SegmentBroadcast();
+    SegmentBroadcast(const SegmentBroadcast&) = delete;
+    SegmentBroadcast& operator=(const SegmentBroadcast&) = delete;
+
+    // What the walk threw is thrown on rank 0.
+    Got poll(Plan& segment);
+
+private:
+    struct InFlight;
+    bool post_next_block();
+
+    const StageItem& item_;
+    const NodeContext& ctx_;
+    SegmentedWalk* walk_;
+    std::unique_ptr<InFlight> now_;
+    bool ended_ = false;
+};
 // The same, with rank 0 saying now and then how many entries its walk found.
 Plan plan_saying_progress(const StageItem& item, const NodeContext& ctx, PlanFrom from = PlanFrom::ManifestOrWalk);
 // Whether the plan came from a manifest (rank 0's word, on every rank) and

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <deque>
 #include <memory>
 #include <sys/stat.h>
 
@@ -118,33 +119,168 @@ void check_shared_space(const StageItem& item, const NodeContext& ctx, const Fd&
     throw Error(refused.empty() ? "another node found no room in tier " + quoted(item.tier.name) : refused);
 }
 
-// One segment from the source into the partial copy: on every node, or
-// into the shared tier's one copy, each rank its own chunks (rank 0 makes
-// the directories and, but for the first segment's, gives them their
-// modes and times; it tells hooks.segment_laid_out once the directories
-// are there, before any file's byte).  Returns the bytes this rank read.
-std::uint64_t move_segment(const Plan& plan, TreeWriter& writer, bool shared, bool first, const NodeContext& ctx,
-                           const ExchangeOptions& options, const WalkHooks& hooks)
+// One segment from the source into a shared tier's one copy, each rank
+// its own chunks (rank 0 makes the directories and, but for the first
+// segment's, gives them their modes and times; it tells
+// hooks.segment_laid_out once the directories are there, before any
+// file's byte).  Returns the bytes this rank read.
+std::uint64_t move_shared_segment(const Plan& plan, TreeWriter& writer, bool first, const NodeContext& ctx,
+                                  const ExchangeOptions& options, const WalkHooks& hooks)
 {
-    make_skeleton(writer, shared, ctx, [&] {
+    make_skeleton(writer, true, ctx, [&] {
         if (hooks.segment_laid_out && ctx.rank == 0)
             hooks.segment_laid_out(plan);
     });
     const auto chunks = layout_chunks(plan, options.chunk_size);
     const auto no_progress = [](std::size_t, std::uint64_t) {};
-    std::uint64_t read = 0;
-    if (shared) {
-        read = copy_own_chunks(chunks, plan, writer, ctx.rank, ctx.size, options, no_progress).bytes_read;
-        quiet_barrier(ctx.comm);
-        writer.finish_split_files();
-        quiet_barrier(ctx.comm);
-    } else if (!chunks.empty()) {
-        read = exchange_chunks(plan, chunks, writer, options, no_progress, ctx.comm).bytes_read;
-    }
+    const std::uint64_t read =
+        copy_own_chunks(chunks, plan, writer, ctx.rank, ctx.size, options, no_progress).bytes_read;
+    quiet_barrier(ctx.comm);
+    writer.finish_split_files();
+    quiet_barrier(ctx.comm);
     stage_phases().lap(Phase::Transfer);
-    if (!first && (!shared || ctx.rank == 0))
+    if (!first && ctx.rank == 0)
         writer.finish();
     return read;
+}
+
+// The segments of a tree walked while it moves to a node tier, fed to one
+// exchange (exchange_parts).  An exchange per segment emptied the pipeline
+// at every segment's end (the next segment's first read waited for this
+// one's last write): from a cold source, a tree of 1.28 M small files took
+// its read time plus its write time (issue 58).  Here, on the exchange's
+// MPI thread and never waiting, the next segment is broadcast from rank
+// 0's walk, checked against the tier's room, its directories made and its
+// chunks laid out while the one before moves, one segment ahead.  A
+// segment is finished (its directories' modes and times) once its every
+// chunk is written; the first one's directories, which hold later
+// segments, last (finish).
+class WalkedFeed : public PartFeed {
+public:
+    WalkedFeed(const StageItem& item, const NodeContext& ctx, SegmentedWalk* walk, const ExchangeOptions& options,
+               const DatasetLayout& layout, const Fd& job_dir, const std::string& dest, const WriterOptions& writing,
+               WalkProgress& progress)
+        : item_(item), options_(options), layout_(layout), job_dir_(job_dir), dest_(dest), writing_(writing),
+          progress_(progress), broadcast_(item, ctx, walk)
+    {
+    }
+
+    bool advance() override
+    {
+        if (ready_ || ended_)
+            return false;
+        Plan plan;
+        const SegmentBroadcast::Got got = broadcast_.poll(plan);
+        if (got == SegmentBroadcast::Got::NotYet)
+            return false;
+        if (got == SegmentBroadcast::Got::End)
+            ended_ = true;
+        else
+            ready_ = prepare(std::move(plan));
+        return true;
+    }
+
+    Poll poll(ExchangePart& part) override
+    {
+        advance();
+        if (!ready_)
+            return ended_ ? Poll::End : Poll::NotYet;
+        given_.push_back(std::move(ready_));
+        const Segment& segment = *given_.back();
+        part = {&segment.plan, segment.writer.get(), &segment.chunks};
+        return Poll::Part;
+    }
+
+    void done(const ExchangePart& part) override
+    {
+        std::unique_ptr<Segment> segment = std::move(given_.front());
+        given_.pop_front();
+        if (&segment->plan != part.plan)
+            throw Error("internal error: the exchange finished a segment out of order");
+        add_totals(totals_, segment->plan);
+        if (top_)
+            segment->writer->finish();
+        else
+            top_ = std::move(segment);
+        progress_.segment_done(totals_);
+    }
+
+    // Once the exchange is over: the first segment's directories get their
+    // modes and times.  What was moved.
+    WalkedTransfer finish()
+    {
+        if (top_)
+            top_->writer->finish();
+        return totals_;
+    }
+
+private:
+    struct Segment {
+        Plan plan;
+        std::unique_ptr<TreeWriter> writer;
+        std::vector<Chunk> chunks;
+    };
+
+    // Room for the segment, counting what the segments before still have
+    // to write as taken; its directories; its chunks.
+    std::unique_ptr<Segment> prepare(Plan plan)
+    {
+        TreeWriter::Left left;
+        for (const auto& segment : given_) {
+            const TreeWriter::Left more = segment->writer->left_to_write();
+            left.bytes += more.bytes;
+            left.files += more.files;
+        }
+        before_.bytes_pending = left.bytes;
+        before_.entries_pending = left.files;
+        check_space(item_, job_dir_, layout_.tier_dir, plan, before_);
+        before_.bytes += plan.total_bytes();
+        before_.entries += plan.entry_count();
+        auto segment = std::make_unique<Segment>();
+        segment->plan = std::move(plan);
+        segment->writer = std::make_unique<TreeWriter>(segment->plan, dest_, writing_);
+        segment->writer->create_skeleton();
+        segment->chunks = layout_chunks(segment->plan, options_.chunk_size);
+        return segment;
+    }
+
+    const StageItem& item_;
+    const ExchangeOptions& options_;
+    const DatasetLayout& layout_;
+    const Fd& job_dir_;
+    const std::string dest_;
+    const WriterOptions writing_;
+    WalkProgress& progress_;
+    SegmentBroadcast broadcast_;
+
+    WrittenBefore before_;                        // the segments prepared so far
+    std::unique_ptr<Segment> ready_;              // prepared, not given to the exchange yet
+    std::deque<std::unique_ptr<Segment>> given_;  // given, not done
+    bool ended_ = false;
+    std::unique_ptr<Segment> top_;  // the first segment: its directories hold the later ones
+    WalkedTransfer totals_;         // the segments done
+};
+
+// A node tier: every segment through one exchange (WalkedFeed).
+WalkedTransfer exchange_walked(const StageItem& item, const NodeContext& ctx, const ExchangeOptions& options,
+                               const DatasetLayout& layout, const DatasetLayout& here, const Fd& job_dir,
+                               SegmentedWalk* walk, const WriterOptions& writing,
+                               const std::shared_ptr<WalkProgress>& progress)
+{
+    WalkedTransfer totals;
+    {
+        WalkedFeed feed(item, ctx, walk, options, layout, job_dir, here.partial_dir, writing, *progress);
+        const auto no_progress = [](std::size_t, std::uint64_t) {};
+        totals.bytes_read = exchange_parts(feed, options, no_progress, ctx.comm).bytes_read;
+        stage_phases().lap(Phase::Transfer);
+        const WalkedTransfer moved = feed.finish();
+        totals.bytes = moved.bytes;
+        totals.files = moved.files;
+        totals.entries = moved.entries;
+    }
+    stage_phases().lap(Phase::Finish);
+    totals.done = [progress, totals] { progress->done(totals); };
+    return totals;
 }
 }  // namespace
 
@@ -184,6 +320,8 @@ WalkedTransfer transfer_while_walking(const StageItem& item, const NodeContext& 
     writer_options.piece_written = hooks.piece_written;
     const auto progress = std::make_shared<WalkProgress>(item, ctx);
     stage_phases().lap(Phase::Prepare);
+    if (!writer_options.shared)
+        return exchange_walked(item, ctx, options, layout, here, job_dir, walk.get(), writer_options, progress);
 
     // The first segment's directories hold later segments' slices and
     // units: its writer gives them their modes and times last.
@@ -203,15 +341,12 @@ WalkedTransfer transfer_while_walking(const StageItem& item, const NodeContext& 
         if (!more)
             break;
         stage_phases().lap(Phase::Plan);
-        if (writer_options.shared)
-            check_shared_space(item, ctx, job_dir, layout, segment, totals, hooks);
-        else
-            check_space(item, job_dir, layout.tier_dir, segment, {totals.bytes, totals.entries});
+        check_shared_space(item, ctx, job_dir, layout, segment, totals, hooks);
         if (first)
             top = std::move(segment);
         Plan& plan = first ? top : segment;
         auto writer = std::make_unique<TreeWriter>(plan, here.partial_dir, writer_options);
-        totals.bytes_read += move_segment(plan, *writer, writer_options.shared, first, ctx, options, hooks);
+        totals.bytes_read += move_shared_segment(plan, *writer, first, ctx, options, hooks);
         if (first)
             top_writer = std::move(writer);
         if (hooks.segment_done && ctx.rank == 0)
@@ -220,7 +355,7 @@ WalkedTransfer transfer_while_walking(const StageItem& item, const NodeContext& 
         stage_phases().lap(Phase::Finish);
         progress->segment_done(totals);
     }
-    if (top_writer && (!writer_options.shared || ctx.rank == 0))
+    if (top_writer && ctx.rank == 0)
         top_writer->finish();
     stage_phases().lap(Phase::Finish);
     totals.done = [progress, totals] { progress->done(totals); };

@@ -58,10 +58,13 @@ policy::ExtractionBudget check_space(const StageItem& item, const Fd& job_dir, c
                                      const Plan& plan, const WrittenBefore& before, const HeldAlready& held)
 {
     TierSpace space = measure_tier_space(job_dir.get(), shown);
+    const auto less_pending = [](std::uint64_t free, std::uint64_t pending) {
+        return free > pending ? free - pending : 0;
+    };
     if (space.free_bytes)
-        *space.free_bytes += before.bytes + held.bytes;
+        *space.free_bytes = less_pending(*space.free_bytes + before.bytes + held.bytes, before.bytes_pending);
     if (space.free_inodes)
-        *space.free_inodes += before.entries + held.entries;
+        *space.free_inodes = less_pending(*space.free_inodes + before.entries + held.entries, before.entries_pending);
     SourceFacts facts;
     facts.bytes = before.bytes + plan.total_bytes();
     facts.files = before.entries + plan.entry_count();

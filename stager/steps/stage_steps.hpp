@@ -33,6 +33,10 @@ void check_mode_fits_plan(const StageItem& item, const Plan& plan);
 struct WrittenBefore {
     std::uint64_t bytes = 0;
     std::uint64_t entries = 0;
+    // Of those, what is not on the tier yet (segments ahead of the writes):
+    // its room is free now, and not for this plan.
+    std::uint64_t bytes_pending = 0;
+    std::uint64_t entries_pending = 0;
 };
 // What the tier already holds of the dataset, which the plan (the whole
 // dataset) replaces in place: a copy refreshed file by file.

@@ -8,6 +8,7 @@
 #include <deque>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mpi.h>
 #include <mutex>
 #include <thread>
@@ -33,15 +34,28 @@ bool completed(MPI_Request& request)
     return done != 0;
 }
 
+// A part of the exchange, as the MPI thread follows it.
+struct Part {
+    ExchangePart what;
+    std::size_t posted = 0;    // chunks given a slot
+    std::size_t finished = 0;  // chunks written and their slots free again
+    std::size_t size() const { return what.chunks->size(); }
+};
+
 // One buffer of the window and what is happening to it.
 struct Slot {
-    std::size_t chunk = 0;
+    Part* part = nullptr;    // whose chunk (its counts: the MPI thread only)
+    std::size_t index = 0;   // the chunk, within its part
+    std::size_t number = 0;  // the chunk, counted over the whole exchange
     std::vector<char> data;
     MPI_Request recv = MPI_REQUEST_NULL;
     MPI_Request send = MPI_REQUEST_NULL;
     std::atomic<bool> read_done{false};   // own chunk: a reader filled it
     std::atomic<bool> write_done{false};  // a writer stored it
     bool handled = false;                 // arrived, forwarded, queued for writing
+
+    const Chunk& chunk() const { return (*part->what.chunks)[index]; }
+    std::size_t bytes() const { return static_cast<std::size_t>(chunk().bytes); }
 };
 
 // A queue of slots for worker threads, closed at the end.
@@ -110,10 +124,9 @@ private:
 };
 
 // Chunk buffers kept from one exchange to the next (one runs at a time in
-// the stager): a tree staged in segments (stager/steps/segment_transfer) runs an
-// exchange per segment, and a fresh window (64 MiB zeroed, faulted in,
-// then unmapped) cost 0.4 s each time, more than a segment of a hundred
-// small files takes to move.
+// the stager): a node cache's or a split staging's ring may follow another
+// dataset's, and a fresh window (64 MiB zeroed, faulted in, then unmapped)
+// cost 0.4 s each time, more than a hundred small files take to move.
 std::vector<std::vector<char>>& spare_buffers()
 {
     static std::vector<std::vector<char>> spare;
@@ -122,30 +135,14 @@ std::vector<std::vector<char>>& spare_buffers()
 
 class Ring {
 public:
-    Ring(const Plan& plan, const std::vector<Chunk>& chunks, TreeWriter& writer, const ExchangeOptions& options,
-         MPI_Comm comm, ProvingReads* changes)
-        : plan_(plan), chunks_(chunks), writer_(writer), options_(options), comm_(comm), changes_(changes),
+    Ring(PartFeed& feed, const ExchangeOptions& options, MPI_Comm comm, ProvingReads* changes)
+        : feed_(feed), options_(options), comm_(comm), changes_(changes),
           throttle_(read_throttle(options.read_rate_limit))
     {
         MPI_Comm_rank(comm_, &rank_);
         MPI_Comm_size(comm_, &size_);
         left_ = (rank_ + size_ - 1) % size_;
         right_ = (rank_ + 1) % size_;
-        // No more buffers than chunks, none larger than the largest chunk,
-        // and those of the last exchange first (spare_buffers).
-        std::uint64_t largest = 0;
-        for (const Chunk& chunk : chunks_)
-            largest = std::max(largest, chunk.bytes);
-        slots_.resize(std::max<std::size_t>(2, std::min<std::size_t>(options.window, chunks_.size())));
-        for (auto& slot : slots_) {
-            slot = std::make_unique<Slot>();
-            if (!spare_buffers().empty()) {
-                slot->data = std::move(spare_buffers().back());
-                spare_buffers().pop_back();
-            }
-            slot->data.resize(static_cast<std::size_t>(largest) + kHashBytes);
-            free_.push_back(slot.get());
-        }
     }
 
     ExchangeResult run(const ProgressFn& progress)
@@ -157,6 +154,8 @@ public:
             errors_.set(std::current_exception());
         }
         stop_workers();
+        if (errors_.failed())
+            abandon_slots();
         errors_.rethrow();
         for (auto& slot : slots_)
             spare_buffers().push_back(std::move(slot->data));
@@ -164,11 +163,10 @@ public:
     }
 
 private:
-    int owner(std::size_t c) const { return static_cast<int>(c % static_cast<std::size_t>(size_)); }
-    int tag(std::size_t c) const { return static_cast<int>(c % kTagSpace); }
-    std::size_t bytes(std::size_t c) const { return static_cast<std::size_t>(chunks_[c].bytes); }
+    int owner(std::size_t number) const { return static_cast<int>(number % static_cast<std::size_t>(size_)); }
+    int tag(std::size_t number) const { return static_cast<int>(number % kTagSpace); }
     // What of a chunk travels the ring: its bytes and their hash.
-    int on_wire(std::size_t c) const { return static_cast<int>(bytes(c) + kHashBytes); }
+    static int on_wire(const Slot& slot) { return static_cast<int>(slot.bytes() + kHashBytes); }
 
     void start_workers()
     {
@@ -184,8 +182,19 @@ private:
         to_write_.close();
         for (auto& t : threads_)
             t.join();
-        // Requests still open after a failure: the process is about to exit
-        // and the launcher stops the other ranks; do not wait on them.
+    }
+
+    // After a failure: requests may still be open on the buffers (the
+    // process is about to exit and the launcher stops the other ranks; do
+    // not wait on them), and any thread that calls MPI meanwhile (the
+    // watchdog's) lets a late chunk land in its buffer.  They are kept to
+    // the process's end.
+    void abandon_slots()
+    {
+        static auto* kept = new std::vector<std::unique_ptr<Slot>>;
+        for (auto& slot : slots_)
+            kept->push_back(std::move(slot));
+        slots_.clear();
     }
 
     // Each reader keeps its own file handles: separate streams, as a
@@ -193,24 +202,27 @@ private:
     // at once (options_.opens over all readers).
     void read_loop()
     {
-        SourceReader reader(plan_, opens_per_reader(options_), changes_);
+        std::unique_ptr<SourceReader> reader;
         Throttle::TimePoint due;
         // Time slots of the rate limit go out in chunk order: the ring hands
         // chunks on in order, so the first must not wait behind later ones.
-        const auto reserve = [&](Slot* slot) { due = throttle_.reserve(chunks_[slot->chunk].bytes); };
+        const auto reserve = [&](Slot* slot) { due = throttle_.reserve(slot->chunk().bytes); };
         while (Slot* slot = to_read_.pop(reserve)) {
             if (errors_.failed())
                 continue;
             try {
-                const Chunk& chunk = chunks_[slot->chunk];
+                const Plan& plan = *slot->part->what.plan;
+                if (!reader)
+                    reader = std::make_unique<SourceReader>(plan, opens_per_reader(options_), changes_);
+                reader->use_plan(plan);
                 std::this_thread::sleep_until(due);
                 {
                     const IoScope reading(stage_io(), Io::Reading);
-                    reader.read(chunk, slot->data.data());
+                    reader->read(slot->chunk(), slot->data.data());
                 }
-                const XXH64_hash_t hash = XXH3_64bits(slot->data.data(), bytes(slot->chunk));
-                std::memcpy(slot->data.data() + bytes(slot->chunk), &hash, kHashBytes);
-                bytes_read_ += chunk.bytes;
+                const XXH64_hash_t hash = XXH3_64bits(slot->data.data(), slot->bytes());
+                std::memcpy(slot->data.data() + slot->bytes(), &hash, kHashBytes);
+                bytes_read_ += slot->bytes();
                 slot->read_done = true;
             } catch (...) {
                 errors_.set(std::current_exception());
@@ -224,16 +236,16 @@ private:
             if (errors_.failed())
                 continue;
             try {
-                const std::size_t n = bytes(slot->chunk);
-                if (owner(slot->chunk) != rank_) {
+                const std::size_t n = slot->bytes();
+                if (owner(slot->number) != rank_) {
                     XXH64_hash_t sent = 0;
                     std::memcpy(&sent, slot->data.data() + n, kHashBytes);
                     if (XXH3_64bits(slot->data.data(), n) != sent)
-                        throw Error("chunk " + std::to_string(slot->chunk) + " arrived corrupted (checksum mismatch)");
+                        throw Error("chunk " + std::to_string(slot->number) + " arrived corrupted (checksum mismatch)");
                 }
                 {
                     const IoScope writing(stage_io(), Io::Writing);
-                    writer_.write(chunks_[slot->chunk], slot->data.data());
+                    slot->part->what.writer->write(slot->chunk(), slot->data.data());
                 }
                 chunks_written_ += 1;
                 bytes_written_ += n;
@@ -244,24 +256,71 @@ private:
         }
     }
 
+    // A buffer for the next chunk: a free one, or a new one while the
+    // window has room (buffers of the last exchange first: spare_buffers).
+    Slot* free_slot()
+    {
+        if (!free_.empty()) {
+            Slot* slot = free_.back();
+            free_.pop_back();
+            return slot;
+        }
+        if (slots_.size() >= std::max(2u, options_.window))
+            return nullptr;
+        slots_.push_back(std::make_unique<Slot>());
+        if (!spare_buffers().empty()) {
+            slots_.back()->data = std::move(spare_buffers().back());
+            spare_buffers().pop_back();
+        }
+        return slots_.back().get();
+    }
+
+    // The part whose chunks come next, taking the feed's next part when
+    // this one's are all under way; null when none is there (yet).
+    Part* part_to_post()
+    {
+        while (!posting_ || posting_->posted == posting_->size()) {
+            if (feed_ended_)
+                return nullptr;
+            ExchangePart next;
+            const PartFeed::Poll got = feed_.poll(next);
+            if (got == PartFeed::Poll::NotYet)
+                return nullptr;
+            if (got == PartFeed::Poll::End) {
+                feed_ended_ = true;
+                return nullptr;
+            }
+            parts_.push_back({next});
+            posting_ = &parts_.back();
+        }
+        return posting_;
+    }
+
     // Start the next chunks while buffers are free: a receive from the left
     // neighbour, or a read for a chunk this rank owns.
     bool post_ahead()
     {
         bool posted = false;
-        while (next_post_ < chunks_.size() && !free_.empty()) {
-            Slot* slot = free_.back();
-            free_.pop_back();
-            slot->chunk = next_post_;
+        while (!free_.empty() || slots_.size() < std::max(2u, options_.window)) {
+            Part* part = part_to_post();
+            if (!part)
+                break;
+            Slot* slot = free_slot();
+            slot->part = part;
+            slot->index = part->posted++;
+            slot->number = next_post_++;
+            // No larger than the largest chunk so far: a tree of small files
+            // moves in chunks smaller than the chunk size.
+            if (slot->data.size() < static_cast<std::size_t>(on_wire(*slot)))
+                slot->data.resize(static_cast<std::size_t>(on_wire(*slot)));
             slot->read_done = false;
             slot->write_done = false;
             slot->handled = false;
-            if (owner(next_post_) == rank_)
+            if (owner(slot->number) == rank_)
                 to_read_.push(slot);
             else
-                MPI_Irecv(slot->data.data(), on_wire(next_post_), MPI_BYTE, left_, tag(next_post_), comm_, &slot->recv);
+                MPI_Irecv(slot->data.data(), on_wire(*slot), MPI_BYTE, left_, tag(slot->number), comm_, &slot->recv);
             in_flight_.push_back(slot);
-            ++next_post_;
             posted = true;
         }
         return posted;
@@ -274,14 +333,13 @@ private:
         for (Slot* slot : in_flight_) {
             if (slot->handled)
                 continue;
-            if (slot->chunk != next_handle_)
+            if (slot->number != next_handle_)
                 break;  // strictly in order: the right neighbour receives in order
-            const bool here = owner(slot->chunk) == rank_ ? slot->read_done.load() : completed(slot->recv);
+            const bool here = owner(slot->number) == rank_ ? slot->read_done.load() : completed(slot->recv);
             if (!here)
                 break;
-            if (owner(slot->chunk) != right_)
-                MPI_Isend(slot->data.data(), on_wire(slot->chunk), MPI_BYTE, right_, tag(slot->chunk), comm_,
-                          &slot->send);
+            if (owner(slot->number) != right_)
+                MPI_Isend(slot->data.data(), on_wire(*slot), MPI_BYTE, right_, tag(slot->number), comm_, &slot->send);
             slot->handled = true;
             to_write_.push(slot);
             ++next_handle_;
@@ -301,7 +359,23 @@ private:
             if (!completed(slot->send))
                 break;
             in_flight_.pop_front();
+            ++slot->part->finished;
             free_.push_back(slot);
+            progressed = true;
+        }
+        return progressed;
+    }
+
+    // A part whose every chunk is written (and every part before it) is
+    // done: the feed may finish it and let it go.
+    bool finish_parts()
+    {
+        bool progressed = false;
+        while (!parts_.empty() && parts_.front().finished == parts_.front().size()) {
+            if (&parts_.front() == posting_)
+                posting_ = nullptr;
+            feed_.done(parts_.front().what);
+            parts_.pop_front();
             progressed = true;
         }
         return progressed;
@@ -317,10 +391,12 @@ private:
         // kernel's socket buffers keep bytes moving while we sleep.
         constexpr std::chrono::microseconds kFirstIdle{20}, kMostIdle{1000};
         std::chrono::microseconds idle = kFirstIdle;
-        while (!(next_handle_ == chunks_.size() && in_flight_.empty())) {
+        for (;;) {
             if (errors_.failed())
                 return;
-            const bool busy = post_ahead() | handle_arrivals() | reclaim();
+            const bool busy = post_ahead() | handle_arrivals() | reclaim() | finish_parts() | feed_.advance();
+            if (feed_ended_ && parts_.empty())
+                break;
             const auto now = std::chrono::steady_clock::now();
             if (now - last_report > std::chrono::milliseconds(200)) {
                 progress(chunks_written_.load(), bytes_written_.load());
@@ -336,15 +412,16 @@ private:
         progress(chunks_written_.load(), bytes_written_.load());
     }
 
-    const Plan& plan_;
-    const std::vector<Chunk>& chunks_;
-    TreeWriter& writer_;
+    PartFeed& feed_;
     const ExchangeOptions& options_;
     MPI_Comm comm_;
     ProvingReads* changes_;
     Throttle& throttle_;
     int rank_ = 0, size_ = 1, left_ = 0, right_ = 0;
 
+    std::deque<Part> parts_;   // MPI thread only: those not done, in order
+    Part* posting_ = nullptr;  // of parts_: whose chunks are being posted
+    bool feed_ended_ = false;
     std::vector<std::unique_ptr<Slot>> slots_;
     std::vector<Slot*> free_;      // MPI thread only
     std::deque<Slot*> in_flight_;  // MPI thread only, in chunk order
@@ -358,6 +435,26 @@ private:
     std::atomic<std::size_t> chunks_written_{0};
     std::atomic<std::uint64_t> bytes_written_{0};
 };
+
+// One part, given at once: the exchange of a whole plan.
+class OnePart : public PartFeed {
+public:
+    explicit OnePart(ExchangePart part) : part_(part) {}
+    Poll poll(ExchangePart& part) override
+    {
+        if (given_)
+            return Poll::End;
+        given_ = true;
+        part = part_;
+        return Poll::Part;
+    }
+    void done(const ExchangePart&) override {}
+
+private:
+    ExchangePart part_;
+    bool given_ = false;
+};
+
 ExchangeResult broadcast_one_at_a_time(const Plan& plan, const std::vector<Chunk>& chunks, TreeWriter& writer,
                                        const ExchangeOptions& options, const ProgressFn& progress, MPI_Comm comm,
                                        ProvingReads* changes)
@@ -403,8 +500,31 @@ ExchangeResult exchange_chunks(const Plan& plan, const std::vector<Chunk>& chunk
 {
     if (options.scheme == ExchangeScheme::Bcast)
         return broadcast_one_at_a_time(plan, chunks, writer, options, progress, comm, changes);
-    Ring ring(plan, chunks, writer, options, comm, changes);
-    return ring.run(progress);
+    OnePart feed({&plan, &writer, &chunks});
+    return Ring(feed, options, comm, changes).run(progress);
+}
+
+ExchangeResult exchange_parts(PartFeed& feed, const ExchangeOptions& options, const ProgressFn& progress, MPI_Comm comm,
+                              ProvingReads* changes)
+{
+    if (options.scheme != ExchangeScheme::Bcast)
+        return Ring(feed, options, comm, changes).run(progress);
+    // The baseline moves one part after the other.
+    ExchangeResult all;
+    for (;;) {
+        ExchangePart part;
+        const PartFeed::Poll got = feed.poll(part);
+        if (got == PartFeed::Poll::End)
+            return all;
+        if (got == PartFeed::Poll::NotYet) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            continue;
+        }
+        all.bytes_read +=
+            broadcast_one_at_a_time(*part.plan, *part.chunks, *part.writer, options, progress, comm, changes)
+                .bytes_read;
+        feed.done(part);
+    }
 }
 
 }  // namespace dlstage::stager

@@ -28,4 +28,36 @@ ExchangeResult exchange_chunks(const Plan& plan, const std::vector<Chunk>& chunk
                                const ExchangeOptions& options, const ProgressFn& progress, MPI_Comm comm,
                                ProvingReads* changes = nullptr);
 
+// One part of what one exchange moves: a plan's chunks, written by its
+// writer.  All three stay in place until the feed is told the part is done.
+struct ExchangePart {
+    const Plan* plan = nullptr;
+    TreeWriter* writer = nullptr;
+    const std::vector<Chunk>* chunks = nullptr;
+};
+
+// Where an exchange gets its parts while it runs (the segments of a tree
+// walked while it moves): the same parts in the same order on every rank.
+// Called on the exchange's MPI thread, which must not wait: poll says at
+// once whether a part is there.
+class PartFeed {
+public:
+    enum class Poll { Part, NotYet, End };
+    virtual ~PartFeed() = default;
+    // Work the feed does meanwhile (preparing its next part), called
+    // whenever the exchange looks around; true when it did some.
+    virtual bool advance() { return false; }
+    // Throws what made the feed fail (the walk's error, no room).
+    virtual Poll poll(ExchangePart& part) = 0;
+    // Every chunk of part is written here (parts in feed order).
+    virtual void done(const ExchangePart& part) = 0;
+};
+
+// One exchange for every part the feed gives, until it ends: the reads of
+// the next part go on while the last chunks of this one are written (an
+// exchange per part would empty the pipeline between parts).  Collective
+// over comm, as exchange_chunks.
+ExchangeResult exchange_parts(PartFeed& feed, const ExchangeOptions& options, const ProgressFn& progress, MPI_Comm comm,
+                              ProvingReads* changes = nullptr);
+
 }  // namespace dlstage::stager

@@ -54,9 +54,22 @@ Fd SourceReader::not_as_planned(std::size_t entry, const std::string& how) const
     return Fd();
 }
 
+void SourceReader::use_plan(const Plan& plan)
+{
+    if (&plan == plan_)
+        return;
+    if (plan.source_root != plan_->source_root) {
+        dir_fds_.clear();
+        last_dir_fd_ = -1;
+    }
+    plan_ = &plan;
+    open_entry_ = static_cast<std::size_t>(-1);  // an entry of the other plan
+    file_ = Fd();
+}
+
 std::string SourceReader::path_of(std::size_t entry) const
 {
-    return plan_.source_root + "/" + std::string(plan_.entries.path(entry));
+    return plan_->source_root + "/" + std::string(plan_->entries.path(entry));
 }
 
 // One listing of a directory before its files are opened one by one: a
@@ -93,7 +106,7 @@ int SourceReader::dir_fd_for(std::string_view dir)
     std::string key(dir);
     auto it = dir_fds_.find(key);
     if (it == dir_fds_.end()) {
-        const std::string path = dir.empty() ? plan_.source_root : plan_.source_root + "/" + key;
+        const std::string path = dir.empty() ? plan_->source_root : plan_->source_root + "/" + key;
         Fd fd(::open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
         if (!fd.valid())
             throw_cannot("read", path, errno);
@@ -123,7 +136,7 @@ bool opens_in_parallel(bool parallel_now, std::vector<float>& open_us, double sl
 // strings made for messages never said were a cost of their own.
 Fd SourceReader::open_checked(std::size_t entry, int dir_fd) const
 {
-    Fd fd(::openat(dir_fd, BaseNameZ(plan_.entries.path(entry)).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    Fd fd(::openat(dir_fd, BaseNameZ(plan_->entries.path(entry)).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
     if (!fd.valid() && (errno == ENOENT || errno == ENOTDIR || errno == ELOOP))
         return not_as_planned(entry, errno == ELOOP ? "no longer a regular file" : "gone");
     if (!fd.valid())
@@ -131,11 +144,11 @@ Fd SourceReader::open_checked(std::size_t entry, int dir_fd) const
     struct stat st {};
     if (fstat(fd.get(), &st) != 0)
         throw_cannot("read", path_of(entry), errno);
-    const EntryList::Record& planned = plan_.entries.record(entry);
+    const EntryList::Record& planned = plan_->entries.record(entry);
     if (!S_ISREG(st.st_mode))
         return not_as_planned(entry, "no longer a regular file");
     if (!as_planned(planned.size, planned.mtime_sec, planned.mtime_nsec, st))
-        return not_as_planned(entry, how_changed(plan_.entries[entry], st));
+        return not_as_planned(entry, how_changed(plan_->entries[entry], st));
     // One sequential pass of a file larger than the kernel's first
     // read-ahead: let it read further ahead.  A small file is read whole at once.
     if (planned.size > kSmallFile)
@@ -170,7 +183,7 @@ std::size_t SourceReader::open_ahead(const Chunk& chunk, std::size_t first)
         if (entries.size() == std::max(1u, opens_))
             break;
         entries.push_back(entry);
-        dirs.push_back(dir_fd_for(parent_in_tree(plan_.entries.path(entry))));
+        dirs.push_back(dir_fd_for(parent_in_tree(plan_->entries.path(entry))));
     }
     std::vector<Fd>& fds = group_fds_;
     fds.clear();
@@ -226,7 +239,7 @@ void SourceReader::read(const Chunk& chunk, char* out)
                 throw_cannot("read", path_of(piece.entry), errno);
             if (n == 0) {
                 not_as_planned(piece.entry, "shorter than its planned " +
-                                                std::to_string(plan_.entries[piece.entry].size) +
+                                                std::to_string(plan_->entries[piece.entry].size) +
                                                 " bytes while being read");
                 file_ = Fd();  // its other pieces: zeros too
                 std::memset(out + done, 0, piece.length - done);

@@ -67,9 +67,14 @@ public:
     // beforehand.  Once this process has found one, the rest reads as
     // zeros without opening anything: the copy is to be discarded.
     explicit SourceReader(const Plan& plan, unsigned opens = 1, ProvingReads* changes = nullptr)
-        : plan_(plan), opens_(opens), changes_(changes)
+        : plan_(&plan), opens_(opens), changes_(changes)
     {
     }
+
+    // Reads the chunks of another plan of the same source from now on (the
+    // next segment of a tree walked while it moves: stager/transfer/
+    // exchange's parts); the directories it holds open stay open.
+    void use_plan(const Plan& plan);
 
     // Fills out (chunk.bytes long).  Throws Error when a file cannot be read
     // or is not what the plan says (the source changed since planning).
@@ -93,7 +98,7 @@ private:
     static void warm_names(const std::string& path);
     std::string path_of(std::size_t entry) const;
 
-    const Plan& plan_;
+    const Plan* plan_;
     unsigned opens_;
     ProvingReads* changes_;
     std::size_t open_entry_ = static_cast<std::size_t>(-1);

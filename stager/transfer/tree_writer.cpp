@@ -192,6 +192,21 @@ void TreeWriter::finish_split_files()
     split_.clear();
 }
 
+TreeWriter::Left TreeWriter::left_to_write() const
+{
+    Left left;
+    const EntryList& entries = plan_.entries;
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+        const std::uint64_t size = entries.file_size(i);
+        const std::uint64_t written = written_[i].load();
+        if (size > written) {
+            left.bytes += size - written;
+            left.files += 1;
+        }
+    }
+    return left;
+}
+
 void TreeWriter::finish()
 {
     const EntryList& entries = plan_.entries;

@@ -85,6 +85,15 @@ public:
 
     std::uint64_t bytes_written() const { return bytes_written_; }
 
+    // What of the plan's files is not written yet (bytes, and files not
+    // whole), while other threads write: the room a segment ahead of the
+    // writes still needs (stager/steps/segment_transfer).  Node tiers.
+    struct Left {
+        std::uint64_t bytes = 0;
+        std::uint64_t files = 0;
+    };
+    Left left_to_write() const;
+
 private:
     // The directory of the files a chunk writes, open while they are.
     class ParentDirs {

@@ -125,6 +125,28 @@ with_gib_dataset() {
     assert_healthy
 }
 
+@test "a walked tree that outgrows one node's room part-way: refused on that node only, nothing left" {
+    # 76 MiB in 19 directories (sparse: the copies take the room): under
+    # shm's max_bytes (80M), over n3's 72 MiB; walked while it moves, so
+    # n3 finds it too large only part-way, while the segments before are
+    # still being written (their room is counted as taken).
+    local tree
+    tree="$(user_workdir)/wide"
+    for d in $(seq -w 1 19); do
+        mkdir -p "$tree/d$d"
+        truncate -s 2M "$tree/d$d/a.bin" "$tree/d$d/b.bin"
+    done
+    chown -R "$VCLUSTER_USER" "$tree"
+    run as_user srun -w n1,n3 -N2 --stage-data="$tree:shm" true
+    echo "$output"
+    [ "$status" -ne 0 ]
+    grep -q "walking it meanwhile" <<<"$output"
+    grep -q "dlstage: staging wide to shm failed on n3: dataset 'wide' needs 76.0 MiB but tier 'shm' has only .* free" <<<"$output"
+    ! grep -q "failed on n1" <<<"$output" || false
+    assert_no_leftovers
+    assert_healthy
+}
+
 @test "the prolog's space check (sizes known at submit) fails the job on the full node only" {
     run as_user srun -N3 --stage-data=b76:shm true
     echo "$output"

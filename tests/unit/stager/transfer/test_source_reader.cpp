@@ -64,6 +64,37 @@ BOOST_AUTO_TEST_CASE(many_opens_at_once_read_the_same_bytes_as_one)
     BOOST_TEST((read_all(small_chunks, plan, 4096 + 61) == expected));
 }
 
+// One reader for the segments of a tree walked while it moves (the
+// exchange's parts): each plan's bytes, as a reader of its own reads them.
+// Here every plan holds one file, its entry 0: the file the reader holds
+// open from the plan before has the same number and must not be read.
+BOOST_AUTO_TEST_CASE(a_reader_goes_from_one_plan_to_the_next)
+{
+    test::TempDir dir;
+    make_small_files(dir, 60);
+    const Plan whole = build_plan(test::dataset_at(dir / "src"));
+    std::vector<Plan> parts;
+    for (std::size_t i = 0; i < whole.entries.size(); ++i) {
+        if (whole.entries.type(i) != EntryType::File)
+            continue;
+        parts.emplace_back();
+        parts.back().source_root = whole.source_root;
+        parts.back().entries.add(whole.entries[i]);
+    }
+    BOOST_REQUIRE(parts.size() == 60u);
+    std::string want, got;
+    SourceReader shared(parts.front(), 8);
+    for (const Plan& part : parts) {
+        SourceReader own(part, 8);
+        want += read_all(own, part, 200);  // 200: files go on into the next chunk
+        shared.use_plan(part);
+        got += read_all(shared, part, 200);
+    }
+    BOOST_TEST(want.size() == whole.total_bytes());
+    BOOST_TEST((got == want));
+    BOOST_TEST(shared.bytes_read() == whole.total_bytes());
+}
+
 BOOST_AUTO_TEST_CASE(a_chunk_of_many_small_files_keeps_few_open)
 {
     // 300 files in one chunk, 8 opens at once, 32 descriptors allowed.
