@@ -83,8 +83,9 @@ public:
     std::uint64_t bytes_read() const { return bytes_read_; }
 
 private:
-    // Above this an open is slow (a parallel file system's round trip): the
-    // reader opens its next files in parallel, on its pool.
+    // Above this an open (with the read of a small file) is slow: a parallel
+    // file system's round trip, or a disk's seek from a cold cache.  The
+    // reader then opens (and reads) its next files in parallel, on its pool.
     static constexpr double kSlowOpenUs = 100;
     static constexpr std::uint64_t kSmallFile = 128 * 1024;
 
@@ -92,7 +93,9 @@ private:
     // A file not as planned: told to changes_ (Fd() returned, its pieces
     // zeros), or thrown without.
     Fd not_as_planned(std::size_t entry, const std::string& how) const;
-    std::size_t open_ahead(const Chunk& chunk, std::size_t first);
+    std::size_t open_ahead(const Chunk& chunk, std::size_t first, char* out);
+    // Reads up to length bytes of an open file from its start: fewer at its end.
+    std::uint32_t read_whole(int fd, std::size_t entry, char* out, std::uint32_t length) const;
     int dir_fd_for(std::string_view dir);
     // One listing of a directory before its files are opened one by one.
     static void warm_names(const std::string& path);
@@ -114,7 +117,11 @@ private:
     std::vector<std::size_t> group_entries_;
     std::vector<int> group_dirs_;
     std::vector<Fd> group_fds_;
-    std::vector<float> group_open_us_;  // how long each open of the group took
+    std::vector<float> group_open_us_;  // how long each open (and read) of the group took
+    // A small file read whole with its open (where its bytes go, null when
+    // it is not), and how many bytes that read got.
+    std::vector<char*> group_dest_;
+    std::vector<std::uint32_t> group_got_;
     std::size_t next_in_group_ = 0;
     bool parallel_opens_ = false;       // the last group's opens were slow
     std::unique_ptr<ThreadPool> pool_;  // made when opens first turn out slow
