@@ -5,6 +5,7 @@
 // from the plan, so only data and a checksum cross the network.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -24,8 +25,16 @@ struct Chunk {
     std::uint64_t bytes = 0;
 };
 
+// A chunk of small files closes at this many: a chunk is read, sent and
+// written whole, and 4 MiB of 2 KB images is 2,000 files read one after
+// another before the first of them can be created anywhere (from a cold
+// source, seconds; issue 58).  At most 256 per chunk keeps reading and
+// creating close behind each other, in messages of half a megabyte still.
+constexpr std::size_t kMostFilesPerChunk = 256;
+
 // A file the plan holds a prefix of (Plan::held_prefixes) begins at it.
 // Throws Error if chunk_size is 4 GiB or more.
-std::vector<Chunk> layout_chunks(const Plan& plan, std::uint64_t chunk_size);
+std::vector<Chunk> layout_chunks(const Plan& plan, std::uint64_t chunk_size,
+                                 std::size_t most_files = kMostFilesPerChunk);
 
 }  // namespace dlstage::stager

@@ -288,6 +288,34 @@ BOOST_AUTO_TEST_CASE(chunks_pack_small_files_and_split_large_ones)
     BOOST_TEST(total == 17u);
 }
 
+// Many tiny files: a chunk closes at kMostFilesPerChunk files, well under
+// its size; every byte still comes once, in plan order, and a large file
+// still spans chunks.
+BOOST_AUTO_TEST_CASE(a_chunk_of_tiny_files_closes_at_its_file_count)
+{
+    Plan plan;
+    for (int i = 0; i < 600; ++i) {
+        Entry e;
+        e.path = "f" + std::to_string(1000 + i);
+        e.size = i == 300 ? 20000 : 10;
+        plan.entries.add(e);
+    }
+    const auto chunks = layout_chunks(plan, 1 << 20);
+    BOOST_REQUIRE(chunks.size() == 3u);  // 600 pieces: 256, 256, 88
+    BOOST_TEST(chunks[0].pieces.size() == kMostFilesPerChunk);
+    BOOST_TEST(chunks[1].pieces.size() == kMostFilesPerChunk);
+    std::uint32_t next = 0;
+    std::uint64_t total = 0;
+    for (const auto& c : chunks) {
+        for (const Piece& p : c.pieces)
+            BOOST_TEST(p.entry == next++);
+        total += c.bytes;
+    }
+    BOOST_TEST(total == plan.total_bytes());
+    // The size still closes a chunk first when it comes first.
+    BOOST_TEST(layout_chunks(plan, 64).size() > 300u);
+}
+
 BOOST_AUTO_TEST_CASE(reader_and_writer_reproduce_the_tree)
 {
     test::TempDir dir;
