@@ -156,18 +156,19 @@ Fd SourceReader::open_checked(std::size_t entry, int dir_fd) const
     return fd;
 }
 
-// Opens the files of the pieces from `first` on that are not open yet, up to
-// opens_ of them, all at once: so at most opens_ files (and the one the
-// reader goes on with) are open per reader however small the files of a
-// chunk are.  A small file whose piece is the whole file is read with its
-// open, into its place in out (out: where piece `first` goes): from a cold
-// cache the read is a disk's seek, and a walk just looked the inode up, so
-// the open alone is fast while the read is not (issue 58: one read at a
-// time per reader took a tree of 1.28 M files at half the disk's pace).
-// Directories are looked up first, on this thread (their table is the
-// reader's); the opens, their checks and the reads then run in parallel
-// when the last group's were slow.  Returns the end of the pieces whose
-// files are now open.
+// Opens the files of the pieces from `first` on that are not open yet, all
+// at once.  A small file whose piece is the whole file is read with its
+// open, into its place in out (out: where piece `first` goes), and closed:
+// from a cold cache the read is a disk's seek, and a walk just looked the
+// inode up, so the open alone is fast while the read is not (issue 58: one
+// read at a time per reader).  The others stay open for read(), at most
+// opens_ of them (and the one the reader goes on with) however small the
+// files of a chunk are; a group holds up to kGroupPerOpen times as many
+// small files, so that a round of the pool (a wake of every thread)
+// serves more than one file each.  Directories are looked up first, on
+// this thread (their table is the reader's); the opens, their checks and
+// the reads then run in parallel when the last group's were slow.
+// Returns the end of the pieces whose files are now open or read.
 std::size_t SourceReader::open_ahead(const Chunk& chunk, std::size_t first, char* out)
 {
     // Cleared here, never while a group's directories are in use: at most
@@ -183,17 +184,21 @@ std::size_t SourceReader::open_ahead(const Chunk& chunk, std::size_t first, char
     entries.clear();
     dirs.clear();
     dest.clear();
+    const std::size_t most_open = std::max(1u, opens_);
+    std::size_t left_open = 0;
     std::size_t end = first;
     for (char* at = out; end < chunk.pieces.size(); at += chunk.pieces[end++].length) {
         const Piece& piece = chunk.pieces[end];
         if (piece.entry == open_entry_ || (!entries.empty() && entries.back() == piece.entry))
             continue;
-        if (entries.size() == std::max(1u, opens_))
+        const bool small_whole = piece.offset == 0 && piece.length == plan_->entries.file_size(piece.entry) &&
+                                 piece.length <= kSmallFile;
+        if (entries.size() == most_open * kGroupPerOpen || (!small_whole && left_open == most_open))
             break;
+        left_open += small_whole ? 0 : 1;
         entries.push_back(piece.entry);
         dirs.push_back(dir_fd_for(parent_in_tree(plan_->entries.path(piece.entry))));
-        const bool whole = piece.offset == 0 && piece.length == plan_->entries.file_size(piece.entry);
-        dest.push_back(whole && piece.length <= kSmallFile ? at : nullptr);
+        dest.push_back(small_whole ? at : nullptr);
     }
     std::vector<Fd>& fds = group_fds_;
     fds.clear();
@@ -205,9 +210,12 @@ std::size_t SourceReader::open_ahead(const Chunk& chunk, std::size_t first, char
         using namespace std::chrono;
         const auto start = steady_clock::now();
         fds[i] = open_checked(entries[i], dirs[i]);
-        if (dest[i] && fds[i].valid())
-            group_got_[i] = read_whole(fds[i].get(), entries[i], dest[i],
-                                       static_cast<std::uint32_t>(plan_->entries.file_size(entries[i])));
+        if (dest[i] && fds[i].valid()) {
+            const auto size = static_cast<std::uint32_t>(plan_->entries.file_size(entries[i]));
+            group_got_[i] = read_whole(fds[i].get(), entries[i], dest[i], size);
+            if (group_got_[i] == size)
+                fds[i] = Fd();  // all read: read() wants nothing more of it
+        }
         took[i] = duration<float, std::micro>(steady_clock::now() - start).count();
     };
     if (entries.size() > 1 && parallel_opens_) {
@@ -260,7 +268,7 @@ void SourceReader::read(const Chunk& chunk, char* out)
             open_entry_ = piece.entry;
         }
         const int fd = file_.get();
-        if (fd < 0)  // not as planned, told: zeros, and on
+        if (fd < 0 && done < piece.length)  // not as planned, told: zeros, and on
             std::memset(out, 0, piece.length);
         while (fd >= 0 && done < piece.length) {
             const ssize_t n = ::pread(fd, out + done, piece.length - done, static_cast<off_t>(piece.offset + done));

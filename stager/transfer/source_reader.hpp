@@ -64,7 +64,7 @@ public:
     // zeros and the reader goes on (the copy is then not to be published).
     // Without it, such a file throws Error.  The open that reads a file is
     // what proves it (fstat on that descriptor): no stat of the source
-    // beforehand.  Once this process has found one, the rest reads as
+    // beforehand.  Once this process has found one, its next chunks read as
     // zeros without opening anything: the copy is to be discarded.
     explicit SourceReader(const Plan& plan, unsigned opens = 1, ProvingReads* changes = nullptr)
         : plan_(&plan), opens_(opens), changes_(changes)
@@ -88,6 +88,8 @@ private:
     // reader then opens (and reads) its next files in parallel, on its pool.
     static constexpr double kSlowOpenUs = 100;
     static constexpr std::uint64_t kSmallFile = 128 * 1024;
+    // A group of small files read with their opens: this many per open.
+    static constexpr std::size_t kGroupPerOpen = 8;
 
     Fd open_checked(std::size_t entry, int dir_fd) const;
     // A file not as planned: told to changes_ (Fd() returned, its pieces
