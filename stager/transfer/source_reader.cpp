@@ -172,8 +172,11 @@ Fd SourceReader::open_checked(std::size_t entry, int dir_fd) const
 std::size_t SourceReader::open_ahead(const Chunk& chunk, std::size_t first, char* out)
 {
     // Cleared here, never while a group's directories are in use: at most
-    // kMaxOpenDirs plus one group's directories are open.
-    constexpr std::size_t kMaxOpenDirs = 256;
+    // kMaxOpenDirs plus one group's directories are open.  A chunk's files
+    // lie in one or two directories; a rank's readers together must stay
+    // well under a job's 1,024 descriptors (with 256 each, four readers
+    // of 256-file chunks spread over ImageNet's 1,000 classes ran out).
+    constexpr std::size_t kMaxOpenDirs = 32;
     if (dir_fds_.size() >= kMaxOpenDirs) {
         dir_fds_.clear();
         last_dir_fd_ = -1;
