@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <cstring>
 #include <deque>
 #include <exception>
@@ -37,6 +38,7 @@ bool completed(MPI_Request& request)
 // A part of the exchange, as the MPI thread follows it.
 struct Part {
     ExchangePart what;
+    std::size_t id = 0;        // the feed's parts counted: addresses are reused
     std::size_t posted = 0;    // chunks given a slot
     std::size_t finished = 0;  // chunks written and their slots free again
     std::size_t size() const { return what.chunks->size(); }
@@ -203,6 +205,7 @@ private:
     void read_loop()
     {
         std::unique_ptr<SourceReader> reader;
+        std::size_t reading_part = SIZE_MAX;  // the id of the part it reads
         Throttle::TimePoint due;
         // Time slots of the rate limit go out in chunk order: the ring hands
         // chunks on in order, so the first must not wait behind later ones.
@@ -214,7 +217,9 @@ private:
                 const Plan& plan = *slot->part->what.plan;
                 if (!reader)
                     reader = std::make_unique<SourceReader>(plan, opens_per_reader(options_), changes_);
-                reader->use_plan(plan);
+                else if (slot->part->id != reading_part)
+                    reader->use_plan(plan);
+                reading_part = slot->part->id;
                 std::this_thread::sleep_until(due);
                 {
                     const IoScope reading(stage_io(), Io::Reading);
@@ -290,7 +295,7 @@ private:
                 feed_ended_ = true;
                 return nullptr;
             }
-            parts_.push_back({next});
+            parts_.push_back({next, parts_given_++});
             posting_ = &parts_.back();
         }
         return posting_;
@@ -422,6 +427,7 @@ private:
     std::deque<Part> parts_;   // MPI thread only: those not done, in order
     Part* posting_ = nullptr;  // of parts_: whose chunks are being posted
     bool feed_ended_ = false;
+    std::size_t parts_given_ = 0;
     std::vector<std::unique_ptr<Slot>> slots_;
     std::vector<Slot*> free_;      // MPI thread only
     std::deque<Slot*> in_flight_;  // MPI thread only, in chunk order

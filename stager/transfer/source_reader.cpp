@@ -56,8 +56,6 @@ Fd SourceReader::not_as_planned(std::size_t entry, const std::string& how) const
 
 void SourceReader::use_plan(const Plan& plan)
 {
-    if (&plan == plan_)
-        return;
     if (plan.source_root != plan_->source_root) {
         dir_fds_.clear();
         last_dir_fd_ = -1;

@@ -73,7 +73,10 @@ public:
 
     // Reads the chunks of another plan of the same source from now on (the
     // next segment of a tree walked while it moves: stager/transfer/
-    // exchange's parts); the directories it holds open stay open.
+    // exchange's parts); the directories it holds open stay open.  Called
+    // for every new plan, whatever its address: a segment freed and the
+    // next made may share one, and the file held open from the last plan
+    // must not be taken for the new plan's entry of the same number.
     void use_plan(const Plan& plan);
 
     // Fills out (chunk.bytes long).  Throws Error when a file cannot be read
