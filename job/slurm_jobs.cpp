@@ -231,7 +231,7 @@ std::optional<std::map<std::string, JobState>> ask_job_states(const std::vector<
 std::optional<JobClock> job_clock_in(std::string_view squeue, std::int64_t now)
 {
     const std::vector<std::string> f = split(trim(std::string(squeue)), '|');
-    if (f.size() != 3)
+    if (f.size() != 4)
         return std::nullopt;
     const auto limit = parse_slurm_duration(f[0]);
     if (!limit)
@@ -241,16 +241,17 @@ std::optional<JobClock> job_clock_in(std::string_view squeue, std::int64_t now)
         left = left ? std::min(*left, *end - now) : *end - now;
     if (!left)
         return std::nullopt;
-    return JobClock{*limit, *left};
+    return JobClock{*limit, *left, f[3]};
 }
 
 std::optional<JobClock> ask_job_clock(const std::string& job_id, int timeout_seconds,
                                       const std::vector<std::string>* env)
 {
     std::string problem;
-    const auto answer = slurm_answer(bounded_command({"squeue", "--noheader", "--jobs=" + job_id, "--format=%l|%L|%e"},
-                                                     timeout_seconds),
-                                     "squeue", timeout_seconds, problem, nullptr, env);
+    const auto answer =
+        slurm_answer(bounded_command({"squeue", "--noheader", "--jobs=" + job_id, "--format=%l|%L|%e|%T"},
+                                     timeout_seconds),
+                     "squeue", timeout_seconds, problem, nullptr, env);
     if (!answer)
         return std::nullopt;
     return job_clock_in(*answer, static_cast<std::int64_t>(std::time(nullptr)));

@@ -99,13 +99,16 @@ std::optional<std::int64_t> parse_slurm_duration(std::string_view text);
 std::optional<std::int64_t> parse_slurm_time(std::string_view text);
 
 // A running job's time limit and the time left until its end, in
-// seconds, from squeue's "%l|%L|%e" at `now`: the end time (%e) when it can
-// be read, as slurmctld ends the job by it (an EndTime an admin set makes
-// %L, which counts from the limit in whole minutes, say more), else %L;
-// nothing when neither can be read or the job has no limit (UNLIMITED).
+// seconds, from squeue's "%l|%L|%e|%T" at `now`: the end time (%e) when it
+// can be read, as slurmctld ends the job by it (an EndTime an admin set
+// makes %L, which counts from the limit in whole minutes, say more), else
+// %L; nothing when neither can be read or the job has no limit
+// (UNLIMITED).  With its state: a job cancelled a moment ago has its end
+// time now, and is not near its limit.
 struct JobClock {
     std::int64_t limit = 0;
     std::int64_t left = 0;
+    std::string state;  // %T: RUNNING, COMPLETING, CANCELLED, ...
 };
 std::optional<JobClock> job_clock_in(std::string_view squeue, std::int64_t now);
 

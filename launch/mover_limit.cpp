@@ -41,7 +41,7 @@ void MoverLimitWatch::tick()
         next_look_ = now + 10;  // squeue did not answer, or no limit: ask again
         return;
     }
-    const policy::MoverClock facts{clock->limit, clock->left, copy_moved_on()};
+    const policy::MoverClock facts{clock->limit, clock->left, copy_moved_on(), clock->state == "RUNNING"};
     switch (policy::mover_at_limit(facts)) {
     case policy::AtLimit::Wait: next_look_ = now + policy::next_look(facts); return;
     case policy::AtLimit::RunOut:

@@ -63,7 +63,7 @@ std::int64_t requeue_margin(std::int64_t limit)
 
 AtLimit mover_at_limit(const MoverClock& clock)
 {
-    if (clock.limit <= 0 || clock.left > requeue_margin(clock.limit))
+    if (!clock.running || clock.limit <= 0 || clock.left > requeue_margin(clock.limit))
         return AtLimit::Wait;
     return clock.progressed ? AtLimit::Requeue : AtLimit::RunOut;
 }

@@ -70,10 +70,14 @@ bool may_share_mover(const Dataset& dataset, std::string_view state);
 // the copy goes on in its next run; only an attempt that wrote nothing in
 // a whole time limit runs out, and its waiters are ended (the copy would
 // never finish: the site's [mover] time_limit is too short for it).
+// A job that is no longer RUNNING (cancelled, completing: its end time is
+// now) is left to end: requeued then, a cancelled mover job would run
+// again and hold its waiters.
 struct MoverClock {
     std::int64_t limit = 0;   // the job's time limit, seconds (0: none)
     std::int64_t left = 0;    // seconds until it
     bool progressed = false;  // this run wrote bytes of the copy
+    bool running = true;      // squeue says RUNNING
 };
 
 // How long before its limit a mover job requeues itself: a tenth of the

@@ -143,7 +143,8 @@ BOOST_AUTO_TEST_CASE(squeue_durations_are_read_in_seconds_or_not_at_all)
 BOOST_AUTO_TEST_CASE(a_jobs_clock_is_asked_of_squeue_or_unknown)
 {
     {
-        FakeSqueue squeue("test \"$2\" = --jobs=7 && test \"$3\" = '--format=%l|%L|%e' && echo '10:00|9:15|Unknown'");
+        FakeSqueue squeue(
+            "test \"$2\" = --jobs=7 && test \"$3\" = '--format=%l|%L|%e|%T' && echo '10:00|9:15|Unknown|RUNNING'");
         const auto clock = ask_job_clock("7", 10);
         BOOST_TEST_REQUIRE(clock.has_value());
         BOOST_TEST(clock->left == 555);
@@ -169,18 +170,22 @@ BOOST_AUTO_TEST_CASE(squeue_times_are_read_as_local_time_or_not_at_all)
 BOOST_AUTO_TEST_CASE(a_jobs_clock_is_its_limit_and_the_time_left)
 {
     const std::int64_t now = *parse_slurm_time("2026-12-02T19:30:00");
-    const auto clock = job_clock_in("10:00|9:15|2026-12-02T19:39:15\n", now);
+    const auto clock = job_clock_in("10:00|9:15|2026-12-02T19:39:15|RUNNING\n", now);
     BOOST_TEST_REQUIRE(clock.has_value());
     BOOST_TEST(clock->limit == 600);
     BOOST_TEST(clock->left == 555);
+    BOOST_TEST(clock->state == "RUNNING");
     // An EndTime set by an admin: %L counts from the limit, rounded up to
     // whole minutes; the end time is what slurmctld ends the job by.
-    BOOST_TEST(job_clock_in("2:00|1:57|2026-12-02T19:30:30", now)->left == 30);
+    BOOST_TEST(job_clock_in("2:00|1:57|2026-12-02T19:30:30|RUNNING", now)->left == 30);
     // Past its end, squeue may say INVALID.
-    BOOST_TEST(job_clock_in("1:00|INVALID|2026-12-02T19:29:40", now)->left == -20);
-    BOOST_TEST(job_clock_in("1:00|0:40|Unknown", now)->left == 40);
-    BOOST_TEST(!job_clock_in("UNLIMITED|UNLIMITED|Unknown", now).has_value());
-    BOOST_TEST(!job_clock_in("10:00|INVALID|Unknown", now).has_value());
+    BOOST_TEST(job_clock_in("1:00|INVALID|2026-12-02T19:29:40|RUNNING", now)->left == -20);
+    BOOST_TEST(job_clock_in("1:00|0:40|Unknown|RUNNING", now)->left == 40);
+    BOOST_TEST(!job_clock_in("UNLIMITED|UNLIMITED|Unknown|RUNNING", now).has_value());
+    BOOST_TEST(!job_clock_in("10:00|INVALID|Unknown|RUNNING", now).has_value());
+    // Cancelled a moment ago: its end time is now, its state says why.
+    BOOST_TEST(job_clock_in("10:00|9:58|2026-12-02T19:30:00|CANCELLED", now)->state == "CANCELLED");
+    BOOST_TEST(!job_clock_in("10:00|9:15|2026-12-02T19:39:15", now).has_value());  // no state
     BOOST_TEST(!job_clock_in("", now).has_value());
     BOOST_TEST(!job_clock_in("slurm_load_jobs error: Invalid job id specified", now).has_value());
 }

@@ -187,6 +187,9 @@ BOOST_AUTO_TEST_CASE(a_mover_requeues_itself_before_its_limit_only_when_its_copy
     BOOST_TEST((at(600, 30, false) == AtLimit::RunOut));
     BOOST_TEST((at(600, 90, false) == AtLimit::Wait));
     BOOST_TEST((at(0, 0, true) == AtLimit::Wait));  // no limit
+    // Cancelled while it copies: its end time is now, and it ends.
+    BOOST_TEST((mover_at_limit({600, 0, true, false}) == AtLimit::Wait));
+    BOOST_TEST((mover_at_limit({600, 0, false, false}) == AtLimit::Wait));
     // Looks again at the margin's start, every 10 s at most meanwhile.
     BOOST_TEST(next_look({600, 500, true}) == 10);
     BOOST_TEST(next_look({600, 65, true}) == 5);
