@@ -39,8 +39,8 @@ void watch_line(const std::string& line, LauncherReport& report)
     // srun --wait (launch/job_step) says this before it ends the tasks left.
     report.outlived_others = report.outlived_others || starts_with(line, "srun: First task exited");
     const std::string srun_error = "srun: error: ";
-    if (report.task_failure.empty() && starts_with(line, srun_error) && line.find(": task ") != std::string::npos)
-        report.task_failure = line.substr(srun_error.size());
+    if (starts_with(line, srun_error) && line.find(": task ") != std::string::npos)
+        report.task_failures.push_back(line.substr(srun_error.size()));
 }
 
 // Runs the launcher, copying its stderr to ours line by line and watching
@@ -156,7 +156,7 @@ LauncherReport run_stager_step(const Config& config, const StagerStep& step, con
         // No relaunch into a job that is ending (cancelled, requeued, timed out).
         if (report.exit_code == 0 || report.time_limit || job_ending())
             return report;
-        const policy::Verdict again = policy::retry_launch({attempt, report.stager_spoke, report.task_failure});
+        const policy::Verdict again = policy::retry_launch({attempt, report.stager_spoke, report.task_failures});
         if (!again.allowed)
             return report;
         say(again.reason);
@@ -164,10 +164,10 @@ LauncherReport run_stager_step(const Config& config, const StagerStep& step, con
 }
 
 namespace {
-// "staging SPEC failed on NODE", NODE from srun's "NODE: task N: REASON".
-std::string failed_on(const StagerStep& step, const LauncherReport& report)
+// "staging SPEC failed on NODE", NODE from srun's first "NODE: task N: REASON".
+std::string failed_on(const StagerStep& step, const std::string& task_failure)
 {
-    return "staging " + step.spec + " failed on " + report.task_failure.substr(0, report.task_failure.find(':'));
+    return "staging " + step.spec + " failed on " + task_failure.substr(0, task_failure.find(':'));
 }
 }  // namespace
 
@@ -179,14 +179,15 @@ std::vector<std::string> staging_failure(const Config& config, const StagerStep&
     std::vector<std::string> lines = report.stager_explained ? std::vector<std::string>{} : recorded;
     if (report.stager_explained || !recorded.empty())
         lines.push_back("staging " + step.spec + " failed; see the messages above");
-    else if (!report.task_failure.empty() && report.outlived_others)
-        lines.push_back(failed_on(step, report) + ": its stager still ran " +
+    else if (!report.task_failures.empty() && report.outlived_others)
+        lines.push_back(failed_on(step, report.task_failures.front()) + ": its stager still ran " +
                         std::to_string(config.site.stall_timeout) +
                         " s after the others had ended (site.stall_timeout): it stopped, or the node froze or was "
                         "cut off (" +
-                        report.task_failure + ")");
-    else if (!report.task_failure.empty())
-        lines.push_back(failed_on(step, report) + ": the stager ended early (" + report.task_failure + ")");
+                        report.task_failures.front() + ")");
+    else if (!report.task_failures.empty())
+        lines.push_back(failed_on(step, report.task_failures.front()) + ": the stager ended early (" +
+                        report.task_failures.front() + ")");
     else
         lines.push_back("staging " + step.spec + " failed (the launcher " + describe_exit(report.wait_status) + ")");
     return lines;

@@ -1,5 +1,5 @@
 // The staging step of `dlstage stage`: dlstage-stager through the site's
-// launcher, one rank per node of the job, with the one relaunch the launch
+// launcher, one rank per node of the job, with the relaunches the launch
 // policy allows, and why it failed when it did.
 #pragma once
 
@@ -13,13 +13,13 @@ namespace dlstage::launch {
 
 // What the launcher's stderr told about a failure, read as it passes through.
 struct LauncherReport {
-    int exit_code = 0;              // the launcher's, or 128 + the signal that killed it
-    int wait_status = 0;            // the launcher's, as from waitpid
-    bool stager_spoke = false;      // a rank printed a "dlstage:" line
-    bool stager_explained = false;  // a rank printed "dlstage: ... failed on NODE: ..."
-    std::string task_failure;       // srun's first "NODE: task N: REASON"
-    bool outlived_others = false;   // srun ended a task a stall bound after the first ended (--wait)
-    bool time_limit = false;        // Slurm ended the step for the job's time limit (launch/job_end)
+    int exit_code = 0;                       // the launcher's, or 128 + the signal that killed it
+    int wait_status = 0;                     // the launcher's, as from waitpid
+    bool stager_spoke = false;               // a rank printed a "dlstage:" line
+    bool stager_explained = false;           // a rank printed "dlstage: ... failed on NODE: ..."
+    std::vector<std::string> task_failures;  // srun's "NODE: task N: REASON" lines, first first
+    bool outlived_others = false;            // srun ended a task a stall bound after the first ended (--wait)
+    bool time_limit = false;                 // Slurm ended the step for the job's time limit (launch/job_end)
 };
 
 struct StagerStep {

@@ -1,5 +1,7 @@
 #include "policies/launch_retry.hpp"
 
+#include <algorithm>
+
 #include "lib/strings.hpp"
 
 namespace dlstage::policy {
@@ -19,13 +21,14 @@ bool is_crash(const std::string& task_failure)
 
 Verdict retry_launch(const LaunchFailure& failure)
 {
-    if (failure.attempt > 1)
-        return Verdict::refuse("the stager failed again");
+    if (failure.attempt >= kMostLaunches)
+        return Verdict::refuse("the stager failed " + std::to_string(failure.attempt) + " times");
     if (failure.stager_spoke)
         return Verdict::refuse("the stager said why it failed");
-    if (!is_crash(failure.task_failure))
+    const auto crash = std::find_if(failure.task_failures.begin(), failure.task_failures.end(), is_crash);
+    if (crash == failure.task_failures.end())
         return Verdict::refuse("the stager was not crashing while starting");
-    return Verdict::allow("the stager crashed while starting (" + failure.task_failure +
+    return Verdict::allow("the stager crashed while starting (" + *crash +
                           ") before it staged anything; launching it once more");
 }
 

@@ -114,6 +114,70 @@ with_gib_dataset() {
     assert_healthy
 }
 
+# with_crashing_launcher N: the site's launcher becomes a wrapper of srun
+# whose first N launches of the stager crash task 1 by SIGSEGV as it starts
+# (as Open MPI 4.1 can in MPI_Init); srun ends the other tasks.  The
+# catalog is restored in teardown.
+with_crashing_launcher() {
+    local dir launcher
+    dir=$(user_workdir)
+    launcher="$dir/crashing-launcher"
+    cat >"$launcher" <<'EOF'
+#!/bin/bash
+# crashing-launcher COUNT_FILE CRASHES SRUN [ARGS...]
+count_file=$1 crashes=$2
+shift 2
+srun_args=()
+for arg in "$@"; do
+    if [[ $arg == */dlstage-stager ]]; then
+        n=$(cat "$count_file" 2>/dev/null || echo 0)
+        [ "$n" -lt "$crashes" ] || exec "$@"
+        echo $((n + 1)) >"$count_file"
+        exec "${srun_args[@]}" /bin/bash -c \
+            '[ "$SLURM_PROCID" != 1 ] || kill -SEGV $$; sleep 30'
+    fi
+    srun_args+=("$arg")
+done
+exec "$@"
+EOF
+    chmod 0755 "$launcher"
+    rm -f "$dir/launches"
+    chown "$VCLUSTER_USER" "$launcher" "$dir"
+    save_conf
+    sed -i -E "s|^launcher *=.*|launcher = \"$launcher $dir/launches $1 srun --mpi=pmix --overlap --ntasks-per-node=1\"|" \
+        "$DLSTAGE_TEST_DIR/dlstage.toml"
+}
+
+# staged_with_crashes N: a 3-node batch job staging `tree` through a
+# launcher whose first N stager launches crash; sets status, output (the
+# job id first) and out (the job's output).
+staged_with_crashes() {
+    with_crashing_launcher "$1"
+    run sbatch_wait as_user sbatch --parsable -N3 -o out.txt --stage-data=tree:shm --wrap 'echo SCRIPT-RAN'
+    out=$(cat "$(user_workdir)/out.txt")
+    echo "$out"
+    # each crash said, then launched again: two relaunches at most
+    [ "$(grep -cE '^dlstage: the stager crashed while starting \(n2: task 1: Segmentation fault( \(core dumped\))?\) before it staged anything; launching it once more$' <<<"$out")" -eq 2 ]
+    wait_job_gone "${output%%;*}"
+}
+
+@test "a stager that crashes as it starts is launched again, three launches in all; then the job fails" {
+    local out
+    staged_with_crashes 2
+    [ "$status" -eq 0 ]
+    grep -q "^dlstage: staged tree to shm on 3 nodes" <<<"$out"
+    grep -qx SCRIPT-RAN <<<"$out"
+    [ "$(cat "$(user_workdir)/launches")" = 2 ]
+    # Three crashes: the third is final, the script never runs.
+    staged_with_crashes 3
+    [ "$status" -ne 0 ]
+    grep -qE "^dlstage: staging tree:shm failed on n2: the stager ended early \\(n2: task 1: Segmentation fault" <<<"$out"
+    ! grep -q SCRIPT-RAN <<<"$out" || false
+    [ "$(job_state "${output%%;*}")" = FAILED ]
+    assert_no_leftovers
+    assert_healthy
+}
+
 @test "one node out of room (ENOSPC on n3 only): the job fails naming n3, no leftovers, no drain" {
     run as_user srun -N3 --stage-data=tree:shm,big:shm true
     echo "$output"

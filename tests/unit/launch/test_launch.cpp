@@ -82,7 +82,7 @@ BOOST_AUTO_TEST_CASE(a_failure_is_explained_by_the_ranks_or_else_by_srun_or_else
     BOOST_TEST(staging_failure(staging.config, staging.step, report) ==
                    Lines{"staging imagenet:shm failed (the launcher exited with status 3)"},
                boost::test_tools::per_element());
-    report.task_failure = "n2: task 1: Killed";
+    report.task_failures = {"n2: task 1: Killed", "n1: task 0: Terminated"};
     BOOST_TEST(staging_failure(staging.config, staging.step, report) ==
                    Lines{"staging imagenet:shm failed on n2: the stager ended early (n2: task 1: Killed)"},
                boost::test_tools::per_element());
