@@ -158,6 +158,7 @@ staged_with_crashes() {
     echo "$out"
     # each crash said, then launched again: two relaunches at most
     [ "$(grep -cE '^dlstage: the stager crashed while starting \(n2: task 1: Segmentation fault( \(core dumped\))?\) before it staged anything; launching it once more$' <<<"$out")" -eq 2 ]
+    doc_says "$ADMIN_GUIDE" 'the stager crashed while starting' <<<"$out"
     wait_job_gone "${output%%;*}"
 }
 
