@@ -155,8 +155,8 @@ Fd SourceReader::open_checked(std::size_t entry, int dir_fd) const
 }
 
 // Opens the files of the pieces from `first` on that are not open yet, all
-// at once.  A small file whose piece is the whole file is read with its
-// open, into its place in out (out: where piece `first` goes), and closed:
+// at once.  A small file (kReadWithOpen) whose piece is the whole file is
+// read with its open, into its place in out (out: where piece `first` goes), and closed:
 // from a cold cache the read is a disk's seek, and a walk just looked the
 // inode up, so the open alone is fast while the read is not (issue 58: one
 // read at a time per reader).  The others stay open for read(), at most
@@ -193,7 +193,7 @@ std::size_t SourceReader::open_ahead(const Chunk& chunk, std::size_t first, char
         if (piece.entry == open_entry_ || (!entries.empty() && entries.back() == piece.entry))
             continue;
         const bool small_whole = piece.offset == 0 && piece.length == plan_->entries.file_size(piece.entry) &&
-                                 piece.length <= kSmallFile;
+                                 piece.length <= kReadWithOpen;
         if (entries.size() == most_open * kGroupPerOpen || (!small_whole && left_open == most_open))
             break;
         left_open += small_whole ? 0 : 1;
