@@ -13,15 +13,23 @@ BOOST_AUTO_TEST_SUITE(phase_times)
 BOOST_AUTO_TEST_CASE(laps_go_to_their_phase_and_add_up)
 {
     PhaseTimes times;
+    const auto before = std::chrono::steady_clock::now();
     times.start();
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     times.lap(Phase::Transfer);
-    times.lap(Phase::Plan);  // no time since the last lap
+    times.lap(Phase::Plan);  // only the moment between the two laps
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     times.lap(Phase::Transfer);
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - before).count();
     const PhaseSeconds& s = times.seconds();
-    BOOST_TEST(s[static_cast<std::size_t>(Phase::Transfer)] >= 0.040);
-    BOOST_TEST(s[static_cast<std::size_t>(Phase::Plan)] < 0.005);
+    // No bound on how long the machine took between the laps (a loaded
+    // node may preempt the test there): the sleeps went to Transfer, and
+    // the laps add up to no more than the wall time.
+    const double transfer = s[static_cast<std::size_t>(Phase::Transfer)],
+                 plan = s[static_cast<std::size_t>(Phase::Plan)];
+    BOOST_TEST(transfer >= 0.040);
+    BOOST_TEST(plan >= 0.0);
+    BOOST_TEST(transfer + plan <= wall);
     times.start();
     BOOST_TEST(times.seconds()[static_cast<std::size_t>(Phase::Transfer)] == 0.0);
 }
