@@ -156,10 +156,10 @@ Fd SourceReader::open_checked(std::size_t entry, int dir_fd) const
 
 // Opens the files of the pieces from `first` on that are not open yet, all
 // at once.  A small file (kReadWithOpen) whose piece is the whole file is
-// read with its open, into its place in out (out: where piece `first` goes), and closed:
-// from a cold cache the read is a disk's seek, and a walk just looked the
-// inode up, so the open alone is fast while the read is not (issue 58: one
-// read at a time per reader).  The others stay open for read(), at most
+// read with its open, into its place in out (out: where piece `first`
+// goes), and closed: from a cold cache the read is a disk's seek, and a
+// walk just looked the inode up, so the open alone is fast while the read
+// is not (issue 58: one read at a time per reader).  The others stay open for read(), at most
 // opens_ of them (and the one the reader goes on with) however small the
 // files of a chunk are; a group holds up to kGroupPerOpen times as many
 // small files, so that a round of the pool (a wake of every thread)
