@@ -288,6 +288,7 @@ entries_on() { on_node "$1" ls "$(cache_of "$VCLUSTER_USER")"; }
 @test "status --node lists the node's cache entries with size, files, last use, user and jobs" {
     on_nodes n1 LRU1 lru1
     [ "$status" -eq 0 ]
+    wait_epilogs  # JOBS is '-' once the job's epilog has released the entry
     run on_node n1 "$DLSTAGE_BIN" --config "$DLSTAGE_TEST_DIR/dlstage.toml" status --node n1
     [ "$status" -eq 0 ]
     echo "$output"

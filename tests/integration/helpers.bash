@@ -137,16 +137,22 @@ pfs_bytes_read() {
     echo "$total"
 }
 
-# assert_healthy: no node drained or down, once slurmctld has heard every
-# epilog's outcome: a job stays completing, and so do its nodes, until each
-# node's epilog has reported (a failed one drains its node).  Waits for
-# that up to 30 s, not a fixed second, then looks at the nodes.
-assert_healthy() {
+# wait_epilogs: until slurmctld has heard every epilog's outcome: a job
+# stays completing, and so do its nodes, until each node's epilog has
+# reported.  Up to 30 s, not a fixed second.  An srun that made its own
+# allocation returns before its job's epilog has run.
+wait_epilogs() {
     local i
     for ((i = 0; i < 150; i++)); do
-        [ -z "$(squeue -h -t completing -o %i)" ] && ! sinfo -h -o %T | grep -qi 'comp' && break
+        [ -z "$(squeue -h -t completing -o %i)" ] && ! sinfo -h -o %T | grep -qi 'comp' && return 0
         sleep 0.2
     done
+}
+
+# assert_healthy: no node drained or down, once every epilog has reported
+# (a failed one drains its node), then looks at the nodes.
+assert_healthy() {
+    wait_epilogs
     ! sinfo -h -o %T | grep -Eiq 'drain|down' || { sinfo -N -o '%N %T %E'; return 1; }
 }
 
