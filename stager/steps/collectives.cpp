@@ -204,20 +204,9 @@ Plan broadcast_plan(const StageItem& item, const NodeContext& ctx, PlanFrom from
     return share_plan(ctx, std::move(plan));
 }
 
-bool broadcast_segment(const StageItem& item, const NodeContext& ctx, SegmentedWalk* walk, Plan& segment)
-{
-    // The others wait through rank 0's walk here: quietly, as quiet_wait.
-    SegmentBroadcast broadcast(item, ctx, walk);
-    for (;;) {
-        const SegmentBroadcast::Got got = broadcast.poll(segment);
-        if (got != SegmentBroadcast::Got::NotYet)
-            return got == SegmentBroadcast::Got::Segment;
-        usleep(2000);
-    }
-}
-
-// One segment's broadcast under way: its size (0: the walk is done), then
-// its header, then its blocks, each a nonblocking broadcast.
+// One segment's broadcast under way: its size (0: the walk is done;
+// kRefusedSize: rank 0 refused the source), then its header, then its
+// blocks, each a nonblocking broadcast.
 struct SegmentBroadcast::InFlight {
     unsigned long long header_size = 0;
     std::string header;
@@ -228,8 +217,13 @@ struct SegmentBroadcast::InFlight {
     enum { Size, Header, Blocks } step = Size;
 };
 
-SegmentBroadcast::SegmentBroadcast(const StageItem& item, const NodeContext& ctx, SegmentedWalk* walk)
-    : item_(item), ctx_(ctx), walk_(walk)
+namespace {
+constexpr unsigned long long kRefusedSize = ~0ULL;
+}  // namespace
+
+SegmentBroadcast::SegmentBroadcast(const StageItem& item, const NodeContext& ctx, SegmentedWalk* walk,
+                                   SegmentSending rank0)
+    : item_(item), ctx_(ctx), walk_(walk), rank0_(std::move(rank0))
 {
 }
 
@@ -255,22 +249,37 @@ bool SegmentBroadcast::post_next_block()
     return true;
 }
 
+bool SegmentBroadcast::take_from_walk(InFlight& next)
+{
+    next.plan.format = Format::Dir;
+    next.plan.source_root = item_.dataset.source;
+    try {
+        const SegmentedWalk::Next walked = walk_->try_next(next.plan.entries);
+        if (walked == SegmentedWalk::Next::NotYet)
+            return false;
+        if (walked == SegmentedWalk::Next::Segment) {
+            if (rank0_.before_send)
+                rank0_.before_send(next.plan);
+            next.header = wire_header(next.plan);
+        }
+        next.header_size = next.header.size();
+    } catch (...) {
+        if (!rank0_.agree_on_refusal)
+            throw;
+        refusal_ = std::current_exception();
+        next.header_size = kRefusedSize;
+    }
+    return true;
+}
+
 SegmentBroadcast::Got SegmentBroadcast::poll(Plan& segment)
 {
     if (ended_)
-        return Got::End;
+        return refused_ ? Got::Refused : Got::End;
     if (!now_) {
         auto next = std::make_unique<InFlight>();
-        if (ctx_.rank == 0) {
-            next->plan.format = Format::Dir;
-            next->plan.source_root = item_.dataset.source;
-            const SegmentedWalk::Next walked = walk_->try_next(next->plan.entries);
-            if (walked == SegmentedWalk::Next::NotYet)
-                return Got::NotYet;
-            if (walked == SegmentedWalk::Next::Segment)
-                next->header = wire_header(next->plan);
-            next->header_size = next->header.size();
-        }
+        if (ctx_.rank == 0 && !take_from_walk(*next))
+            return Got::NotYet;
         now_ = std::move(next);
         MPI_Ibcast(&now_->header_size, 1, MPI_UNSIGNED_LONG_LONG, 0, ctx_.comm, &now_->request);
     }
@@ -280,10 +289,11 @@ SegmentBroadcast::Got SegmentBroadcast::poll(Plan& segment)
             return Got::NotYet;
         InFlight& now = *now_;
         if (now.step == InFlight::Size) {
-            if (now.header_size == 0) {
+            if (now.header_size == 0 || now.header_size == kRefusedSize) {
+                refused_ = now.header_size == kRefusedSize;
                 now_.reset();
                 ended_ = true;
-                return Got::End;
+                return refused_ ? Got::Refused : Got::End;
             }
             now.header.resize(now.header_size);
             now.step = InFlight::Header;

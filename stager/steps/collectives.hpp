@@ -8,6 +8,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <exception>
+#include <functional>
 #include <memory>
 #include <mpi.h>
 #include <string>
@@ -43,36 +45,52 @@ std::vector<std::string> texts_over_ranks(MPI_Comm comm, const std::string& mine
 // a walk; or with a walk whatever there is) and every rank gets the plan.
 enum class PlanFrom { ManifestOrWalk, Walk };
 Plan broadcast_plan(const StageItem& item, const NodeContext& ctx, PlanFrom from = PlanFrom::ManifestOrWalk);
+// What rank 0 does with each segment before SegmentBroadcast sends it (a
+// shared tier's directories are made then, so that every rank may write
+// into them once it has the segment), and whether a refusal is agreed on:
+// what the walk or before_send throws is then not thrown at once, but
+// every rank's poll says Refused (rank 0's refusal() holds it), so that
+// every rank stops writing before rank 0 removes what was written.
+// Without, it is thrown on rank 0 (the launcher then stops the others).
+struct SegmentSending {
+    std::function<void(const Plan&)> before_send;
+    bool agree_on_refusal = false;
+};
+
 // The next segment of a plan rank 0 walks while the ranks transfer
-// (stager/plan/plan_segments; walk: rank 0's, null on the others) on every
-// rank; false, with segment empty, when the walk is done.  What the walk
-// threw is thrown on rank 0 (the launcher then stops the others).
-bool broadcast_segment(const StageItem& item, const NodeContext& ctx, SegmentedWalk* walk, Plan& segment);
-// broadcast_segment for a thread that must not wait (the exchange's MPI
-// thread: stager/steps/segment_transfer): poll says at once whether the
-// next segment is here, and moves its broadcast on.
+// (stager/plan/plan_segments; walk: rank 0's, null on the others), on every
+// rank, for a thread that must not wait (stager/steps/segment_transfer):
+// poll says at once whether the next segment is here, and moves its
+// broadcast on; End once the walk is done.
 class SegmentBroadcast {
 public:
-    enum class Got { Segment, NotYet, End };
-    SegmentBroadcast(const StageItem& item, const NodeContext& ctx, SegmentedWalk* walk);
+    enum class Got { Segment, NotYet, End, Refused };
+    SegmentBroadcast(const StageItem& item, const NodeContext& ctx, SegmentedWalk* walk, SegmentSending rank0 = {});
     // A broadcast still under way (the staging failed) keeps its buffers
     // to the process's exit: MPI may still write into them.
     ~SegmentBroadcast();
     SegmentBroadcast(const SegmentBroadcast&) = delete;
     SegmentBroadcast& operator=(const SegmentBroadcast&) = delete;
 
-    // What the walk threw is thrown on rank 0.
     Got poll(Plan& segment);
+    // Rank 0, once poll said Refused: what was thrown.
+    std::exception_ptr refusal() const { return refusal_; }
 
 private:
     struct InFlight;
     bool post_next_block();
+    // Rank 0: the next segment from the walk, made ready to send, into
+    // next; false while the walk has none yet.
+    bool take_from_walk(InFlight& next);
 
     const StageItem& item_;
     const NodeContext& ctx_;
     SegmentedWalk* walk_;
+    SegmentSending rank0_;
     std::unique_ptr<InFlight> now_;
     bool ended_ = false;
+    bool refused_ = false;
+    std::exception_ptr refusal_;
 };
 // The same, with rank 0 saying now and then how many entries its walk found.
 Plan plan_saying_progress(const StageItem& item, const NodeContext& ctx, PlanFrom from = PlanFrom::ManifestOrWalk);

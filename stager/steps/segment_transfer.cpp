@@ -5,6 +5,7 @@
 #include <deque>
 #include <memory>
 #include <sys/stat.h>
+#include <thread>
 
 #include "dataset/manifest.hpp"
 #include "lib/contract.hpp"
@@ -98,51 +99,13 @@ SegmentLimits segment_limits(bool shared)
     return limits;
 }
 
-// A shared tier's room for the next segment, with those before it.  A
-// refusal is the source's size against the tier, not a copy cut off: every
-// rank agrees first, and rank 0 removes what was written (walk_refused)
-// before any rank throws, so that no rank's exit kills rank 0 mid-way.
-void check_shared_space(const StageItem& item, const NodeContext& ctx, const Fd& job_dir, const DatasetLayout& layout,
-                        const Plan& segment, const WalkedTransfer& totals, const WalkHooks& hooks)
-{
-    std::string refused;
-    try {
-        check_space(item, job_dir, layout.tier_dir, segment, {totals.bytes, totals.entries});
-    } catch (const Error& e) {
-        refused = e.what();
-    }
-    if (all_ranks(ctx.comm, refused.empty()))
-        return;
-    if (ctx.rank == 0 && hooks.walk_refused)
-        hooks.walk_refused();
-    quiet_barrier(ctx.comm);
-    throw Error(refused.empty() ? "another node found no room in tier " + quoted(item.tier.name) : refused);
-}
-
-// One segment from the source into a shared tier's one copy, each rank
-// its own chunks (rank 0 makes the directories and, but for the first
-// segment's, gives them their modes and times; it tells
-// hooks.segment_laid_out once the directories are there, before any
-// file's byte).  Returns the bytes this rank read.
-std::uint64_t move_shared_segment(const Plan& plan, TreeWriter& writer, bool first, const NodeContext& ctx,
-                                  const ExchangeOptions& options, const WalkHooks& hooks)
-{
-    make_skeleton(writer, true, ctx, [&] {
-        if (hooks.segment_laid_out && ctx.rank == 0)
-            hooks.segment_laid_out(plan);
-    });
-    const auto chunks = layout_chunks(plan, options.chunk_size);
-    const auto no_progress = [](std::size_t, std::uint64_t) {};
-    const std::uint64_t read =
-        copy_own_chunks(chunks, plan, writer, ctx.rank, ctx.size, options, no_progress).bytes_read;
-    quiet_barrier(ctx.comm);
-    writer.finish_split_files();
-    quiet_barrier(ctx.comm);
-    stage_phases().lap(Phase::Transfer);
-    if (!first && ctx.rank == 0)
-        writer.finish();
-    return read;
-}
+// A segment as a transfer holds it: its plan, a writer on that plan, and
+// its chunks.
+struct HeldSegment {
+    Plan plan;
+    std::unique_ptr<TreeWriter> writer;
+    std::vector<Chunk> chunks;
+};
 
 // The segments of a tree walked while it moves to a node tier, fed to one
 // exchange (exchange_parts).  An exchange per segment emptied the pipeline
@@ -215,11 +178,7 @@ public:
     }
 
 private:
-    struct Segment {
-        Plan plan;
-        std::unique_ptr<TreeWriter> writer;
-        std::vector<Chunk> chunks;
-    };
+    using Segment = HeldSegment;
 
     // Room for the segment, counting what the segments before still have
     // to write as taken; its directories; its chunks.
@@ -282,6 +241,210 @@ WalkedTransfer exchange_walked(const StageItem& item, const NodeContext& ctx, co
     totals.done = [progress, totals] { progress->done(totals); };
     return totals;
 }
+
+// A shared tier: every rank copies its own chunks of every segment into the
+// one copy as the segments come, one pool of threads for them all
+// (OwnChunkCopier).  Rank 0 checks a segment against the tier's room and
+// makes its directories before it sends it (SegmentBroadcast's
+// before_send): no rank waits for another before it writes.  A segment is
+// finished once every rank has written its chunks of it: a nonblocking
+// barrier, then each rank finishes the files whose last piece it wrote,
+// a second one, then rank 0 gives its directories their modes and times
+// (the first segment's, which hold later ones, last) and tells
+// segment_done.  A segment at a time, with three barriers between
+// (issue 58), emptied the threads at every segment's end.
+class SharedWalkedCopy {
+public:
+    SharedWalkedCopy(const StageItem& item, const NodeContext& ctx, SegmentedWalk* walk, const ExchangeOptions& options,
+                     const DatasetLayout& layout, const Fd& job_dir, std::string dest, const WriterOptions& writing,
+                     const WalkHooks& hooks, WalkProgress& progress)
+        : item_(item), ctx_(ctx), options_(options), layout_(layout), job_dir_(job_dir), dest_(std::move(dest)),
+          writing_(writing), hooks_(hooks), progress_(progress),
+          broadcast_(item, ctx, walk, {[this](const Plan& plan) { lay_out(plan); }, true}),
+          copier_(ctx.rank, ctx.size, options)
+    {
+        // The barriers have a communicator of their own: the segments'
+        // broadcasts on ctx.comm come in another order on every rank.
+        MPI_Comm_dup(ctx.comm, &barriers_);
+    }
+    ~SharedWalkedCopy()
+    {
+        copier_.abandon();  // its threads write into segments_, which go first
+        if (clean_end_)
+            MPI_Comm_free(&barriers_);  // else requests may be open on it: the process is ending
+    }
+    SharedWalkedCopy(const SharedWalkedCopy&) = delete;
+    SharedWalkedCopy& operator=(const SharedWalkedCopy&) = delete;
+
+    WalkedTransfer run()
+    {
+        // Idle: 20 us, doubling to 1 ms, as the ring's MPI thread.
+        constexpr std::chrono::microseconds kFirstIdle{20}, kMostIdle{1000};
+        std::chrono::microseconds idle = kFirstIdle;
+        while (!(ended_ && segments_.empty())) {
+            copier_.rethrow_failure();
+            const bool busy = take_segment() | advance_segments();
+            if (busy) {
+                idle = kFirstIdle;
+                continue;
+            }
+            std::this_thread::sleep_for(idle);
+            idle = std::min(idle * 2, kMostIdle);
+        }
+        copier_.finish();
+        stage_phases().lap(Phase::Transfer);
+        if (top_ && ctx_.rank == 0)
+            top_->writer->finish();
+        clean_end_ = true;
+        totals_.bytes_read = copier_.bytes_read();
+        return totals_;
+    }
+
+private:
+    struct Segment : HeldSegment {
+        std::size_t part = 0;  // its id in the copier
+        enum { Writing, AllWritten, AllFinished } step = Writing;
+        MPI_Request request = MPI_REQUEST_NULL;
+    };
+
+    // Rank 0, before a segment goes out: room for it, with what went out
+    // before and is not written yet counted as taken (all of a segment
+    // until every rank wrote its share: rank 0 does not see the others'
+    // progress, so a nearly full tier may refuse a segment or two early);
+    // its directories; segment_laid_out.
+    void lay_out(const Plan& plan)
+    {
+        WrittenBefore before = sent_;
+        for (const auto& segment : segments_)
+            if (segment->step != Segment::AllFinished) {
+                before.bytes_pending += segment->plan.total_bytes();
+                before.entries_pending += segment->plan.entry_count();
+            }
+        check_space(item_, job_dir_, layout_.tier_dir, plan, before);
+        TreeWriter(plan, dest_, writing_).create_skeleton();
+        if (hooks_.segment_laid_out)
+            hooks_.segment_laid_out(plan);
+        sent_.bytes += plan.total_bytes();
+        sent_.entries += plan.entry_count();
+    }
+
+    // The next segment, given to the copier; at most two of this rank's
+    // are being written at once (a walk far ahead of the copy would hold
+    // its segments in memory).
+    bool take_segment()
+    {
+        if (ended_)
+            return false;
+        std::size_t writing = 0;
+        for (const auto& segment : segments_)
+            writing += segment->step == Segment::Writing ? 1 : 0;
+        if (writing >= 2)
+            return false;
+        Plan plan;
+        switch (broadcast_.poll(plan)) {
+        case SegmentBroadcast::Got::NotYet: return false;
+        case SegmentBroadcast::Got::End: ended_ = true; return true;
+        case SegmentBroadcast::Got::Refused: refuse();
+        case SegmentBroadcast::Got::Segment: break;
+        }
+        auto segment = std::make_unique<Segment>();
+        segment->plan = std::move(plan);
+        segment->writer = std::make_unique<TreeWriter>(segment->plan, dest_, writing_);
+        segment->chunks = layout_chunks(segment->plan, options_.chunk_size);
+        segment->part = copier_.add(segment->plan, *segment->writer, segment->chunks);
+        segments_.push_back(std::move(segment));
+        return true;
+    }
+
+    // The segments' barriers, posted in the same order on every rank
+    // (written 0, finished 0, written 1, ...), and the segments done.
+    bool advance_segments()
+    {
+        bool progressed = false;
+        for (auto& segment : segments_) {
+            if (segment->step == Segment::Writing) {
+                if (!copier_.part_done(segment->part))
+                    break;
+                MPI_Ibarrier(barriers_, &segment->request);
+                segment->step = Segment::AllWritten;
+                progressed = true;
+            }
+            if (segment->step == Segment::AllWritten) {
+                if (!completed(segment->request))
+                    break;
+                segment->writer->finish_split_files();
+                MPI_Ibarrier(barriers_, &segment->request);
+                segment->step = Segment::AllFinished;
+                progressed = true;
+            }
+        }
+        while (!segments_.empty() && segments_.front()->step == Segment::AllFinished &&
+               completed(segments_.front()->request)) {
+            done(std::move(segments_.front()));
+            segments_.pop_front();
+            progressed = true;
+        }
+        return progressed;
+    }
+
+    static bool completed(MPI_Request& request)
+    {
+        int done = 0;
+        MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+        return done != 0;
+    }
+
+    void done(std::unique_ptr<Segment> segment)
+    {
+        if (ctx_.rank == 0) {
+            if (top_)
+                segment->writer->finish();
+            if (hooks_.segment_done)
+                hooks_.segment_done(segment->plan);
+        }
+        add_totals(totals_, segment->plan);
+        progress_.segment_done(totals_);
+        if (!top_)
+            top_ = std::move(segment);
+    }
+
+    // The walk refused the source, or the tier has no room for it: every
+    // rank stops writing, rank 0 removes what was written (walk_refused),
+    // and only then does any rank throw, so that no rank's exit has the
+    // launcher kill rank 0 mid-removal.
+    [[noreturn]] void refuse()
+    {
+        copier_.abandon();
+        quiet_barrier(ctx_.comm);
+        if (ctx_.rank == 0 && hooks_.walk_refused)
+            hooks_.walk_refused();
+        quiet_barrier(ctx_.comm);
+        if (ctx_.rank == 0 && broadcast_.refusal())
+            std::rethrow_exception(broadcast_.refusal());
+        throw Error("the node walking the source refused it, or found no room in tier " + quoted(item_.tier.name) +
+                    ": its line says why");
+    }
+
+    const StageItem& item_;
+    const NodeContext& ctx_;
+    const ExchangeOptions& options_;
+    const DatasetLayout& layout_;
+    const Fd& job_dir_;
+    const std::string dest_;
+    const WriterOptions writing_;
+    const WalkHooks& hooks_;
+    WalkProgress& progress_;
+    SegmentBroadcast broadcast_;
+    OwnChunkCopier copier_;
+    MPI_Comm barriers_ = MPI_COMM_NULL;
+    bool clean_end_ = false;
+
+    WrittenBefore sent_;                             // rank 0: the segments sent so far
+    std::deque<std::unique_ptr<Segment>> segments_;  // taken, not done, in order
+    bool ended_ = false;
+    std::unique_ptr<Segment> top_;  // the first segment: its directories hold the later ones
+    WalkedTransfer totals_;         // the segments done
+};
 }  // namespace
 
 bool walks_while_transferring(const StageItem& item, const NodeContext& ctx, bool copy_there)
@@ -323,40 +486,9 @@ WalkedTransfer transfer_while_walking(const StageItem& item, const NodeContext& 
     if (!writer_options.shared)
         return exchange_walked(item, ctx, options, layout, here, job_dir, walk.get(), writer_options, progress);
 
-    // The first segment's directories hold later segments' slices and
-    // units: its writer gives them their modes and times last.
-    Plan top;
-    std::unique_ptr<TreeWriter> top_writer;
-    WalkedTransfer totals;
-    for (bool first = true;; first = false) {
-        Plan segment;
-        bool more = false;
-        try {
-            more = broadcast_segment(item, ctx, walk.get(), segment);
-        } catch (const Error&) {
-            if (hooks.walk_refused)  // only rank 0 walks, and throws
-                hooks.walk_refused();
-            throw;
-        }
-        if (!more)
-            break;
-        stage_phases().lap(Phase::Plan);
-        check_shared_space(item, ctx, job_dir, layout, segment, totals, hooks);
-        if (first)
-            top = std::move(segment);
-        Plan& plan = first ? top : segment;
-        auto writer = std::make_unique<TreeWriter>(plan, here.partial_dir, writer_options);
-        totals.bytes_read += move_shared_segment(plan, *writer, first, ctx, options, hooks);
-        if (first)
-            top_writer = std::move(writer);
-        if (hooks.segment_done && ctx.rank == 0)
-            hooks.segment_done(plan);
-        add_totals(totals, plan);
-        stage_phases().lap(Phase::Finish);
-        progress->segment_done(totals);
-    }
-    if (top_writer && ctx.rank == 0)
-        top_writer->finish();
+    WalkedTransfer totals = SharedWalkedCopy(item, ctx, walk.get(), options, layout, job_dir, here.partial_dir,
+                                             writer_options, hooks, *progress)
+                                .run();
     stage_phases().lap(Phase::Finish);
     totals.done = [progress, totals] { progress->done(totals); };
     return totals;

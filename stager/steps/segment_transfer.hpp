@@ -3,9 +3,9 @@
 // against the tier's space with what came before it, and moved as soon as
 // it is walked, into one partial directory: on every node, every segment
 // through one exchange (exchange_parts), or, to a shared tier, into the
-// one copy, each rank its own chunks (copy_own_chunks), a segment after
-// the other.  Collective over ctx.comm; in the job directory (the working
-// directory).
+// one copy, each rank its own chunks of every segment as they come
+// (OwnChunkCopier).  Collective over ctx.comm; in the job directory (the
+// working directory).
 #pragma once
 
 #include <cstdint>

@@ -7,7 +7,6 @@
 #include <mutex>
 #include <thread>
 
-#include "lib/sys/parallel.hpp"
 #include "stager/transfer/io_activity.hpp"
 #include "stager/transfer/read_throttle.hpp"
 #include "stager/transfer/source_reader.hpp"
@@ -49,68 +48,174 @@ std::vector<Chunk> split_chunk(const Chunk& chunk, std::uint64_t most)
     return parts;
 }
 
+OwnChunkCopier::OwnChunkCopier(int rank, int ranks, const ExchangeOptions& options, ProgressFn progress,
+                               ProvingReads* changes)
+    : rank_(rank), ranks_(std::max(1, ranks)), options_(options), progress_(std::move(progress)), changes_(changes),
+      last_report_(std::chrono::steady_clock::now())
+{
+    // Readers and writers are the same threads here: each reads a chunk
+    // and writes it, as many streams as the ring's readers and writers.
+    const unsigned threads = std::max(1u, options.readers + options.writers);
+    for (unsigned t = 0; t < threads; ++t)
+        threads_.emplace_back([this] { work(); });
+}
+
+OwnChunkCopier::~OwnChunkCopier()
+{
+    abandon();
+}
+
+void OwnChunkCopier::abandon()
+{
+    {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        queue_.clear();
+    }
+    stop();
+}
+
+void OwnChunkCopier::stop()
+{
+    {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        closed_ = true;
+    }
+    work_ready_.notify_all();
+    for (std::thread& t : threads_)
+        if (t.joinable())
+            t.join();
+}
+
+std::size_t OwnChunkCopier::add(const Plan& plan, TreeWriter& writer, const std::vector<Chunk>& chunks)
+{
+    auto part = std::make_unique<Part>();
+    part->plan = &plan;
+    part->writer = &writer;
+    part->chunks = &chunks;
+    const auto rank = static_cast<std::size_t>(rank_), ranks = static_cast<std::size_t>(ranks_);
+    const std::size_t first = (rank + ranks - next_number_ % ranks) % ranks;  // this rank's first chunk in the part
+    const std::lock_guard<std::mutex> lock(mutex_);
+    const std::size_t id = parts_.size();
+    for (std::size_t c = first; c < chunks.size(); c += ranks)
+        queue_.push_back({part.get(), id, c});
+    part->own = (chunks.size() > first) ? (chunks.size() - first + ranks - 1) / ranks : 0;
+    next_number_ += chunks.size();
+    parts_.push_back(std::move(part));
+    work_ready_.notify_all();
+    return id;
+}
+
+bool OwnChunkCopier::part_done(std::size_t id) const
+{
+    const std::lock_guard<std::mutex> lock(mutex_);
+    const Part& part = *parts_.at(id);
+    return part.written.load() == part.own;
+}
+
+void OwnChunkCopier::rethrow_failure() const
+{
+    std::exception_ptr failure;
+    {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        failure = failure_;
+    }
+    if (failure)
+        std::rethrow_exception(failure);
+}
+
+void OwnChunkCopier::finish()
+{
+    stop();
+    rethrow_failure();
+}
+
+bool OwnChunkCopier::take(Work& work)
+{
+    std::unique_lock<std::mutex> lock(mutex_);
+    work_ready_.wait(lock, [&] { return !queue_.empty() || closed_ || failed_; });
+    if (queue_.empty() || failed_)
+        return false;
+    work = queue_.front();
+    queue_.pop_front();
+    return true;
+}
+
+void OwnChunkCopier::work()
+{
+    // Each thread opens several of a chunk's files at once, the `opens`
+    // tuning shared out as among the ring's readers: opened one at a
+    // time, the metadata round trips of small files set the pace
+    // (bench/mover's 20,000-file tree: 1.30x of the read-once limit
+    // with one, 1.09-1.21x with four).
+    std::unique_ptr<SourceReader> reader;
+    std::size_t reading = static_cast<std::size_t>(-1);  // the id of the part it reads
+    std::vector<char> buffer(std::min<std::uint64_t>(options_.chunk_size, kIoBytes));
+    Work work;
+    while (take(work)) {
+        try {
+            copy(work, reader, reading, buffer);
+        } catch (...) {
+            {
+                const std::lock_guard<std::mutex> lock(mutex_);
+                if (!failure_)
+                    failure_ = std::current_exception();
+                failed_ = true;
+            }
+            work_ready_.notify_all();
+            return;
+        }
+    }
+}
+
+void OwnChunkCopier::copy(const Work& work, std::unique_ptr<SourceReader>& reader, std::size_t& reading,
+                          std::vector<char>& buffer)
+{
+    const Plan& plan = *work.part->plan;
+    const unsigned threads = static_cast<unsigned>(threads_.size());
+    if (!reader)
+        reader = std::make_unique<SourceReader>(plan, std::max(1u, options_.opens / threads), changes_);
+    else if (work.part_id != reading)
+        reader->use_plan(plan);
+    reading = work.part_id;
+    const Chunk& chunk = (*work.part->chunks)[work.chunk];
+    // The read rate limit (DLSTAGE_RATE_LIMIT, per node): a chunk starts
+    // once this rank's reads so far fit the rate.
+    read_throttle(options_.read_rate_limit).account(chunk.bytes);
+    for (const Chunk& part : split_chunk(chunk, buffer.size())) {
+        {
+            const IoScope reading_now(stage_io(), Io::Reading);
+            reader->read(part, buffer.data());
+        }
+        const IoScope writing(stage_io(), Io::Writing);
+        work.part->writer->write(part, buffer.data());
+    }
+    bytes_ += chunk.bytes;
+    ++work.part->written;
+    report(++done_);
+}
+
+// The first chunk is told at once: under a read rate limit the next may
+// come after the job's time limit (launch/mover_limit tells a mover's
+// progress by it).
+void OwnChunkCopier::report(std::size_t done_now)
+{
+    if (!progress_)
+        return;
+    std::unique_lock<std::mutex> lock(report_, std::try_to_lock);
+    if (lock && (done_now == 1 || std::chrono::steady_clock::now() - last_report_ > std::chrono::milliseconds(200))) {
+        last_report_ = std::chrono::steady_clock::now();
+        progress_(done_.load(), bytes_.load());
+    }
+}
+
 ExchangeResult copy_own_chunks(const std::vector<Chunk>& chunks, const Plan& plan, TreeWriter& writer, int rank,
                                int ranks, const ExchangeOptions& options, const ProgressFn& progress,
                                ProvingReads* changes)
 {
-    std::vector<std::size_t> mine;
-    for (std::size_t c = static_cast<std::size_t>(rank); c < chunks.size(); c += static_cast<std::size_t>(ranks))
-        mine.push_back(c);
-    // Readers and writers are the same threads here: each reads a chunk
-    // and writes it, as many streams as the ring's readers and writers.
-    const unsigned threads = std::max(1u, options.readers + options.writers);
-    std::atomic<std::size_t> next{0}, done{0};
-    std::atomic<std::uint64_t> bytes{0};
-    std::atomic<bool> failed{false};
-    std::mutex report;
-    const auto begin = std::chrono::steady_clock::now();
-    auto last = begin;
-    // The read rate limit (DLSTAGE_RATE_LIMIT, per node): a chunk starts
-    // once this rank's reads so far fit the rate.
-    Throttle& throttle = read_throttle(options.read_rate_limit);
-    // One index per worker; the first error stops the others' loops and
-    // is rethrown here.
-    for_each_index(threads, threads, [&](std::size_t) {
-        // Each thread opens several of a chunk's files at once, the `opens`
-        // tuning shared out as among the ring's readers: opened one at a
-        // time, the metadata round trips of small files set the pace
-        // (bench/mover's 20,000-file tree: 1.30x of the read-once limit
-        // with one, 1.09-1.21x with four).
-        SourceReader reader(plan, std::max(1u, options.opens / threads), changes);
-        std::vector<char> buffer(std::min<std::uint64_t>(options.chunk_size, kIoBytes));
-        const struct Flag {
-            std::atomic<bool>& failed;
-            ~Flag()
-            {
-                if (std::uncaught_exceptions() > 0)
-                    failed = true;
-            }
-        } flag{failed};
-        for (std::size_t k = next++; k < mine.size() && !failed; k = next++) {
-            const Chunk& chunk = chunks[mine[k]];
-            throttle.account(chunk.bytes);
-            for (const Chunk& part : split_chunk(chunk, buffer.size())) {
-                {
-                    const IoScope reading(stage_io(), Io::Reading);
-                    reader.read(part, buffer.data());
-                }
-                const IoScope writing(stage_io(), Io::Writing);
-                writer.write(part, buffer.data());
-            }
-            const std::size_t done_now = ++done;
-            bytes += chunk.bytes;
-            // The first chunk is told at once: under a read rate limit the
-            // next may come after the job's time limit (launch/mover_limit
-            // tells a mover's progress by it).
-            std::unique_lock<std::mutex> lock(report, std::try_to_lock);
-            if (lock && (done_now == 1 || std::chrono::steady_clock::now() - last > std::chrono::milliseconds(200))) {
-                last = std::chrono::steady_clock::now();
-                if (progress)
-                    progress(done.load(), bytes.load());
-            }
-        }
-    });
-    return {bytes.load()};
+    OwnChunkCopier copier(rank, ranks, options, progress, changes);
+    copier.add(plan, writer, chunks);
+    copier.finish();
+    return {copier.bytes_read()};
 }
 
 }  // namespace dlstage::stager

@@ -4,7 +4,9 @@
 #include <boost/test/unit_test.hpp>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "lib/error.hpp"
 #include "stager/plan/plan.hpp"
 #include "stager/transfer/chunks.hpp"
 #include "stager/transfer/own_chunks.hpp"
@@ -107,6 +109,79 @@ BOOST_AUTO_TEST_CASE(two_ranks_make_one_whole_copy_with_files_split_between_them
     for (const Entry& e : plan.entries)
         if (e.type == EntryType::File)
             BOOST_TEST(content_of(dest + "/" + e.path) == content_of(dir / ("src/" + e.path)), e.path);
+}
+
+// A tree walked while it moves to a shared tier: one copier per rank takes
+// the segments as they come, and the chunks are numbered over them all, so
+// that a segment of an odd number of chunks does not give rank 0 the first
+// chunk of every segment.
+BOOST_AUTO_TEST_CASE(a_copier_takes_parts_as_they_come_numbering_chunks_over_them_all)
+{
+    test::TempDir dir;
+    for (const char* src : {"a", "b"}) {
+        ::mkdir((dir / src).c_str(), 0755);
+        for (unsigned i = 0; i < 5; ++i)
+            dir.write(std::string(src) + "/f" + std::to_string(i), pattern((1u << 20) + 17 * i, i));
+    }
+    const Plan a = build_plan(dataset_at(dir / "a")), b = build_plan(dataset_at(dir / "b"));
+    ExchangeOptions options;
+    options.chunk_size = 2u << 20;
+    options.readers = 2;
+    options.writers = 1;
+    const std::vector<Chunk> chunks_a = layout_chunks(a, options.chunk_size),
+                             chunks_b = layout_chunks(b, options.chunk_size);
+    BOOST_REQUIRE(chunks_a.size() % 2 == 1);
+    // Rank r owns the chunks numbered r, r + 2, ... over a's then b's.
+    std::uint64_t expected[2] = {0, 0};
+    std::size_t number = 0;
+    for (const auto* chunks : {&chunks_a, &chunks_b})
+        for (const Chunk& chunk : *chunks)
+            expected[number++ % 2] += chunk.bytes;
+    WriterOptions shared;
+    shared.shared = true;
+    TreeWriter a0(a, dir / "copy-a", shared), a1(a, dir / "copy-a", shared);
+    TreeWriter b0(b, dir / "copy-b", shared), b1(b, dir / "copy-b", shared);
+    a0.create_skeleton();
+    b0.create_skeleton();
+    TreeWriter* writers[2][2] = {{&a0, &b0}, {&a1, &b1}};
+    for (int rank = 0; rank < 2; ++rank) {
+        OwnChunkCopier copier(rank, 2, options);
+        const std::size_t part_a = copier.add(a, *writers[rank][0], chunks_a);
+        const std::size_t part_b = copier.add(b, *writers[rank][1], chunks_b);
+        copier.finish();
+        BOOST_TEST(copier.part_done(part_a));
+        BOOST_TEST(copier.part_done(part_b));
+        BOOST_TEST(copier.bytes_read() == expected[rank]);
+    }
+    for (TreeWriter* writer : {&a0, &a1, &b0, &b1})
+        writer->finish_split_files();
+    a0.finish();
+    b0.finish();
+    for (const char* src : {"a", "b"})
+        for (unsigned i = 0; i < 5; ++i)
+            BOOST_TEST(content_of(dir / ("copy-" + std::string(src) + "/f" + std::to_string(i))) ==
+                       content_of(dir / (std::string(src) + "/f" + std::to_string(i))));
+}
+
+BOOST_AUTO_TEST_CASE(a_failure_in_a_copier_thread_is_rethrown_and_stops_the_others)
+{
+    test::TempDir dir;
+    ::mkdir((dir / "src").c_str(), 0755);
+    for (unsigned i = 0; i < 8; ++i)
+        dir.write("src/f" + std::to_string(i), pattern(70000, i));
+    const Plan plan = build_plan(dataset_at(dir / "src"));
+    ::unlink((dir / "src/f3").c_str());  // gone since planned
+    ExchangeOptions options;
+    options.chunk_size = 100000;
+    WriterOptions shared;
+    shared.shared = true;
+    TreeWriter writer(plan, dir / "copy", shared);
+    writer.create_skeleton();
+    const std::vector<Chunk> chunks = layout_chunks(plan, options.chunk_size);
+    OwnChunkCopier copier(0, 1, options);
+    const std::size_t part = copier.add(plan, writer, chunks);
+    BOOST_CHECK_THROW(copier.finish(), Error);
+    BOOST_TEST(!copier.part_done(part));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
