@@ -50,13 +50,13 @@ std::vector<Chunk> split_chunk(const Chunk& chunk, std::uint64_t most)
 
 OwnChunkCopier::OwnChunkCopier(int rank, int ranks, const ExchangeOptions& options, ProgressFn progress,
                                ProvingReads* changes)
-    : rank_(rank), ranks_(std::max(1, ranks)), options_(options), progress_(std::move(progress)), changes_(changes),
+    : rank_(rank), ranks_(std::max(1, ranks)), options_(options),
+      // Readers and writers are the same threads here: each reads a chunk
+      // and writes it, as many streams as the ring's readers and writers.
+      streams_(std::max(1u, options.readers + options.writers)), progress_(std::move(progress)), changes_(changes),
       last_report_(std::chrono::steady_clock::now())
 {
-    // Readers and writers are the same threads here: each reads a chunk
-    // and writes it, as many streams as the ring's readers and writers.
-    const unsigned threads = std::max(1u, options.readers + options.writers);
-    for (unsigned t = 0; t < threads; ++t)
+    for (unsigned t = 0; t < streams_; ++t)
         threads_.emplace_back([this] { work(); });
 }
 
@@ -171,9 +171,8 @@ void OwnChunkCopier::copy(const Work& work, std::unique_ptr<SourceReader>& reade
                           std::vector<char>& buffer)
 {
     const Plan& plan = *work.part->plan;
-    const unsigned threads = static_cast<unsigned>(threads_.size());
     if (!reader)
-        reader = std::make_unique<SourceReader>(plan, std::max(1u, options_.opens / threads), changes_);
+        reader = std::make_unique<SourceReader>(plan, std::max(1u, options_.opens / streams_), changes_);
     else if (work.part_id != reading)
         reader->use_plan(plan);
     reading = work.part_id;

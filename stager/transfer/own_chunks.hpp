@@ -77,6 +77,7 @@ private:
 
     const int rank_, ranks_;
     const ExchangeOptions& options_;
+    const unsigned streams_;  // threads, each reading and writing
     const ProgressFn progress_;
     ProvingReads* const changes_;
     std::size_t next_number_ = 0;  // the first chunk of the next part, over all parts
