@@ -56,9 +56,10 @@ Fd SourceReader::not_as_planned(std::size_t entry, const std::string& how) const
 
 void SourceReader::use_plan(const Plan& plan)
 {
-    if (plan.source_root != plan_->source_root) {
+    if (plan.source_root != source_root_) {
         dir_fds_.clear();
         last_dir_fd_ = -1;
+        source_root_ = plan.source_root;
     }
     plan_ = &plan;
     open_entry_ = static_cast<std::size_t>(-1);  // an entry of the other plan
@@ -147,9 +148,7 @@ Fd SourceReader::open_checked(std::size_t entry, int dir_fd) const
         return not_as_planned(entry, "no longer a regular file");
     if (!as_planned(planned.size, planned.mtime_sec, planned.mtime_nsec, st))
         return not_as_planned(entry, how_changed(plan_->entries[entry], st));
-    // One sequential pass of a file larger than the kernel's first
-    // read-ahead: let it read further ahead.  A small file is read whole at once.
-    if (planned.size > kSmallFile)
+    if (planned.size > kReadAheadPast)
         posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
     return fd;
 }

@@ -67,7 +67,7 @@ public:
     // beforehand.  Once this process has found one, its next chunks read as
     // zeros without opening anything: the copy is to be discarded.
     explicit SourceReader(const Plan& plan, unsigned opens = 1, ProvingReads* changes = nullptr)
-        : plan_(&plan), opens_(opens), changes_(changes)
+        : plan_(&plan), source_root_(plan.source_root), opens_(opens), changes_(changes)
     {
     }
 
@@ -90,7 +90,9 @@ private:
     // file system's round trip, or a disk's seek from a cold cache.  The
     // reader then opens (and reads) its next files in parallel, on its pool.
     static constexpr double kSlowOpenUs = 100;
-    static constexpr std::uint64_t kSmallFile = 128 * 1024;
+    // Past this a file is read in one sequential pass worth a longer
+    // read-ahead than the kernel's first (POSIX_FADV_SEQUENTIAL).
+    static constexpr std::uint64_t kReadAheadPast = 128 * 1024;
     // Up to this a file is read with its open, on the pool: its read is one
     // request whose round trip (a disk's seek from a cold cache) outweighs
     // its bytes.  Past it the bytes set the pace, and 32 reads at once
@@ -116,6 +118,9 @@ private:
     std::string path_of(std::size_t entry) const;
 
     const Plan* plan_;
+    // The root dir_fds_ are under: a copy, since the plan it came from may
+    // be freed before the next plan is used.
+    std::string source_root_;
     unsigned opens_;
     ProvingReads* changes_;
     std::size_t open_entry_ = static_cast<std::size_t>(-1);
