@@ -23,6 +23,11 @@ namespace dlstage::stager {
 
 using Clock = std::chrono::steady_clock;
 
+namespace {
+// One MPI message holds at most INT_MAX bytes: big blocks go in steps.
+constexpr std::size_t kStep = 1u << 30;
+}  // namespace
+
 // Both wait quietly: a rank may arrive long before the others (a node
 // cache's rank that took its lock while another waits 2 s for one).
 bool all_ranks(MPI_Comm comm, bool mine)
@@ -36,7 +41,6 @@ bool all_ranks(MPI_Comm comm, bool mine)
 
 void flags_over_ranks(MPI_Comm comm, std::vector<char>& flags)
 {
-    constexpr std::size_t kStep = 1u << 30;  // one MPI message holds at most INT_MAX bytes
     for (std::size_t off = 0; off < flags.size(); off += kStep) {
         MPI_Request request = MPI_REQUEST_NULL;
         MPI_Iallreduce(MPI_IN_PLACE, flags.data() + off, static_cast<int>(std::min(kStep, flags.size() - off)),
@@ -149,11 +153,10 @@ std::uint64_t peak_rss_bytes()
 }  // namespace
 
 namespace {
-// One MPI message holds at most INT_MAX bytes: big blocks go in steps.
-// The other ranks wait through rank 0's whole walk here: quietly.
+// In steps of kStep.  The other ranks wait through rank 0's whole walk
+// here: quietly.
 void bcast_from_rank0(const NodeContext& ctx, void* data, std::size_t size)
 {
-    constexpr std::size_t kStep = 1u << 30;
     for (std::size_t off = 0; off < size; off += kStep) {
         MPI_Request request = MPI_REQUEST_NULL;
         MPI_Ibcast(static_cast<char*>(data) + off, static_cast<int>(std::min(kStep, size - off)), MPI_BYTE, 0, ctx.comm,
@@ -235,7 +238,6 @@ SegmentBroadcast::~SegmentBroadcast()
 
 bool SegmentBroadcast::post_next_block()
 {
-    constexpr std::size_t kStep = 1u << 30;  // one MPI message holds at most INT_MAX bytes
     auto& blocks = now_->blocks;
     while (!blocks.empty() && blocks.front().second == 0)
         blocks.erase(blocks.begin());

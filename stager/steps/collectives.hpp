@@ -50,8 +50,9 @@ Plan broadcast_plan(const StageItem& item, const NodeContext& ctx, PlanFrom from
 // into them once it has the segment), and whether a refusal is agreed on:
 // what the walk or before_send throws is then not thrown at once, but
 // every rank's poll says Refused (rank 0's refusal() holds it), so that
-// every rank stops writing before rank 0 removes what was written.
-// Without, it is thrown on rank 0 (the launcher then stops the others).
+// every rank stops writing before rank 0 removes what was written (or
+// keeps it: segment_transfer tells the tier's failures apart).  Without,
+// it is thrown on rank 0 (the launcher then stops the others).
 struct SegmentSending {
     std::function<void(const Plan&)> before_send;
     bool agree_on_refusal = false;
@@ -92,7 +93,7 @@ private:
     bool refused_ = false;
     std::exception_ptr refusal_;
 };
-// The same, with rank 0 saying now and then how many entries its walk found.
+// broadcast_plan, with rank 0 saying now and then how many entries its walk found.
 Plan plan_saying_progress(const StageItem& item, const NodeContext& ctx, PlanFrom from = PlanFrom::ManifestOrWalk);
 // Whether the plan came from a manifest (rank 0's word, on every rank) and
 // the site did not promise the source immutable: a plan current as far as

@@ -5,7 +5,6 @@
 #include <deque>
 #include <memory>
 #include <sys/stat.h>
-#include <thread>
 
 #include "dataset/manifest.hpp"
 #include "lib/contract.hpp"
@@ -21,6 +20,7 @@
 #include "stager/steps/phase_times.hpp"
 #include "stager/steps/stage_steps.hpp"
 #include "stager/transfer/chunks.hpp"
+#include "stager/transfer/mpi_poll.hpp"
 #include "stager/transfer/own_chunks.hpp"
 #include "stager/transfer/tree_writer.hpp"
 
@@ -105,6 +105,8 @@ struct HeldSegment {
     Plan plan;
     std::unique_ptr<TreeWriter> writer;
     std::vector<Chunk> chunks;
+
+    ExchangePart exchange_part() const { return {&plan, writer.get(), &chunks}; }
 };
 
 // The segments of a tree walked while it moves to a node tier, fed to one
@@ -112,12 +114,13 @@ struct HeldSegment {
 // at every segment's end (the next segment's first read waited for this
 // one's last write): from a cold source, a tree of 1.28 M small files took
 // its read time plus its write time (issue 58).  Here, on the exchange's
-// MPI thread and never waiting, the next segment is broadcast from rank
-// 0's walk, checked against the tier's room, its directories made and its
-// chunks laid out while the one before moves, one segment ahead.  A
-// segment is finished (its directories' modes and times) once its every
-// chunk is written; the first one's directories, which hold later
-// segments, last (finish).
+// MPI thread and never waiting for another rank (a segment's statvfs,
+// directories and their modes are this thread's own), the next segment
+// is broadcast from rank 0's walk, checked against the tier's room, its
+// directories made and its chunks laid out while the one before moves,
+// one segment ahead.  A segment is finished (its directories' modes and
+// times) once its every chunk is written; the first one's directories,
+// which hold later segments, last (finish).
 class WalkedFeed : public PartFeed {
 public:
     WalkedFeed(const StageItem& item, const NodeContext& ctx, SegmentedWalk* walk, const ExchangeOptions& options,
@@ -150,7 +153,7 @@ public:
             return ended_ ? Poll::End : Poll::NotYet;
         given_.push_back(std::move(ready_));
         const Segment& segment = *given_.back();
-        part = {&segment.plan, segment.writer.get(), &segment.chunks};
+        part = segment.exchange_part();
         return Poll::Part;
     }
 
@@ -278,18 +281,10 @@ public:
 
     WalkedTransfer run()
     {
-        // Idle: 20 us, doubling to 1 ms, as the ring's MPI thread.
-        constexpr std::chrono::microseconds kFirstIdle{20}, kMostIdle{1000};
-        std::chrono::microseconds idle = kFirstIdle;
+        IdleBackoff idle;
         while (!(ended_ && segments_.empty())) {
             copier_.rethrow_failure();
-            const bool busy = take_segment() | advance_segments();
-            if (busy) {
-                idle = kFirstIdle;
-                continue;
-            }
-            std::this_thread::sleep_for(idle);
-            idle = std::min(idle * 2, kMostIdle);
+            idle.after(take_segment() | advance_segments());
         }
         copier_.finish();
         stage_phases().lap(Phase::Transfer);
@@ -321,9 +316,14 @@ private:
                 before.entries_pending += segment->plan.entry_count();
             }
         check_space(item_, job_dir_, layout_.tier_dir, plan, before);
+        // Past the check, a failure is the tier's (a directory not made, a
+        // record not written), not the source's: what was written stays to
+        // go on from.
+        failed_on_tier_ = true;
         TreeWriter(plan, dest_, writing_).create_skeleton();
         if (hooks_.segment_laid_out)
             hooks_.segment_laid_out(plan);
+        failed_on_tier_ = false;
         sent_.bytes += plan.total_bytes();
         sent_.entries += plan.entry_count();
     }
@@ -351,7 +351,7 @@ private:
         segment->plan = std::move(plan);
         segment->writer = std::make_unique<TreeWriter>(segment->plan, dest_, writing_);
         segment->chunks = layout_chunks(segment->plan, options_.chunk_size);
-        segment->part = copier_.add(segment->plan, *segment->writer, segment->chunks);
+        segment->part = copier_.add(segment->exchange_part());
         segments_.push_back(std::move(segment));
         return true;
     }
@@ -370,7 +370,7 @@ private:
                 progressed = true;
             }
             if (segment->step == Segment::AllWritten) {
-                if (!completed(segment->request))
+                if (!request_done(segment->request))
                     break;
                 segment->writer->finish_split_files();
                 MPI_Ibarrier(barriers_, &segment->request);
@@ -379,19 +379,12 @@ private:
             }
         }
         while (!segments_.empty() && segments_.front()->step == Segment::AllFinished &&
-               completed(segments_.front()->request)) {
+               request_done(segments_.front()->request)) {
             done(std::move(segments_.front()));
             segments_.pop_front();
             progressed = true;
         }
         return progressed;
-    }
-
-    static bool completed(MPI_Request& request)
-    {
-        int done = 0;
-        MPI_Test(&request, &done, MPI_STATUS_IGNORE);
-        return done != 0;
     }
 
     void done(std::unique_ptr<Segment> segment)
@@ -408,21 +401,36 @@ private:
             top_ = std::move(segment);
     }
 
-    // The walk refused the source, or the tier has no room for it: every
-    // rank stops writing, rank 0 removes what was written (walk_refused),
-    // and only then does any rank throw, so that no rank's exit has the
-    // launcher kill rank 0 mid-removal.
+    // The walk refused the source, the tier has no room for it, or rank 0
+    // could not lay a segment out: every rank stops writing and has rank
+    // 0's reason, rank 0 removes what was written (walk_refused; not for a
+    // failure of the tier's), and only then does any rank throw, so that no
+    // rank's exit has the launcher kill rank 0 mid-removal.
     [[noreturn]] void refuse()
     {
         copier_.abandon();
-        quiet_barrier(ctx_.comm);
-        if (ctx_.rank == 0 && hooks_.walk_refused)
+        std::string why;
+        if (ctx_.rank == 0)
+            why = what_of(broadcast_.refusal());
+        why = broadcast_text(ctx_.comm, 0, why);
+        quiet_barrier(ctx_.comm);  // a broadcast's root may be done before the others have stopped
+        if (ctx_.rank == 0 && hooks_.walk_refused && !failed_on_tier_)
             hooks_.walk_refused();
         quiet_barrier(ctx_.comm);
-        if (ctx_.rank == 0 && broadcast_.refusal())
+        if (ctx_.rank == 0)
             std::rethrow_exception(broadcast_.refusal());
-        throw Error("the node walking the source refused it, or found no room in tier " + quoted(item_.tier.name) +
-                    ": its line says why");
+        throw Error("the node walking the source stopped: " + why);
+    }
+
+    static std::string what_of(const std::exception_ptr& thrown)
+    {
+        try {
+            std::rethrow_exception(thrown);
+        } catch (const std::exception& e) {
+            return e.what();
+        } catch (...) {
+            return "an unknown error";
+        }
     }
 
     const StageItem& item_;
@@ -439,6 +447,7 @@ private:
     MPI_Comm barriers_ = MPI_COMM_NULL;
     bool clean_end_ = false;
 
+    bool failed_on_tier_ = false;                    // rank 0: laying a segment out failed past its check
     WrittenBefore sent_;                             // rank 0: the segments sent so far
     std::deque<std::unique_ptr<Segment>> segments_;  // taken, not done, in order
     bool ended_ = false;

@@ -1,7 +1,8 @@
 // Staging a directory while rank 0 walks it (policy::walks_while_transferring):
-// each segment of its plan (stager/plan/plan_segments) is broadcast, checked
-// against the tier's space with what came before it, and moved as soon as
-// it is walked, into one partial directory: on every node, every segment
+// each segment of its plan (stager/plan/plan_segments) is checked against
+// the tier's space with what came before it (a shared tier's by rank 0
+// before the broadcast, a node tier's on every rank after), and moved as
+// soon as it is walked, into one partial directory: on every node, every segment
 // through one exchange (exchange_parts), or, to a shared tier, into the
 // one copy, each rank its own chunks of every segment as they come
 // (OwnChunkCopier).  Collective over ctx.comm; in the job directory (the
@@ -33,8 +34,8 @@ struct WalkedTransfer {
 // a shared tier holds a copy's record or an unfinished copy.
 bool walks_while_transferring(const StageItem& item, const NodeContext& ctx, bool copy_there = false);
 
-// What the caller does along the way, on rank 0: a shared tier's (a node
-// tier takes none).
+// What the caller does along the way, on rank 0 but for piece_written: a
+// shared tier's (a node tier takes none).
 struct WalkHooks {
     // Once a segment is whole in the partial copy (its files; its
     // directories' modes and its symlinks come with the writer's finish).

@@ -207,13 +207,10 @@ WriterOptions writer_options_for(const StageItem& item)
     return options;
 }
 
-void make_skeleton(TreeWriter& writer, bool shared, const NodeContext& ctx, const std::function<void()>& laid_out)
+void make_skeleton(TreeWriter& writer, bool shared, const NodeContext& ctx)
 {
-    if (!shared || ctx.rank == 0) {
+    if (!shared || ctx.rank == 0)
         writer.create_skeleton();
-        if (laid_out)
-            laid_out();
-    }
     if (shared)
         quiet_barrier(ctx.comm);
     stage_phases().lap(Phase::Skeleton);

@@ -80,10 +80,8 @@ struct TransferResult {
 WriterOptions writer_options_for(const StageItem& item);
 
 // The plan's directories (and empty files): made on every node, or in a
-// shared tier by rank 0 while the others wait.  laid_out: called by the
-// rank that made it, before the others go on to write into it.
-void make_skeleton(TreeWriter& writer, bool shared, const NodeContext& ctx,
-                   const std::function<void()>& laid_out = nullptr);
+// shared tier by rank 0 while the others wait.
+void make_skeleton(TreeWriter& writer, bool shared, const NodeContext& ctx);
 
 // From the plan to the complete tree in here.partial_dir: read once,
 // written on every node (node tiers) or once into the shared tier, and

@@ -6,6 +6,7 @@
 
 #include "lib/strings.hpp"
 #include "stager/steps/collectives.hpp"
+#include "stager/transfer/mpi_poll.hpp"
 
 namespace dlstage::stager {
 
@@ -21,13 +22,6 @@ double period_for(double bound)
     return std::clamp(bound / 10, 0.1, 5.0);
 }
 
-bool completed(MPI_Request& request)
-{
-    int done = 1;
-    if (request != MPI_REQUEST_NULL)
-        MPI_Test(&request, &done, MPI_STATUS_IGNORE);
-    return done != 0;
-}
 }  // namespace
 
 Watchdog::Watchdog(std::vector<std::string> nodes, double bound, std::function<void(const std::string&)> on_stall)
@@ -131,9 +125,9 @@ void Watchdog::run()
             const auto at = static_cast<std::size_t>(peer);
             // One heartbeat in flight to each peer at most: a peer that
             // stopped reading costs no growing queue.
-            if (now >= next_beat && completed(sends[at]))
+            if (now >= next_beat && request_done(sends[at]))
                 MPI_Isend(&beat, 1, MPI_CHAR, peer, kBeatTag, comm_, &sends[at]);
-            while (completed(receives[at])) {
+            while (request_done(receives[at])) {
                 heard[at] = now;
                 listen(peer);
             }

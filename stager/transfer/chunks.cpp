@@ -6,7 +6,7 @@
 
 namespace dlstage::stager {
 
-std::vector<Chunk> layout_chunks(const Plan& plan, std::uint64_t chunk_size, std::size_t most_files)
+std::vector<Chunk> layout_chunks(const Plan& plan, std::uint64_t chunk_size)
 {
     if (chunk_size == 0 || chunk_size > UINT32_MAX)
         throw Error("a chunk size of " + std::to_string(chunk_size) + " bytes is not between 1 byte and 4 GiB");
@@ -29,7 +29,7 @@ std::vector<Chunk> layout_chunks(const Plan& plan, std::uint64_t chunk_size, std
             current.pieces.push_back({offset, static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(length)});
             current.bytes += length;
             offset += length;
-            if (current.bytes == chunk_size || current.pieces.size() >= std::max<std::size_t>(1, most_files)) {
+            if (current.bytes == chunk_size || current.pieces.size() >= kMostFilesPerChunk) {
                 chunks.push_back(std::move(current));
                 current = Chunk{};
             }

@@ -34,7 +34,6 @@ constexpr std::size_t kMostFilesPerChunk = 256;
 
 // A file the plan holds a prefix of (Plan::held_prefixes) begins at it.
 // Throws Error if chunk_size is 4 GiB or more.
-std::vector<Chunk> layout_chunks(const Plan& plan, std::uint64_t chunk_size,
-                                 std::size_t most_files = kMostFilesPerChunk);
+std::vector<Chunk> layout_chunks(const Plan& plan, std::uint64_t chunk_size);
 
 }  // namespace dlstage::stager

@@ -17,6 +17,7 @@
 
 #include "lib/error.hpp"
 #include "stager/transfer/io_activity.hpp"
+#include "stager/transfer/mpi_poll.hpp"
 #include "stager/transfer/read_throttle.hpp"
 #include "stager/transfer/source_reader.hpp"
 
@@ -25,15 +26,6 @@ namespace dlstage::stager {
 namespace {
 constexpr std::size_t kHashBytes = sizeof(XXH64_hash_t);
 constexpr int kTagSpace = 32768;  // MPI guarantees tags up to 32767
-
-// Whether a nonblocking send or receive is done (one never posted is).
-bool completed(MPI_Request& request)
-{
-    int done = 1;
-    if (request != MPI_REQUEST_NULL)
-        MPI_Test(&request, &done, MPI_STATUS_IGNORE);
-    return done != 0;
-}
 
 // A part of the exchange, as the MPI thread follows it.
 struct Part {
@@ -340,7 +332,7 @@ private:
                 continue;
             if (slot->number != next_handle_)
                 break;  // strictly in order: the right neighbour receives in order
-            const bool here = owner(slot->number) == rank_ ? slot->read_done.load() : completed(slot->recv);
+            const bool here = owner(slot->number) == rank_ ? slot->read_done.load() : request_done(slot->recv);
             if (!here)
                 break;
             if (owner(slot->number) != right_)
@@ -361,7 +353,7 @@ private:
             Slot* slot = in_flight_.front();
             if (!slot->handled || !slot->write_done.load())
                 break;
-            if (!completed(slot->send))
+            if (!request_done(slot->send))
                 break;
             in_flight_.pop_front();
             ++slot->part->finished;
@@ -389,13 +381,7 @@ private:
     void drive(const ProgressFn& progress)
     {
         auto last_report = std::chrono::steady_clock::now();
-        // Nothing to do: sleep, longer the longer nothing happens, so that
-        // an idle rank polls MPI (a poll(2) of its sockets each time) a few
-        // thousand times a second rather than tens of thousands; the other
-        // threads, and ranks sharing the node's cores, get the CPU.  The
-        // kernel's socket buffers keep bytes moving while we sleep.
-        constexpr std::chrono::microseconds kFirstIdle{20}, kMostIdle{1000};
-        std::chrono::microseconds idle = kFirstIdle;
+        IdleBackoff idle;
         for (;;) {
             if (errors_.failed())
                 return;
@@ -407,12 +393,7 @@ private:
                 progress(chunks_written_.load(), bytes_written_.load());
                 last_report = now;
             }
-            if (busy) {
-                idle = kFirstIdle;
-            } else {
-                std::this_thread::sleep_for(idle);
-                idle = std::min(idle * 2, kMostIdle);
-            }
+            idle.after(busy);
         }
         progress(chunks_written_.load(), bytes_written_.load());
     }

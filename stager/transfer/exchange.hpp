@@ -28,14 +28,6 @@ ExchangeResult exchange_chunks(const Plan& plan, const std::vector<Chunk>& chunk
                                const ExchangeOptions& options, const ProgressFn& progress, MPI_Comm comm,
                                ProvingReads* changes = nullptr);
 
-// One part of what one exchange moves: a plan's chunks, written by its
-// writer.  All three stay in place until the feed is told the part is done.
-struct ExchangePart {
-    const Plan* plan = nullptr;
-    TreeWriter* writer = nullptr;
-    const std::vector<Chunk>* chunks = nullptr;
-};
-
 // Where an exchange gets its parts while it runs (the segments of a tree
 // walked while it moves): the same parts in the same order on every rank.
 // Called on the exchange's MPI thread, which must not wait: poll says at

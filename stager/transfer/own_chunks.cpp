@@ -56,8 +56,13 @@ OwnChunkCopier::OwnChunkCopier(int rank, int ranks, const ExchangeOptions& optio
       streams_(std::max(1u, options.readers + options.writers)), progress_(std::move(progress)), changes_(changes),
       last_report_(std::chrono::steady_clock::now())
 {
-    for (unsigned t = 0; t < streams_; ++t)
-        threads_.emplace_back([this] { work(); });
+    try {
+        for (unsigned t = 0; t < streams_; ++t)
+            threads_.emplace_back([this] { work(); });
+    } catch (...) {
+        stop();  // a thread not started: those that did are joined, not left running
+        throw;
+    }
 }
 
 OwnChunkCopier::~OwnChunkCopier()
@@ -86,12 +91,11 @@ void OwnChunkCopier::stop()
             t.join();
 }
 
-std::size_t OwnChunkCopier::add(const Plan& plan, TreeWriter& writer, const std::vector<Chunk>& chunks)
+std::size_t OwnChunkCopier::add(const ExchangePart& given)
 {
     auto part = std::make_unique<Part>();
-    part->plan = &plan;
-    part->writer = &writer;
-    part->chunks = &chunks;
+    static_cast<ExchangePart&>(*part) = given;
+    const std::vector<Chunk>& chunks = *given.chunks;
     const auto rank = static_cast<std::size_t>(rank_), ranks = static_cast<std::size_t>(ranks_);
     const std::size_t first = (rank + ranks - next_number_ % ranks) % ranks;  // this rank's first chunk in the part
     const std::lock_guard<std::mutex> lock(mutex_);
@@ -212,7 +216,7 @@ ExchangeResult copy_own_chunks(const std::vector<Chunk>& chunks, const Plan& pla
                                ProvingReads* changes)
 {
     OwnChunkCopier copier(rank, ranks, options, progress, changes);
-    copier.add(plan, writer, chunks);
+    copier.add({&plan, &writer, &chunks});
     copier.finish();
     return {copier.bytes_read()};
 }

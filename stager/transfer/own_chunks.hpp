@@ -30,7 +30,7 @@ std::vector<Chunk> split_chunk(const Chunk& chunk, std::uint64_t most);
 // reading a chunk and writing it, so that one part's last chunks and the
 // next part's first move at once (a tree walked while it moves to a shared
 // tier: stager/steps/segment_transfer).  Chunks are numbered over all the
-// parts, the first part's from first_number: chunk number n is rank n % N's.
+// parts in the order given, from 0: chunk number n is rank n % N's.
 // progress: (chunks written, bytes written) by this rank, from a worker
 // thread now and then.  changes: as exchange_chunks' (stager/transfer/exchange.hpp).
 class OwnChunkCopier {
@@ -41,10 +41,10 @@ public:
     OwnChunkCopier(const OwnChunkCopier&) = delete;
     OwnChunkCopier& operator=(const OwnChunkCopier&) = delete;
 
-    // The part's own chunks are queued; plan, writer and chunks must live
+    // The part's own chunks are queued; its plan, writer and chunks must live
     // until part_done says so (or the copier is gone).  Returns its id
     // (0, 1, ... in the order given).
-    std::size_t add(const Plan& plan, TreeWriter& writer, const std::vector<Chunk>& chunks);
+    std::size_t add(const ExchangePart& given);
     // Every chunk of part `id` this rank owns is written.
     bool part_done(std::size_t id) const;
     // What a worker threw, rethrown (the others stop taking chunks).
@@ -57,10 +57,7 @@ public:
     std::uint64_t bytes_read() const { return bytes_.load(); }
 
 private:
-    struct Part {
-        const Plan* plan;
-        TreeWriter* writer;
-        const std::vector<Chunk>* chunks;
+    struct Part : ExchangePart {
         std::size_t own = 0;                  // its chunks this rank owns
         std::atomic<std::size_t> written{0};  // of those
     };

@@ -21,6 +21,14 @@ using ExchangeOptions = StagerTuning;
 // Called on the calling thread, now and then: (chunks written, bytes written).
 using ProgressFn = std::function<void(std::size_t, std::uint64_t)>;
 
+// One part of what one exchange or copier moves: a plan's chunks, written
+// by its writer.  All three stay in place until the part is done.
+struct ExchangePart {
+    const Plan* plan = nullptr;
+    TreeWriter* writer = nullptr;
+    const std::vector<Chunk>* chunks = nullptr;
+};
+
 struct ExchangeResult {
     std::uint64_t bytes_read = 0;  // from the source, by this rank
 };

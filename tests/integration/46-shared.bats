@@ -262,7 +262,10 @@ PY
     # found too small only once some of it is written.
     run as_user srun -N2 --stage-data=tree:tightkept true
     [ "$status" -ne 0 ]
-    grep -q "dataset 'tree' needs .* but tier 'tightkept' allows at most 4.0 MiB" <<<"$output" || { echo "$output"; false; }
+    echo "$output"
+    grep -q "dataset 'tree' needs .* but tier 'tightkept' allows at most 4.0 MiB" <<<"$output"
+    # The node that did not walk says rank 0's reason too, in case rank 0's line is lost.
+    grep -q "failed on n2: the node walking the source stopped: dataset 'tree' needs .* but tier 'tightkept'" <<<"$output"
     grep -q "staging tree from .* to tightkept (one shared copy) by 2 nodes, walking it meanwhile" <<<"$output"
     ls -a "$DLSTAGE_TEST_DIR/scratch/tightkept/$VCLUSTER_USER" |
         { ! grep -q '^tree$\|^\.partial-tree$\|^\.resume-tree\|^\.walked-tree$'; }

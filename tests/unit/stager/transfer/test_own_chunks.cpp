@@ -146,8 +146,8 @@ BOOST_AUTO_TEST_CASE(a_copier_takes_parts_as_they_come_numbering_chunks_over_the
     TreeWriter* writers[2][2] = {{&a0, &b0}, {&a1, &b1}};
     for (int rank = 0; rank < 2; ++rank) {
         OwnChunkCopier copier(rank, 2, options);
-        const std::size_t part_a = copier.add(a, *writers[rank][0], chunks_a);
-        const std::size_t part_b = copier.add(b, *writers[rank][1], chunks_b);
+        const std::size_t part_a = copier.add({&a, writers[rank][0], &chunks_a});
+        const std::size_t part_b = copier.add({&b, writers[rank][1], &chunks_b});
         copier.finish();
         BOOST_TEST(copier.part_done(part_a));
         BOOST_TEST(copier.part_done(part_b));
@@ -179,7 +179,7 @@ BOOST_AUTO_TEST_CASE(a_failure_in_a_copier_thread_is_rethrown_and_stops_the_othe
     writer.create_skeleton();
     const std::vector<Chunk> chunks = layout_chunks(plan, options.chunk_size);
     OwnChunkCopier copier(0, 1, options);
-    const std::size_t part = copier.add(plan, writer, chunks);
+    const std::size_t part = copier.add({&plan, &writer, &chunks});
     BOOST_CHECK_THROW(copier.finish(), Error);
     BOOST_TEST(!copier.part_done(part));
 }
