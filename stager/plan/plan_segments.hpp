@@ -18,8 +18,7 @@
 // Slices and units alike come more of them each time (the first transfer
 // starts early, the later ones are large enough to keep the ring busy), but
 // no more than the walk gets through in half a second (a tenth of one into
-// a shared tier: stager/steps/segment_transfer) or one unit per walk
-// thread, whichever is more, and the walk stays
+// a shared tier: stager/steps/segment_transfer), and the walk stays
 // at most one segment ahead of the transfer: each file is opened soon after
 // its stat, while the file system still caches what the stat looked up
 // (through pfssim, whose caches last a second, a walk far ahead made each
