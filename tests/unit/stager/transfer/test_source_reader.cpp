@@ -3,6 +3,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <fcntl.h>
+#include <memory>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -97,6 +98,23 @@ BOOST_AUTO_TEST_CASE(a_reader_goes_from_one_plan_to_the_next)
     BOOST_TEST(want.size() == whole.total_bytes());
     BOOST_TEST((got == want));
     BOOST_TEST(shared.bytes_read() == whole.total_bytes());
+}
+
+// The walked transfer frees a finished segment before the reader is given
+// the next: the reader must not look at the plan it had (the sanitizer
+// build catches a read of it).
+BOOST_AUTO_TEST_CASE(a_reader_needs_nothing_of_a_plan_freed_before_the_next)
+{
+    test::TempDir dir;
+    make_small_files(dir, 30);
+    const Plan whole = build_plan(test::dataset_at(dir / "src"));
+    auto first = std::make_unique<Plan>(whole);
+    SourceReader reader(*first, 8);
+    const std::string want = read_all(reader, *first, 300);
+    first.reset();
+    const Plan next = whole;
+    reader.use_plan(next);
+    BOOST_TEST((read_all(reader, next, 300) == want));
 }
 
 BOOST_AUTO_TEST_CASE(a_chunk_of_many_small_files_keeps_few_open)
