@@ -106,6 +106,13 @@ struct HeldSegment {
     std::unique_ptr<TreeWriter> writer;
     std::vector<Chunk> chunks;
 
+    // Takes the plan, with its writer into dest and its chunks.
+    void hold(Plan given, const std::string& dest, const WriterOptions& writing, std::uint64_t chunk_size)
+    {
+        plan = std::move(given);
+        writer = std::make_unique<TreeWriter>(plan, dest, writing);
+        chunks = layout_chunks(plan, chunk_size);
+    }
     ExchangePart exchange_part() const { return {&plan, writer.get(), &chunks}; }
 };
 
@@ -199,10 +206,8 @@ private:
         before_.bytes += plan.total_bytes();
         before_.entries += plan.entry_count();
         auto segment = std::make_unique<Segment>();
-        segment->plan = std::move(plan);
-        segment->writer = std::make_unique<TreeWriter>(segment->plan, dest_, writing_);
+        segment->hold(std::move(plan), dest_, writing_, options_.chunk_size);
         segment->writer->create_skeleton();
-        segment->chunks = layout_chunks(segment->plan, options_.chunk_size);
         return segment;
     }
 
@@ -348,9 +353,7 @@ private:
         case SegmentBroadcast::Got::Segment: break;
         }
         auto segment = std::make_unique<Segment>();
-        segment->plan = std::move(plan);
-        segment->writer = std::make_unique<TreeWriter>(segment->plan, dest_, writing_);
-        segment->chunks = layout_chunks(segment->plan, options_.chunk_size);
+        segment->hold(std::move(plan), dest_, writing_, options_.chunk_size);
         segment->part = copier_.add(segment->exchange_part());
         segments_.push_back(std::move(segment));
         return true;
