@@ -18,6 +18,7 @@
 #include "lib/sys/fd.hpp"
 #include "lib/sys/read_all.hpp"
 #include "lib/sys/sys_error.hpp"
+#include "policies/node_features.hpp"
 #include "policies/split_placement.hpp"
 #include "policies/staging_mode.hpp"
 #include "policies/tier_settings.hpp"
@@ -61,7 +62,7 @@ public:
     {
         Config config;
         config.file = file_;
-        check_keys(root, "", {"site", "tiers", "datasets", "overrides", "mover"});
+        check_keys(root, "", {"site", "tiers", "datasets", "overrides", "mover", "locality"});
         if (const auto* site = table_at(root, "site", "site"))
             load_site(*site, config.site);
         if (const auto* tiers = table_at(root, "tiers", "tiers"))
@@ -70,6 +71,8 @@ public:
             problem(root.source(), "tiers", "no tiers defined: add a [tiers.NAME] table with a path");
         if (const auto* mover = table_at(root, "mover", "mover"))
             load_mover(*mover, config.mover);
+        if (const auto* locality = table_at(root, "locality", "locality"))
+            load_locality(*locality, config.locality);
         if (const auto* datasets = table_at(root, "datasets", "datasets"))
             load_datasets(*datasets, config);
         check_site_against_tiers(config);
@@ -235,6 +238,30 @@ private:
                         site.cache_idle_days);
         if (const auto allow = bool_at(table, "allow_paths", "site.allow_paths"))
             site.allow_paths = *allow;
+    }
+
+    // [locality]: node features for what node caches hold (policies/node_features).
+    void load_locality(const toml::table& table, LocalitySettings& locality)
+    {
+        check_keys(table, "locality", {"node_features", "feature_prefix", "feature_max_length"});
+        if (const auto on = bool_at(table, "node_features", "locality.node_features"))
+            locality.node_features = *on;
+        if (auto prefix = string_at(table, "feature_prefix", "locality.feature_prefix", false)) {
+            if (!policy::valid_feature_prefix(*prefix))
+                problem(table.get("feature_prefix")->source(), "locality.feature_prefix",
+                        "must be 1 to 16 letters, digits or '_', starting with a letter, e.g. \"dls_\"");
+            else
+                locality.feature_prefix = *prefix;
+        }
+        if (const toml::node* node = node_at(table, "feature_max_length", "locality.feature_max_length", false)) {
+            const auto length = node->value<std::int64_t>();
+            if (!node->is_integer() || !length || *length < policy::kShortestFeatureMaximum || *length > 1024)
+                problem(node->source(), "locality.feature_max_length",
+                        "must be a whole number of characters from " + std::to_string(policy::kShortestFeatureMaximum) +
+                            " to 1024, e.g. 64");
+            else
+                locality.feature_max_length = static_cast<int>(*length);
+        }
     }
 
     void load_tiers(const toml::table& tiers, Config& config)

@@ -199,10 +199,20 @@ struct MoverSettings {
     bool configured() const { return !partition.empty(); }
 };
 
+// [locality]: what a node's cache holds shown to Slurm as node features
+// (policies/node_features), so that jobs may prefer the nodes holding
+// their datasets.  Off unless node_features is set.
+struct LocalitySettings {
+    bool node_features = false;
+    std::string feature_prefix = "dls_";  // every feature of dlstage's begins so; others are the site's
+    int feature_max_length = 64;          // longer names are cut and end in a hash of the whole
+};
+
 struct Config {
     std::string file;  // where it was loaded from
     SiteSettings site;
     MoverSettings mover;
+    LocalitySettings locality;
     std::map<std::string, Tier> tiers;
     std::map<std::string, Dataset> datasets;
     std::vector<Override> overrides;  // in file order

@@ -12,6 +12,7 @@
 #include "policies/cache_budget.hpp"
 #include "policies/cache_eviction.hpp"
 #include "tier/cache_evict.hpp"
+#include "tier/cache_features.hpp"
 #include "tier/cache_measure.hpp"
 #include "tier/cache_records.hpp"
 #include "tier/tier_measure.hpp"
@@ -116,6 +117,24 @@ void forget_ended_uses(const Config& config, const SlurmJobs& jobs, const policy
 // under_lock), so that a prolog waiting for it outlasts gc: measuring, the slow
 // part, goes without it, and whether an entry is in use is read again
 // under the lock before it goes.
+namespace {
+// The node features of the entries kept whole, and of those evicted, for
+// gc's features part (gc/gc_run, tier/cache_features).
+void add_features(const Config& config, const std::vector<NodeCacheEntry>& entries, const std::vector<bool>& evicted,
+                  GcOutcome& outcome)
+{
+    std::vector<NodeCacheEntry> kept, gone;
+    for (std::size_t i = 0; i < entries.size(); ++i)
+        (evicted[i] ? gone : kept).push_back(entries[i]);
+    for (const std::string& feature : whole_entry_features(config, kept))
+        outcome.features.push_back(feature);
+    for (NodeCacheEntry& entry : gone)
+        entry.ready = true;  // its feature goes whether or not it was whole
+    for (const std::string& feature : whole_entry_features(config, gone))
+        outcome.features_gone.push_back(feature);
+}
+}  // namespace
+
 GcOutcome gc_node_cache(const Tier& tier, const Config& config, const std::function<SlurmJobs()>& ask_slurm_now,
                         const policy::GcSettings& settings, const GcRequest& options)
 {
@@ -141,6 +160,7 @@ GcOutcome gc_node_cache(const Tier& tier, const Config& config, const std::funct
         ++outcome.problems;
         outcome.err.push_back("tier " + quoted(tier.name) + ": " + problem);
     }
+    outcome.features_known = found.problems.empty();
     UseRecords records = use_records(config, options);
     std::vector<policy::CacheEntryFacts> facts;
     policy::CacheTierFacts tier_facts;
@@ -184,6 +204,7 @@ GcOutcome gc_node_cache(const Tier& tier, const Config& config, const std::funct
     // As long under the lock as a prolog may be, no longer: a prolog
     // waiting for it outlasts that (policies/cache_budget).
     const Deadline deadline(policy::cache_budget(config.site.prolog_epilog_timeout).under_lock);
+    std::vector<bool> evicted(found.entries.size(), false);
     for (std::size_t i = 0; i < found.entries.size(); ++i) {
         const NodeCacheEntry& e = found.entries[i];
         policy::GcFacts f;
@@ -236,9 +257,11 @@ GcOutcome gc_node_cache(const Tier& tier, const Config& config, const std::funct
             continue;
         }
         count_eviction(state_dir, options.node);
+        evicted[i] = true;
         ++outcome.removed;
         outcome.out.push_back("removed " + what + ": " + verdict.reason);
     }
+    add_features(config, found.entries, evicted, outcome);
     return outcome;
 }
 

@@ -24,11 +24,24 @@ struct GcOutcome {
     std::int64_t removed = 0;
     std::int64_t kept = 0;
     std::int64_t problems = 0;
+    // A node cache's part: the node features of the entries it found whole
+    // and kept, and of those it evicted (tier/cache_features); whether it
+    // found every entry (else its features may only be added).
+    toml::array features;
+    toml::array features_gone;
+    bool features_known = false;
 
     std::string text() const
     {
         std::ostringstream o;
-        o << toml::table{{"out", out}, {"err", err}, {"removed", removed}, {"kept", kept}, {"problems", problems}};
+        o << toml::table{{"out", out},
+                         {"err", err},
+                         {"removed", removed},
+                         {"kept", kept},
+                         {"problems", problems},
+                         {"features", features},
+                         {"features_gone", features_gone},
+                         {"features_known", features_known}};
         return o.str();
     }
 };

@@ -1,5 +1,6 @@
 #include "gc/gc_run.hpp"
 
+#include <algorithm>
 #include <set>
 #include <string>
 #include <utility>
@@ -12,6 +13,8 @@
 #include "lib/strings.hpp"
 #include "lib/sys/bounded.hpp"
 #include "policies/gc.hpp"
+#include "policies/node_features.hpp"
+#include "tier/cache_features.hpp"
 
 namespace dlstage {
 
@@ -65,6 +68,49 @@ void handle(const Leftover& l, const SlurmJobs& jobs, const policy::GcSettings& 
         outcome.err.push_back(problem);
 }
 
+// What the node cache parts found of dlstage's node features, together.
+struct NodeCacheFeatures {
+    std::set<std::string> whole, gone;
+    bool all_known = true;
+
+    void add(const GcOutcome& part)
+    {
+        for (const auto& feature : part.features)
+            whole.insert(feature.value_or(std::string()));
+        for (const auto& feature : part.features_gone)
+            gone.insert(feature.value_or(std::string()));
+        all_known = all_known && part.features_known;
+    }
+};
+
+// The node's features set to what every node cache holds, when every
+// entry was found (which puts back what a slurmctld restart lost), else
+// those found added and the evicted ones' removed.
+GcOutcome set_node_features_part(const Config& config, const NodeCacheFeatures& found, const GcRequest& options)
+{
+    GcOutcome outcome;
+    const double seconds = std::max(3.0, config.site.prolog_epilog_timeout / 2.0);
+    std::vector<std::string> problems;
+    if (found.all_known) {
+        problems.push_back(
+            change_node_features(config, options.node, found.whole, policy::FeatureChange::Replace, seconds));
+    } else {
+        problems.push_back(
+            change_node_features(config, options.node, found.gone, policy::FeatureChange::Remove, seconds));
+        problems.push_back(
+            change_node_features(config, options.node, found.whole, policy::FeatureChange::Add, seconds));
+    }
+    for (const std::string& problem : problems)
+        if (!problem.empty()) {
+            outcome.err.push_back(problem);
+            ++outcome.problems;
+        }
+    if (options.verbose)
+        outcome.out.push_back("node features: " + std::to_string(found.whole.size()) + " of dlstage's on " +
+                              options.node + (found.all_known ? "" : " (added; some entries were not found)"));
+    return outcome;
+}
+
 // One part of gc, run in a child bounded in time, as the epilog's work is:
 // a tier whose file system hangs must not hold gc (or the next run), nor
 // may a lock the part takes outlive it.
@@ -76,12 +122,16 @@ GcOutcome run_bounded_part(const std::string& part, const std::function<GcOutcom
         if (bounded.status != BoundedOutcome::Status::Done)
             throw Error(part + ": " + bounded.problem + " (a hung file system?); what is left stays for the next run");
         const toml::table report = parse_record(bounded.output, part);
-        for (const auto& [list, into] : {std::pair{"out", &outcome.out}, {"err", &outcome.err}})
+        for (const auto& [list, into] : {std::pair{"out", &outcome.out},
+                                         {"err", &outcome.err},
+                                         {"features", &outcome.features},
+                                         {"features_gone", &outcome.features_gone}})
             if (const toml::array* lines = report[list].as_array())
                 *into = *lines;
         outcome.removed = report["removed"].value_or(std::int64_t{0});
         outcome.kept = report["kept"].value_or(std::int64_t{0});
         outcome.problems = report["problems"].value_or(std::int64_t{0});
+        outcome.features_known = report["features_known"].value_or(false);
     } catch (const Error& e) {
         outcome.err.push_back(e.what());
         ++outcome.problems;
@@ -138,20 +188,25 @@ void run_gc(const Config& config, const SlurmJobs& jobs, const std::function<Slu
     const policy::GcSettings settings{config.site.gc_grace, config.site.gc_records_days, config.site.cache_idle_days};
     for (const auto& [part, find] : parts_of(config, options))
         report(run_bounded_part(part, [&, find = find] { return leftovers_part(find, jobs, settings, options); }));
+    NodeCacheFeatures features;
     for (const auto& [name, tier] : config.tiers) {
         if ((!options.tier.empty() && name != options.tier) || !tier.node_cache())
             continue;
-        report(run_bounded_part("tier " + quoted(name), [&, t = &tier] {
+        const GcOutcome outcome = run_bounded_part("tier " + quoted(name), [&, t = &tier] {
             try {
                 return gc_node_cache(*t, config, ask_slurm_now, settings, options);
             } catch (const Error& e) {
-                GcOutcome outcome;
-                outcome.err.push_back("tier " + quoted(t->name) + ": " + e.what());
-                ++outcome.problems;
-                return outcome;
+                GcOutcome failed;
+                failed.err.push_back("tier " + quoted(t->name) + ": " + e.what());
+                ++failed.problems;
+                return failed;
             }
-        }));
+        });
+        features.add(outcome);
+        report(outcome);
     }
+    if (config.locality.node_features && !options.dry_run && options.tier.empty())
+        report(run_bounded_part("node features", [&] { return set_node_features_part(config, features, options); }));
 }
 
 }  // namespace dlstage

@@ -93,6 +93,13 @@ std::string cache_parent_of(const Tier& tier);
 // node order): another job's share on this node, or a whole copy, is
 // another entry, never replaced under a job that reads it.
 std::string cache_entry_name(const StageItem& item, std::size_t nodes, std::size_t node);
+// What a cache entry's name says: its dataset, and for a split share the
+// number of shares (0: the whole dataset).  The inverse of cache_entry_name.
+struct CacheEntryParts {
+    std::string dataset;
+    std::size_t shares = 0;
+};
+CacheEntryParts cache_entry_parts(const std::string& entry);
 // Where `user`'s entry of item's dataset lives: tier_dir is cache_dir_of;
 // nodes and node name a split dataset's share (cache_entry_name).
 DatasetLayout cache_layout(const StageItem& item, const std::string& user, std::size_t nodes = 1, std::size_t node = 0);

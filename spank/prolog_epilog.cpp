@@ -26,11 +26,13 @@
 #include "policies/cache_eviction.hpp"
 #include "policies/cleanup.hpp"
 #include "policies/node_faults.hpp"
+#include "policies/node_features.hpp"
 #include "policies/overrides.hpp"
 #include "spank/job_facts.hpp"
 #include "spank/source_facts_env.hpp"
 #include "tier/cache_entry.hpp"
 #include "tier/cache_evict.hpp"
+#include "tier/cache_features.hpp"
 #include "tier/cache_measure.hpp"
 #include "tier/cache_records.hpp"
 #include "tier/safe_fs.hpp"
@@ -144,6 +146,9 @@ struct Report {
     std::string message;
     toml::array notes;   // logged as they are: things repaired on the way
     toml::array errors;  // logged as errors
+    // The node features of the cache entries this script evicted
+    // (tier/cache_features), for it to remove once out of the lock.
+    std::set<std::string> evicted_features;
 
     std::string text() const
     {
@@ -498,8 +503,13 @@ void evict_for_room(Measured& m, const std::vector<StageItem>& items, const Scri
                                              incoming))
             break;  // what it gives back is unknown: enough went
         const std::string problem = evict_cache_entry(tier, entry, time_left);
-        if (problem.empty())
+        if (problem.empty()) {
             count_eviction(state_dir, node);
+            if (!entry.aside && !entry.unlisted)
+                if (const std::string feature = cache_entry_feature(start.config, entry.uid, entry.dataset);
+                    !feature.empty())
+                    report.evicted_features.insert(feature);
+        }
         report.notes.push_back("node cache " + quoted(tier.name) + ": evicted " + entry_name(entry) + " (" +
                                plan.why[i] + ")" + (problem.empty() ? "" : ": " + problem));
     }
@@ -570,6 +580,37 @@ std::vector<CacheUse> cache_uses(const std::vector<StageItem>& items, const Scri
     return uses;
 }
 
+// dlstage's node features changed (tier/cache_features), within `seconds`;
+// what is not done in time, gc does.  A problem is a note: locality is a
+// preference, and the job does not depend on it.
+void change_features(const ScriptStart& start, const std::set<std::string>& named, policy::FeatureChange change,
+                     double seconds, Report& report)
+{
+    if (named.empty() || !start.config.locality.node_features)
+        return;
+    if (const std::string problem = change_node_features(start.config, start.job.node, named, change, seconds);
+        !problem.empty())
+        report.notes.push_back(problem + "; 'dlstage gc' sets them");
+}
+
+// The features of the job's entries on this node that are whole now, each
+// looked at as the job's user.
+std::set<std::string> whole_job_entries(const std::vector<StageItem>& items, const ScriptStart& start, double seconds)
+{
+    std::set<std::string> features;
+    const NodeCacheEntry owner = entry_owned_by(start.job.user, start.job.uid, start.job.gid);
+    for (const auto& [name, tier] : cache_tiers(items)) {
+        std::vector<std::string> entries;
+        for (const StageItem& item : items)
+            if (item.tier.name == name)
+                entries.push_back(entry_of(item, start));
+        for (const std::string& entry : whole_entries_of(*tier, owner, entries, seconds))
+            if (const std::string feature = cache_entry_feature(start.config, start.job.uid, entry); !feature.empty())
+                features.insert(feature);
+    }
+    return features;
+}
+
 // The prolog: the user's cache directory in each cache tier the job uses,
 // root's record of the use, and room.  The use and the directories are
 // made under the lock: an eviction renames aside a user's directory it
@@ -581,8 +622,9 @@ void prepare_caches(const std::vector<StageItem>& items, const ScriptStart& star
     if (tiers.empty())
         return;
     const std::string& state_dir = start.config.site.state_dir;
+    const CacheClock clock(start);
     settle_caches(
-        tiers, items, start, CacheClock(start),
+        tiers, items, start, clock,
         [&] {
             record_cache_use(state_dir, start.job.node, start.job.job_id, cache_uses(items, start, {}));
             for (const auto& [name, tier] : tiers) {
@@ -595,6 +637,8 @@ void prepare_caches(const std::vector<StageItem>& items, const ScriptStart& star
             record_cache_use(state_dir, start.job.node, start.job.job_id, cache_uses(items, start, sizes));
         },
         report);
+    change_features(start, report.evicted_features, policy::FeatureChange::Remove, clock.within(clock.budget().probe),
+                    report);
 }
 
 // The epilog: the job uses its cache entries no more, and a tier it filled
@@ -612,6 +656,13 @@ void release_caches(const ScriptStart& start, Report& report)
     }
     const std::vector<StageItem> items = resolve_stage_data(start.config, start.stage_data);
     settle_caches(cache_tiers(items), {}, start, clock, {}, {}, report);
+    // The epilog probes no source: its node features take the probe's
+    // share (policies/cache_budget).
+    const double share = clock.within(clock.budget().probe);
+    change_features(start, report.evicted_features, policy::FeatureChange::Remove, share / 2, report);
+    if (start.config.locality.node_features)
+        change_features(start, whole_job_entries(items, start, share / 4), policy::FeatureChange::Add,
+                        clock.within(share / 4), report);
 }
 
 // Runs in the bounded child: everything that touches the file systems.

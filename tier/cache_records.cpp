@@ -148,13 +148,13 @@ void count_eviction(const std::string& state_dir, const std::string& node)
         throw_cannot("count an eviction in", base + "/evictions", errno);
 }
 
-CacheLock::CacheLock(const std::string& state_dir, const std::string& node, double seconds)
+CacheLock::CacheLock(const std::string& state_dir, const std::string& node, double seconds, const char* file)
 {
     const std::string base = cache_state_dir(state_dir, node);
     const Fd dir = open_private_records(state_dir, node);
-    fd_ = ::openat(dir.get(), "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    fd_ = ::openat(dir.get(), file, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd_ < 0)
-        throw_cannot("create", base + "/lock", errno);
+        throw_cannot("create", base + "/" + file, errno);
     // Polled rather than a blocking flock: the holder is root's own code,
     // each part of it bounded, so a wait past `seconds` means something is
     // wrong, and the caller must get on with what else it has to do.
@@ -164,9 +164,9 @@ CacheLock::CacheLock(const std::string& state_dir, const std::string& node, doub
         if ((err != EWOULDBLOCK && err != EINTR) || std::chrono::steady_clock::now() >= deadline) {
             ::close(fd_);
             if (err != EWOULDBLOCK && err != EINTR)
-                throw_cannot("lock", base + "/lock", err);
-            throw Error("the node cache lock " + base + "/lock is still held after " +
-                        std::to_string(static_cast<long long>(seconds)) +
+                throw_cannot("lock", base + "/" + file, err);
+            throw Error(std::string(std::string_view(file) == kEntriesLock ? "the node cache lock " : "the lock ") +
+                        base + "/" + file + " is still held after " + std::to_string(static_cast<long long>(seconds)) +
                         " s (a prolog, an epilog or another gc on this node)");
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -177,6 +177,31 @@ CacheLock::~CacheLock()
 {
     if (fd_ >= 0)
         ::close(fd_);  // releases the lock
+}
+
+std::set<std::string> recorded_node_features(const std::string& state_dir, const std::string& node)
+{
+    std::set<std::string> features;
+    OpenResult base = open_trusted_dir(state_dir, cache_state_dir(state_dir, node), false);
+    if (!base.dir.valid())
+        return features;
+    const Fd file(::openat(base.dir.get(), kFeaturesRecord, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    if (!file.valid())
+        return features;
+    const std::string shown = cache_state_dir(state_dir, node) + "/" + kFeaturesRecord;
+    for (const std::string& line : split(read_all(file.get(), 1 << 20, shown), '\n'))
+        if (!line.empty())
+            features.insert(line);
+    return features;
+}
+
+void record_node_features(const std::string& state_dir, const std::string& node, const std::set<std::string>& features)
+{
+    std::string text;
+    for (const std::string& feature : features)
+        text += feature + "\n";
+    const Fd dir = open_private_records(state_dir, node);
+    replace_file_at(dir.get(), cache_state_dir(state_dir, node) + "/" + kFeaturesRecord, kFeaturesRecord, text, 0600);
 }
 
 namespace {

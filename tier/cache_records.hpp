@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <sys/types.h>
 #include <vector>
@@ -64,9 +65,14 @@ std::vector<CachePromise> cache_promises(const Tier& tier, const std::string& st
 // Waits at most `seconds` for another holder, then throws Error saying the
 // lock is still held (every holder is root's own bounded work: a longer
 // wait means something is wrong, and the caller has more to do).
+// The lock of the entries (the default), or another of root's on the
+// node's cache records (tier/cache_features: kFeaturesLock).
+inline constexpr const char* kEntriesLock = "lock";
+inline constexpr const char* kFeaturesLock = "features.lock";
 class CacheLock {
 public:
-    CacheLock(const std::string& state_dir, const std::string& node, double seconds);  // throws Error
+    CacheLock(const std::string& state_dir, const std::string& node, double seconds,
+              const char* file = kEntriesLock);  // throws Error
     ~CacheLock();
     CacheLock(const CacheLock&) = delete;
     CacheLock& operator=(const CacheLock&) = delete;
@@ -74,6 +80,14 @@ public:
 private:
     int fd_ = -1;
 };
+
+// dlstage's node features as root last set them for the node
+// (state_dir/cache/<node>/features, one a line): a part that would only
+// add what is there, or remove what is not, need not ask slurmctld.  Root
+// only; none when never set.
+inline constexpr const char* kFeaturesRecord = "features";
+std::set<std::string> recorded_node_features(const std::string& state_dir, const std::string& node);
+void record_node_features(const std::string& state_dir, const std::string& node, const std::set<std::string>& features);
 
 // Which evictions happened on the node: a number that grows with each
 // (root's state_dir/cache/<node>/evictions).  Entries are measured without

@@ -14,6 +14,7 @@
 #include "tests/unit/job/test_job_identity.cpp"
 #include "tests/unit/job/test_job_records.cpp"
 #include "tests/unit/job/test_slurm_jobs.cpp"
+#include "tests/unit/job/test_slurm_nodes.cpp"
 #include "tests/unit/job/test_state_record.cpp"
 #include "tests/unit/mover/test_mover_job.cpp"
 #include "tests/unit/mover/test_mover_watch.cpp"

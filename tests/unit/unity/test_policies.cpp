@@ -13,6 +13,7 @@
 #include "tests/unit/policies/test_gc.cpp"
 #include "tests/unit/policies/test_launch_retry.cpp"
 #include "tests/unit/policies/test_node_faults.cpp"
+#include "tests/unit/policies/test_node_features.cpp"
 #include "tests/unit/policies/test_overrides.cpp"
 #include "tests/unit/policies/test_purge.cpp"
 #include "tests/unit/policies/test_shared_copy.cpp"

@@ -1,0 +1,76 @@
+#include <boost/test/unit_test.hpp>
+
+#include "policies/node_features.hpp"
+
+using namespace dlstage;
+using namespace dlstage::policy;
+
+BOOST_AUTO_TEST_SUITE(node_features)
+
+BOOST_AUTO_TEST_CASE(an_entry_feature_names_the_dataset_its_owner_and_a_share)
+{
+    const LocalitySettings settings;
+    BOOST_TEST(entry_feature(settings, {"imagenet", 1004, 0}) == "dls_imagenet_u1004");
+    BOOST_TEST(entry_feature(settings, {"in21k", 1004, 4}) == "dls_in21k_of4_u1004");
+    BOOST_TEST(entry_feature(settings, {"a-b.c", 7, 0}) == "dls_a-b.c_u7");
+}
+
+BOOST_AUTO_TEST_CASE(a_long_name_is_cut_to_the_limit_and_ends_in_a_hash_of_the_whole)
+{
+    LocalitySettings settings;
+    settings.feature_max_length = 30;
+    const std::string long_name(40, 'x');
+    const std::string cut = entry_feature(settings, {long_name, 1004, 0});
+    BOOST_TEST(cut.size() == 30u);
+    BOOST_TEST(cut.rfind("dls_xxx", 0) == 0u);
+    BOOST_TEST(cut.substr(cut.size() - 6) == "_u1004");
+    // Two names cut alike differ by their hash.
+    BOOST_TEST(entry_feature(settings, {long_name + "y", 1004, 0}) != cut);
+    BOOST_TEST(entry_feature(settings, {long_name, 1004, 0}) == cut);
+    settings.feature_max_length = kShortestFeatureMaximum;
+    BOOST_TEST(entry_feature(settings, {long_name, 4294967294ul, 64}).size() <=
+               static_cast<std::size_t>(kShortestFeatureMaximum) + 8);
+}
+
+BOOST_AUTO_TEST_CASE(only_features_with_the_prefix_are_dlstages)
+{
+    LocalitySettings settings;
+    settings.feature_prefix = "cache_";
+    BOOST_TEST(is_dlstage_feature(settings, "cache_x_u1"));
+    BOOST_TEST(!is_dlstage_feature(settings, "cache_"));
+    BOOST_TEST(!is_dlstage_feature(settings, "dls_x_u1"));
+    BOOST_TEST(!is_dlstage_feature(settings, "gpu"));
+}
+
+BOOST_AUTO_TEST_CASE(a_prefix_is_letters_digits_and_underscores_from_a_letter)
+{
+    BOOST_TEST(valid_feature_prefix("dls_"));
+    BOOST_TEST(valid_feature_prefix("c2"));
+    BOOST_TEST(!valid_feature_prefix(""));
+    BOOST_TEST(!valid_feature_prefix("_x"));
+    BOOST_TEST(!valid_feature_prefix("a&b"));
+    BOOST_TEST(!valid_feature_prefix("a,b"));
+    BOOST_TEST(!valid_feature_prefix("abcdefghijklmnopq"));
+}
+
+BOOST_AUTO_TEST_CASE(the_sites_features_are_kept_first_and_ours_replaced)
+{
+    const LocalitySettings settings;
+    const std::vector<std::string> now{"gpu", "dls_old_u1", "ib", "dls_keep_u2"};
+    BOOST_TEST(dlstage_features_of(now, settings) == (std::set<std::string>{"dls_keep_u2", "dls_old_u1"}));
+    const auto after = node_features_with(now, {"dls_keep_u2", "dls_new_u1"}, settings);
+    BOOST_TEST(after == (std::vector<std::string>{"gpu", "ib", "dls_keep_u2", "dls_new_u1"}));
+    BOOST_TEST(node_features_with(now, {}, settings) == (std::vector<std::string>{"gpu", "ib"}));
+}
+
+BOOST_AUTO_TEST_CASE(a_change_replaces_adds_or_removes_ours)
+{
+    const std::set<std::string> now{"dls_a_u1", "dls_b_u1"};
+    BOOST_TEST(features_after(now, {"dls_c_u1"}, FeatureChange::Replace) == (std::set<std::string>{"dls_c_u1"}));
+    BOOST_TEST(features_after(now, {"dls_c_u1"}, FeatureChange::Add) ==
+               (std::set<std::string>{"dls_a_u1", "dls_b_u1", "dls_c_u1"}));
+    BOOST_TEST(features_after(now, {"dls_a_u1", "dls_z_u1"}, FeatureChange::Remove) ==
+               (std::set<std::string>{"dls_b_u1"}));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
