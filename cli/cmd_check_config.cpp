@@ -15,6 +15,7 @@
 #include "lib/error.hpp"
 #include "lib/log.hpp"
 #include "lib/strings.hpp"
+#include "mover/mover_job.hpp"
 #include "policies/overrides.hpp"
 
 namespace dlstage::cli {
@@ -81,6 +82,27 @@ void print_explanation_json(const Config& config, const policy::JobIdentity& job
               << "\n";
 }
 
+// Whether Slurm's nodes of the mover partition give what [mover] asks each
+// of them: a setting none gives makes Slurm refuse every mover job, and
+// with it every two-hop job, with only "Requested node configuration is
+// not available".  Where Slurm does not answer (check-config on a host
+// without it) that is said, and the file is still valid.
+bool mover_fits_partition(const Config& config)
+{
+    if (!config.mover.configured())
+        return true;
+    try {
+        const policy::Verdict fits = mover::mover_settings_fit(config.mover);
+        if (!fits.allowed)
+            say(config.file + ": " + fits.reason);
+        return fits.allowed;
+    } catch (const Error& e) {
+        say(config.file + ": [mover] not checked against partition " + dlstage::quoted(config.mover.partition) + ": " +
+            e.what());
+        return true;
+    }
+}
+
 }  // namespace
 
 int cmd_check_config(const GlobalOptions& options, const std::vector<std::string>& args)
@@ -131,6 +153,8 @@ int cmd_check_config(const GlobalOptions& options, const std::vector<std::string
                 print_explanation(config, request.job);
             return kExitOk;
         }
+        if (!mover_fits_partition(config))
+            return kExitFailure;
         std::cout << file << ": OK (" << config.tiers.size() << " tiers, " << config.datasets.size() << " datasets"
                   << (config.overrides.empty() ? "" : ", " + std::to_string(config.overrides.size()) + " overrides")
                   << (config.mover.configured() ? ", mover partition " + config.mover.partition : "") << ")\n";

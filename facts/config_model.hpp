@@ -139,6 +139,8 @@ struct Dataset {
     std::vector<std::string> tiers;  // allowed tiers, in order of preference
     std::string description;
     bool from_catalog = true;  // false: an absolute path the user gave
+    // How --stage-data names it: its catalog name, or the path.
+    const std::string& requested_as() const { return from_catalog ? name : source; }
     // The site's promise that no file of the source is ever rewritten in
     // place: a kept copy planned from a current manifest is then reused
     // without a stat of every source file (stager/plan/source_check).

@@ -229,6 +229,66 @@ std::vector<std::string> live_mover_jobs(const std::string& dataset)
     return jobs;
 }
 
+std::optional<std::vector<policy::PartitionNode>> parse_partition_nodes(std::string_view sinfo)
+{
+    std::vector<policy::PartitionNode> nodes;
+    for (const std::string& line : split(sinfo, '\n')) {
+        if (trim(line).empty())
+            continue;
+        const std::vector<std::string> f = split(trim(line), '|');
+        if (f.size() != 3 || f[0].empty())
+            return std::nullopt;
+        try {
+            policy::PartitionNode node{f[0], parse_count(f[1], 0, kMaxSlurmNumber),
+                                       parse_count(f[2], 0, kMaxSlurmNumber)};
+            if (std::none_of(nodes.begin(), nodes.end(), [&](const auto& seen) { return seen.name == node.name; }))
+                nodes.push_back(std::move(node));
+        } catch (const Error&) {
+            return std::nullopt;
+        }
+    }
+    return nodes;
+}
+
+std::vector<policy::PartitionNode> mover_partition_nodes(const std::string& partition)
+{
+    const std::string answer = ask({"sinfo", "--noheader", "--Node", "--partition=" + partition, "--format=%N|%c|%m"},
+                                   "ask sinfo for the nodes of partition " + quoted(partition));
+    const auto nodes = parse_partition_nodes(answer);
+    if (!nodes)
+        throw Error("cannot read sinfo's answer for partition " + quoted(partition) +
+                    " (it begins: " + first_line(answer) + ")");
+    return *nodes;
+}
+
+policy::Verdict mover_settings_fit(const MoverSettings& mover)
+{
+    return policy::mover_fits_nodes(mover, mover_partition_nodes(mover.partition));
+}
+
+namespace {
+// sbatch refused the mover job: when it is because no node of the
+// partition gives what [mover] asks, the words name that setting (what
+// the admins can change), not only Slurm's bare line.
+[[noreturn]] void refused_mover(const Config& config, const Dataset& dataset, const Error& refusal)
+{
+    const std::string said = refusal.what();
+    if (said.find(policy::kNoNodeConfiguration) == std::string::npos)
+        throw refusal;
+    std::string why = "[mover] cpus_per_task = " + std::to_string(config.mover.cpus_per_task) +
+                      (config.mover.memory.empty() ? "" : " or memory = " + quoted(config.mover.memory)) +
+                      " asks more than the nodes of partition " + quoted(config.mover.partition) + " have";
+    try {
+        if (const policy::Verdict fits = mover_settings_fit(config.mover); !fits.allowed)
+            why = fits.reason;
+    } catch (const Error&) {
+        // sinfo did not answer: the settings Slurm may have refused, both named
+    }
+    throw Error("cannot submit a mover job for " + quoted(dataset.name) + ": Slurm refused it (" +
+                policy::kNoNodeConfiguration + "): " + why + " in " + config.file + "; ask your site admins");
+}
+}  // namespace
+
 MoverJob ensure_mover(const Config& config, const Dataset& dataset, const std::string& user)
 {
     const Tier* via = config.find_tier(dataset.via);
@@ -237,9 +297,13 @@ MoverJob ensure_mover(const Config& config, const Dataset& dataset, const std::s
     const SubmitTurn turn;
     if (const auto shared = sharable_movers(dataset); !shared.empty())
         return {shared.front(), false};
-    const std::string answer =
-        ask(mover_sbatch_argv(config.mover, dataset, mover_output_path(*via, dataset.name, user)),
-            "submit a mover job for " + quoted(dataset.name));
+    std::string answer;
+    try {
+        answer = ask(mover_sbatch_argv(config.mover, dataset, mover_output_path(*via, dataset.name, user)),
+                     "submit a mover job for " + quoted(dataset.name));
+    } catch (const Error& e) {
+        refused_mover(config, dataset, e);
+    }
     // --parsable: "ID" or "ID;CLUSTER"
     const std::string id = trim(split(trim(answer), ';').front());
     if (!is_job_id(id))

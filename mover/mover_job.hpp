@@ -17,6 +17,7 @@
 
 #include "facts/config_model.hpp"
 #include "job/slurm_jobs.hpp"
+#include "policies/two_hop.hpp"
 
 namespace dlstage::mover {
 
@@ -65,6 +66,20 @@ struct MoverJob {
 // another (dedupe after submit).
 // Throws Error with one line naming what failed.
 MoverJob ensure_mover(const Config& config, const Dataset& dataset, const std::string& user);
+
+// The nodes of the mover partition as sinfo lists them, one line each
+// ("NAME|CPUS|MEMORY", sinfo -N -o "%N|%c|%m"); nothing if a line is not
+// that.  A node in several partitions is listed once.
+std::optional<std::vector<policy::PartitionNode>> parse_partition_nodes(std::string_view sinfo);
+
+// Asks sinfo, bounded in time; throws Error naming why not (Slurm does not
+// answer, or its answer cannot be read).
+std::vector<policy::PartitionNode> mover_partition_nodes(const std::string& partition);
+
+// Whether [mover] asks each node for no more than the mover partition's
+// nodes have (policy::mover_fits_nodes, over what sinfo says); throws
+// Error when Slurm cannot be asked.
+policy::Verdict mover_settings_fit(const MoverSettings& mover);
 
 // A mover job that failed: every job of the caller's that waits for it
 // gets a comment naming the mover job and `reason`, and is cancelled (a

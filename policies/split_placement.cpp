@@ -180,13 +180,19 @@ std::string split_advice(const SplitFacts& facts)
     const std::optional<std::size_t> fewest = fewest_nodes(facts, *facts.room);
     if (!fewest || *fewest < 2)
         return {};
-    return "it would fit split on " + std::to_string(*fewest) + " or more nodes: --stage-data=" + facts.dataset + ":" +
-           facts.tier + ":split with -N " + std::to_string(*fewest) + " or more";
+    // A walk refused part-way knows only the least the tree needs: the
+    // count it gives is the fewest nodes, not one sure to do.
+    const std::string unsure = facts.total_so_far ? ", more if the rest of the tree (not walked yet) is large" : "";
+    return "it would fit split on " + std::to_string(*fewest) + " or more nodes" + unsure +
+           ": --stage-data=" + (facts.asked_as.empty() ? facts.dataset : facts.asked_as) + ":" + facts.tier +
+           ":split with -N " + std::to_string(*fewest) + " or more";
 }
 
-Verdict with_split_advice(const Verdict& whole, const SplitFacts& facts)
+Verdict with_split_advice(const Verdict& whole, const Dataset& dataset, const Tier& tier, Format format,
+                          const SplitFacts& facts)
 {
-    const std::string advice = whole.allowed ? std::string() : split_advice(facts);
+    const bool may_ask_split = !whole.allowed && !facts.split_asked && split_possible(dataset, tier, format).allowed;
+    const std::string advice = may_ask_split ? split_advice(facts) : std::string();
     return advice.empty() ? whole : Verdict::refuse(whole.reason + "; " + advice);
 }
 

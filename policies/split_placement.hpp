@@ -50,10 +50,14 @@ std::optional<std::size_t> fewest_nodes_split(const std::vector<std::uint64_t>& 
 // what is free); nothing when not known here (the node checks again).
 struct SplitFacts {
     std::string dataset, tier;
+    std::string asked_as;                    // how --stage-data names it (Dataset::requested_as); "": dataset
     std::vector<std::uint64_t> shard_sizes;  // the dataset's parts (a tree: its files)
     // With no part sizes (a tree, its files unknown here): its bytes, taken
     // as parts small enough to share evenly.
     std::optional<std::uint64_t> total;
+    // A tree walked while it moves, refused part-way: total is what the
+    // walk found before the refusal, the least it needs.
+    bool total_so_far = false;
     std::optional<std::uint64_t> room;
     std::size_t nodes = 1;     // the job's (0: not known here; the node checks)
     bool split_asked = false;  // --stage-data=NAME:TIER:split, or placement = "split"
@@ -66,11 +70,16 @@ Verdict admit_placement(const SplitFacts& facts);
 
 // "it would fit split on 3 or more nodes: --stage-data=in21k:shm:split with
 // -N 3 or more", when a split on 2 or more nodes fits the room; else "".
+// With total_so_far it adds that the rest of the tree may need more.
 std::string split_advice(const SplitFacts& facts);
 
 // A refusal of the dataset whole (policies/admission) with that advice
-// after it, when there is some.
-Verdict with_split_advice(const Verdict& whole, const SplitFacts& facts);
+// after it, where a split may be asked for: not asked already
+// (facts.split_asked) and possible into the tier (split_possible: a node
+// tier, a dataset of several parts).  One rule for submit and for a node
+// at job start, where a tree with no manifest is first sized.
+Verdict with_split_advice(const Verdict& whole, const Dataset& dataset, const Tier& tier, Format format,
+                          const SplitFacts& facts);
 
 // The most bytes any node holds when the dataset is split over `nodes`
 // (the facts' parts placed, or their total shared evenly); nothing when

@@ -1,8 +1,11 @@
 #include "policies/two_hop.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <optional>
 #include <utility>
 
+#include "lib/strings.hpp"
 #include "policies/slurm_states.hpp"
 
 namespace dlstage::policy {
@@ -130,6 +133,84 @@ MoverFate mover_fate(std::string_view state, std::string_view reason)
         if (state == word)
             fate.reason = why;
     return fate;
+}
+
+namespace {
+// sbatch --mem in MiB: a whole number, MiB unless a unit (K, M, G, T)
+// says otherwise; nothing for "" (none asked) or a value config refuses.
+std::optional<std::uint64_t> memory_asked_mib(const std::string& memory)
+{
+    if (memory.empty())
+        return std::nullopt;
+    const char unit = static_cast<char>(std::toupper(static_cast<unsigned char>(memory.back())));
+    const bool has_unit = std::string("KMGT").find(unit) != std::string::npos;
+    const std::string digits = has_unit ? memory.substr(0, memory.size() - 1) : memory;
+    if (digits.empty() || digits.size() > 12 || digits.find_first_not_of("0123456789") != std::string::npos)
+        return std::nullopt;
+    const std::uint64_t number = std::stoull(digits);
+    switch (has_unit ? unit : 'M') {
+    case 'K': return (number + 1023) / 1024;
+    case 'G': return number * 1024;
+    case 'T': return number * 1024 * 1024;
+    default: return number;
+    }
+}
+
+// The node with the most of one resource, and how much.
+template <typename Of>
+const PartitionNode& richest(const std::vector<PartitionNode>& nodes, Of of)
+{
+    return *std::max_element(nodes.begin(), nodes.end(),
+                             [&](const PartitionNode& a, const PartitionNode& b) { return of(a) < of(b); });
+}
+
+std::string names_of(const std::vector<PartitionNode>& nodes)
+{
+    std::string names;
+    for (std::size_t i = 0; i < nodes.size() && i < 4; ++i)
+        names += (i ? ", " : "") + nodes[i].name;
+    return names + (nodes.size() > 4 ? ", ..." : "");
+}
+}  // namespace
+
+bool node_fits_mover(const MoverSettings& mover, std::uint64_t cpus, std::uint64_t memory_mib)
+{
+    const std::optional<std::uint64_t> memory = memory_asked_mib(mover.memory);
+    return cpus >= static_cast<std::uint64_t>(std::max(mover.cpus_per_task, 1)) && (!memory || memory_mib >= *memory);
+}
+
+Verdict mover_fits_nodes(const MoverSettings& mover, const std::vector<PartitionNode>& nodes)
+{
+    const std::string partition = "partition " + quoted(mover.partition);
+    if (nodes.empty())
+        return Verdict::refuse("[mover] partition = " + quoted(mover.partition) +
+                               ": Slurm knows no node in it: name a partition sinfo lists");
+    std::vector<std::string> unmet;
+    const PartitionNode& most_cpus = richest(nodes, [](const PartitionNode& n) { return n.cpus; });
+    if (most_cpus.cpus < static_cast<std::uint64_t>(mover.cpus_per_task))
+        unmet.push_back("[mover] cpus_per_task = " + std::to_string(mover.cpus_per_task) +
+                        " is more than any node of " + partition + " has (at most " + std::to_string(most_cpus.cpus) +
+                        " CPUs, on " + most_cpus.name + "): set it to " + std::to_string(most_cpus.cpus) + " or less");
+    const std::optional<std::uint64_t> memory = memory_asked_mib(mover.memory);
+    const PartitionNode& most_memory = richest(nodes, [](const PartitionNode& n) { return n.memory_mib; });
+    if (memory && most_memory.memory_mib < *memory)
+        unmet.push_back("[mover] memory = \"" + mover.memory + "\" (" + std::to_string(*memory) +
+                        " MiB) is more than any node of " + partition + " has (at most " +
+                        std::to_string(most_memory.memory_mib) + " MiB, on " + most_memory.name + "): set it to " +
+                        std::to_string(most_memory.memory_mib) + "M or less");
+    if (!unmet.empty())
+        return Verdict::refuse(join(unmet, "; "));
+    std::vector<PartitionNode> fit;
+    for (const PartitionNode& node : nodes)
+        if (node_fits_mover(mover, node.cpus, node.memory_mib))
+            fit.push_back(node);
+    if (fit.size() < static_cast<std::size_t>(mover.nodes))
+        return Verdict::refuse("[mover] nodes = " + std::to_string(mover.nodes) + " but only " +
+                               std::to_string(fit.size()) + " of the nodes of " + partition + " (" + names_of(fit) +
+                               ") give cpus_per_task = " + std::to_string(mover.cpus_per_task) +
+                               (mover.memory.empty() ? "" : " and memory = \"" + mover.memory + "\"") +
+                               ": lower nodes, or what each node is asked for");
+    return Verdict::allow(std::to_string(fit.size()) + " nodes of " + partition + " can run a mover job");
 }
 
 }  // namespace dlstage::policy

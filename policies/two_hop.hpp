@@ -124,4 +124,28 @@ struct MoverFate {
 };
 MoverFate mover_fate(std::string_view state, std::string_view reason);
 
+// A node of the mover partition as Slurm describes it (sinfo: CPUs and
+// RealMemory).
+struct PartitionNode {
+    std::string name;
+    std::uint64_t cpus = 0;
+    std::uint64_t memory_mib = 0;
+};
+
+// What Slurm answers when no node of a partition can give what a job asks.
+inline constexpr const char* kNoNodeConfiguration = "Requested node configuration is not available";
+
+// Can a node with `cpus` CPUs and `memory_mib` MiB run one task of a mover
+// job as [mover] asks: cpus_per_task CPUs and `memory` (sbatch --mem: MiB
+// unless it has a unit; "" asks none)?
+bool node_fits_mover(const MoverSettings& mover, std::uint64_t cpus, std::uint64_t memory_mib);
+
+// Do the partition's nodes give a mover job what [mover] asks, on `nodes`
+// of them?  Refused, in one line naming each setting no node gives and the
+// most the nodes have ("[mover] memory = \"8G\" (8192 MiB) is more than any
+// node of partition 'mover' has (at most 4000 MiB, on n4): set it to 4000M
+// or less"), or too few nodes that give both.  No nodes: Slurm does not
+// know the partition.
+Verdict mover_fits_nodes(const MoverSettings& mover, const std::vector<PartitionNode>& nodes);
+
 }  // namespace dlstage::policy

@@ -46,6 +46,7 @@ policy::SplitFacts split_facts(const StageItem& item, const SourceFacts& facts, 
 {
     policy::SplitFacts split;
     split.dataset = item.dataset.name;
+    split.asked_as = item.dataset.requested_as();
     split.tier = item.tier.name;
     split.shard_sizes = facts.parts;
     split.total = facts.bytes;
@@ -75,11 +76,10 @@ SourceFacts node_share(const SourceFacts& facts, const policy::SplitFacts& split
 // its share; one that would fit split is refused whole with how.
 void admit_on_each_node(SpankApi& api, const StageItem& item, SourceFacts& facts)
 {
-    const bool splittable = !item.tier.shared() &&
-                            policy::split_possible(item.dataset, item.tier, facts.format).allowed;
     if (!item.split) {
         const policy::Verdict whole = policy::admit(item.dataset, item.tier, facts, policy::TierSpace{});
-        policy::require(splittable ? policy::with_split_advice(whole, split_facts(item, facts, 0)) : whole);
+        policy::require(
+            policy::with_split_advice(whole, item.dataset, item.tier, facts.format, split_facts(item, facts, 0)));
         return;
     }
     policy::require(policy::split_possible(item.dataset, item.tier, facts.format));

@@ -33,6 +33,24 @@ SplitLayout place_for(const StageItem& item, const Plan& plan, std::size_t nodes
     return place_plan(plan, nodes);
 }
 
+policy::SplitFacts split_facts_here(const StageItem& item, const Plan& plan, const TierSpace& space,
+                                    std::uint64_t bytes_before, bool walk_goes_on)
+{
+    policy::SplitFacts split;
+    split.dataset = item.dataset.name;
+    split.asked_as = item.dataset.requested_as();
+    split.tier = item.tier.name;
+    split.total = bytes_before + plan.total_bytes();
+    split.total_so_far = walk_goes_on;
+    if (plan.format != Format::Dir && !walk_goes_on)
+        split.shard_sizes = place_plan(plan, 1).part_bytes;
+    split.room = item.tier.max_bytes.resolve(space.total_bytes);
+    if (space.free_bytes && (!split.room || *space.free_bytes < *split.room))
+        split.room = space.free_bytes;
+    split.split_asked = item.split;
+    return split;
+}
+
 Plan share_of(const Plan& plan, const SplitLayout& split, std::size_t node)
 {
     std::vector<char> wanted(plan.entries.size(), 0);

@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "config/stage_spec.hpp"
+#include "facts/tier_space.hpp"
+#include "policies/split_placement.hpp"
 #include "stager/plan/plan.hpp"
 
 namespace dlstage::stager {
@@ -44,6 +46,17 @@ toml::table split_index(const StageItem& item, const Plan& plan, const SplitLayo
                         const std::vector<std::string>& hosts);
 std::string split_index_json(const StageItem& item, const Plan& plan, const SplitLayout& split, std::size_t node,
                              const std::vector<std::string>& hosts);
+
+// What a node weighs to say, when it refuses the item whole for want of
+// room, on how many nodes it would fit split (policy::with_split_advice,
+// the advice submit gives): the room of this node's tier (its max_bytes, or
+// what is free if less, standing for every node's), and the dataset's
+// bytes: a shard set's parts, a tree's total taken as files small enough
+// to share evenly.  bytes_before: what a tree walked in segments brought
+// before this plan (walk_goes_on: and more may follow, so the total is the
+// least it needs).
+policy::SplitFacts split_facts_here(const StageItem& item, const Plan& plan, const TierSpace& space,
+                                    std::uint64_t bytes_before = 0, bool walk_goes_on = false);
 
 // "split over 3 nodes, 1.2-1.3 GiB each": for the job's lines.
 std::string shares_text(const SplitLayout& split);

@@ -29,6 +29,15 @@ namespace dlstage::stager {
 namespace {
 using Clock = std::chrono::steady_clock;
 
+// Before the first segment: nothing written, and the walk goes on, so each
+// segment's space check knows only the least the tree needs.
+WrittenBefore nothing_walked_yet()
+{
+    WrittenBefore none;
+    none.walk_goes_on = true;
+    return none;
+}
+
 // Rank 0, now and then: a line and the progress record, with the totals
 // walked so far (the whole is known only at the end).
 class WalkProgress {
@@ -220,9 +229,9 @@ private:
     WalkProgress& progress_;
     SegmentBroadcast broadcast_;
 
-    WrittenBefore before_;                        // the segments prepared so far
-    std::unique_ptr<Segment> ready_;              // prepared, not given to the exchange yet
-    std::deque<std::unique_ptr<Segment>> given_;  // given, not done
+    WrittenBefore before_ = nothing_walked_yet();  // the segments prepared so far
+    std::unique_ptr<Segment> ready_;               // prepared, not given to the exchange yet
+    std::deque<std::unique_ptr<Segment>> given_;   // given, not done
     bool ended_ = false;
     std::unique_ptr<Segment> top_;  // the first segment: its directories hold the later ones
     WalkedTransfer totals_;         // the segments done
@@ -451,7 +460,7 @@ private:
     bool clean_end_ = false;
 
     bool failed_on_tier_ = false;                    // rank 0: laying a segment out failed past its check
-    WrittenBefore sent_;                             // rank 0: the segments sent so far
+    WrittenBefore sent_ = nothing_walked_yet();      // rank 0: the segments sent so far
     std::deque<std::unique_ptr<Segment>> segments_;  // taken, not done, in order
     bool ended_ = false;
     std::unique_ptr<Segment> top_;  // the first segment: its directories hold the later ones

@@ -24,6 +24,7 @@
 #include "stager/extract/extract.hpp"
 #include "stager/extract/extract_budget.hpp"
 #include "stager/plan/source_check.hpp"
+#include "stager/plan/split_share.hpp"
 #include "stager/steps/phase_times.hpp"
 #include "stager/steps/unpack_step.hpp"
 #include "stager/transfer/own_chunks.hpp"
@@ -68,7 +69,11 @@ policy::ExtractionBudget check_space(const StageItem& item, const Fd& job_dir, c
     SourceFacts facts;
     facts.bytes = before.bytes + plan.total_bytes();
     facts.files = before.entries + plan.entry_count();
-    policy::require(policy::admit(item.dataset, item.tier, facts, space));
+    const policy::Verdict whole = policy::admit(item.dataset, item.tier, facts, space);
+    if (!whole.allowed)
+        policy::require(
+            policy::with_split_advice(whole, item.dataset, item.tier, plan.format,
+                                      split_facts_here(item, plan, space, before.bytes, before.walk_goes_on)));
     return policy::extraction_budget(item.dataset, item.tier, facts, space);
 }
 

@@ -37,6 +37,9 @@ struct WrittenBefore {
     // its room is free now, and not for this plan.
     std::uint64_t bytes_pending = 0;
     std::uint64_t entries_pending = 0;
+    // A tree walked while it moves: segments not walked yet may follow, so
+    // what is known is the least the dataset needs.
+    bool walk_goes_on = false;
 };
 // What the tier already holds of the dataset, which the plan (the whole
 // dataset) replaces in place: a copy refreshed file by file.
@@ -47,7 +50,10 @@ struct HeldAlready {
 // The tier's file system against what the plan brings (this rank's node),
 // with what was written before it counted as still to come and its space
 // as still free: one rule for a plan checked whole or a segment at a time.
-// `held`: space counted as free, not as to come (the plan counts it).
+// `held`: space counted as free, not as to come (the plan counts it).  A
+// dataset too large for this node's room, staged whole into a tier it
+// could be split in, is refused with the nodes a split would take
+// (policy::with_split_advice, as at submit).
 policy::ExtractionBudget check_space(const StageItem& item, const Fd& job_dir, const std::string& shown,
                                      const Plan& plan, const WrittenBefore& before = {}, const HeldAlready& held = {});
 // Removes what an earlier attempt left of the dataset in the directory.

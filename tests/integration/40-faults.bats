@@ -207,6 +207,8 @@ staged_with_crashes() {
     [ "$status" -ne 0 ]
     grep -q "walking it meanwhile" <<<"$output"
     grep -q "dlstage: staging wide to shm failed on n3: dataset 'wide' needs 76.0 MiB but tier 'shm' has only .* free" <<<"$output"
+    # As submit would have said, had it known the size: how a split fits.
+    grep -q "has only .* free;.*; it would fit split on 2 or more nodes, more if the rest of the tree (not walked yet) is large: --stage-data=$tree:shm:split with -N 2 or more" <<<"$output"
     ! grep -q "failed on n1" <<<"$output" || false
     assert_no_leftovers
     assert_healthy

@@ -821,3 +821,23 @@ waiters_of() { squeue -h -t pending -o '%i %E' | awk -v m="afterok:$1" 'index($2
     forget in21k
     assert_healthy
 }
+
+@test "[mover] memory no mover node has: check-config names it, and so does the refused mover submit" {
+    local config="$DLSTAGE_TEST_DIR/dlstage.toml" checked submitted_to
+    forget far-file
+    cp -p "$config" "$config.before-memory"
+    sed -i 's/^memory     = "1G"$/memory     = "8G"/' "$config"
+    checked=$("$DLSTAGE_BIN" check-config "$config" 2>&1) && checked_status=0 || checked_status=$?
+    submitted_to=$(as_user sbatch --parsable -N1 --stage-data=far-file:shm --wrap true 2>&1) || true
+    mv "$config.before-memory" "$config"
+    echo "$checked"
+    echo "$submitted_to"
+    [ "$checked_status" -eq 1 ]
+    [[ "$checked" == "dlstage: $config: [mover] memory = \"8G\" (8192 MiB) is more than any node of partition 'mover' has (at most 4000 MiB, on $MOVER_NODE): set it to 4000M or less" ]]
+    doc_says "$ADMIN_GUIDE" 'is more than any node of partition' xfer=mover x1="$MOVER_NODE" <<<"$checked"
+    [[ "$submitted_to" == *"sbatch: error: dlstage: cannot submit a mover job for 'far-file': Slurm refused it (Requested node configuration is not available): [mover] memory = \"8G\" (8192 MiB) is more than any node of partition 'mover' has (at most 4000 MiB, on $MOVER_NODE): set it to 4000M or less in $config; ask your site admins"* ]]
+    [ -z "$(live_movers_of far-file)" ]
+    # As the cluster has it, the mover settings fit.
+    run "$DLSTAGE_BIN" check-config "$config"
+    [ "$status" -eq 0 ]
+}

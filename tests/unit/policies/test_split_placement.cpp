@@ -117,15 +117,58 @@ BOOST_AUTO_TEST_CASE(a_whole_refusal_gets_the_split_advice_when_a_split_would_fi
     facts.tier = "shm";
     facts.shard_sizes.assign(25, 100 * kMiB);
     facts.room = 1000 * kMiB;
+    Dataset in21k;
+    in21k.name = "in21k";
+    in21k.source = "/p/in21k/shard-*.tar";
+    Tier shm;
+    shm.name = "shm";
     const Verdict whole = Verdict::refuse("dataset 'in21k' needs 2.4 GiB but tier 'shm' allows at most 1000.0 MiB");
-    BOOST_TEST(with_split_advice(whole, facts).reason ==
+    BOOST_TEST(with_split_advice(whole, in21k, shm, Format::Tar, facts).reason ==
                "dataset 'in21k' needs 2.4 GiB but tier 'shm' allows at most 1000.0 MiB; it would fit split on 3 or "
                "more nodes: --stage-data=in21k:shm:split with -N 3 or more");
-    BOOST_TEST(with_split_advice(Verdict::allow(), facts).allowed);
+    BOOST_TEST(with_split_advice(Verdict::allow(), in21k, shm, Format::Tar, facts).allowed);
     facts.room = 99 * kMiB;  // not even split: the refusal alone
-    BOOST_TEST(with_split_advice(whole, facts).reason == whole.reason);
+    BOOST_TEST(with_split_advice(whole, in21k, shm, Format::Tar, facts).reason == whole.reason);
     facts.room.reset();
-    BOOST_TEST(with_split_advice(whole, facts).reason == whole.reason);
+    BOOST_TEST(with_split_advice(whole, in21k, shm, Format::Tar, facts).reason == whole.reason);
+}
+
+BOOST_AUTO_TEST_CASE(the_split_advice_only_where_a_split_may_be_asked)
+{
+    SplitFacts facts;
+    facts.dataset = "tree";
+    facts.tier = "shm";
+    facts.total = 2500 * kMiB;
+    facts.room = 1000 * kMiB;
+    Dataset tree;
+    tree.name = "tree";
+    tree.source = "/p/tree";
+    Tier shm;
+    shm.name = "shm";
+    const Verdict whole = Verdict::refuse("dataset 'tree' needs 2.4 GiB but tier 'shm' has only 1000.0 MiB free");
+    BOOST_TEST(with_split_advice(whole, tree, shm, Format::Dir, facts).reason ==
+               whole.reason + "; it would fit split on 3 or more nodes: --stage-data=tree:shm:split with -N 3 or more");
+    Tier scratch = shm;  // one copy every node reads: never split
+    scratch.scope = Scope::Shared;
+    BOOST_TEST(with_split_advice(whole, tree, scratch, Format::Dir, facts).reason == whole.reason);
+    Dataset image = tree;  // mounted whole
+    image.mode = Mode::Mount;
+    BOOST_TEST(with_split_advice(whole, image, shm, Format::Dir, facts).reason == whole.reason);
+    BOOST_TEST(with_split_advice(whole, tree, shm, Format::File, facts).reason == whole.reason);  // one file
+    facts.split_asked = true;  // split already: admit_placement says how many nodes
+    BOOST_TEST(with_split_advice(whole, tree, shm, Format::Dir, facts).reason == whole.reason);
+}
+
+BOOST_AUTO_TEST_CASE(a_walk_refused_part_way_advises_the_fewest_nodes_and_says_the_rest_counts)
+{
+    SplitFacts facts;
+    facts.dataset = "wide";
+    facts.tier = "shm";
+    facts.total = 76 * kMiB;  // what the walk found before its segment was refused
+    facts.total_so_far = true;
+    facts.room = 72 * kMiB;
+    BOOST_TEST(split_advice(facts) == "it would fit split on 2 or more nodes, more if the rest of the tree (not walked "
+                                      "yet) is large: --stage-data=wide:shm:split with -N 2 or more");
 }
 
 namespace {

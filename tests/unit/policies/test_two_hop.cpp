@@ -198,3 +198,56 @@ BOOST_AUTO_TEST_CASE(a_mover_requeues_itself_before_its_limit_only_when_its_copy
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(mover_nodes)
+
+namespace {
+MoverSettings mover_asking(int cpus, const std::string& memory, int nodes = 1)
+{
+    MoverSettings mover;
+    mover.partition = "mover";
+    mover.cpus_per_task = cpus;
+    mover.memory = memory;
+    mover.nodes = nodes;
+    return mover;
+}
+
+const std::vector<PartitionNode> kTestNodes = {{"n4", 2, 4000}, {"n5", 2, 3000}};
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_node_fits_when_it_has_the_cpus_and_the_memory_sbatch_mem_asks)
+{
+    BOOST_TEST(node_fits_mover(mover_asking(2, "1G"), 2, 4000));
+    BOOST_TEST(!node_fits_mover(mover_asking(4, "1G"), 2, 4000));
+    BOOST_TEST(!node_fits_mover(mover_asking(2, "4G"), 2, 4000));   // 4096 MiB
+    BOOST_TEST(node_fits_mover(mover_asking(2, "4000"), 2, 4000));  // MiB without a unit
+    BOOST_TEST(node_fits_mover(mover_asking(2, "4096000K"), 2, 4000));
+    BOOST_TEST(!node_fits_mover(mover_asking(2, "1T"), 2, 4000));
+    BOOST_TEST(node_fits_mover(mover_asking(2, ""), 2, 1));  // the partition's default
+}
+
+BOOST_AUTO_TEST_CASE(the_refusal_names_the_setting_no_node_gives_and_what_the_nodes_have)
+{
+    BOOST_TEST(mover_fits_nodes(mover_asking(1, "1G"), kTestNodes).allowed);
+    BOOST_TEST(mover_fits_nodes(mover_asking(2, "8G"), kTestNodes).reason ==
+               "[mover] memory = \"8G\" (8192 MiB) is more than any node of partition 'mover' has (at most 4000 MiB, "
+               "on n4): set it to 4000M or less");
+    BOOST_TEST(mover_fits_nodes(mover_asking(4, "1G"), kTestNodes).reason ==
+               "[mover] cpus_per_task = 4 is more than any node of partition 'mover' has (at most 2 CPUs, on n4): set "
+               "it to 2 or less");
+    const std::string both = mover_fits_nodes(mover_asking(4, "8G"), kTestNodes).reason;
+    BOOST_TEST(both.find("cpus_per_task = 4 ") != std::string::npos);
+    BOOST_TEST(both.find("; [mover] memory = \"8G\"") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(too_few_nodes_that_give_both_and_an_unknown_partition_are_refused)
+{
+    BOOST_TEST(mover_fits_nodes(mover_asking(2, "3500M", 2), kTestNodes).reason ==
+               "[mover] nodes = 2 but only 1 of the nodes of partition 'mover' (n4) give cpus_per_task = 2 and memory "
+               "= \"3500M\": lower nodes, or what each node is asked for");
+    BOOST_TEST(mover_fits_nodes(mover_asking(2, "1G", 2), kTestNodes).allowed);
+    BOOST_TEST(mover_fits_nodes(mover_asking(2, "1G"), {}).reason ==
+               "[mover] partition = 'mover': Slurm knows no node in it: name a partition sinfo lists");
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -114,4 +114,52 @@ BOOST_AUTO_TEST_CASE(a_trees_index_lists_shares_not_files)
     BOOST_TEST(index["shares"].as_array()->size() == 3u);
 }
 
+// A node that refuses a dataset whole for want of room says, as submit
+// does, on how many nodes it would fit split (a tree with no manifest is
+// first sized here).
+BOOST_AUTO_TEST_CASE(a_refusal_for_want_of_room_on_a_node_weighs_this_nodes_room)
+{
+    StageItem item = split_item();
+    item.split = false;
+    item.dataset.source = "/p/in21k/shard-*.tar";
+    item.tier.max_bytes = ByteLimit::parse("1000M");
+    TierSpace space;
+    space.total_bytes = 4000 * kMiB;
+    space.free_bytes = 700 * kMiB;  // less than max_bytes: the room
+    const Plan plan = shard_plan(std::vector<std::uint64_t>(25, 100 * kMiB));
+    const policy::SplitFacts facts = split_facts_here(item, plan, space);
+    BOOST_TEST(facts.room.value() == 700 * kMiB);
+    BOOST_TEST(facts.shard_sizes.size() == 25u);
+    BOOST_TEST(!facts.split_asked);
+    const policy::Verdict whole = policy::Verdict::refuse("dataset 'in21k' needs 2.4 GiB but tier 'shm' has only "
+                                                          "700.0 MiB free");
+    BOOST_TEST(policy::with_split_advice(whole, item.dataset, item.tier, plan.format, facts).reason ==
+               whole.reason + "; it would fit split on 4 or more nodes: --stage-data=in21k:shm:split with -N 4 or "
+                              "more");
+    space.free_bytes.reset();  // the tier's max_bytes alone
+    BOOST_TEST(split_facts_here(item, plan, space).room.value() == 1000 * kMiB);
+}
+
+BOOST_AUTO_TEST_CASE(a_tree_walked_in_segments_counts_what_came_before_as_the_least_it_needs)
+{
+    StageItem item = split_item();
+    item.split = false;
+    item.dataset.name = "wide";
+    item.dataset.source = "/home/me/wide";  // a path, not in the catalog: asked for by its path
+    item.dataset.from_catalog = false;
+    item.tier.max_bytes = ByteLimit::parse("72M");
+    Plan segment;
+    segment.format = Format::Dir;
+    segment.entries.add(EntryType::Dir, "d19", 0755, 1, 0, 0);
+    segment.entries.add(EntryType::File, "d19/a.bin", 0644, 1, 0, 2 * kMiB);
+    segment.entries.add(EntryType::File, "d19/b.bin", 0644, 1, 0, 2 * kMiB);
+    const policy::SplitFacts facts = split_facts_here(item, segment, TierSpace{}, 72 * kMiB, true);
+    BOOST_TEST(facts.total.value() == 76 * kMiB);
+    BOOST_TEST(facts.total_so_far);
+    BOOST_TEST(facts.shard_sizes.empty());  // a tree: its bytes shared evenly
+    BOOST_TEST(policy::split_advice(facts) ==
+               "it would fit split on 2 or more nodes, more if the rest of the tree (not walked yet) is large: "
+               "--stage-data=/home/me/wide:shm:split with -N 2 or more");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
