@@ -100,6 +100,13 @@ GcOutcome set_node_features_part(const Config& config, const NodeCacheFeatures& 
         problems.push_back(
             change_node_features(config, options.node, found.whole, policy::FeatureChange::Add, seconds));
     }
+    // Jobs Slurm holds for a preference of dlstage's it cannot meet now
+    // (its nodes drained or down since the job was submitted) run elsewhere.
+    const ReleasedJobs released = release_preferring_jobs(config, {}, seconds);
+    problems.push_back(released.problem);
+    if (released.released > 0)
+        outcome.out.push_back("released " + std::to_string(released.released) +
+                              " pending job(s) Slurm held for nodes holding their datasets that cannot take jobs now");
     for (const std::string& problem : problems)
         if (!problem.empty()) {
             outcome.err.push_back(problem);

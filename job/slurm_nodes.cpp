@@ -1,7 +1,12 @@
 #include "job/slurm_nodes.hpp"
 
+#include <algorithm>
+
 #include "job/slurm_jobs.hpp"
+#include "lib/error.hpp"
+#include "lib/number.hpp"
 #include "lib/strings.hpp"
+#include "lib/sys/process.hpp"
 
 namespace dlstage {
 
@@ -49,7 +54,8 @@ std::optional<NodeFeatures> parse_node_features(std::string_view line)
     const auto active = field_of(line, "ActiveFeatures");
     if (!available || !active)
         return std::nullopt;
-    return NodeFeatures{parse_feature_list(*available), parse_feature_list(*active)};
+    return NodeFeatures{parse_feature_list(*available), parse_feature_list(*active),
+                        field_of(line, "State").value_or("")};
 }
 
 std::optional<NodeFeatures> ask_node_features(const std::string& node, int timeout_seconds, std::string& problem)
@@ -101,6 +107,97 @@ std::optional<std::map<std::string, std::vector<std::string>>> ask_active_featur
     if (!features)
         problem = "sinfo's answer is not lines of NODE|FEATURES";
     return features;
+}
+
+std::optional<std::vector<PartitionNodeRow>> parse_partition_nodes(std::string_view text)
+{
+    std::vector<PartitionNodeRow> rows;
+    for (const std::string& line : split(text, '\n')) {
+        if (trim(line).empty())
+            continue;
+        const std::vector<std::string> f = split(trim(line), '|');
+        if (f.size() != 6 || f[0].empty() || f[1].empty())
+            return std::nullopt;
+        PartitionNodeRow row{f[0], f[1], false, f[2], 0, 0, parse_feature_list(f[5])};
+        try {
+            row.cpus = parse_count(f[3], 0, kMaxSlurmNumber);
+            row.memory_mib = parse_count(f[4], 0, kMaxSlurmNumber);
+        } catch (const Error&) {
+            return std::nullopt;
+        }
+        if (row.partition.back() == '*') {
+            row.partition.pop_back();
+            row.default_partition = true;
+        }
+        if (std::none_of(rows.begin(), rows.end(), [&](const PartitionNodeRow& seen) { return seen.node == row.node; }))
+            rows.push_back(std::move(row));
+    }
+    return rows;
+}
+
+std::optional<std::vector<PartitionNodeRow>> ask_partition_nodes(const std::string& partitions, int timeout_seconds,
+                                                                 std::string& problem,
+                                                                 const std::vector<std::string>* env)
+{
+    std::vector<std::string> argv{"sinfo", "--noheader", "--Node", std::string("--format=") + kPartitionNodesFormat};
+    if (!partitions.empty())
+        argv.push_back("--partition=" + partitions);
+    const auto answer =
+        slurm_answer(bounded_command(argv, timeout_seconds), "sinfo", timeout_seconds, problem, nullptr, env);
+    if (!answer)
+        return std::nullopt;
+    auto rows = parse_partition_nodes(*answer);
+    if (!rows) {
+        problem = "sinfo's answer is not lines of " + std::string(kPartitionNodesFormat) +
+                  " (it begins: " + first_line(*answer) + ")";
+        return std::nullopt;
+    }
+    if (partitions.empty())
+        rows->erase(std::remove_if(rows->begin(), rows->end(),
+                                   [](const PartitionNodeRow& row) { return !row.default_partition; }),
+                    rows->end());
+    return rows;
+}
+
+std::optional<std::vector<PendingPreference>> parse_pending_preferences(std::string_view text)
+{
+    std::vector<PendingPreference> jobs;
+    for (const std::string& line : split(text, '\n')) {
+        if (trim(line).empty())
+            continue;
+        // The reason may hold spaces and commas, never a '|'.
+        const std::vector<std::string> f = split(trim(line), '|');
+        const std::string id = trim(f[0]);  // an array's tasks: 26_3, 26_[4-9]
+        if (f.size() < 3 || !is_job_id(id.substr(0, id.find('_'))))
+            return std::nullopt;
+        std::string prefer = trim(f[1]);
+        if (prefer == "(null)")
+            prefer.clear();
+        jobs.push_back({trim(f[0]), prefer, trim(f[2])});
+    }
+    return jobs;
+}
+
+std::optional<std::vector<PendingPreference>> ask_pending_preferences(int timeout_seconds, std::string& problem)
+{
+    const auto answer = slurm_answer(bounded_command({"squeue", "--noheader", "--all", "--states=PENDING",
+                                                      "--Format=JobID:|,Prefer:|,Reason:|"},
+                                                     timeout_seconds),
+                                     "squeue", timeout_seconds, problem);
+    if (!answer)
+        return std::nullopt;
+    auto jobs = parse_pending_preferences(*answer);
+    if (!jobs)
+        problem = "squeue's answer is not lines of JOBID|PREFER|REASON (it begins: " + first_line(*answer) + ")";
+    return jobs;
+}
+
+std::string clear_job_prefer(const std::string& job, int timeout_seconds)
+{
+    std::string problem;
+    slurm_answer(bounded_command({"scontrol", "update", "JobId=" + job, "Prefer="}, timeout_seconds),
+                 "scontrol update JobId=" + job, timeout_seconds, problem);
+    return problem;
 }
 
 }  // namespace dlstage

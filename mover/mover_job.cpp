@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "job/slurm_jobs.hpp"
+#include "job/slurm_nodes.hpp"
 #include "lib/contract.hpp"
 #include "lib/error.hpp"
 #include "lib/log.hpp"
@@ -229,36 +230,17 @@ std::vector<std::string> live_mover_jobs(const std::string& dataset)
     return jobs;
 }
 
-std::optional<std::vector<policy::PartitionNode>> parse_partition_nodes(std::string_view sinfo)
-{
-    std::vector<policy::PartitionNode> nodes;
-    for (const std::string& line : split(sinfo, '\n')) {
-        if (trim(line).empty())
-            continue;
-        const std::vector<std::string> f = split(trim(line), '|');
-        if (f.size() != 3 || f[0].empty())
-            return std::nullopt;
-        try {
-            policy::PartitionNode node{f[0], parse_count(f[1], 0, kMaxSlurmNumber),
-                                       parse_count(f[2], 0, kMaxSlurmNumber)};
-            if (std::none_of(nodes.begin(), nodes.end(), [&](const auto& seen) { return seen.name == node.name; }))
-                nodes.push_back(std::move(node));
-        } catch (const Error&) {
-            return std::nullopt;
-        }
-    }
-    return nodes;
-}
-
 std::vector<policy::PartitionNode> mover_partition_nodes(const std::string& partition)
 {
-    const std::string answer = ask({"sinfo", "--noheader", "--Node", "--partition=" + partition, "--format=%N|%c|%m"},
-                                   "ask sinfo for the nodes of partition " + quoted(partition));
-    const auto nodes = parse_partition_nodes(answer);
-    if (!nodes)
-        throw Error("cannot read sinfo's answer for partition " + quoted(partition) +
-                    " (it begins: " + first_line(answer) + ")");
-    return *nodes;
+    const std::vector<std::string> env = submit_environment(environ);
+    std::string problem;
+    const auto rows = ask_partition_nodes(partition, kSlurmTimeout, problem, &env);
+    if (!rows)
+        throw Error("cannot ask sinfo for the nodes of partition " + quoted(partition) + ": " + problem);
+    std::vector<policy::PartitionNode> nodes;
+    for (const PartitionNodeRow& row : *rows)
+        nodes.push_back({row.node, row.cpus, row.memory_mib});
+    return nodes;
 }
 
 policy::Verdict mover_settings_fit(const MoverSettings& mover)

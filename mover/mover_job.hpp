@@ -67,13 +67,9 @@ struct MoverJob {
 // Throws Error with one line naming what failed.
 MoverJob ensure_mover(const Config& config, const Dataset& dataset, const std::string& user);
 
-// The nodes of the mover partition as sinfo lists them, one line each
-// ("NAME|CPUS|MEMORY", sinfo -N -o "%N|%c|%m"); nothing if a line is not
-// that.  A node in several partitions is listed once.
-std::optional<std::vector<policy::PartitionNode>> parse_partition_nodes(std::string_view sinfo);
-
-// Asks sinfo, bounded in time; throws Error naming why not (Slurm does not
-// answer, or its answer cannot be read).
+// The mover partition's nodes (job/slurm_nodes), asked bounded in time;
+// throws Error naming why not (Slurm does not answer, or its answer cannot
+// be read).
 std::vector<policy::PartitionNode> mover_partition_nodes(const std::string& partition);
 
 // Whether [mover] asks each node for no more than the mover partition's

@@ -1,5 +1,6 @@
 #include "policies/node_features.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <cstdio>
@@ -87,6 +88,61 @@ std::set<std::string> dlstage_features_of(const std::vector<std::string>& curren
         if (is_dlstage_feature(settings, feature))
             ours.insert(feature);
     return ours;
+}
+
+namespace {
+// How many nodes that may take jobs hold every one of `features`.
+std::size_t nodes_holding(const std::vector<NodeHolding>& nodes, const std::vector<std::string>& features)
+{
+    return static_cast<std::size_t>(std::count_if(nodes.begin(), nodes.end(), [&](const NodeHolding& node) {
+        return node.may_take_jobs && std::all_of(features.begin(), features.end(),
+                                                 [&](const std::string& f) { return node.features.count(f) > 0; });
+    }));
+}
+
+std::string joined(const std::vector<std::string>& features)
+{
+    std::string text;
+    for (const std::string& feature : features)
+        text += (text.empty() ? "" : "&") + feature;
+    return text;
+}
+}  // namespace
+
+Preference job_preference(const PreferenceFacts& facts)
+{
+    if (facts.wanted.empty())
+        return {};
+    if (!facts.users_prefer.empty())
+        return {"", "the job's own --prefer is kept"};
+    if (facts.nodes_asked == 0)
+        return {"", "the job asks for no number of nodes (-N)"};
+    std::vector<std::string> held;
+    for (const std::string& feature : facts.wanted)
+        if (nodes_holding(facts.nodes, {feature}) >= facts.nodes_asked)
+            held.push_back(feature);
+    if (held.empty())
+        return {"", "no " + std::to_string(facts.nodes_asked) + " node(s) of its partition that may take jobs hold it"};
+    if (held.size() > 1 && nodes_holding(facts.nodes, held) >= facts.nodes_asked)
+        return {joined(held), "nodes holding all of them"};
+    return {held.front(), "nodes holding it"};
+}
+
+bool prefer_is_dlstages(const LocalitySettings& settings, std::string_view prefer)
+{
+    if (prefer.empty())
+        return false;
+    std::size_t from = 0;
+    while (from <= prefer.size()) {
+        const std::size_t amp = prefer.find('&', from);
+        const std::string_view part = prefer.substr(from, amp == std::string_view::npos ? amp : amp - from);
+        if (!is_dlstage_feature(settings, part) || part.find_first_of("|*[]()!,") != std::string_view::npos)
+            return false;
+        if (amp == std::string_view::npos)
+            break;
+        from = amp + 1;
+    }
+    return true;
 }
 
 }  // namespace dlstage::policy

@@ -58,4 +58,38 @@ std::vector<std::string> node_features_with(const std::vector<std::string>& curr
 // dlstage's features in a node's list.
 std::set<std::string> dlstage_features_of(const std::vector<std::string>& current, const LocalitySettings& settings);
 
+// What submit knows for a job's preference: the features of its
+// node-cached datasets (in the request's order), the nodes of its
+// partitions, how many nodes it asks for (0: unknown), and the job's own
+// --prefer.
+struct NodeHolding {
+    std::set<std::string> features;  // active
+    bool may_take_jobs = true;       // policies/slurm_states slurm_node_may_take_jobs
+};
+struct PreferenceFacts {
+    std::vector<std::string> wanted;
+    std::vector<NodeHolding> nodes;
+    std::size_t nodes_asked = 0;
+    std::string users_prefer;  // "": none
+};
+
+// The --prefer dlstage adds ("": none) and why, in one line.  Never a
+// preference Slurm 22.05 would hold the job on or refuse: only features
+// that as many nodes of the job's partitions as it asks for hold and that
+// may take jobs (a preferred feature on drained nodes alone makes Slurm
+// wait for them, one no node of the partition has refuses the job), and
+// only when the job asks for a known number of nodes.  Several datasets:
+// all of them where enough nodes hold all, else the first one held.  The
+// job's own --prefer is kept, and nothing is added to it.
+struct Preference {
+    std::string prefer;
+    std::string why;
+};
+Preference job_preference(const PreferenceFacts& facts);
+
+// A feature list in a pending job's --prefer that dlstage set: every one
+// of its '&'-joined parts dlstage's.  gc clears such a preference from a
+// job Slurm holds for it (a node drained or an entry gone since submit).
+bool prefer_is_dlstages(const LocalitySettings& settings, std::string_view prefer);
+
 }  // namespace dlstage::policy

@@ -17,4 +17,16 @@ inline bool slurm_state_is_live(std::string_view state)
     return !slurm_state_has_ended(state);
 }
 
+// A node state as sinfo prints it (%T: idle, mixed, allocated, drained,
+// down*, ...) or scontrol does (IDLE+DRAIN, DOWN+NOT_RESPONDING) says the node may take a job now or once its jobs end:
+// not down, drained or draining, failing, in maintenance, powered down or not responding ('*').  A job preferring nodes
+// that cannot is held by Slurm 22.05 instead of running elsewhere (policies/node_features).
+bool slurm_node_may_take_jobs(std::string_view state);
+
+// A pending job's reason (squeue %r) says Slurm holds it for its
+// constraints or preference: no node of its partition has the features
+// (BadConstraints), or only nodes that cannot take jobs now do
+// (ReqNodeNotAvail, ...).
+bool slurm_reason_is_unmet_features(std::string_view reason);
+
 }  // namespace dlstage::policy

@@ -14,6 +14,7 @@
 #include "policies/admission.hpp"
 #include "policies/overrides.hpp"
 #include "policies/split_placement.hpp"
+#include "spank/prefer_cached.hpp"
 #include "spank/purge_notice.hpp"
 #include "spank/source_facts_env.hpp"
 #include "spank/stage_command.hpp"
@@ -139,8 +140,10 @@ int validate_submission(SpankApi& api, const PluginArgs& args)
         policy::require(policy::fits_in_memory(config, items, facts, memory_from_option(api.client_option("mem"))));
         // Last: nothing is submitted for a job refused above.  An srun
         // inside a job (SLURM_JOB_ID set) starts a step, not a job to wait.
-        if (api.context() == Context::Allocator || api.getenv(kJobIdVar).empty())
+        if (api.context() == Context::Allocator || api.getenv(kJobIdVar).empty()) {
             wait_for_movers(api, config, items, user, partition, args.dlstage_path);
+            prefer_cached_nodes(api, config, items, nodes_asked(api));
+        }
         // For the prolog's space check on each node; and the configuration
         // for `dlstage stage` in the job (SLURM_SPANK_DLSTAGE_CONFIG).
         api.job_control_setenv(kFactsVar, encode_facts(facts));

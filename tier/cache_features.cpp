@@ -11,6 +11,7 @@
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/bounded.hpp"
+#include "policies/slurm_states.hpp"
 #include "tier/cache_records.hpp"
 #include "tier/safe_fs.hpp"
 
@@ -82,18 +83,53 @@ std::string change_node_features(const Config& config, const std::string& node, 
         if (!now)
             return "node features not changed: " + problem;
         const std::set<std::string> ours = policy::dlstage_features_of(now->available, config.locality);
-        const std::set<std::string> after = policy::features_after(ours, named, change);
+        // A node that may not take jobs (drained, down) attracts none: a
+        // job preferring it would wait for it (release_preferring_jobs).
+        const std::set<std::string> after = policy::slurm_node_may_take_jobs(now->state)
+                                                ? policy::features_after(ours, named, change)
+                                                : std::set<std::string>{};
         if (after != ours || policy::dlstage_features_of(now->active, config.locality) != after) {
             const NodeFeatures wanted{policy::node_features_with(now->available, after, config.locality),
-                                      policy::node_features_with(now->active, after, config.locality)};
+                                      policy::node_features_with(now->active, after, config.locality), now->state};
             if (problem = set_node_features(node, wanted, timeout); !problem.empty())
                 return "node features not changed: " + problem;
         }
         record_node_features(state_dir, node, after);
+        std::set<std::string> gone;
+        for (const std::string& feature : ours)
+            if (!after.count(feature))
+                gone.insert(feature);
+        if (!gone.empty())
+            if (const ReleasedJobs released = release_preferring_jobs(config, gone, seconds / 3);
+                !released.problem.empty())
+                return "pending jobs preferring " + node + " not released: " + released.problem;
     } catch (const Error& e) {
         return std::string("node features not changed: ") + e.what();
     }
     return "";
+}
+
+ReleasedJobs release_preferring_jobs(const Config& config, const std::set<std::string>& gone, double seconds)
+{
+    ReleasedJobs out;
+    const int timeout = std::max(1, static_cast<int>(std::floor(seconds)));
+    const auto jobs = ask_pending_preferences(timeout, out.problem);
+    if (!jobs)
+        return out;
+    for (const PendingPreference& job : *jobs) {
+        if (!policy::prefer_is_dlstages(config.locality, job.prefer))
+            continue;
+        bool names_gone = false;
+        for (const std::string& feature : split(job.prefer, '&'))
+            names_gone = names_gone || gone.count(feature) > 0;
+        if (!names_gone && !policy::slurm_reason_is_unmet_features(job.reason))
+            continue;
+        if (const std::string problem = clear_job_prefer(job.job, timeout); !problem.empty())
+            out.problem = problem;
+        else
+            ++out.released;
+    }
+    return out;
 }
 
 }  // namespace dlstage

@@ -43,4 +43,16 @@ std::vector<std::string> whole_entries_of(const Tier& tier, const NodeCacheEntry
 std::string change_node_features(const Config& config, const std::string& node, const std::set<std::string>& named,
                                  policy::FeatureChange change, double seconds);
 
+// Pending jobs whose --prefer is dlstage's alone (policies/node_features
+// prefer_is_dlstages) lose it, within `seconds`, when it names a feature
+// of `gone` or Slurm holds them for it (policies/slurm_states
+// slurm_reason_is_unmet_features): Slurm 22.05 holds a job whose
+// preferred features no node that may take jobs has, instead of running
+// it elsewhere.  Root only.  The number released, or the problem.
+struct ReleasedJobs {
+    std::size_t released = 0;
+    std::string problem;
+};
+ReleasedJobs release_preferring_jobs(const Config& config, const std::set<std::string>& gone, double seconds);
+
 }  // namespace dlstage

@@ -123,17 +123,4 @@ BOOST_AUTO_TEST_CASE(scontrol_tells_a_requeue_and_how_the_job_ends)
     BOOST_TEST(!job_now_in("JobId=7 JobState=RUNNING Restarts=x").has_value());
 }
 
-BOOST_AUTO_TEST_CASE(sinfo_lists_the_mover_partitions_nodes_once_each)
-{
-    const auto nodes = parse_partition_nodes("n4|2|4000\nn5|8|64000\nn4|2|4000\n");
-    BOOST_REQUIRE(nodes.has_value());
-    BOOST_TEST(nodes->size() == 2u);
-    BOOST_TEST(nodes->at(1).name == "n5");
-    BOOST_TEST(nodes->at(1).cpus == 8u);
-    BOOST_TEST(nodes->at(1).memory_mib == 64000u);
-    BOOST_TEST(parse_partition_nodes("")->empty());  // a partition Slurm does not know
-    BOOST_TEST(!parse_partition_nodes("n4|2|4000+\n").has_value());
-    BOOST_TEST(!parse_partition_nodes("sinfo: error: something\n").has_value());
-}
-
 BOOST_AUTO_TEST_SUITE_END()

@@ -74,3 +74,71 @@ BOOST_AUTO_TEST_CASE(a_change_replaces_adds_or_removes_ours)
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(job_preferences)
+
+namespace {
+NodeHolding node_with(std::set<std::string> features, bool up = true)
+{
+    return {std::move(features), up};
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_job_prefers_the_nodes_holding_its_dataset)
+{
+    PreferenceFacts facts{{"dls_a_u1"}, {node_with({}), node_with({"dls_a_u1", "gpu"})}, 1, ""};
+    BOOST_TEST(job_preference(facts).prefer == "dls_a_u1");
+}
+
+BOOST_AUTO_TEST_CASE(no_preference_slurm_would_hold_or_refuse_the_job_on)
+{
+    // Held by a drained node alone: Slurm 22.05 would wait for it.
+    PreferenceFacts drained{{"dls_a_u1"}, {node_with({}), node_with({"dls_a_u1"}, false)}, 1, ""};
+    BOOST_TEST(job_preference(drained).prefer.empty());
+    BOOST_TEST(job_preference(drained).why.find("may take jobs") != std::string::npos);
+    // Fewer holders than nodes asked: Slurm refuses the submission.
+    PreferenceFacts two{{"dls_a_u1"}, {node_with({"dls_a_u1"}), node_with({})}, 2, ""};
+    BOOST_TEST(job_preference(two).prefer.empty());
+    two.nodes[1].features.insert("dls_a_u1");
+    BOOST_TEST(job_preference(two).prefer == "dls_a_u1");
+    // No node of the partition holds it.
+    PreferenceFacts none{{"dls_a_u1"}, {node_with({"gpu"})}, 1, ""};
+    BOOST_TEST(job_preference(none).prefer.empty());
+    // A number of nodes submit cannot know.
+    PreferenceFacts unknown{{"dls_a_u1"}, {node_with({"dls_a_u1"})}, 0, ""};
+    BOOST_TEST(job_preference(unknown).prefer.empty());
+}
+
+BOOST_AUTO_TEST_CASE(the_users_own_prefer_is_kept)
+{
+    PreferenceFacts facts{{"dls_a_u1"}, {node_with({"dls_a_u1"})}, 1, "fast"};
+    BOOST_TEST(job_preference(facts).prefer.empty());
+    BOOST_TEST(job_preference(facts).why == "the job's own --prefer is kept");
+}
+
+BOOST_AUTO_TEST_CASE(several_datasets_prefer_nodes_with_all_else_the_first_held)
+{
+    PreferenceFacts both{{"dls_a_u1", "dls_b_u1"},
+                         {node_with({"dls_a_u1", "dls_b_u1"}), node_with({"dls_b_u1"})},
+                         1,
+                         ""};
+    BOOST_TEST(job_preference(both).prefer == "dls_a_u1&dls_b_u1");
+    PreferenceFacts apart{{"dls_a_u1", "dls_b_u1"}, {node_with({"dls_a_u1"}), node_with({"dls_b_u1"})}, 1, ""};
+    BOOST_TEST(job_preference(apart).prefer == "dls_a_u1");
+    PreferenceFacts second{{"dls_a_u1", "dls_b_u1"}, {node_with({"dls_b_u1"})}, 1, ""};
+    BOOST_TEST(job_preference(second).prefer == "dls_b_u1");
+}
+
+BOOST_AUTO_TEST_CASE(only_a_prefer_of_dlstages_features_alone_is_dlstages)
+{
+    const LocalitySettings settings;
+    BOOST_TEST(prefer_is_dlstages(settings, "dls_a_u1"));
+    BOOST_TEST(prefer_is_dlstages(settings, "dls_a_u1&dls_b_u1"));
+    BOOST_TEST(!prefer_is_dlstages(settings, "dls_a_u1&gpu"));
+    BOOST_TEST(!prefer_is_dlstages(settings, "dls_a_u1|dls_b_u1"));
+    BOOST_TEST(!prefer_is_dlstages(settings, "gpu"));
+    BOOST_TEST(!prefer_is_dlstages(settings, ""));
+    BOOST_TEST(!prefer_is_dlstages(settings, "dls_a_u1&"));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
