@@ -2,7 +2,8 @@
 // its file system's size and use, dlstage's limits there, what the tier
 // root holds (job directories and their owners) and the node cache's
 // entries (status/node_view finds them).  Node-local tiers are seen only on
-// the node itself, so it must run there (srun -w NODE ...).
+// the node itself; from another host, with [locality] on, what the node's
+// features in Slurm say its caches hold.
 #include <ctime>
 #include <iostream>
 #include <unistd.h>
@@ -130,17 +131,62 @@ void print_views(const std::vector<TierView>& views)
         if (!v.problem.empty())
             std::cout << "tier " << v.tier->name << ": " << v.problem << "\n";
 }
+
+// status --node's JSON: meta, the node and what was seen of it.
+void print_node_json(const std::string& node, const char* key, toml::array seen)
+{
+    std::cout << toml::json_formatter{toml::table{{"meta", status_meta(PACKAGE_VERSION,
+                                                                       static_cast<std::int64_t>(std::time(nullptr)))},
+                                                  {"node", node},
+                                                  {key, std::move(seen)}}}
+              << "\n";
+}
+
+// Another node, from here: what its features say its caches hold (Slurm
+// knows them wherever this runs); its tiers' space and root's records are
+// seen on the node itself.
+int print_remote_node(const Config& config, const std::string& node, const std::string& here, bool json)
+{
+    const std::string there = "run 'srun -w " + printable(node) + " dlstage status --node " + printable(node) + "'";
+    if (!config.locality.node_features) {
+        say("status --node " + printable(node) + ": this is " + here + ", and a node's tiers are seen on the node " +
+            "itself: " + there + " (or run it there)");
+        return kExitFailure;
+    }
+    const RemoteNodeView view = look_at_node_features(config, node);
+    if (!view.problem.empty()) {
+        say("status --node " + printable(node) + ": " + view.problem);
+        return kExitFailure;
+    }
+    if (json) {
+        toml::array cached;
+        for (const FeatureEntryRow& row : view.cached)
+            cached.push_back(toml::table{{"dataset", row.dataset},
+                                         {"user", row.user},
+                                         {"shares", static_cast<std::int64_t>(row.shares)},
+                                         {"feature", row.feature}});
+        print_node_json(node, "cached", std::move(cached));
+        return kExitOk;
+    }
+    std::vector<std::vector<std::string>> rows = {{"DATASET", "USER", "SHARE", "FEATURE"}};
+    for (const FeatureEntryRow& row : view.cached)
+        rows.push_back(
+            {row.dataset, row.user, row.shares ? "1 of " + std::to_string(row.shares) : "whole", row.feature});
+    std::cout << "node " << node << ": node caches, as its features in Slurm say\n";
+    if (rows.size() > 1)
+        print_aligned(std::cout, rows);
+    else
+        std::cout << "(none)\n";
+    std::cout << "sizes, last uses and the tiers themselves are seen on the node: " << there << "\n";
+    return kExitOk;
+}
 }  // namespace
 
 int print_node(const Config& config, const std::string& node, bool json)
 {
     const std::string here = this_node_name();
-    if (node != here) {
-        say("status --node " + printable(node) + ": this is " + here + ", and a node's tiers are seen on the node " +
-            "itself: run 'srun -w " + printable(node) + " dlstage status --node " + printable(node) +
-            "' (or run it there)");
-        return kExitFailure;
-    }
+    if (node != here)
+        return print_remote_node(config, node, here, json);
     std::vector<TierView> views;
     for (const auto& [name, tier] : config.tiers)
         views.push_back(look_at_tier(tier, config.site.state_dir, here));
@@ -148,11 +194,7 @@ int print_node(const Config& config, const std::string& node, bool json)
         toml::array tiers;
         for (const TierView& v : views)
             tiers.push_back(view_json(v));
-        std::cout << toml::json_formatter{toml::table{{"meta", status_meta(PACKAGE_VERSION, static_cast<std::int64_t>(
-                                                                                                std::time(nullptr)))},
-                                                      {"node", here},
-                                                      {"tiers", tiers}}}
-                  << "\n";
+        print_node_json(here, "tiers", std::move(tiers));
         return kExitOk;
     }
     print_views(views);

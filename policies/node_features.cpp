@@ -55,6 +55,38 @@ bool is_dlstage_feature(const LocalitySettings& settings, std::string_view featu
            feature.substr(0, settings.feature_prefix.size()) == settings.feature_prefix;
 }
 
+std::optional<FeatureEntry> entry_of_feature(const LocalitySettings& settings, std::string_view feature)
+{
+    if (!is_dlstage_feature(settings, feature))
+        return std::nullopt;
+    std::string_view rest = feature.substr(settings.feature_prefix.size());
+    const auto digits = [](std::string_view text) {
+        return !text.empty() && text.size() <= 10 && text.find_first_not_of("0123456789") == std::string_view::npos;
+    };
+    // ..._uUID, ..._ofN_uUID, a cut name's ..._hHASH before them.
+    const std::size_t u = rest.rfind("_u");
+    if (u == std::string_view::npos || u == 0 || !digits(rest.substr(u + 2)))
+        return std::nullopt;
+    FeatureEntry out;
+    out.entry.uid = std::stoul(std::string(rest.substr(u + 2)));
+    rest = rest.substr(0, u);
+    if (const std::size_t of = rest.rfind("_of");
+        of != std::string_view::npos && of > 0 && digits(rest.substr(of + 3))) {
+        out.entry.shares = std::stoul(std::string(rest.substr(of + 3)));
+        rest = rest.substr(0, of);
+    }
+    if (const std::size_t h = rest.rfind("_h");
+        h != std::string_view::npos && rest.size() - h == 10 &&
+        rest.substr(h + 2).find_first_not_of("0123456789abcdef") == std::string_view::npos) {
+        out.cut = true;
+        rest = rest.substr(0, h);
+    }
+    if (rest.empty())
+        return std::nullopt;
+    out.entry.dataset = std::string(rest);
+    return out;
+}
+
 std::set<std::string> features_after(const std::set<std::string>& ours_now, const std::set<std::string>& named,
                                      FeatureChange change)
 {

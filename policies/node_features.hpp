@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -39,6 +40,15 @@ struct CachedEntryFacts {
 std::string entry_feature(const LocalitySettings& settings, const CachedEntryFacts& entry);
 
 bool is_dlstage_feature(const LocalitySettings& settings, std::string_view feature);
+
+// What a feature of dlstage's says of its entry, read back: the dataset
+// (of a cut name, its first part, `cut` set), the owner's uid and the
+// shares.  Nothing for a feature not of that form.
+struct FeatureEntry {
+    CachedEntryFacts entry;
+    bool cut = false;
+};
+std::optional<FeatureEntry> entry_of_feature(const LocalitySettings& settings, std::string_view feature);
 
 // What a root part knows of dlstage's features on its node: all of them
 // (gc, after measuring every cache tier: `Replace`), entries found whole

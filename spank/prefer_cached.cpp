@@ -50,13 +50,17 @@ std::string datasets_in(const std::vector<CachedWant>& wants, const std::string&
 }
 
 // The job's nodes as the rule counts them: -N's, else one for one task
-// (Slurm's default) on no named nodes; 0 when submit cannot know.
+// (Slurm's default); 0 when submit cannot know, or the job names or
+// leaves out nodes or takes a reservation's: Slurm 22.05 refuses a job
+// whose preference no node it may get holds, and sinfo's nodes are not
+// those (checked on the test cluster with -x).
 std::size_t nodes_of_job(SpankApi& api, std::size_t nodes)
 {
+    for (const char* narrowing : {"nodelist", "exclude", "reservation"})
+        if (!api.client_option(narrowing).value_or("").empty())
+            return 0;
     if (nodes > 0)
         return nodes;
-    if (!api.client_option("nodelist").value_or("").empty())
-        return 0;
     return api.client_option("ntasks").value_or("1") == "1" ? 1 : 0;
 }
 }  // namespace

@@ -234,3 +234,34 @@ forget_near_on() {
     [ "$status" -eq 0 ]
     ! grep -q "this job prefers" <<<"$output"
 }
+
+@test "status --node from another host says what the node's features say its caches hold" {
+    locality true
+    cache_near_on n2
+    run as_user "$DLSTAGE_BIN" -c "$CONFIG" status --node n2
+    echo "$output"
+    [ "$status" -eq 0 ]
+    grep -q "^node n2: node caches, as its features in Slurm say" <<<"$output"
+    grep -Eq "^near +$VCLUSTER_USER +whole +$FEATURE\$" <<<"$output"
+    run as_user "$DLSTAGE_BIN" -c "$CONFIG" status --node n2 --json
+    [ "$status" -eq 0 ]
+    python3 -c 'import json,sys; d=json.load(sys.stdin); assert [c["dataset"] for c in d["cached"]] == ["near"], d' <<<"$output"
+    # With [locality] off, the node's tiers are seen on the node alone.
+    locality false
+    run as_user "$DLSTAGE_BIN" -c "$CONFIG" status --node n2
+    [ "$status" -ne 0 ]
+    grep -q "seen on the node itself" <<<"$output"
+}
+
+@test "a job naming or leaving out nodes gets no preference, and Slurm does not refuse it" {
+    locality true
+    cache_near_on n1
+    features_of n1 | grep -qx "$FEATURE"
+    for narrowing in "-w n2" "-x n1"; do
+        # shellcheck disable=SC2086
+        near_job -N1 $narrowing
+        [ "$status" -eq 0 ]
+        [ "${lines[-1]}" != n1 ]
+        ! grep -q "this job prefers" <<<"$output"
+    done
+}

@@ -32,6 +32,29 @@ BOOST_AUTO_TEST_CASE(a_long_name_is_cut_to_the_limit_and_ends_in_a_hash_of_the_w
                static_cast<std::size_t>(kShortestFeatureMaximum) + 8);
 }
 
+BOOST_AUTO_TEST_CASE(a_feature_reads_back_as_its_entry)
+{
+    LocalitySettings settings;
+    for (const CachedEntryFacts& entry :
+         {CachedEntryFacts{"imagenet", 1004, 0}, CachedEntryFacts{"in21k", 7, 4}, CachedEntryFacts{"a_u1.b", 0, 0}}) {
+        const auto back = entry_of_feature(settings, entry_feature(settings, entry));
+        BOOST_REQUIRE(back);
+        BOOST_TEST(back->entry.dataset == entry.dataset);
+        BOOST_TEST(back->entry.uid == entry.uid);
+        BOOST_TEST(back->entry.shares == entry.shares);
+        BOOST_TEST(!back->cut);
+    }
+    settings.feature_max_length = 30;
+    const auto cut = entry_of_feature(settings, entry_feature(settings, {std::string(40, 'x'), 1004, 2}));
+    BOOST_REQUIRE(cut);
+    BOOST_TEST(cut->cut);
+    BOOST_TEST(cut->entry.uid == 1004u);
+    BOOST_TEST(cut->entry.shares == 2u);
+    BOOST_TEST(!entry_of_feature(settings, "dls_x"));
+    BOOST_TEST(!entry_of_feature(settings, "gpu_u1"));
+    BOOST_TEST(!entry_of_feature(settings, "dls__u1"));
+}
+
 BOOST_AUTO_TEST_CASE(only_features_with_the_prefix_are_dlstages)
 {
     LocalitySettings settings;
