@@ -171,7 +171,7 @@ int print_remote_node(const Config& config, const std::string& node, const std::
     std::vector<std::vector<std::string>> rows = {{"DATASET", "USER", "SHARE", "FEATURE"}};
     for (const FeatureEntryRow& row : view.cached)
         rows.push_back(
-            {row.dataset, row.user, row.shares ? "1 of " + std::to_string(row.shares) : "whole", row.feature});
+            {row.dataset, row.user, row.shares ? "a share of " + std::to_string(row.shares) : "whole", row.feature});
     std::cout << "node " << node << ": node caches, as its features in Slurm say\n";
     if (rows.size() > 1)
         print_aligned(std::cout, rows);

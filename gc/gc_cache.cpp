@@ -119,15 +119,19 @@ void forget_ended_uses(const Config& config, const SlurmJobs& jobs, const policy
 // under the lock before it goes.
 namespace {
 // The node features of the entries kept whole, and of those evicted, for
-// gc's features part (gc/gc_run, tier/cache_features).
+// gc's features part (gc/gc_run, tier/cache_features).  A measurement
+// another's eviction made stale (`fresh` false) names only those gc
+// evicted: it may still list an entry a prolog has evicted since.
 void add_features(const Config& config, const std::vector<NodeCacheEntry>& entries, const std::vector<bool>& evicted,
-                  GcOutcome& outcome)
+                  bool fresh, GcOutcome& outcome)
 {
+    outcome.features_known = outcome.features_known && fresh;
     std::vector<NodeCacheEntry> kept, gone;
     for (std::size_t i = 0; i < entries.size(); ++i)
         (evicted[i] ? gone : kept).push_back(entries[i]);
-    for (const std::string& feature : whole_entry_features(config, kept))
-        outcome.features.push_back(feature);
+    if (fresh)
+        for (const std::string& feature : whole_entry_features(config, kept))
+            outcome.features.push_back(feature);
     for (NodeCacheEntry& entry : gone)
         entry.ready = true;  // its feature goes whether or not it was whole
     for (const std::string& feature : whole_entry_features(config, gone))
@@ -261,7 +265,7 @@ GcOutcome gc_node_cache(const Tier& tier, const Config& config, const std::funct
         ++outcome.removed;
         outcome.out.push_back("removed " + what + ": " + verdict.reason);
     }
-    add_features(config, found.entries, evicted, outcome);
+    add_features(config, found.entries, evicted, !measured_stale, outcome);
     return outcome;
 }
 

@@ -102,7 +102,7 @@ GcOutcome set_node_features_part(const Config& config, const NodeCacheFeatures& 
     }
     // Jobs Slurm holds for a preference of dlstage's it cannot meet now
     // (its nodes drained or down since the job was submitted) run elsewhere.
-    const ReleasedJobs released = release_preferring_jobs(config, {}, seconds);
+    const ReleasedJobs released = release_held_jobs(config, seconds);
     problems.push_back(released.problem);
     if (released.released > 0)
         outcome.out.push_back("released " + std::to_string(released.released) +

@@ -70,15 +70,16 @@ CacheEntryParts cache_entry_parts(const std::string& entry)
     const std::string mark = ".split-";
     const std::size_t at = entry.rfind(mark);
     if (at == std::string::npos || at == 0)
-        return {entry, 0};
+        return {entry, 0, 0};
     const std::string rest = entry.substr(at + mark.size());
     const std::size_t of = rest.find("-of-");
     const auto digits = [](const std::string& text) {
         return !text.empty() && text.size() < 10 && text.find_first_not_of("0123456789") == std::string::npos;
     };
     if (of == std::string::npos || !digits(rest.substr(0, of)) || !digits(rest.substr(of + 4)))
-        return {entry, 0};
-    return {entry.substr(0, at), static_cast<std::size_t>(std::stoul(rest.substr(of + 4)))};
+        return {entry, 0, 0};
+    return {entry.substr(0, at), static_cast<std::size_t>(std::stoul(rest.substr(of + 4))),
+            static_cast<std::size_t>(std::stoul(rest.substr(0, of)))};
 }
 
 DatasetLayout cache_layout(const StageItem& item, const std::string& user, std::size_t nodes, std::size_t node)

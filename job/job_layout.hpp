@@ -98,6 +98,7 @@ std::string cache_entry_name(const StageItem& item, std::size_t nodes, std::size
 struct CacheEntryParts {
     std::string dataset;
     std::size_t shares = 0;
+    std::size_t share = 0;  // which one, from 0
 };
 CacheEntryParts cache_entry_parts(const std::string& entry);
 // Where `user`'s entry of item's dataset lives: tier_dir is cache_dir_of;

@@ -81,34 +81,6 @@ std::string set_node_features(const std::string& node, const NodeFeatures& featu
     return problem;
 }
 
-std::optional<std::map<std::string, std::vector<std::string>>> parse_sinfo_features(std::string_view text)
-{
-    std::map<std::string, std::vector<std::string>> by_node;
-    for (const std::string& line : split(text, '\n')) {
-        if (trim(line).empty())
-            continue;
-        const std::size_t bar = line.find('|');
-        if (bar == std::string::npos || bar == 0)
-            return std::nullopt;
-        by_node[line.substr(0, bar)] = parse_feature_list(std::string_view(line).substr(bar + 1));
-    }
-    return by_node;
-}
-
-std::optional<std::map<std::string, std::vector<std::string>>> ask_active_features(int timeout_seconds,
-                                                                                   std::string& problem)
-{
-    const auto answer =
-        slurm_answer(bounded_command({"sinfo", "--noheader", "--Node", "--format=%N|%b"}, timeout_seconds), "sinfo",
-                     timeout_seconds, problem);
-    if (!answer)
-        return std::nullopt;
-    auto features = parse_sinfo_features(*answer);
-    if (!features)
-        problem = "sinfo's answer is not lines of NODE|FEATURES";
-    return features;
-}
-
 std::optional<std::vector<PartitionNodeRow>> parse_partition_nodes(std::string_view text)
 {
     std::vector<PartitionNodeRow> rows;

@@ -1,8 +1,9 @@
 // What Slurm says of nodes' features, and root's change of one node's:
 // `scontrol show node -o NODE` and `scontrol update NodeName=NODE
-// AvailableFeatures=... ActiveFeatures=...`, and for anyone `sinfo`'s
-// feature column of every node, each bounded in time (job/slurm_jobs's
-// slurm_answer).  Which features are dlstage's is policies/node_features.
+// AvailableFeatures=... ActiveFeatures=...`, a partition's nodes (sinfo),
+// pending jobs' preferences (squeue) and root's clearing of one
+// (scontrol update JobId=... Prefer=), each bounded in time
+// (job/slurm_jobs's slurm_answer).  Which features are dlstage's is policies/node_features.
 #pragma once
 
 #include <cstdint>
@@ -32,12 +33,6 @@ std::optional<NodeFeatures> ask_node_features(const std::string& node, int timeo
 
 // Root (or SlurmUser) only: sets both lists; "" or the problem.
 std::string set_node_features(const std::string& node, const NodeFeatures& features, int timeout_seconds);
-
-// Every node's active features, by node: sinfo -h -N -o "%N|%b" (a node in
-// several partitions once).  Nothing when sinfo did not answer.
-std::optional<std::map<std::string, std::vector<std::string>>> parse_sinfo_features(std::string_view text);
-std::optional<std::map<std::string, std::vector<std::string>>> ask_active_features(int timeout_seconds,
-                                                                                   std::string& problem);
 
 // A node of a partition as sinfo shows it: -N -o "%N|%P|%T|%c|%m|%b"
 // (the default partition's name ends in '*').

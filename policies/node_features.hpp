@@ -20,8 +20,17 @@
 
 namespace dlstage::policy {
 
-// A prefix, a dataset of the longest name and a uid fit in this much.
-inline constexpr int kShortestFeatureMaximum = 24;
+// The longest prefix (16), a cut name's hash (_hXXXXXXXX), a share count
+// (_ofN) and a uid (_uUID) fit in this much, with room for a dataset's
+// first characters.
+inline constexpr int kShortestFeatureMaximum = 56;
+
+// At most this many features of dlstage's on a node, and shares of at
+// most this many nodes (Slurm's node count, far more than any job): a
+// user's cache directory is theirs to fill with names, and slurmctld's
+// node records are not theirs to grow.
+inline constexpr std::size_t kMostFeaturesPerNode = 256;
+inline constexpr std::size_t kMostShares = 65536;
 
 // 1 to 16 letters, digits or '_', starting with a letter: a prefix Slurm
 // reads as part of one feature name.

@@ -599,12 +599,14 @@ std::set<std::string> whole_job_entries(const std::vector<StageItem>& items, con
 {
     std::set<std::string> features;
     const NodeCacheEntry owner = entry_owned_by(start.job.user, start.job.uid, start.job.gid);
-    for (const auto& [name, tier] : cache_tiers(items)) {
+    const auto tiers = cache_tiers(items);
+    FairShares shares(seconds, tiers.size());
+    for (const auto& [name, tier] : tiers) {
         std::vector<std::string> entries;
         for (const StageItem& item : items)
             if (item.tier.name == name)
                 entries.push_back(entry_of(item, start));
-        for (const std::string& entry : whole_entries_of(*tier, owner, entries, seconds))
+        for (const std::string& entry : whole_entries_of(*tier, owner, entries, shares.next()))
             if (const std::string feature = cache_entry_feature(start.config, start.job.uid, entry); !feature.empty())
                 features.insert(feature);
     }
@@ -657,12 +659,13 @@ void release_caches(const ScriptStart& start, Report& report)
     const std::vector<StageItem> items = resolve_stage_data(start.config, start.stage_data);
     settle_caches(cache_tiers(items), {}, start, clock, {}, {}, report);
     // The epilog probes no source: its node features take the probe's
-    // share (policies/cache_budget).
-    const double share = clock.within(clock.budget().probe);
-    change_features(start, report.evicted_features, policy::FeatureChange::Remove, share / 2, report);
-    if (start.config.locality.node_features)
-        change_features(start, whole_job_entries(items, start, share / 4), policy::FeatureChange::Add,
-                        clock.within(share / 4), report);
+    // share (policies/cache_budget), most of it for slurmctld's answers.
+    if (!start.config.locality.node_features)
+        return;
+    const Deadline features(clock.within(clock.budget().probe));
+    change_features(start, report.evicted_features, policy::FeatureChange::Remove, features.left() / 2, report);
+    const std::set<std::string> whole = whole_job_entries(items, start, features.left() / 3);
+    change_features(start, whole, policy::FeatureChange::Add, features.left(), report);
 }
 
 // Runs in the bounded child: everything that touches the file systems.

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <fcntl.h>
+#include <iterator>
 #include <sys/stat.h>
 
 #include "job/job_layout.hpp"
 #include "job/slurm_nodes.hpp"
 #include "lib/contract.hpp"
+#include "lib/deadline.hpp"
 #include "lib/error.hpp"
 #include "lib/strings.hpp"
 #include "lib/sys/bounded.hpp"
@@ -20,7 +22,10 @@ namespace dlstage {
 std::string cache_entry_feature(const Config& config, uid_t uid, const std::string& entry)
 {
     const CacheEntryParts parts = cache_entry_parts(entry);
-    if (!config.find_dataset(parts.dataset))
+    // A share no split makes (its index past its count, a count past any
+    // job's) is a name a user made: no feature.
+    if (!config.find_dataset(parts.dataset) || parts.shares > policy::kMostShares ||
+        (parts.shares > 0 && parts.share >= parts.shares))
         return "";
     return policy::entry_feature(config.locality, {parts.dataset, uid, parts.shares});
 }
@@ -34,6 +39,10 @@ std::set<std::string> whole_entry_features(const Config& config, const std::vect
         if (const std::string feature = cache_entry_feature(config, entry.uid, entry.dataset); !feature.empty())
             features.insert(feature);
     }
+    // Past the most a node keeps, the rest get none (the set's order: by
+    // name).
+    while (features.size() > policy::kMostFeaturesPerNode)
+        features.erase(std::prev(features.end()));
     return features;
 }
 
@@ -64,67 +73,82 @@ std::vector<std::string> whole_entries_of(const Tier& tier, const NodeCacheEntry
     return found;
 }
 
+namespace {
+// A Slurm command's bound: what is left of the deadline, whole seconds,
+// split between the commands still to come; none under a second.
+std::optional<int> command_seconds(const Deadline& deadline, int commands_left)
+{
+    const double each = deadline.left() / commands_left;
+    if (each < 1)
+        return std::nullopt;
+    return static_cast<int>(std::floor(each));
+}
+
+const char* const kNoTimeLeft = "node features not changed: no time left";
+}  // namespace
+
 std::string change_node_features(const Config& config, const std::string& node, const std::set<std::string>& named,
                                  policy::FeatureChange change, double seconds)
 {
     if (!config.locality.node_features)
         return "";
     const std::string& state_dir = config.site.state_dir;
+    const Deadline deadline(seconds);
     try {
-        const CacheLock lock(state_dir, node, seconds / 3, kFeaturesLock);
+        const CacheLock lock(state_dir, node, deadline.left() / 3, kFeaturesLock);
         const std::set<std::string> recorded = recorded_node_features(state_dir, node);
         // Only gc's look at them all asks whatever root last set: it is
         // what repairs a slurmctld that lost them.
         if (change != policy::FeatureChange::Replace && policy::features_after(recorded, named, change) == recorded)
             return "";
-        const int timeout = std::max(1, static_cast<int>(std::floor(seconds / 3)));
         std::string problem;
-        const auto now = ask_node_features(node, timeout, problem);
+        const auto asking = command_seconds(deadline, 2);
+        if (!asking)
+            return kNoTimeLeft;
+        const auto now = ask_node_features(node, *asking, problem);
         if (!now)
             return "node features not changed: " + problem;
+        // A drained node keeps its features: one gone from under a job
+        // Slurm already took with a preference for it refuses or holds the
+        // job, and submit prefers no node that may not take jobs.
         const std::set<std::string> ours = policy::dlstage_features_of(now->available, config.locality);
-        // A node that may not take jobs (drained, down) attracts none: a
-        // job preferring it would wait for it (release_preferring_jobs).
-        const std::set<std::string> after = policy::slurm_node_may_take_jobs(now->state)
-                                                ? policy::features_after(ours, named, change)
-                                                : std::set<std::string>{};
+        const std::set<std::string> after = policy::features_after(ours, named, change);
         if (after != ours || policy::dlstage_features_of(now->active, config.locality) != after) {
             const NodeFeatures wanted{policy::node_features_with(now->available, after, config.locality),
                                       policy::node_features_with(now->active, after, config.locality), now->state};
-            if (problem = set_node_features(node, wanted, timeout); !problem.empty())
+            const auto setting = command_seconds(deadline, 1);
+            if (!setting)
+                return kNoTimeLeft;
+            if (problem = set_node_features(node, wanted, *setting); !problem.empty())
                 return "node features not changed: " + problem;
         }
         record_node_features(state_dir, node, after);
-        std::set<std::string> gone;
-        for (const std::string& feature : ours)
-            if (!after.count(feature))
-                gone.insert(feature);
-        if (!gone.empty())
-            if (const ReleasedJobs released = release_preferring_jobs(config, gone, seconds / 3);
-                !released.problem.empty())
-                return "pending jobs preferring " + node + " not released: " + released.problem;
     } catch (const Error& e) {
         return std::string("node features not changed: ") + e.what();
     }
     return "";
 }
 
-ReleasedJobs release_preferring_jobs(const Config& config, const std::set<std::string>& gone, double seconds)
+ReleasedJobs release_held_jobs(const Config& config, double seconds)
 {
     ReleasedJobs out;
-    const int timeout = std::max(1, static_cast<int>(std::floor(seconds)));
-    const auto jobs = ask_pending_preferences(timeout, out.problem);
+    const Deadline deadline(seconds);
+    const auto asking = command_seconds(deadline, 2);
+    if (!asking)
+        return out;
+    const auto jobs = ask_pending_preferences(*asking, out.problem);
     if (!jobs)
         return out;
     for (const PendingPreference& job : *jobs) {
-        if (!policy::prefer_is_dlstages(config.locality, job.prefer))
+        if (!policy::prefer_is_dlstages(config.locality, job.prefer) ||
+            !policy::slurm_reason_is_unmet_features(job.reason))
             continue;
-        bool names_gone = false;
-        for (const std::string& feature : split(job.prefer, '&'))
-            names_gone = names_gone || gone.count(feature) > 0;
-        if (!names_gone && !policy::slurm_reason_is_unmet_features(job.reason))
-            continue;
-        if (const std::string problem = clear_job_prefer(job.job, timeout); !problem.empty())
+        const auto clearing = command_seconds(deadline, 1);
+        if (!clearing) {
+            out.problem = "no time left to release job " + job.job + " and those after it; the next gc does";
+            break;
+        }
+        if (const std::string problem = clear_job_prefer(job.job, *clearing); !problem.empty())
             out.problem = problem;
         else
             ++out.released;

@@ -38,21 +38,23 @@ std::set<std::string> whole_entry_features(const Config& config, const std::vect
 std::vector<std::string> whole_entries_of(const Tier& tier, const NodeCacheEntry& owner,
                                           const std::vector<std::string>& entries, double seconds);
 
-// Changes dlstage's features of `node` within `seconds`: "" when done (or
-// nothing to do, or [locality] is off), else the problem in one line.
+// Changes dlstage's features of `node` within `seconds` (each Slurm
+// command bounded by what is left; none started under a second): "" when
+// done (or nothing to do, or [locality] is off), else the problem in one
+// line.
 std::string change_node_features(const Config& config, const std::string& node, const std::set<std::string>& named,
                                  policy::FeatureChange change, double seconds);
 
-// Pending jobs whose --prefer is dlstage's alone (policies/node_features
-// prefer_is_dlstages) lose it, within `seconds`, when it names a feature
-// of `gone` or Slurm holds them for it (policies/slurm_states
-// slurm_reason_is_unmet_features): Slurm 22.05 holds a job whose
-// preferred features no node that may take jobs has, instead of running
-// it elsewhere.  Root only.  The number released, or the problem.
+// Pending jobs Slurm holds for a --prefer that is dlstage's alone
+// (policies/node_features prefer_is_dlstages; the reason:
+// policies/slurm_states slurm_reason_is_unmet_features) lose it, within
+// `seconds`: Slurm 22.05 holds a job whose preferred features only nodes
+// that cannot take jobs have (or none has) instead of running it
+// elsewhere.  gc's, root only.  The number released, or the problem.
 struct ReleasedJobs {
     std::size_t released = 0;
     std::string problem;
 };
-ReleasedJobs release_preferring_jobs(const Config& config, const std::set<std::string>& gone, double seconds);
+ReleasedJobs release_held_jobs(const Config& config, double seconds);
 
 }  // namespace dlstage

@@ -37,16 +37,6 @@ BOOST_AUTO_TEST_CASE(a_list_is_written_back_as_slurm_reads_it)
     BOOST_TEST(parse_feature_list("a,,b") == (std::vector<std::string>{"a", "b"}));
 }
 
-BOOST_AUTO_TEST_CASE(sinfos_lines_give_each_nodes_active_features)
-{
-    const auto by_node = parse_sinfo_features("n1|(null)\nn2|gpu,dls_x_u1004\nn2|gpu,dls_x_u1004\n");
-    BOOST_REQUIRE(by_node);
-    BOOST_TEST(by_node->size() == 2u);
-    BOOST_TEST(by_node->at("n1").empty());
-    BOOST_TEST(by_node->at("n2") == (std::vector<std::string>{"gpu", "dls_x_u1004"}));
-    BOOST_TEST(!parse_sinfo_features("n1 gpu\n"));
-}
-
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(partition_nodes)

@@ -18,18 +18,23 @@ BOOST_AUTO_TEST_CASE(an_entry_feature_names_the_dataset_its_owner_and_a_share)
 BOOST_AUTO_TEST_CASE(a_long_name_is_cut_to_the_limit_and_ends_in_a_hash_of_the_whole)
 {
     LocalitySettings settings;
-    settings.feature_max_length = 30;
-    const std::string long_name(40, 'x');
+    settings.feature_max_length = kShortestFeatureMaximum;
+    const std::string long_name(60, 'x');
     const std::string cut = entry_feature(settings, {long_name, 1004, 0});
-    BOOST_TEST(cut.size() == 30u);
+    BOOST_TEST(cut.size() == static_cast<std::size_t>(kShortestFeatureMaximum));
     BOOST_TEST(cut.rfind("dls_xxx", 0) == 0u);
     BOOST_TEST(cut.substr(cut.size() - 6) == "_u1004");
     // Two names cut alike differ by their hash.
     BOOST_TEST(entry_feature(settings, {long_name + "y", 1004, 0}) != cut);
     BOOST_TEST(entry_feature(settings, {long_name, 1004, 0}) == cut);
+    // The longest prefix, share count and uid still leave room for a name.
     settings.feature_max_length = kShortestFeatureMaximum;
-    BOOST_TEST(entry_feature(settings, {long_name, 4294967294ul, 64}).size() <=
-               static_cast<std::size_t>(kShortestFeatureMaximum) + 8);
+    settings.feature_prefix = "abcdefghijklmnop";
+    const std::string tightest = entry_feature(settings, {long_name, 4294967294ul, 65536});
+    BOOST_TEST(tightest.size() <= static_cast<std::size_t>(kShortestFeatureMaximum));
+    const auto back = entry_of_feature(settings, tightest);
+    BOOST_REQUIRE(back);
+    BOOST_TEST(back->entry.dataset.rfind("xx", 0) == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(a_feature_reads_back_as_its_entry)
@@ -44,8 +49,8 @@ BOOST_AUTO_TEST_CASE(a_feature_reads_back_as_its_entry)
         BOOST_TEST(back->entry.shares == entry.shares);
         BOOST_TEST(!back->cut);
     }
-    settings.feature_max_length = 30;
-    const auto cut = entry_of_feature(settings, entry_feature(settings, {std::string(40, 'x'), 1004, 2}));
+    settings.feature_max_length = kShortestFeatureMaximum;
+    const auto cut = entry_of_feature(settings, entry_feature(settings, {std::string(60, 'x'), 1004, 2}));
     BOOST_REQUIRE(cut);
     BOOST_TEST(cut->cut);
     BOOST_TEST(cut->entry.uid == 1004u);
