@@ -112,14 +112,10 @@ policy::JobMemory memory_from_option(const std::optional<std::string>& mem)
 {
     if (!mem)
         return {};
-    const std::string text = trim(*mem);
-    try {
-        const bool has_unit = !text.empty() && std::isalpha(static_cast<unsigned char>(text.back()));
-        const std::uint64_t bytes = parse_size(has_unit ? text : text + "M");
-        return per_node(bytes / kMiB, "--mem=" + megabytes_text(bytes / kMiB) + " per node");
-    } catch (const Error&) {
+    const std::optional<std::uint64_t> mib = slurm_memory_mib(*mem);
+    if (!mib)
         return {};
-    }
+    return per_node(*mib, "--mem=" + megabytes_text(*mib) + " per node");
 }
 
 std::string process_env(const std::string& name)

@@ -83,6 +83,20 @@ std::uint64_t parse_size(std::string_view raw)
     return *bytes;
 }
 
+std::optional<std::uint64_t> slurm_memory_mib(std::string_view text)
+{
+    const std::string memory = trim(std::string(text));
+    if (memory.empty())
+        return std::nullopt;
+    try {
+        const bool has_unit = std::isalpha(static_cast<unsigned char>(memory.back()));
+        constexpr std::uint64_t mib = 1024 * 1024;
+        return (parse_size(has_unit ? memory : memory + "M") + mib - 1) / mib;
+    } catch (const Error&) {
+        return std::nullopt;
+    }
+}
+
 std::uint64_t parse_size(std::string_view text, std::uint64_t min, std::uint64_t max)
 {
     const std::uint64_t bytes = parse_size(text);

@@ -19,6 +19,10 @@ namespace dlstage {
 // accepted.
 std::uint64_t parse_size(std::string_view text);
 
+// A size as sbatch --mem takes it (a number, MiB, or with a unit K, M, G,
+// T), in MiB rounded up; nothing when it is not one.
+std::optional<std::uint64_t> slurm_memory_mib(std::string_view text);
+
 // The same, and from min to max bytes ("expected a size from 4.0 KiB to ...").
 std::uint64_t parse_size(std::string_view text, std::uint64_t min, std::uint64_t max);
 

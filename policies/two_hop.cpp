@@ -5,6 +5,7 @@
 #include <optional>
 #include <utility>
 
+#include "lib/size.hpp"
 #include "lib/strings.hpp"
 #include "policies/slurm_states.hpp"
 
@@ -138,24 +139,6 @@ MoverFate mover_fate(std::string_view state, std::string_view reason)
 namespace {
 // sbatch --mem in MiB: a whole number, MiB unless a unit (K, M, G, T)
 // says otherwise; nothing for "" (none asked) or a value config refuses.
-std::optional<std::uint64_t> memory_asked_mib(const std::string& memory)
-{
-    if (memory.empty())
-        return std::nullopt;
-    const char unit = static_cast<char>(std::toupper(static_cast<unsigned char>(memory.back())));
-    const bool has_unit = std::string("KMGT").find(unit) != std::string::npos;
-    const std::string digits = has_unit ? memory.substr(0, memory.size() - 1) : memory;
-    if (digits.empty() || digits.size() > 12 || digits.find_first_not_of("0123456789") != std::string::npos)
-        return std::nullopt;
-    const std::uint64_t number = std::stoull(digits);
-    switch (has_unit ? unit : 'M') {
-    case 'K': return (number + 1023) / 1024;
-    case 'G': return number * 1024;
-    case 'T': return number * 1024 * 1024;
-    default: return number;
-    }
-}
-
 // The node with the most of one resource, and how much.
 template <typename Of>
 const PartitionNode& richest(const std::vector<PartitionNode>& nodes, Of of)
@@ -175,7 +158,7 @@ std::string names_of(const std::vector<PartitionNode>& nodes)
 
 bool node_fits_mover(const MoverSettings& mover, std::uint64_t cpus, std::uint64_t memory_mib)
 {
-    const std::optional<std::uint64_t> memory = memory_asked_mib(mover.memory);
+    const std::optional<std::uint64_t> memory = slurm_memory_mib(mover.memory);
     return cpus >= static_cast<std::uint64_t>(std::max(mover.cpus_per_task, 1)) && (!memory || memory_mib >= *memory);
 }
 
@@ -191,7 +174,7 @@ Verdict mover_fits_nodes(const MoverSettings& mover, const std::vector<Partition
         unmet.push_back("[mover] cpus_per_task = " + std::to_string(mover.cpus_per_task) +
                         " is more than any node of " + partition + " has (at most " + std::to_string(most_cpus.cpus) +
                         " CPUs, on " + most_cpus.name + "): set it to " + std::to_string(most_cpus.cpus) + " or less");
-    const std::optional<std::uint64_t> memory = memory_asked_mib(mover.memory);
+    const std::optional<std::uint64_t> memory = slurm_memory_mib(mover.memory);
     const PartitionNode& most_memory = richest(nodes, [](const PartitionNode& n) { return n.memory_mib; });
     if (memory && most_memory.memory_mib < *memory)
         unmet.push_back("[mover] memory = \"" + mover.memory + "\" (" + std::to_string(*memory) +

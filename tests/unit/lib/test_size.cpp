@@ -130,4 +130,15 @@ BOOST_AUTO_TEST_CASE(shares_are_percentages)
         BOOST_CHECK_THROW(parse_share(bad), Error);
 }
 
+BOOST_AUTO_TEST_CASE(sbatch_mem_is_mib_without_a_unit_and_rounds_up)
+{
+    BOOST_TEST(slurm_memory_mib("4096").value() == 4096u);
+    BOOST_TEST(slurm_memory_mib("4G").value() == 4096u);
+    BOOST_TEST(slurm_memory_mib("1500K").value() == 2u);
+    BOOST_TEST(slurm_memory_mib(" 2t ").value() == 2u * 1024 * 1024);
+    BOOST_TEST(!slurm_memory_mib(""));
+    BOOST_TEST(!slurm_memory_mib("lots"));
+    BOOST_TEST(!slurm_memory_mib("-4G"));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
