@@ -16,11 +16,11 @@ load helpers
 }
 
 @test "unknown dataset: refused, known names listed, no job" {
-    assert_refused nope "unknown dataset 'nope' (known: b76, badshard-x, big, blob, bomb-sqfs, bomb-tar, broken-m, cached, cached-file, cached-x, far-bad, far-big, far-file, hostile, huge, image, image-m, image-x, imagenet, imgset, in21k, lopsided-x, lru1, lru2, lru3, mutable, overlap-x, sample, secret, shards, shards-x, sparse, split, splittree, suid, tree, uneven, walked)"
+    assert_refused nope "unknown dataset 'nope' (known: b76, badshard-x, big, blob, bomb-sqfs, bomb-tar, broken-m, cached, cached-file, cached-x, far-bad, far-big, far-file, hostile, huge, image, image-m, image-x, imagenet, imgset, in21k, lopsided-x, lru1, lru2, lru3, mutable, near, overlap-x, sample, secret, shards, shards-x, sparse, split, splittree, suid, tree, uneven, walked)"
 }
 
 @test "misspelled dataset: a suggestion" {
-    assert_refused sampel "unknown dataset 'sampel' (known: b76, badshard-x, big, blob, bomb-sqfs, bomb-tar, broken-m, cached, cached-file, cached-x, far-bad, far-big, far-file, hostile, huge, image, image-m, image-x, imagenet, imgset, in21k, lopsided-x, lru1, lru2, lru3, mutable, overlap-x, sample, secret, shards, shards-x, sparse, split, splittree, suid, tree, uneven, walked); did you mean 'sample'?"
+    assert_refused sampel "unknown dataset 'sampel' (known: b76, badshard-x, big, blob, bomb-sqfs, bomb-tar, broken-m, cached, cached-file, cached-x, far-bad, far-big, far-file, hostile, huge, image, image-m, image-x, imagenet, imgset, in21k, lopsided-x, lru1, lru2, lru3, mutable, near, overlap-x, sample, secret, shards, shards-x, sparse, split, splittree, suid, tree, uneven, walked); did you mean 'sample'?"
 }
 
 @test "unknown tier: refused" {
