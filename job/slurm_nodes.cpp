@@ -26,6 +26,23 @@ std::optional<std::string> field_of(std::string_view line, const std::string& ke
     }
     return std::nullopt;
 }
+
+// A Slurm command's answer read by `parse`: nothing, with `problem` set,
+// when the command did not answer or its answer is not `form`.
+template <typename Parse>
+auto parsed_answer(const std::vector<std::string>& argv, const std::string& name, int timeout_seconds,
+                   std::string& problem, const std::string& form, Parse parse,
+                   const std::vector<std::string>* env = nullptr) -> decltype(parse(std::string_view()))
+{
+    const auto answer =
+        slurm_answer(bounded_command(argv, timeout_seconds), name, timeout_seconds, problem, nullptr, env);
+    if (!answer)
+        return std::nullopt;
+    auto parsed = parse(*answer);
+    if (!parsed)
+        problem = name + "'s answer is not " + form + " (it begins: " + first_line(*answer) + ")";
+    return parsed;
+}
 }  // namespace
 
 std::vector<std::string> parse_feature_list(std::string_view text)
@@ -60,14 +77,8 @@ std::optional<NodeFeatures> parse_node_features(std::string_view line)
 
 std::optional<NodeFeatures> ask_node_features(const std::string& node, int timeout_seconds, std::string& problem)
 {
-    const auto answer = slurm_answer(bounded_command({"scontrol", "--oneliner", "show", "node", node}, timeout_seconds),
-                                     "scontrol show node", timeout_seconds, problem);
-    if (!answer)
-        return std::nullopt;
-    auto features = parse_node_features(*answer);
-    if (!features)
-        problem = "scontrol show node " + node + " says no AvailableFeatures= and ActiveFeatures=";
-    return features;
+    return parsed_answer({"scontrol", "--oneliner", "show", "node", node}, "scontrol show node", timeout_seconds,
+                         problem, "a line with AvailableFeatures= and ActiveFeatures=", parse_node_features);
 }
 
 std::string set_node_features(const std::string& node, const NodeFeatures& features, int timeout_seconds)
@@ -114,16 +125,10 @@ std::optional<std::vector<PartitionNodeRow>> ask_partition_nodes(const std::stri
     std::vector<std::string> argv{"sinfo", "--noheader", "--Node", std::string("--format=") + kPartitionNodesFormat};
     if (!partitions.empty())
         argv.push_back("--partition=" + partitions);
-    const auto answer =
-        slurm_answer(bounded_command(argv, timeout_seconds), "sinfo", timeout_seconds, problem, nullptr, env);
-    if (!answer)
+    auto rows = parsed_answer(argv, "sinfo", timeout_seconds, problem, "lines of " + std::string(kPartitionNodesFormat),
+                              parse_partition_nodes, env);
+    if (!rows)
         return std::nullopt;
-    auto rows = parse_partition_nodes(*answer);
-    if (!rows) {
-        problem = "sinfo's answer is not lines of " + std::string(kPartitionNodesFormat) +
-                  " (it begins: " + first_line(*answer) + ")";
-        return std::nullopt;
-    }
     if (partitions.empty())
         rows->erase(std::remove_if(rows->begin(), rows->end(),
                                    [](const PartitionNodeRow& row) { return !row.default_partition; }),
@@ -152,16 +157,8 @@ std::optional<std::vector<PendingPreference>> parse_pending_preferences(std::str
 
 std::optional<std::vector<PendingPreference>> ask_pending_preferences(int timeout_seconds, std::string& problem)
 {
-    const auto answer = slurm_answer(bounded_command({"squeue", "--noheader", "--all", "--states=PENDING",
-                                                      "--Format=JobID:|,Prefer:|,Reason:|"},
-                                                     timeout_seconds),
-                                     "squeue", timeout_seconds, problem);
-    if (!answer)
-        return std::nullopt;
-    auto jobs = parse_pending_preferences(*answer);
-    if (!jobs)
-        problem = "squeue's answer is not lines of JOBID|PREFER|REASON (it begins: " + first_line(*answer) + ")";
-    return jobs;
+    return parsed_answer({"squeue", "--noheader", "--all", "--states=PENDING", "--Format=JobID:|,Prefer:|,Reason:|"},
+                         "squeue", timeout_seconds, problem, "lines of JOBID|PREFER|REASON", parse_pending_preferences);
 }
 
 std::string clear_job_prefer(const std::string& job, int timeout_seconds)
