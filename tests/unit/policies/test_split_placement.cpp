@@ -16,6 +16,23 @@ std::uint64_t spread_of(const std::vector<std::uint64_t>& shares)
     const auto [low, high] = std::minmax_element(shares.begin(), shares.end());
     return *high - *low;
 }
+
+// A dataset NAME from SOURCE refused whole in tier 'shm' of 1000 MiB.
+struct WholeRefusal {
+    SplitFacts facts;
+    Dataset dataset;
+    Tier shm;
+
+    WholeRefusal(const std::string& name, const std::string& source)
+    {
+        facts.dataset = name;
+        facts.tier = "shm";
+        facts.room = 1000 * kMiB;
+        dataset.name = name;
+        dataset.source = source;
+        shm.name = "shm";
+    }
+};
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(split_placement)
@@ -112,16 +129,11 @@ BOOST_AUTO_TEST_CASE(a_tree_without_file_sizes_is_taken_as_its_bytes_shared_even
 
 BOOST_AUTO_TEST_CASE(a_whole_refusal_gets_the_split_advice_when_a_split_would_fit)
 {
-    SplitFacts facts;
-    facts.dataset = "in21k";
-    facts.tier = "shm";
+    WholeRefusal refused("in21k", "/p/in21k/shard-*.tar");
+    SplitFacts& facts = refused.facts;
+    const Dataset& in21k = refused.dataset;
+    const Tier& shm = refused.shm;
     facts.shard_sizes.assign(25, 100 * kMiB);
-    facts.room = 1000 * kMiB;
-    Dataset in21k;
-    in21k.name = "in21k";
-    in21k.source = "/p/in21k/shard-*.tar";
-    Tier shm;
-    shm.name = "shm";
     const Verdict whole = Verdict::refuse("dataset 'in21k' needs 2.4 GiB but tier 'shm' allows at most 1000.0 MiB");
     BOOST_TEST(with_split_advice(whole, in21k, shm, Format::Tar, facts).reason ==
                "dataset 'in21k' needs 2.4 GiB but tier 'shm' allows at most 1000.0 MiB; it would fit split on 3 or "
@@ -135,16 +147,11 @@ BOOST_AUTO_TEST_CASE(a_whole_refusal_gets_the_split_advice_when_a_split_would_fi
 
 BOOST_AUTO_TEST_CASE(the_split_advice_only_where_a_split_may_be_asked)
 {
-    SplitFacts facts;
-    facts.dataset = "tree";
-    facts.tier = "shm";
+    WholeRefusal refused("tree", "/p/tree");
+    SplitFacts& facts = refused.facts;
+    const Dataset& tree = refused.dataset;
+    const Tier& shm = refused.shm;
     facts.total = 2500 * kMiB;
-    facts.room = 1000 * kMiB;
-    Dataset tree;
-    tree.name = "tree";
-    tree.source = "/p/tree";
-    Tier shm;
-    shm.name = "shm";
     const Verdict whole = Verdict::refuse("dataset 'tree' needs 2.4 GiB but tier 'shm' has only 1000.0 MiB free");
     BOOST_TEST(with_split_advice(whole, tree, shm, Format::Dir, facts).reason ==
                whole.reason + "; it would fit split on 3 or more nodes: --stage-data=tree:shm:split with -N 3 or more");
