@@ -102,13 +102,16 @@ as_someone() {
 # counted.  The file sets PFS, SRC and PFSSIM, and stats_of WHERE: where
 # that instance writes its counts.
 #
-# mount_pfs WHERE [MS]: pfssim on WHERE, MS (0) per metadata operation.
+# mount_pfs WHERE [MS [OPTION...]]: pfssim on WHERE, MS (0) per metadata
+# operation, and pfssim's OPTIONs (--direct-io: it counts exactly what
+# readers ask for, no readahead).
 mount_pfs() {
     local where=$1 latency=${2:-0}
+    shift $(($# < 2 ? $# : 2))
     local run=()
     [ "$where" = host ] || run=("$VCLUSTER" exec "$where")
     "${run[@]}" "$PFSSIM" "$SRC" "$PFS" --bandwidth 0 --stream-bandwidth 0 --meta-latency-ms "$latency" \
-        --stats "$(stats_of "$where")" -o allow_other 2>/dev/null
+        --stats "$(stats_of "$where")" "$@" -o allow_other 2>/dev/null
     for _ in $(seq 50); do "${run[@]}" mountpoint -q "$PFS" && return 0; sleep 0.1; done
     echo "pfssim did not mount on $where" >&2
     return 1
