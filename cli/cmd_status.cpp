@@ -62,7 +62,7 @@ void print_help()
                  "                      \""
               << kDefaultStatusFormat
               << "\" (aligned)\n"
-                 "  -h, --noheader      no header line (and no failure lines)\n"
+                 "  -h, --noheader      no header line (and no cache-hit or failure lines)\n"
                  "  --json              {\"meta\": {...}, \"jobs\": [...]}: ids and counts as numbers,\n"
                  "                      times as epoch seconds, sizes in bytes\n"
                  "  --dataset NAME      where NAME is kept in shared tiers (yours; root: all\n"
@@ -157,7 +157,11 @@ void print_table(const std::vector<StatusRow>& rows, const StatusOptions& o, con
         print_aligned(std::cout, table);
     if (!o.header)
         return;
-    // Each failed node's whole reason, which the table's column cuts short.
+    // Where each job found its data, then each failed node's whole
+    // reason, which the table's column cuts short.
+    for (const StatusRow& row : rows)
+        if (const std::string line = cache_hit_line(row); !line.empty())
+            std::cout << line << "\n";
     std::set<std::string> told;
     for (const StatusRow& row : rows) {
         if (row.reason.empty() || !told.insert(row.job_id).second)

@@ -91,12 +91,17 @@ void facts_from_manifest(const Dataset& dataset, const std::string& manifest_dir
 }
 }  // namespace
 
-std::size_t ShardMatches::directories() const
+std::set<std::string> ShardMatches::directory_paths() const
 {
     std::set<std::string> dirs;
     for (const std::string& path : paths)
         dirs.insert(split_parent(path).first);
-    return dirs.size();
+    return dirs;
+}
+
+std::size_t ShardMatches::directories() const
+{
+    return directory_paths().size();
 }
 
 ShardMatches match_shards(const std::string& pattern)
@@ -142,6 +147,45 @@ SourceFacts probe_source(const Dataset& dataset, const std::string& manifest_dir
     if (traits_of(facts.format).counted_as_one_file)
         facts.files = 1;
     return facts;
+}
+
+namespace {
+// The newest ctime of `paths`; false when one cannot be read.
+bool newest_ctime_of(const std::vector<std::string>& paths, std::int64_t& newest)
+{
+    for (const std::string& path : paths) {
+        struct stat st {};
+        if (::stat(path.c_str(), &st) != 0 || faccessat(AT_FDCWD, path.c_str(), R_OK, AT_EACCESS) != 0)
+            return false;
+        newest = std::max<std::int64_t>(newest, st.st_ctim.tv_sec);
+    }
+    return true;
+}
+}  // namespace
+
+SourceTimes source_times(const Dataset& dataset, const std::string& manifest_dir)
+{
+    SourceTimes times;
+    std::vector<std::string> looked_at{dataset.source};
+    if (is_part_glob(dataset.source, dataset.known_format())) {
+        const ShardMatches shards = match_shards(dataset.source);
+        if (shards.err != 0 || shards.paths.empty())
+            return times;
+        looked_at = shards.paths;
+        const std::set<std::string> dirs = shards.directory_paths();  // a shard added or removed changes one
+        looked_at.insert(looked_at.end(), dirs.begin(), dirs.end());
+    }
+    times.present = newest_ctime_of(looked_at, times.newest_ctime);
+    const std::string manifest = manifest_path(manifest_dir, dataset.name);
+    struct stat st {};
+    if (times.present && dataset.from_catalog && !manifest_dir.empty() && ::lstat(manifest.c_str(), &st) == 0 &&
+        untrusted_manifest_reason(manifest).empty()) {
+        try {
+            times.manifest_scanned = read_manifest_header(manifest).scanned;
+        } catch (const Error&) {
+        }
+    }
+    return times;
 }
 
 SourceFacts probe_far_source(const Dataset& dataset, const std::string& manifest_dir)

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -26,13 +27,26 @@ SourceFacts probe_source(const Dataset& dataset, const std::string& manifest_dir
 // unknown otherwise.  The mover job finds what is really there.
 SourceFacts probe_far_source(const Dataset& dataset, const std::string& manifest_dir);
 
+// When a source last changed, as a few stats tell (gc asks, as the
+// entry's user, whether a node cache entry is still worth a job's
+// preference: policies/node_features entry_attracts): the newest ctime of
+// the source file, of each shard of a glob and their directories, or of a
+// tree's root; and a tree's manifest's scan time (0: none).  Never a walk.
+struct SourceTimes {
+    bool present = false;  // it is there and readable
+    std::int64_t newest_ctime = 0;
+    std::int64_t manifest_scanned = 0;
+};
+SourceTimes source_times(const Dataset& dataset, const std::string& manifest_dir);
+
 // The files a glob of tar shards matches, sorted bytewise: the order they
 // are staged in.  err: why the glob failed (no match is not a failure).
 struct ShardMatches {
     std::vector<std::string> paths;
     int err = 0;
 
-    // How many directories the shards sit in.
+    // The directories the shards sit in, and how many.
+    std::set<std::string> directory_paths() const;
     std::size_t directories() const;
 };
 ShardMatches match_shards(const std::string& pattern);

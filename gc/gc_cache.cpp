@@ -122,13 +122,41 @@ namespace {
 // gc's features part (gc/gc_run, tier/cache_features).  A measurement
 // another's eviction made stale (`fresh` false) names only those gc
 // evicted: it may still list an entry a prolog has evicted since.
-void add_features(const Config& config, const std::vector<NodeCacheEntry>& entries, const std::vector<bool>& evicted,
-                  bool fresh, GcOutcome& outcome)
+// Of the entries kept whole, those whose source changed since they were
+// cached, or is gone (tier/cache_features attraction_of, as each owner)
+// leave `kept`:
+// their feature goes, and no job is steered to a copy it would stage again.
+void drop_changed(const Config& config, const Tier& tier, std::vector<NodeCacheEntry>& kept, double seconds,
+                  GcOutcome& outcome)
+{
+    std::map<uid_t, std::vector<std::string>> whole;
+    for (const NodeCacheEntry& entry : kept)
+        if (entry.ready && !entry.aside && !entry.unlisted &&
+            !cache_entry_feature(config, entry.uid, entry.dataset).empty())
+            whole[entry.uid].push_back(entry.dataset);
+    for (const auto& [uid, names] : whole) {
+        const auto owner =
+            std::find_if(kept.begin(), kept.end(), [&](const NodeCacheEntry& e) { return e.uid == uid; });
+        const EntryAttraction attraction = attraction_of(config, tier, *owner, names, seconds);
+        for (const auto& [name, why] : attraction.refused) {
+            outcome.out.push_back("tier " + quoted(tier.name) + ": " + owner->user + "'s " + name + ": " + why +
+                                  ": no node feature (the next job that stages it here caches it again)");
+            kept.erase(std::remove_if(kept.begin(), kept.end(),
+                                      [&](const NodeCacheEntry& e) { return e.uid == uid && e.dataset == name; }),
+                       kept.end());
+        }
+    }
+}
+
+void add_features(const Config& config, const Tier& tier, const std::vector<NodeCacheEntry>& entries,
+                  const std::vector<bool>& evicted, bool fresh, double seconds, GcOutcome& outcome)
 {
     outcome.features_known = outcome.features_known && fresh;
     std::vector<NodeCacheEntry> kept, gone;
     for (std::size_t i = 0; i < entries.size(); ++i)
         (evicted[i] ? gone : kept).push_back(entries[i]);
+    if (fresh && config.locality.node_features)
+        drop_changed(config, tier, kept, seconds, outcome);
     if (fresh)
         for (const std::string& feature : whole_entry_features(config, kept))
             outcome.features.push_back(feature);
@@ -265,7 +293,7 @@ GcOutcome gc_node_cache(const Tier& tier, const Config& config, const std::funct
         ++outcome.removed;
         outcome.out.push_back("removed " + what + ": " + verdict.reason);
     }
-    add_features(config, found.entries, evicted, !measured_stale, outcome);
+    add_features(config, tier, found.entries, evicted, !measured_stale, step, outcome);
     return outcome;
 }
 

@@ -177,4 +177,21 @@ bool prefer_is_dlstages(const LocalitySettings& settings, std::string_view prefe
     return true;
 }
 
+Verdict entry_attracts(const EntrySourceLook& look)
+{
+    if (!look.record_read)
+        return Verdict::refuse("its ready record could not be read");
+    if (!look.same_source)
+        return Verdict::refuse("the catalog names another source for it now");
+    if (!look.looked)
+        return Verdict::allow();  // not for this node to say: the job's own check decides
+    if (!look.present)
+        return Verdict::refuse("its source is gone or unreadable");
+    // A later ctime is a change since (no user can set a ctime back); a
+    // later scan, the dataset scanned again since.
+    if (look.newest_ctime > look.known_current || look.manifest_scanned > look.known_current)
+        return Verdict::refuse("its source changed since it was cached here");
+    return Verdict::allow();
+}
+
 }  // namespace dlstage::policy

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <set>
 #include <string>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "facts/config_model.hpp"
+#include "policies/verdict.hpp"
 
 namespace dlstage::policy {
 
@@ -58,6 +60,26 @@ struct FeatureEntry {
     bool cut = false;
 };
 std::optional<FeatureEntry> entry_of_feature(const LocalitySettings& settings, std::string_view feature);
+
+// Whether a whole entry still attracts jobs (gc keeps its feature): its
+// source, as a cheap look tells, has not changed since the copy was last
+// known to match it.  No entry is ever used stale (the stager checks
+// every use, cache_reuse); this keeps jobs from being steered to a copy
+// the next job would stage again.  The look is a few stats, never a walk:
+// a source's files' (a shard set's), or a tree's root and its manifest's
+// scan.  A file rewritten deep in a tree without a manifest is not seen
+// here (the next job there stages it again, and its feature comes back).
+struct EntrySourceLook {
+    bool record_read = false;           // the entry's ready record could be read
+    bool same_source = false;           // its source is the catalog's source now
+    bool looked = false;                // the source could be looked at here (not a two-hop dataset's)
+    bool present = false;               // ... and is there, readable
+    std::int64_t known_current = 0;     // when the copy was last known to match it: made, or its last hit
+    std::int64_t newest_ctime = 0;      // the newest ctime of what the look saw (epoch s)
+    std::int64_t manifest_scanned = 0;  // a tree's manifest's scan time (0: none)
+};
+// Refused, the reason: "its source changed since it was cached here", ...
+Verdict entry_attracts(const EntrySourceLook& look);
 
 // What a root part knows of dlstage's features on its node: all of them
 // (gc, after measuring every cache tier: `Replace`), entries found whole

@@ -218,6 +218,10 @@ void fill_from_progress(StatusRow& row, const toml::table& r)
             if (const auto bytes = share.value<std::int64_t>(); bytes && *bytes >= 0)
                 row.shares.push_back(static_cast<std::uint64_t>(*bytes));
     row.nodes = std::max<std::int64_t>(integer_field(r, "nodes").value_or(0), row.nodes);
+    if (const toml::array* hits = r["cache_hits"].as_array())
+        for (const toml::node& node : *hits)
+            if (const auto name = node.value<std::string>(); name && !name->empty())
+                row.cache_hits.push_back(printable(*name));
     row.bytes_total = count_field(r, "bytes_total");
     row.bytes_done = std::min(count_field(r, "bytes_done"), row.bytes_total);
     row.files = count_field(r, "files_total");

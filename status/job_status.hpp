@@ -43,6 +43,9 @@ struct StatusRow {
     // Split over the job's nodes (--stage-data=NAME:TIER:split): each
     // node's bytes, in the job's node order; empty when whole on each.
     std::vector<std::uint64_t> shares;
+    // The nodes whose cache held the dataset (a cache hit there), as the
+    // stager recorded them: where the job found its data.
+    std::vector<std::string> cache_hits;
     std::int64_t nodes = 0;
     std::string nodelist;  // Slurm's (n[1-3]), else the nodes of the records
     StagingState state = StagingState::Pending;

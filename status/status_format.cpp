@@ -46,6 +46,16 @@ std::string reason_or_nodes(const StatusRow& r)
     return r.reason.empty() ? dash_if_empty(r.nodelist) : "(" + r.reason + ")";
 }
 
+// The nodes that hit, as many as a line holds: "n1,n2", "n1,...,n8 and 56 more".
+std::string hit_nodes_text(const StatusRow& r)
+{
+    constexpr std::size_t kNamed = 8;
+    if (r.cache_hits.size() <= kNamed)
+        return join(r.cache_hits, ",");
+    const std::vector<std::string> named(r.cache_hits.begin(), r.cache_hits.begin() + kNamed);
+    return join(named, ",") + " and " + std::to_string(r.cache_hits.size() - kNamed) + " more";
+}
+
 std::int64_t whole_seconds(double seconds)
 {
     return static_cast<std::int64_t>(std::min(seconds, 1e12));
@@ -71,6 +81,7 @@ const std::vector<StatusField>& status_fields()
         {'N', "NODELIST", [](const StatusRow& r) { return dash_if_empty(r.nodelist); }},
         {'r', "REASON", [](const StatusRow& r) { return dash_if_empty(r.reason); }},
         {'R', "NODELIST(REASON)", reason_or_nodes},
+        {'H', "CACHEHIT", [](const StatusRow& r) { return r.cache_hits.empty() ? "-" : hit_nodes_text(r); }},
         {'U', "UPDATED", [](const StatusRow& r) { return r.updated > 0 ? moment_text(r.updated) : "-"; }},
     };
     return fields;
@@ -180,6 +191,10 @@ toml::table row_json(const StatusRow& r)
     }
     t.insert("nodes", r.nodes);
     t.insert("nodelist", r.nodelist);
+    toml::array hits;
+    for (const std::string& node : r.cache_hits)
+        hits.push_back(node);
+    t.insert("cache_hits", std::move(hits));
     t.insert("state", state_word(r.state));
     t.insert("reason", r.reason);
     t.insert("bytes_total", clamp64(r.bytes_total));
@@ -193,6 +208,17 @@ toml::table row_json(const StatusRow& r)
     return t;
 }
 }  // namespace
+
+std::string cache_hit_line(const StatusRow& row)
+{
+    if (row.cache_hits.empty())
+        return "";
+    std::string line = row.dataset + ": cache hit on " + hit_nodes_text(row);
+    const auto hits = static_cast<std::int64_t>(row.cache_hits.size());
+    if (row.nodes > hits)
+        line += " (" + std::to_string(hits) + " of " + std::to_string(row.nodes) + " nodes)";
+    return line + " for job " + row.shown_id();
+}
 
 toml::table status_meta(std::string_view version, std::int64_t now)
 {

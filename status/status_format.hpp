@@ -42,6 +42,11 @@ std::vector<FormatItem> parse_status_format(std::string_view text);
 // The default listing's fields, printed as aligned columns.
 inline constexpr const char* kDefaultStatusFormat = "%i %u %d %P %D %T %p %b %z %f %M %R";
 
+// Under the default listing, where a row's job found its data:
+// "imagenet: cache hit on n2 for job 125", "imagenet: cache hit on n1,n3
+// (2 of 4 nodes) for job 126"; "" when no node's cache held it.
+std::string cache_hit_line(const StatusRow& row);
+
 // One line of a parsed -o format: the header when row is null.
 std::string format_line(const std::vector<FormatItem>& items, const StatusRow* row);
 

@@ -4,8 +4,12 @@
 #include <cmath>
 #include <fcntl.h>
 #include <iterator>
+#include <map>
+#include <optional>
 #include <sys/stat.h>
 
+#include "dataset/source_probe.hpp"
+#include "job/copy_record.hpp"
 #include "job/job_layout.hpp"
 #include "job/slurm_nodes.hpp"
 #include "lib/contract.hpp"
@@ -71,6 +75,64 @@ std::vector<std::string> whole_entries_of(const Tier& tier, const NodeCacheEntry
         if (std::find(entries.begin(), entries.end(), entry) != entries.end())
             found.push_back(entry);
     return found;
+}
+
+namespace {
+// The look at one entry's source, as its owner (the child's side).
+policy::EntrySourceLook look_at_source(const Config& config, const std::string& dir, const std::string& entry)
+{
+    policy::EntrySourceLook look;
+    const Dataset* dataset = config.find_dataset(cache_entry_parts(entry).dataset);
+    std::optional<CopyRecord> record;
+    try {
+        record = read_copy_record(dir + "/" + kReadyPrefix + entry + kRecordSuffix);
+    } catch (const Error&) {
+    }
+    if (!dataset || !record)
+        return look;
+    look.record_read = true;
+    look.same_source = record->ready.source == dataset->source;
+    look.known_current = std::max(record->made, record->last_use);
+    look.looked = dataset->reach != Reach::Mover;
+    if (look.looked) {
+        const SourceTimes times = source_times(*dataset, config.site.manifests());
+        look.present = times.present;
+        look.newest_ctime = times.newest_ctime;
+        look.manifest_scanned = times.manifest_scanned;
+    }
+    return look;
+}
+}  // namespace
+
+EntryAttraction attraction_of(const Config& config, const Tier& tier, const NodeCacheEntry& owner,
+                              const std::vector<std::string>& entries, double seconds)
+{
+    const std::string dir = cache_dir_of(tier, owner.user);
+    const BoundedOutcome outcome = run_bounded(seconds, [&] {
+        cache_detail::act_as(owner.uid, owner.gid);
+        if (!open_job_dir(tier.path.root(), dir).problem.empty())
+            return std::string();
+        std::string said = "told\n";
+        for (const std::string& entry : entries)
+            if (const policy::Verdict v = policy::entry_attracts(look_at_source(config, dir, entry)); !v.allowed)
+                said += entry + "\t" + v.reason + "\n";
+        return said;
+    });
+    EntryAttraction attraction;
+    attraction.told = outcome.status == BoundedOutcome::Status::Done && starts_with(outcome.output, "told\n");
+    std::map<std::string, std::string> refused;  // an entry the child did not name is kept as it was
+    if (attraction.told)
+        for (const std::string& line : split(outcome.output, '\n'))
+            if (const auto tab = line.find('\t'); tab != std::string::npos)
+                refused[line.substr(0, tab)] = line.substr(tab + 1);
+    for (const std::string& entry : entries) {
+        const auto why = refused.find(entry);
+        if (why == refused.end())
+            attraction.attracting.push_back(entry);
+        else
+            attraction.refused.emplace_back(entry, why->second);
+    }
+    return attraction;
 }
 
 namespace {

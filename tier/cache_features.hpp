@@ -14,6 +14,7 @@
 #include <set>
 #include <string>
 #include <sys/types.h>
+#include <utility>
 #include <vector>
 
 #include "config/config.hpp"
@@ -37,6 +38,20 @@ std::set<std::string> whole_entry_features(const Config& config, const std::vect
 // it could not tell.
 std::vector<std::string> whole_entries_of(const Tier& tier, const NodeCacheEntry& owner,
                                           const std::vector<std::string>& entries, double seconds);
+
+// Of `entries` (whole) in `owner`'s cache directory of `tier`, those that
+// still attract jobs and those whose source changed since they were cached
+// (policies/node_features entry_attracts), looked at by a child acting as
+// the user within `seconds`: each ready record read, its source's times
+// looked at (dataset/source_probe source_times).  `told` false when it
+// could not tell: then every entry is kept as it was.
+struct EntryAttraction {
+    std::vector<std::string> attracting;
+    std::vector<std::pair<std::string, std::string>> refused;  // entry, why (policies/node_features)
+    bool told = false;
+};
+EntryAttraction attraction_of(const Config& config, const Tier& tier, const NodeCacheEntry& owner,
+                              const std::vector<std::string>& entries, double seconds);
 
 // Changes dlstage's features of `node` within `seconds` (each Slurm
 // command bounded by what is left; none started under a second): "" when

@@ -117,6 +117,24 @@ bool write_progress(const StageItem& item, const NodeContext& ctx, const Progres
     }
 }
 
+bool note_cache_hits(const StageItem& item, const NodeContext& ctx, const std::vector<std::string>& nodes,
+                     std::string& problem)
+{
+    const std::string path = progress_record_path(ctx.state_dir, ctx.values.job_id, item.dataset.name);
+    try {
+        toml::table record = read_record(path);
+        toml::array hits;
+        for (const std::string& node : nodes)
+            hits.push_back(node);
+        record.insert_or_assign("cache_hits", std::move(hits));
+        write_record(path, record);
+        return true;
+    } catch (const Error& e) {
+        problem = e.what();
+        return false;
+    }
+}
+
 namespace {
 
 // Rank 0, now and then: a line in the job output and the same figures in

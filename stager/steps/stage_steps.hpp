@@ -75,6 +75,11 @@ struct ProgressFigures {
 // progress is a courtesy and a missing user state dir must not fail staging.
 bool write_progress(const StageItem& item, const NodeContext& ctx, const ProgressFigures& figures,
                     std::string& problem);
+// Adds to the record written last the nodes whose cache held the dataset
+// (`cache_hits`), for `dlstage status` to say where a job found its data
+// ("cache hit on n2").  False, with the problem, as write_progress.
+bool note_cache_hits(const StageItem& item, const NodeContext& ctx, const std::vector<std::string>& nodes,
+                     std::string& problem);
 
 struct TransferResult {
     std::uint64_t bytes_read = 0;  // from the source, by this rank

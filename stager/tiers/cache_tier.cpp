@@ -1,9 +1,11 @@
 #include "stager/tiers/cache_tier.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <fcntl.h>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <mpi.h>
 #include <random>
@@ -293,6 +295,21 @@ std::string hit_line(const StageItem& item, const Look& mine, int hits, int node
 }  // namespace
 
 namespace {
+// Rank 0 adds the nodes that hit to the job's progress record (once the
+// transfer, if any, has written its own): `dlstage status` says where the
+// job found its data.
+void note_hit_nodes(const StageItem& item, const NodeContext& ctx, bool hit_here)
+{
+    const std::vector<std::string> nodes = texts_over_ranks(ctx.comm, hit_here ? ctx.node : std::string());
+    if (ctx.rank != 0)
+        return;
+    std::vector<std::string> hit;
+    std::copy_if(nodes.begin(), nodes.end(), std::back_inserter(hit), [](const std::string& n) { return !n.empty(); });
+    std::string problem;
+    if (!note_cache_hits(item, ctx, hit, problem))
+        sayf("%s: no progress record: %s", item.dataset.name.c_str(), problem.c_str());
+}
+
 // A split dataset's shares are kept by their node's place in the job's node
 // list (each prolog's use record): refused, before anything is written,
 // unless the launcher put rank R on the job's node R.
@@ -378,6 +395,8 @@ void stage_cached(const StageItem& item, const NodeContext& ctx, const ExchangeO
             say(hit_line(item, look, hits, ctx.size, check_s));
         if (ctx.rank == 0 && hits == ctx.size)
             record_job_state(item, *look.record, ctx, kCacheHitState);
+        if (hits > 0)
+            note_hit_nodes(item, ctx, look.hit);
     } catch (...) {
         if (part != MPI_COMM_NULL)
             MPI_Comm_free(&part);

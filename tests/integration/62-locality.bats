@@ -38,9 +38,10 @@ teardown() {
 }
 
 # near_job [SRUN OPTIONS...]: an unpinned one-node job asking for `near`;
-# prints the node it ran on last, after what dlstage said.
+# prints its id (job=ID) and the node it ran on last, after what dlstage
+# said.
 near_job() {
-    run as_user srun "$@" --stage-data=near:cache hostname
+    run as_user srun "$@" --stage-data=near:cache sh -c 'echo "job=$SLURM_JOB_ID"; hostname'
     echo "$output"
 }
 
@@ -152,6 +153,15 @@ forget_near_on() {
     doc_says "$ADMIN_GUIDE" 'this job prefers the nodes whose cache holds your copy' imagenet=near "dls_imagenet_u1004=$FEATURE" <<<"$output"
     grep -q "near: cache hit on 1 of 1 nodes" <<<"$output"
     ! grep -q "source bytes read" <<<"$output"
+    # dlstage status says where it found its data.
+    local job
+    job=$(sed -n 's/^job=//p' <<<"$output")
+    run as_user "$DLSTAGE_BIN" -c "$CONFIG" status -j "$job"
+    [ "$status" -eq 0 ]
+    grep -qx "near: cache hit on n2 for job $job" <<<"$output" || { echo "$output"; false; }
+    doc_says "$USER_GUIDE" 'imagenet: cache hit on n2 for job' imagenet=near <<<"$output"
+    run as_user "$DLSTAGE_BIN" -c "$CONFIG" status -h -o '%H' -j "$job"
+    [ "$output" = n2 ]
 }
 
 @test "with the node holding it busy, the job runs elsewhere at once" {
@@ -233,6 +243,30 @@ forget_near_on() {
     near_job
     [ "$status" -eq 0 ]
     ! grep -q "this job prefers" <<<"$output"
+}
+
+@test "a source changed since it was cached stops attracting jobs at the next gc" {
+    locality true
+    cache_near_on n2
+    features_of n2 | grep -qx "$FEATURE"
+    sleep 1  # a ctime later than the copy's
+    printf 'new\n' >"$DLSTAGE_TEST_DIR/data/near/added-$(date +%s%N).txt"  # a name added: the root changes
+    gc_on n2
+    [ "$status" -eq 0 ]
+    grep -q "$VCLUSTER_USER's near: its source changed since it was cached here: no node feature" <<<"$output"
+    doc_says "$ADMIN_GUIDE" "its source changed since it was cached here" ssd=cache "alice=$VCLUSTER_USER" \
+        imagenet=near <<<"$output"
+    ! features_of n2 | grep -qx "$FEATURE"
+    near_job
+    [ "$status" -eq 0 ]
+    ! grep -q "this job prefers" <<<"$output"
+    # The job that staged it again brings its feature back.
+    local node=${lines[-1]}
+    grep -q "near: staging it on $node" <<<"$output" || { echo "$output"; false; }
+    wait_epilogs
+    features_of "$node" | grep -qx "$FEATURE"
+    gc_on "$node"
+    features_of "$node" | grep -qx "$FEATURE"
 }
 
 @test "status --node from another host says what the node's features say its caches hold" {

@@ -47,6 +47,29 @@ BOOST_AUTO_TEST_CASE(tar_shards_add_up)
     BOOST_TEST(!facts.files.has_value());
 }
 
+BOOST_AUTO_TEST_CASE(source_times_see_a_file_a_shard_set_and_a_trees_root)
+{
+    test::TempDir dir;
+    const std::string file = dir.write("blob.bin", "x");
+    struct stat st {};
+    BOOST_REQUIRE(::stat(file.c_str(), &st) == 0);
+    SourceTimes times = source_times(dataset_at(file), "");
+    BOOST_TEST(times.present);
+    BOOST_TEST(times.newest_ctime == st.st_ctim.tv_sec);
+    BOOST_TEST(times.manifest_scanned == 0);
+
+    dir.write("s-0.tar", "a");
+    const std::string second = dir.write("s-1.tar", "b");
+    BOOST_REQUIRE(::stat(second.c_str(), &st) == 0);
+    times = source_times(dataset_at(dir / "s-*.tar"), "");
+    BOOST_TEST(times.present);
+    BOOST_TEST(times.newest_ctime >= st.st_ctim.tv_sec);  // the newest shard's, or its directory's
+
+    BOOST_TEST(source_times(dataset_at(dir.path()), "").present);
+    BOOST_TEST(!source_times(dataset_at(dir / "none-*.tar"), "").present);
+    BOOST_TEST(!source_times(dataset_at(dir / "gone"), "").present);
+}
+
 BOOST_AUTO_TEST_CASE(a_source_unfit_for_its_format_is_found_at_submit)
 {
     test::TempDir dir;

@@ -169,4 +169,37 @@ BOOST_AUTO_TEST_CASE(only_a_prefer_of_dlstages_features_alone_is_dlstages)
     BOOST_TEST(!prefer_is_dlstages(settings, "dls_a_u1&"));
 }
 
+BOOST_AUTO_TEST_CASE(an_entry_attracts_until_its_source_changes)
+{
+    EntrySourceLook look;
+    look.record_read = look.same_source = look.looked = look.present = true;
+    look.known_current = 1000;
+    look.newest_ctime = 1000;
+    BOOST_TEST(entry_attracts(look).allowed);
+    look.manifest_scanned = 900;
+    BOOST_TEST(entry_attracts(look).allowed);
+
+    EntrySourceLook changed = look;
+    changed.newest_ctime = 1001;
+    BOOST_TEST(entry_attracts(changed).reason == "its source changed since it was cached here");
+    changed = look;
+    changed.manifest_scanned = 1001;  // scanned again since
+    BOOST_TEST(entry_attracts(changed).reason == "its source changed since it was cached here");
+    changed = look;
+    changed.present = false;
+    BOOST_TEST(entry_attracts(changed).reason == "its source is gone or unreadable");
+    changed = look;
+    changed.same_source = false;  // the catalog names another source now
+    BOOST_TEST(entry_attracts(changed).reason == "the catalog names another source for it now");
+    changed = look;
+    changed.record_read = false;
+    BOOST_TEST(!entry_attracts(changed).allowed);
+
+    EntrySourceLook far = look;  // a two-hop dataset: not this node's to look at
+    far.looked = false;
+    far.present = false;
+    far.newest_ctime = 5000;
+    BOOST_TEST(entry_attracts(far).allowed);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

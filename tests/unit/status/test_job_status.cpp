@@ -117,6 +117,36 @@ BOOST_AUTO_TEST_CASE(state_from_records_while_the_job_runs)
     BOOST_TEST(row.reason == "the record says 'teleported'");
 }
 
+BOOST_AUTO_TEST_CASE(where_the_job_found_its_data)
+{
+    const SlurmJobs running = slurm_says("7|N/A|N/A|RUNNING|n[1-3]\n");
+    JobRecords j = job("7");
+    j.progress.push_back(progress("imagenet", "ready", 100, 100));
+    StatusRow row = only_row(j, running);
+    BOOST_TEST(row.cache_hits.empty());
+    BOOST_TEST(cache_hit_line(row).empty());
+    BOOST_TEST(format_line(parse_status_format("%H"), &row) == "-");
+
+    toml::array hits{"n1", "n3", ""};  // a name left empty is none
+    j.progress[0].insert("cache_hits", hits);
+    row = only_row(j, running);
+    BOOST_TEST(row.cache_hits == (std::vector<std::string>{"n1", "n3"}), boost::test_tools::per_element());
+    BOOST_TEST(cache_hit_line(row) == "imagenet: cache hit on n1,n3 (2 of 3 nodes) for job 7");
+    BOOST_TEST(format_line(parse_status_format("%H"), &row) == "n1,n3");
+    const toml::table json = status_json({row}, running, "1.2.3", 1700000001);
+    BOOST_TEST(json["jobs"][0]["cache_hits"][1].value_or(std::string()) == "n3");
+
+    row.cache_hits = {"n2"};
+    row.nodes = 1;
+    BOOST_TEST(cache_hit_line(row) == "imagenet: cache hit on n2 for job 7");
+    row.cache_hits.clear();
+    for (int i = 1; i <= 10; ++i)
+        row.cache_hits.push_back("n" + std::to_string(i));
+    row.nodes = 12;
+    BOOST_TEST(cache_hit_line(row) ==
+               "imagenet: cache hit on n1,n2,n3,n4,n5,n6,n7,n8 and 2 more (10 of 12 nodes) for job 7");
+}
+
 BOOST_AUTO_TEST_CASE(pending_from_the_prologs_plan_failed_with_the_reason)
 {
     const SlurmJobs running = slurm_says("8|N/A|N/A|RUNNING|n1\n");
