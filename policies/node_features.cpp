@@ -39,7 +39,12 @@ std::string entry_feature(const LocalitySettings& settings, const CachedEntryFac
         tail = "_of" + std::to_string(entry.shares) + tail;
     const std::string whole = settings.feature_prefix + entry.dataset + tail;
     const std::size_t most = static_cast<std::size_t>(settings.feature_max_length);
-    if (whole.size() <= most)
+    // A name that reads back as another entry's (a dataset called a_of2,
+    // whole, is not a's share of 2) is told apart by the hash too.
+    const auto back = entry_of_feature(settings, whole);
+    const bool reads_back = back && !back->cut && back->entry.dataset == entry.dataset &&
+                            back->entry.shares == entry.shares && back->entry.uid == entry.uid;
+    if (whole.size() <= most && reads_back)
         return whole;
     char hash[16];
     std::snprintf(hash, sizeof hash, "_h%08x", name_hash(whole));

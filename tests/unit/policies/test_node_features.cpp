@@ -60,6 +60,23 @@ BOOST_AUTO_TEST_CASE(a_feature_reads_back_as_its_entry)
     BOOST_TEST(!entry_of_feature(settings, "dls__u1"));
 }
 
+BOOST_AUTO_TEST_CASE(a_name_that_would_read_back_as_another_entry_is_hashed)
+{
+    const LocalitySettings settings;
+    // a_of2 whole is not a's share of 2, nor x_h0123abcd whole a cut name.
+    const std::string whole = entry_feature(settings, {"a_of2", 1004, 0});
+    BOOST_TEST(whole != entry_feature(settings, {"a", 1004, 2}));
+    BOOST_TEST(entry_feature(settings, {"a", 1004, 2}) == "dls_a_of2_u1004");
+    const auto back = entry_of_feature(settings, whole);
+    BOOST_REQUIRE(back);
+    BOOST_TEST(back->entry.dataset == "a_of2");
+    BOOST_TEST(back->entry.shares == 0u);
+    BOOST_TEST(back->cut);
+    const std::string hashed_like = entry_feature(settings, {"x_h0123abcd", 1004, 0});
+    BOOST_TEST(hashed_like.size() == std::string("dls_x_h0123abcd_h01234567_u1004").size());
+    BOOST_TEST(entry_of_feature(settings, hashed_like)->entry.dataset == "x_h0123abcd");
+}
+
 BOOST_AUTO_TEST_CASE(only_features_with_the_prefix_are_dlstages)
 {
     LocalitySettings settings;
