@@ -153,7 +153,8 @@ Preference job_preference(const PreferenceFacts& facts)
     if (!facts.users_prefer.empty())
         return {"", "the job's own --prefer is kept"};
     if (facts.nodes_asked == 0)
-        return {"", "the job asks for no number of nodes (-N)"};
+        return {"", "the job names or leaves out nodes, takes a reservation's, or spreads tasks over a number of "
+                    "nodes submit cannot know (-N)"};
     std::vector<std::string> held;
     for (const std::string& feature : facts.wanted)
         if (nodes_holding(facts.nodes, {feature}) >= facts.nodes_asked)

@@ -77,18 +77,32 @@ void prefer_cached_nodes(SpankApi& api, const Config& config, const std::vector<
     if (facts.wanted.empty())
         return;
     facts.users_prefer = api.client_option("prefer").value_or("");
+    const auto no_preference = [&](const std::string& why) {
+        std::string names;
+        for (const CachedWant& want : wants)
+            names += (names.empty() ? "" : ", ") + want.dataset;
+        api.verbose(names + ": no preference for nodes holding your copy: " + why);
+    };
     if (facts.users_prefer.empty() && facts.nodes_asked > 0) {
         std::string problem;
         const auto rows = ask_partition_nodes(api.client_option("partition").value_or(""), kSinfoSeconds, problem);
-        if (!rows)
+        if (!rows) {
+            no_preference("sinfo did not say which nodes hold it (" + problem + ")");
             return;
+        }
         for (const PartitionNodeRow& row : *rows)
             facts.nodes.push_back(
                 {{row.features.begin(), row.features.end()}, policy::slurm_node_may_take_jobs(row.state)});
     }
     const policy::Preference preference = policy::job_preference(facts);
-    if (preference.prefer.empty() || !api.set_client_option("prefer", preference.prefer))
+    if (preference.prefer.empty()) {
+        no_preference(preference.why);
         return;
+    }
+    if (!api.set_client_option("prefer", preference.prefer)) {
+        no_preference("Slurm did not take --prefer");
+        return;
+    }
     api.info(datasets_in(wants, preference.prefer) +
              ": this job prefers the nodes whose cache holds your copy (--prefer=" + preference.prefer +
              "); it runs elsewhere when none of them is free");

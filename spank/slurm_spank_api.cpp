@@ -231,6 +231,20 @@ void SlurmSpankApi::info(const std::string& message)
     slurm_info("%s", message_line(message).c_str());
 }
 
+// A client sets its log level from -v only after its plugins'
+// init_post_opt, where slurm_verbose() still drops the line: there the
+// option's count decides.
+void SlurmSpankApi::verbose(const std::string& message)
+{
+    if (context() == Context::Local || context() == Context::Allocator) {
+        const std::optional<std::string> count = client_option("verbose");
+        if (count && !count->empty() && *count != "0")
+            slurm_info("%s", message_line(message).c_str());
+        return;
+    }
+    slurm_verbose("%s", message_line(message).c_str());
+}
+
 void SlurmSpankApi::print(const std::string& text)
 {
     std::fputs(text.c_str(), stdout);

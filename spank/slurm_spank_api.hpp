@@ -43,6 +43,7 @@ public:
     bool start(const std::vector<std::string>& argv) override;
     void error(const std::string& message) override;
     void info(const std::string& message) override;
+    void verbose(const std::string& message) override;
     void print(const std::string& text) override;
     void end_client(int status) override;
 

@@ -74,6 +74,9 @@ public:
     // is what the user reads; in slurmd it goes to the slurmd log.
     virtual void error(const std::string& message) = 0;
     virtual void info(const std::string& message) = 0;
+    // Only with the command's -v (Slurm's verbose level): why something
+    // the user might expect did not happen.
+    virtual void verbose(const std::string& message) = 0;
 
     // The client only (sbatch, srun, salloc): text for the user's terminal
     // as it is (no prefix), and the end of the command with nothing

@@ -240,9 +240,12 @@ forget_near_on() {
         [ "$status" -eq 0 ]
     done
     ! sinfo -h -o %f | tr , '\n' | grep -q "^$FEATURE\$"
-    near_job
+    near_job -v
     [ "$status" -eq 0 ]
     ! grep -q "this job prefers" <<<"$output"
+    # -v says why.
+    grep -q "dlstage: near: no preference for nodes holding your copy: no 1 node(s) of its partition that may take jobs hold it" <<<"$output" || { echo "$output"; false; }
+    doc_says "$ADMIN_GUIDE" 'no preference for nodes holding your copy' imagenet=near <<<"$output"
 }
 
 @test "a source changed since it was cached stops attracting jobs at the next gc" {

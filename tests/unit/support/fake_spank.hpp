@@ -24,6 +24,7 @@ public:
     std::map<std::string, std::string> client_options;  // client_option()
     std::vector<std::string> errors;
     std::vector<std::string> infos;
+    std::vector<std::string> verboses;
     struct Run {
         std::vector<std::string> argv;
         std::vector<std::string> env;
@@ -88,6 +89,7 @@ public:
     }
     void error(const std::string& message) override { errors.push_back(message); }
     void info(const std::string& message) override { infos.push_back(message); }
+    void verbose(const std::string& message) override { verboses.push_back(message); }
     std::string printed;
     std::optional<int> ended;  // end_client's status
     void print(const std::string& text) override { printed += text; }
