@@ -7,6 +7,7 @@
 #include "tests/unit/status/test_status_query.cpp"
 #include "tests/unit/tier/test_cache_entry.cpp"
 #include "tests/unit/tier/test_cache_evict.cpp"
+#include "tests/unit/tier/test_cache_features.cpp"
 #include "tests/unit/tier/test_cache_measure.cpp"
 #include "tests/unit/tier/test_cache_records.cpp"
 #include "tests/unit/tier/test_kept_copies.cpp"
