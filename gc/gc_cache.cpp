@@ -139,7 +139,9 @@ void drop_changed(const Config& config, const Tier& tier, std::vector<NodeCacheE
             std::find_if(kept.begin(), kept.end(), [&](const NodeCacheEntry& e) { return e.uid == uid; });
         const EntryAttraction attraction = attraction_of(config, tier, *owner, names, seconds);
         for (const auto& [name, why] : attraction.refused) {
-            outcome.out.push_back("tier " + quoted(tier.name) + ": " + owner->user + "'s " + name + ": " + why +
+            // The names are the user's, the reason came through their process.
+            outcome.out.push_back("tier " + quoted(tier.name) + ": " + owner->user + "'s " + printable(name) + ": " +
+                                  printable(why) +
                                   ": no node feature (the next job that stages it here caches it again)");
             kept.erase(std::remove_if(kept.begin(), kept.end(),
                                       [&](const NodeCacheEntry& e) { return e.uid == uid && e.dataset == name; }),
