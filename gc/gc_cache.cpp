@@ -134,13 +134,17 @@ void drop_changed(const Config& config, const Tier& tier, std::vector<NodeCacheE
         if (entry.ready && !entry.aside && !entry.unlisted &&
             !cache_entry_feature(config, entry.uid, entry.dataset).empty())
             whole[entry.uid].push_back(entry.dataset);
-    for (const auto& [uid, names] : whole) {
-        const auto owner =
-            std::find_if(kept.begin(), kept.end(), [&](const NodeCacheEntry& e) { return e.uid == uid; });
-        const EntryAttraction attraction = attraction_of(config, tier, *owner, names, seconds);
-        for (const auto& [name, why] : attraction.refused) {
+    for (const auto& user_entries : whole) {
+        const uid_t uid = user_entries.first;  // (a lambda captures no structured binding in C++17)
+        // A copy: the erasing below moves what `kept` holds.
+        const NodeCacheEntry owner =
+            *std::find_if(kept.begin(), kept.end(), [&](const NodeCacheEntry& e) { return e.uid == uid; });
+        const EntryAttraction attraction = attraction_of(config, tier, owner, user_entries.second, seconds);
+        for (const auto& refused : attraction.refused) {
+            const std::string& name = refused.first;
+            const std::string& why = refused.second;
             // The names are the user's, the reason came through their process.
-            outcome.out.push_back("tier " + quoted(tier.name) + ": " + owner->user + "'s " + printable(name) + ": " +
+            outcome.out.push_back("tier " + quoted(tier.name) + ": " + owner.user + "'s " + printable(name) + ": " +
                                   printable(why) +
                                   ": no node feature (the next job that stages it here caches it again)");
             kept.erase(std::remove_if(kept.begin(), kept.end(),

@@ -122,6 +122,14 @@ void slurm_info(const char* format, ...)
     va_end(args);
 }
 
+void slurm_verbose(const char* format, ...)
+{
+    va_list args;
+    va_start(args, format);
+    log_line("verbose", format, args);
+    va_end(args);
+}
+
 }  // extern "C"
 
 int main(int argc, char** argv)
