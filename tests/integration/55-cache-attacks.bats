@@ -481,12 +481,19 @@ hold_measuring() {
 }
 
 # stop_measuring_on_n1 ARG...: stop-measuring in the background for n1's
-# children (its options and the uids in ARGs).  Sets $holder.
+# children (its options and the uids in ARGs), once it looks (a child
+# forked before it started is never caught: under CI's load one was).
+# Sets $holder.
 stop_measuring_on_n1() {
-    local n1_slurmd
+    local n1_slurmd ready="$BATS_TEST_TMPDIR/stop-measuring.ready"
     n1_slurmd=$(n1_slurmd_pid) || { echo "no slurmd of n1 found"; return 1; }
-    "$BATS_TEST_DIRNAME/stop-measuring" "$(readlink "/proc/$n1_slurmd/ns/mnt")" "$@" >/dev/null 2>&1 3>&- &
+    rm -f "$ready"
+    "$BATS_TEST_DIRNAME/stop-measuring" "$(readlink "/proc/$n1_slurmd/ns/mnt")" --ready "$ready" "$@" \
+        >/dev/null 2>&1 3>&- &
     holder=$!
+    for _ in $(seq 100); do [ -e "$ready" ] && return 0; sleep 0.1; done
+    echo "stop-measuring did not start"
+    return 1
 }
 
 @test "everything a prolog does under the node cache lock has one deadline, however many users' directories are slow" {
